@@ -1,0 +1,31 @@
+//! `um-mm`: guest address spaces.
+//!
+//! Owns everything about guest memory that is not a host call: the frame allocator over physical
+//! memory ([`FrameAllocator`], frames of the guest page size), page tables generic over the
+//! granule ([`PageTable`], 4K and 16K), the VMA map with Linux `mmap`/`munmap`/`mprotect`/`brk`/
+//! `mremap` semantics ([`Mm`]), the page cache for file mappings ([`PageCache`], behind the
+//! [`VmFile`] trait that file systems implement), fault resolution (zero-fill, file pages, COW,
+//! stack growth), and copying to and from guest memory.
+//!
+//! The host side of a mapping is not done here: every change to what the guest may see is queued
+//! as a [`HostOp`] that the engine replays in the stub process before the guest runs again
+//! ([`Mm::take_host_ops`]). Invariant: the host mapping never grants more than the PTE, and a
+//! PTE never grants write to a frame that is shared copy-on-write.
+//!
+//! Neighbours: `um-os-linux` (the [`um_os_linux::physmem::PhysMem`] the frames live in) and
+//! `um-uapi` below; `kernel` and `fs` above.
+#![forbid(unsafe_code)]
+
+mod frame;
+mod granule;
+mod mm;
+mod pagecache;
+mod pagetable;
+mod vma;
+
+pub use frame::{Frame, FrameAllocator};
+pub use granule::Granule;
+pub use mm::{Access, HostOp, Layout, MapFlags, Mm, Prot, SegvCode};
+pub use pagecache::{PageCache, VmFile};
+pub use pagetable::{PageTable, Pte, PteFlags};
+pub use vma::{Backing, Vma};

@@ -1,0 +1,11 @@
+//! `um-os-linux`: every call this kernel makes to its host, behind a small safe API.
+//!
+//! Like Linux `arch/um/os-Linux`, this is the only place that knows it runs on Linux as a process:
+//! physical memory ([`physmem::PhysMem`], a memfd mapped once), the stub processes that hold guest
+//! address spaces, ptrace, seccomp, futexes, host signals and host files, and the probes that find
+//! out what the host can do. Callers above see safe functions and owned handles; each `unsafe`
+//! block here carries a `// SAFETY:` comment.
+//!
+//! Neighbours: `um-uapi` below; the arch crates, `mm` and `kernel` above.
+
+pub mod physmem;
