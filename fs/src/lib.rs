@@ -1,1 +1,16 @@
-//! (to be written)
+//! `um-fs`: files and programs.
+//!
+//! The path walk ([`namei`]), hostfs ([`hostfs`]), exec and the ELF loader ([`exec`],
+//! [`binfmt_elf`], [`exec_stack`]), and the file syscalls ([`sys`]). The object traits these
+//! implement ([`um_kernel::vfs`]) live in the kernel crate.
+//!
+//! Neighbours: `um-kernel`, `um-mm`, `um-os-linux` and `um-uapi` below; `um-drivers` and
+//! `um-bin` above.
+#![forbid(unsafe_code)]
+
+pub mod binfmt_elf;
+pub mod exec;
+pub mod exec_stack;
+pub mod hostfs;
+pub mod namei;
+pub mod sys;

@@ -21,6 +21,7 @@ mod granule;
 mod mm;
 mod pagecache;
 mod pagetable;
+mod shmem;
 mod vma;
 
 pub use frame::{Frame, FrameAllocator};
@@ -28,4 +29,5 @@ pub use granule::Granule;
 pub use mm::{Access, HostOp, Layout, MapFlags, Mm, Prot, SegvCode};
 pub use pagecache::{PageCache, VmFile};
 pub use pagetable::{PageTable, Pte, PteFlags};
+pub use shmem::Shmem;
 pub use vma::{Backing, Vma};

@@ -9,3 +9,8 @@
 //! Neighbours: `um-uapi` below; the arch crates, `mm` and `kernel` above.
 
 pub mod physmem;
+pub mod probe;
+pub mod ptrace;
+pub mod shared;
+pub mod stub;
+pub mod host;

@@ -1,1 +1,37 @@
-fn main() {}
+//! `linux`: the kernel as a host program (package `um-bin`).
+//!
+//! Parses the command line ([`cmdline`]), probes the host and logs each probe, builds the
+//! kernel object (physical memory, the stub executable, the syscall table assembled from the
+//! subsystems), mounts the root and starts init on a host thread of its own. When init ends,
+//! `linux` ends with init's exit status, as the kernel's "Attempted to kill init!" panic.
+#![forbid(unsafe_code)]
+
+mod boot;
+mod cmdline;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cmd = match cmdline::parse(args) {
+        Ok(c) => c,
+        Err(e) => fail(&e),
+    };
+    if cmd.help {
+        use std::io::Write;
+        let _ = std::io::stdout().write_all(cmdline::HELP.as_bytes());
+        return;
+    }
+    if let Err(e) = boot::validate(&cmd) {
+        fail(&e);
+    }
+    let code = match boot::boot(cmd) {
+        Ok(code) => code,
+        Err(e) => fail(&e),
+    };
+    std::process::exit(code);
+}
+
+/// One clear error line and exit status 2.
+fn fail(msg: &str) -> ! {
+    eprintln!("linux: error: {msg}");
+    std::process::exit(2)
+}

@@ -1,0 +1,193 @@
+//! Boot: from a parsed command line to a running init.
+
+use crate::cmdline::{Cmdline, ConChannel, SeccompMode};
+use std::sync::atomic::{AtomicI32, AtomicU32};
+use std::sync::{Arc, Mutex, OnceLock};
+use um_drivers::console::{Channel, Console};
+use um_fs::hostfs::HostInode;
+use um_kernel::arch::{self, native};
+use um_kernel::engine::ptrace::PtraceThread;
+use um_kernel::kernel::{EngineKind, Kernel, StubEnv, Uts};
+use um_kernel::printk;
+use um_kernel::run::{self, Exit};
+use um_kernel::syscall::SyscallTable;
+use um_kernel::task::{Creds, ExitStatus, FsContext, Process, SigAction, Task, default_rlimits, lock};
+use um_kernel::vfs::{Dentry, FdTable, OpenFile};
+use um_mm::{FrameAllocator, Granule, Layout, Mm, PageCache};
+use um_os_linux::physmem::PhysMem;
+use um_os_linux::{probe, stub};
+
+/// The release `uname -r` reports.
+const RELEASE: &str = "6.1.0-um";
+
+/// Checks what can be checked before anything is printed: bad input is one line, exit 2.
+pub fn validate(c: &Cmdline) -> Result<(), String> {
+    let root = c.rootflags.as_ref().ok_or("no root file system: give rootfstype=hostfs rootflags=DIR")?;
+    let md = std::fs::metadata(root).map_err(|e| format!("rootflags={}: {e}", root.display()))?;
+    if !md.is_dir() {
+        return Err(format!("rootflags={}: not a directory", root.display()));
+    }
+    if c.mem < 16 << 20 {
+        return Err(format!("mem={}: at least 16M is needed", c.mem));
+    }
+    let host = probe::host_memory();
+    if c.mem > host {
+        return Err(format!("mem={} bytes cannot be backed: the host has {} bytes of memory and swap", c.mem, host));
+    }
+    Ok(())
+}
+
+/// Boots and runs until init exits; returns the host exit status.
+pub fn boot(c: Cmdline) -> Result<i32, String> {
+    printk::init(c.loglevel);
+    log::info!("Linux version {RELEASE} (um-rs {}) #1 SMP", env!("CARGO_PKG_VERSION"));
+    log::info!("Kernel command line: {}", c.words.join(" "));
+    let host_page = probe::page_size();
+    log::info!("host: page size {host_page} bytes");
+    let va_bits = probe::user_va_bits();
+    log::info!("host: {va_bits}-bit user address space");
+    log::info!("host: kernel {}", probe::host_release());
+    let seccomp_ok = probe::seccomp_trap_available().unwrap_or(false);
+    log::info!("host: seccomp filters with SECCOMP_RET_TRAP {}", if seccomp_ok { "available" } else { "unavailable" });
+    let sysemu = native::host::probe_sysemu().unwrap_or(false);
+    log::info!("host: PTRACE_SYSEMU {}", if sysemu { "works" } else { "unavailable" });
+
+    match c.seccomp {
+        SeccompMode::On => return Err(String::from("seccomp=on: this kernel has no seccomp engine yet; use seccomp=off")),
+        SeccompMode::Auto => log::info!("engine: seccomp engine not built yet, using ptrace"),
+        SeccompMode::Off => {}
+    }
+    if c.nosysemu {
+        return Err(String::from("nosysemu/nocancel: the PTRACE_SYSCALL fallbacks are not built yet"));
+    }
+    if !sysemu {
+        return Err(String::from("the host does not support PTRACE_SYSEMU, and the fallbacks are not built yet"));
+    }
+    log::info!("engine: ptrace (PTRACE_SYSEMU)");
+
+    let granule = Granule::K4;
+    if (granule.size() as usize) < host_page {
+        return Err(format!("guest page size {} is smaller than the host's {host_page}", granule.size()));
+    }
+    let phys = Arc::new(PhysMem::new(c.mem as usize).map_err(|e| format!("mem={}: cannot be backed: {e}", c.mem))?);
+    log::info!("Memory: {}K available", c.mem >> 10);
+    let frames = Arc::new(FrameAllocator::new(phys.clone(), granule));
+    let page_cache = Arc::new(PageCache::new(frames.clone()));
+
+    let base = native::stub::stub_base(va_bits);
+    let code = native::host::stub_code();
+    let elf = stub::build_stub_elf(arch::ELF_MACHINE, code.code, base, code.entry);
+    let image = stub::StubImage::new(&elf, c.stub_exe.as_deref()).map_err(|e| format!("cannot create the stub executable: {e}"))?;
+    let task_size = base;
+    let stack_top = task_size - (1 << 20);
+    let stack_limit = 8 << 20;
+    let layout = Layout {
+        task_size,
+        stack_top,
+        stack_limit,
+        mmap_base: granule.align_down(stack_top - stack_limit - (128 << 20)),
+        min_addr: 0x10000,
+    };
+    log::info!("guest: TASK_SIZE {task_size:#x}, stub at {base:#x}");
+
+    let mut table = SyscallTable::default();
+    um_kernel::sys::register(&mut table);
+    um_fs::sys::register(&mut table);
+    log::info!("syscalls: {} implemented", table.len());
+
+    let kernel = Arc::new(Kernel {
+        phys,
+        frames,
+        page_cache,
+        layout,
+        stub: StubEnv { image, base, va_bits },
+        tasks: Default::default(),
+        syscalls: table,
+        uts: Uts {
+            sysname: "Linux".into(),
+            nodename: "(none)".into(),
+            release: RELEASE.into(),
+            version: "#1 SMP".into(),
+            machine: native::abi::UTS_MACHINE.into(),
+            domainname: "(none)".into(),
+        },
+        engine: EngineKind::PtraceSysemu,
+        hwcap: 0,
+        exec_template: OnceLock::new(),
+    });
+
+    let root_path = c.rootflags.clone().ok_or("no root")?;
+    let root_inode = HostInode::new_root(&root_path, c.readonly).map_err(|e| format!("rootflags={}: {e}", root_path.display()))?;
+    let root = Dentry::root(root_inode);
+    log::info!("VFS: Mounted root (hostfs filesystem) {} on device 0:0.", if c.readonly { "readonly" } else { "read-write" });
+
+    let chan = |ch: ConChannel| match ch {
+        ConChannel::Null => Channel::Null,
+        ConChannel::Fd(fd) => Channel::Fd(fd),
+    };
+    let console = OpenFile::new(Box::new(Console::new(chan(c.con_in), chan(c.con_out))), 2, None);
+    let mut files = FdTable::default();
+    for fd in 0..3 {
+        files.install_at(fd, console.clone(), false).map_err(|e| format!("console: {e}"))?;
+    }
+
+    let pid = kernel.tasks.alloc_pid();
+    let process = Arc::new(Process {
+        pid,
+        ppid: AtomicU32::new(0),
+        mm: Mutex::new(Arc::new(Mutex::new(Mm::new(kernel.frames.clone(), kernel.page_cache.clone(), layout)))),
+        files: Mutex::new(files),
+        fs: Mutex::new(FsContext { root: root.clone(), cwd: root, umask: 0o022 }),
+        creds: Mutex::new(Creds::default()),
+        sigactions: Mutex::new([SigAction::default(); 64]),
+        rlimits: Mutex::new(default_rlimits()),
+        comm: Mutex::new(b"swapper".to_vec()),
+        exe: Mutex::new(None),
+        exit: Mutex::new(None),
+        arg_range: Mutex::new((0, 0, 0, 0)),
+        exec_unmap: Default::default(),
+    });
+    let task = Arc::new(Task {
+        tid: pid,
+        process,
+        sigmask: Mutex::new(0),
+        clear_child_tid: Mutex::new(0),
+        host_tid: AtomicI32::new(0),
+    });
+    kernel.tasks.insert(task.clone());
+
+    let mut argv = vec![c.init.clone().into_bytes()];
+    argv.extend(c.init_args.iter().map(|a| a.clone().into_bytes()));
+    let envp = vec![b"HOME=/".to_vec(), b"TERM=linux".to_vec()];
+    let init = c.init.clone();
+    let k = kernel.clone();
+    let handle = std::thread::Builder::new()
+        .name("init".into())
+        .spawn(move || -> Result<ExitStatus, String> {
+            let mut th = PtraceThread::new_process(&k).map_err(|e| format!("cannot start the init stub process: {e}"))?;
+            let _ = k.exec_template.set(*th.template());
+            log::info!("Run {init} as init process");
+            let ex = match um_fs::exec::do_execve(&k, &task, init.as_bytes(), argv, envp) {
+                Ok(ex) => ex,
+                Err(e) => {
+                    printk::line(&format!("Kernel panic - not syncing: Requested init {init} failed (error -{}).", e.get()));
+                    return Err(format!("init {init} could not be started: {e}"));
+                }
+            };
+            th.regs = ex.regs;
+            let exit = run::serve(&k, &task, &mut th);
+            let st = match exit {
+                Exit::Group(st) => st,
+                Exit::Thread(code) => ExitStatus::Exited(code),
+            };
+            *lock(&task.process.exit) = Some(st);
+            Ok(st)
+        })
+        .map_err(|e| format!("cannot start the init thread: {e}"))?;
+    let st = handle.join().map_err(|_| String::from("the init thread panicked"))??;
+    printk::line(&format!("Kernel panic - not syncing: Attempted to kill init! exitcode=0x{:08x}", st.wstatus()));
+    Ok(match st {
+        ExitStatus::Exited(code) => code,
+        ExitStatus::Signaled(sig) => 128 + sig,
+    })
+}

@@ -1,0 +1,261 @@
+//! The kernel command line, in User Mode Linux's conventions (`arch/um/kernel/um_arch.c`,
+//! `Documentation/virt/uml/user_mode_linux_howto_v2.rst`): `key=value` words and bare flags;
+//! everything after a bare `--` is passed to init.
+
+use std::path::PathBuf;
+
+/// How the guest's console is wired (`con0=IN,OUT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConChannel {
+    Null,
+    Fd(i32),
+}
+
+/// `seccomp=` setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeccompMode {
+    On,
+    Auto,
+    Off,
+}
+
+/// The parsed command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cmdline {
+    pub mem: u64,
+    pub rootflags: Option<PathBuf>,
+    pub readonly: bool,
+    pub init: String,
+    pub init_args: Vec<String>,
+    pub con_in: ConChannel,
+    pub con_out: ConChannel,
+    pub seccomp: SeccompMode,
+    pub nosysemu: bool,
+    pub nocancel: bool,
+    pub loglevel: u32,
+    pub stub_exe: Option<PathBuf>,
+    pub help: bool,
+    /// The words as given, for the boot log.
+    pub words: Vec<String>,
+}
+
+impl Default for Cmdline {
+    fn default() -> Self {
+        Cmdline {
+            mem: 256 << 20,
+            rootflags: None,
+            readonly: false,
+            init: String::from("/sbin/init"),
+            init_args: Vec::new(),
+            con_in: ConChannel::Fd(0),
+            con_out: ConChannel::Fd(1),
+            seccomp: SeccompMode::Auto,
+            nosysemu: false,
+            nocancel: false,
+            loglevel: 7,
+            stub_exe: None,
+            help: false,
+            words: Vec::new(),
+        }
+    }
+}
+
+/// Parses a memory size: decimal or 0x hex with an optional K/M/G suffix (either case),
+/// as Linux `memparse()` does.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let (num, mult) = match s.chars().last() {
+        Some(c @ ('K' | 'M' | 'G' | 'T' | 'P' | 'k' | 'm' | 'g' | 't' | 'p')) => {
+            let m = match c.to_ascii_uppercase() {
+                'K' => 1u64 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                'T' => 1 << 40,
+                _ => 1 << 50,
+            };
+            (&s[..s.len() - 1], m)
+        }
+        _ => (s, 1),
+    };
+    let n = if let Some(h) = num.strip_prefix("0x") {
+        u64::from_str_radix(h, 16)
+    } else {
+        num.parse::<u64>()
+    }
+    .map_err(|_| format!("bad size {s:?} (a number with an optional K, M or G suffix)"))?;
+    n.checked_mul(mult).ok_or_else(|| format!("size {s:?} is too large"))
+}
+
+fn parse_channel(s: &str) -> Result<ConChannel, String> {
+    if s == "null" {
+        return Ok(ConChannel::Null);
+    }
+    if let Some(n) = s.strip_prefix("fd:") {
+        let fd: i32 = n.parse().map_err(|_| format!("bad console channel {s:?}"))?;
+        if fd < 0 {
+            return Err(format!("bad console channel {s:?}"));
+        }
+        return Ok(ConChannel::Fd(fd));
+    }
+    Err(format!("unsupported console channel {s:?} (use fd:N or null)"))
+}
+
+/// Parses the words after the program name.
+pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String> {
+    let mut c = Cmdline::default();
+    let mut it = args.into_iter();
+    while let Some(w) = it.next() {
+        if w == "--" {
+            c.init_args = it.by_ref().collect();
+            break;
+        }
+        c.words.push(w.clone());
+        let (k, v) = match w.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (w.as_str(), None),
+        };
+        fn need<'a>(k: &str, v: Option<&'a str>) -> Result<&'a str, String> {
+            v.filter(|s| !s.is_empty()).ok_or_else(|| format!("{k}= needs a value"))
+        }
+        match (k, v) {
+            ("--help" | "-h" | "help", None) => c.help = true,
+            ("mem", v) => c.mem = parse_size(need(k, v)?)?,
+            ("rootfstype", v) => {
+                let t = need(k, v)?;
+                if t != "hostfs" {
+                    return Err(format!("rootfstype={t}: only hostfs is supported"));
+                }
+            }
+            ("rootflags", v) => c.rootflags = Some(PathBuf::from(need(k, v)?)),
+            ("root", v) => {
+                // UML's hostfs boot says root=/dev/root; the host directory is rootflags=.
+                need(k, v)?;
+            }
+            ("rw", None) => c.readonly = false,
+            ("ro", None) => c.readonly = true,
+            ("init", v) => {
+                let p = need(k, v)?;
+                if !p.starts_with('/') {
+                    return Err(format!("init={p}: must be an absolute path"));
+                }
+                c.init = p.to_string();
+            }
+            ("con0", v) => {
+                let s = need(k, v)?;
+                let (i, o) = s.split_once(',').unwrap_or((s, s));
+                c.con_in = parse_channel(i)?;
+                c.con_out = parse_channel(o)?;
+            }
+            ("con", v) => {
+                // con=null (every other console off): there is only con0 here.
+                need(k, v)?;
+            }
+            ("seccomp", v) => {
+                c.seccomp = match need(k, v)? {
+                    "on" => SeccompMode::On,
+                    "auto" => SeccompMode::Auto,
+                    "off" => SeccompMode::Off,
+                    o => return Err(format!("seccomp={o}: use on, auto or off")),
+                }
+            }
+            ("nosysemu", None) => c.nosysemu = true,
+            ("nocancel", None) => {
+                c.nocancel = true;
+                c.nosysemu = true;
+            }
+            ("loglevel", v) => {
+                let n: u32 = need(k, v)?.parse().map_err(|_| format!("bad loglevel {:?}", v.unwrap_or("")))?;
+                if n > 15 {
+                    return Err(format!("loglevel={n}: must be 0..15"));
+                }
+                c.loglevel = n;
+            }
+            ("quiet", None) => c.loglevel = 4,
+            ("debug", None) => c.loglevel = 10,
+            ("stub_exe", v) => c.stub_exe = Some(PathBuf::from(need(k, v)?)),
+            _ => return Err(format!("unknown option {w:?} (see linux --help)")),
+        }
+    }
+    Ok(c)
+}
+
+/// `linux --help`.
+pub const HELP: &str = "\
+Usage: linux [options] [-- init arguments]
+
+A Linux kernel that runs as an ordinary process. Options (User Mode Linux conventions):
+  mem=SIZE              guest memory, with K/M/G suffix (default 256M)
+  rootfstype=hostfs     root file system type (hostfs: a host directory)
+  rootflags=DIR         the host directory that is the guest's root
+  root=/dev/root        accepted for compatibility with UML's hostfs boot
+  rw | ro               mount the root read-write (default) or read-only
+  init=PATH             the first program (default /sbin/init); words after a bare --
+                        are its arguments
+  con0=IN,OUT           console channels: fd:N or null (default fd:0,fd:1);
+                        con0=null,fd:1 when stdin is not usable
+  seccomp=on|auto|off   the seccomp engine: required, if available (default), or never
+  nosysemu              ptrace engine without PTRACE_SYSEMU (cancel the call at the stop)
+  nocancel              ptrace engine substituting getppid instead of cancelling (implies
+                        nosysemu)
+  stub_exe=PATH         write the stub executable to PATH and exec it from there (for hosts
+                        that refuse exec of a memfd)
+  loglevel=N            kernel log verbosity (0-15, default 7); quiet = 4; debug = 10
+  --help                this text
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Cmdline, String> {
+        parse(s.split_whitespace().map(String::from))
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("256M").unwrap(), 256 << 20);
+        assert_eq!(parse_size("1g").unwrap(), 1 << 30);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("64K").unwrap(), 64 << 10);
+        assert_eq!(parse_size("0x1000").unwrap(), 4096);
+        assert!(parse_size("12Q").is_err());
+        assert!(parse_size("M").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("99999999999999999999G").is_err());
+    }
+
+    #[test]
+    fn full_line() {
+        let c = p("mem=512M rootfstype=hostfs rootflags=/r rw init=/bin/busybox con0=fd:0,fd:1 seccomp=off -- echo a b")
+            .unwrap();
+        assert_eq!(c.mem, 512 << 20);
+        assert_eq!(c.rootflags.as_deref(), Some(std::path::Path::new("/r")));
+        assert_eq!(c.init, "/bin/busybox");
+        assert_eq!(c.init_args, vec!["echo", "a", "b"]);
+        assert_eq!(c.seccomp, SeccompMode::Off);
+        assert_eq!((c.con_in, c.con_out), (ConChannel::Fd(0), ConChannel::Fd(1)));
+        assert!(!c.readonly);
+    }
+
+    #[test]
+    fn flags_and_channels() {
+        let c = p("ro con0=null,fd:1 nocancel quiet").unwrap();
+        assert!(c.readonly && c.nocancel && c.nosysemu);
+        assert_eq!(c.con_in, ConChannel::Null);
+        assert_eq!(c.loglevel, 4);
+        assert!(p("--help").unwrap().help);
+        // Words after -- are not options.
+        assert_eq!(p("-- frobnicate=1").unwrap().init_args, vec!["frobnicate=1"]);
+    }
+
+    #[test]
+    fn errors() {
+        assert!(p("frobnicate=1").unwrap_err().contains("unknown option"));
+        assert!(p("seccomp=maybe").is_err());
+        assert!(p("rootfstype=ext4").is_err());
+        assert!(p("con0=tty:1").is_err());
+        assert!(p("init=relative").is_err());
+        assert!(p("mem=").is_err());
+        assert!(p("loglevel=x").is_err());
+        assert!(p("nosysemu=1").is_err());
+    }
+}

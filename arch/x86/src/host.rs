@@ -1,0 +1,265 @@
+//! What only an x86_64 host can do: the stub's machine code, and the ptrace glue that reads and
+//! writes x86 registers and makes a stub run host syscalls for the kernel.
+
+use crate::regs::{REGS_SIZE, Regs, idx};
+use crate::stub;
+use std::io;
+use um_os_linux::ptrace::{self, Event, NT_PRFPREG, NT_PRSTATUS, Resume, Stop, Stopped};
+
+// The stub code. Position-independent (it finds its data area rip-relative), copied verbatim
+// into the stub executable. Entry points are offsets from `um_x86_stub_start`.
+//
+// entry:   stop ourselves (kill(getpid(), SIGSTOP)) so the kernel can seize us; never resumed
+//          at this point (the kernel redirects rip), but pause() forever just in case.
+// syscall: one host syscall with the registers the kernel set, then int3 -> SIGTRAP stop.
+// batch:   run the ops queued in the data area in order, each result into its op; int3.
+core::arch::global_asm!(
+    ".pushsection .text.um_x86_stub, \"ax\"",
+    ".p2align 12",
+    ".globl um_x86_stub_start",
+    "um_x86_stub_start:",
+    ".globl um_x86_stub_entry",
+    "um_x86_stub_entry:",
+    "    mov eax, 39",          // getpid
+    "    syscall",
+    "    mov edi, eax",
+    "    mov esi, 19",          // SIGSTOP
+    "    mov eax, 62",          // kill
+    "    syscall",
+    "2:  mov eax, 34",          // pause
+    "    syscall",
+    "    jmp 2b",
+    ".globl um_x86_stub_syscall",
+    "um_x86_stub_syscall:",
+    "    syscall",
+    "    int3",
+    ".globl um_x86_stub_batch",
+    "um_x86_stub_batch:",
+    "    lea rbx, [rip + um_x86_stub_start]",
+    "    add rbx, {data}",
+    "    mov r12, [rbx + {count}]",
+    "    lea r13, [rbx + {ops}]",
+    "    xor r14, r14",
+    "3:  cmp r14, r12",
+    "    jae 5f",
+    "    mov rax, [r13]",
+    "    mov rdi, [r13 + 8]",
+    "    mov rsi, [r13 + 16]",
+    "    mov rdx, [r13 + 24]",
+    "    mov r10, [r13 + 32]",
+    "    mov r8,  [r13 + 40]",
+    "    mov r9,  [r13 + 48]",
+    "    syscall",
+    "    mov [r13 + 56], rax",
+    "    add r13, {opsize}",
+    "    inc r14",
+    "    jmp 3b",
+    "5:  int3",
+    ".globl um_x86_stub_end",
+    "um_x86_stub_end:",
+    ".popsection",
+    data = const stub::DATA_OFFSET,
+    count = const stub::COUNT,
+    ops = const stub::OPS,
+    opsize = const stub::OP_SIZE,
+);
+
+unsafe extern "C" {
+    static um_x86_stub_start: u8;
+    static um_x86_stub_end: u8;
+    static um_x86_stub_entry: u8;
+    static um_x86_stub_syscall: u8;
+    static um_x86_stub_batch: u8;
+}
+
+fn addr(sym: &u8) -> usize {
+    sym as *const u8 as usize
+}
+
+/// The stub's machine code and the offsets of its entry points.
+pub struct StubCode {
+    /// The code bytes.
+    pub code: &'static [u8],
+    /// Offset of the exec entry.
+    pub entry: u64,
+    /// Offset of the single-syscall gadget.
+    pub syscall: u64,
+    /// Offset of the batch runner.
+    pub batch: u64,
+}
+
+/// The stub code of this kernel binary.
+pub fn stub_code() -> StubCode {
+    // SAFETY: the symbols are defined by the global_asm block above, in one section, start
+    // before end; we only take their addresses and read the bytes between them, which are
+    // immutable code.
+    unsafe {
+        let start = addr(&um_x86_stub_start);
+        let end = addr(&um_x86_stub_end);
+        StubCode {
+            code: std::slice::from_raw_parts(start as *const u8, end - start),
+            entry: (addr(&um_x86_stub_entry) - start) as u64,
+            syscall: (addr(&um_x86_stub_syscall) - start) as u64,
+            batch: (addr(&um_x86_stub_batch) - start) as u64,
+        }
+    }
+}
+
+/// Reads the general registers of a stopped tracee.
+pub fn get_regs(t: &Stopped) -> io::Result<Regs> {
+    let mut b = [0u8; REGS_SIZE];
+    let n = t.get_regset(NT_PRSTATUS, &mut b)?;
+    if n != REGS_SIZE {
+        return Err(io::Error::other(format!("NT_PRSTATUS gave {n} bytes")));
+    }
+    Ok(Regs::from_bytes(&b))
+}
+
+/// Writes the general registers of a stopped tracee.
+pub fn set_regs(t: &Stopped, r: &Regs) -> io::Result<()> {
+    t.set_regset(NT_PRSTATUS, &r.to_bytes())
+}
+
+/// Size of `user_fpregs_struct` (the FXSAVE area), the `NT_PRFPREG` regset.
+pub const FPREGS_SIZE: usize = 512;
+
+/// Reads the FP/SSE registers.
+pub fn get_fpregs(t: &Stopped) -> io::Result<[u8; FPREGS_SIZE]> {
+    let mut b = [0u8; FPREGS_SIZE];
+    t.get_regset(NT_PRFPREG, &mut b)?;
+    Ok(b)
+}
+
+/// Writes the FP/SSE registers.
+pub fn set_fpregs(t: &Stopped, b: &[u8; FPREGS_SIZE]) -> io::Result<()> {
+    t.set_regset(NT_PRFPREG, b)
+}
+
+/// Runs until the stub's next `int3` and returns it stopped there. Any other stop is an error
+/// (the stub died or misbehaved).
+fn run_to_trap(t: Stopped) -> io::Result<Stopped> {
+    let mut running = t.resume(Resume::Cont, 0)?;
+    loop {
+        match running.wait()? {
+            Event::Stopped(s) => match s.stop() {
+                Stop::Signal(libc::SIGTRAP) => return Ok(s),
+                // The group-stop the stub put itself in (reported again after a resume under
+                // PTRACE_SEIZE), and job-control signals: carry on.
+                Stop::Event(..) | Stop::Signal(libc::SIGSTOP | libc::SIGCONT | libc::SIGTSTP) => {
+                    running = s.resume(Resume::Cont, 0)?
+                }
+                other => return Err(io::Error::other(format!("stub stopped unexpectedly: {other:?}"))),
+            },
+            Event::Exited(c) => return Err(io::Error::other(format!("stub exited ({c})"))),
+            Event::Killed(sig) => return Err(io::Error::other(format!("stub killed by signal {sig}"))),
+        }
+    }
+}
+
+/// Makes the stopped stub run one host syscall; returns the stub stopped again and the raw
+/// result. Clobbers the registers: callers restore the guest's afterwards.
+pub fn stub_syscall(t: Stopped, base: u64, template: &Regs, nr: u64, args: [u64; 6]) -> io::Result<(Stopped, i64)> {
+    let code = stub_code();
+    let mut r = *template;
+    r.w[idx::RAX] = nr;
+    r.w[idx::RDI] = args[0];
+    r.w[idx::RSI] = args[1];
+    r.w[idx::RDX] = args[2];
+    r.w[idx::R10] = args[3];
+    r.w[idx::R8] = args[4];
+    r.w[idx::R9] = args[5];
+    r.w[idx::RIP] = base + code.syscall;
+    r.w[idx::ORIG_RAX] = u64::MAX;
+    set_regs(&t, &r)?;
+    let t = run_to_trap(t)?;
+    let ret = get_regs(&t)?.w[idx::RAX] as i64;
+    Ok((t, ret))
+}
+
+/// Makes the stopped stub run the ops queued in its data area; returns it stopped again.
+pub fn stub_batch(t: Stopped, base: u64, template: &Regs) -> io::Result<Stopped> {
+    let code = stub_code();
+    let mut r = *template;
+    r.w[idx::RIP] = base + code.batch;
+    r.w[idx::ORIG_RAX] = u64::MAX;
+    set_regs(&t, &r)?;
+    run_to_trap(t)
+}
+
+/// Probes `PTRACE_SYSEMU`: a child's getppid() is answered by the tracer (with 4242) instead
+/// of the host. Returns Ok(false) when the host refuses the request.
+pub fn probe_sysemu() -> io::Result<bool> {
+    // SAFETY: fork; the child makes only raw syscalls and exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: raw syscalls in the child of fork.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            libc::raise(libc::SIGSTOP);
+            let r = libc::syscall(libc::SYS_getppid);
+            libc::_exit(if r == 4242 { 0 } else { 1 });
+        }
+    }
+    let result = (|| -> io::Result<bool> {
+        let mut status = 0;
+        // SAFETY: waitpid into a local.
+        unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
+        let t = ptrace::seize(pid, 0)?;
+        let t = match t.resume(Resume::Sysemu, 0) {
+            Ok(r) => r,
+            Err(_) => return Ok(false),
+        };
+        // Skip stops until the syscall stop (the group-stop may be reported first).
+        let mut ev = t.wait()?;
+        loop {
+            match ev {
+                Event::Stopped(s) if s.stop() == Stop::Syscall => {
+                    let mut r = get_regs(&s)?;
+                    if r.syscall_nr() != libc::SYS_getppid as u64 {
+                        return Ok(false);
+                    }
+                    r.set_return(4242);
+                    set_regs(&s, &r)?;
+                    let run = s.resume(Resume::Cont, 0)?;
+                    return match run.wait()? {
+                        Event::Exited(0) => Ok(true),
+                        _ => Ok(false),
+                    };
+                }
+                Event::Stopped(s) => ev = s.resume(Resume::Sysemu, 0)?.wait()?,
+                _ => return Ok(false),
+            }
+        }
+    })();
+    // SAFETY: kill + reap our own child, whatever state it is in.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        let mut st = 0;
+        libc::waitpid(pid, &mut st, libc::__WALL);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stub_code_is_small_and_ordered() {
+        let c = stub_code();
+        assert!(c.code.len() < 4096);
+        assert_eq!(c.entry, 0);
+        assert!(c.syscall < c.batch && (c.batch as usize) < c.code.len());
+        // `syscall; int3` at the gadget.
+        let s = c.syscall as usize;
+        assert_eq!(&c.code[s..s + 3], &[0x0f, 0x05, 0xcc]);
+    }
+
+    #[test]
+    fn sysemu_probe_answers() {
+        assert!(probe_sysemu().unwrap());
+    }
+}

@@ -1,0 +1,343 @@
+//! read, write and friends, lseek, getdents64, ioctl, sendfile (Linux fs/read_write.c,
+//! fs/readdir.c, fs/ioctl.c).
+
+use std::sync::Arc;
+use um_kernel::syscall::{SyscallCtx, SyscallTable, lock_mm};
+use um_kernel::task::lock;
+use um_kernel::vfs::{GuestMem, OpenFile};
+use um_mm::Mm;
+use um_uapi::abi::fcntl::LinuxDirent64;
+use um_uapi::{Errno, SysResult};
+
+/// Largest single transfer (Linux `MAX_RW_COUNT`: INT_MAX rounded down to a page).
+const MAX_RW_COUNT: u64 = 0x7fff_f000;
+/// Bounce-buffer chunk for one transfer step.
+const CHUNK: usize = 1 << 20;
+
+fn file(c: &SyscallCtx<'_>, fd: u64) -> SysResult<Arc<OpenFile>> {
+    lock(&c.task.process.files).get(fd)
+}
+
+fn readable(f: &OpenFile) -> SysResult<()> {
+    if f.flags() & 3 == 1 { Err(Errno::EBADF) } else { Ok(()) }
+}
+
+fn writable(f: &OpenFile) -> SysResult<()> {
+    if f.flags() & 3 == 0 { Err(Errno::EBADF) } else { Ok(()) }
+}
+
+/// Reads into guest memory at `buf`, at `pos` (or the file position when None).
+fn read_into(c: &SyscallCtx<'_>, f: &OpenFile, buf: u64, len: u64, pos: Option<u64>) -> SysResult<u64> {
+    readable(f)?;
+    let len = len.min(MAX_RW_COUNT) as usize;
+    let mut done = 0usize;
+    let stream = f.ops.is_stream();
+    let mut guard = if pos.is_none() && !stream { Some(lock(&f.pos)) } else { None };
+    let mut off = match (&guard, pos) {
+        (Some(g), _) => **g,
+        (None, Some(p)) => p,
+        (None, None) => 0,
+    };
+    while done < len {
+        let n = (len - done).min(CHUNK);
+        let mut kbuf = vec![0u8; n];
+        let r = match f.ops.read(&mut kbuf, off) {
+            Ok(r) => r,
+            Err(e) if done == 0 => return Err(e),
+            Err(_) => break,
+        };
+        if r == 0 {
+            break;
+        }
+        c.write_bytes(buf + done as u64, &kbuf[..r])?;
+        done += r;
+        off += r as u64;
+        // A stream returns what it has; one read is one transfer.
+        if stream || r < n {
+            break;
+        }
+    }
+    if let Some(g) = guard.as_mut() {
+        **g = off;
+    }
+    Ok(done as u64)
+}
+
+fn write_from(c: &SyscallCtx<'_>, f: &OpenFile, buf: u64, len: u64, pos: Option<u64>) -> SysResult<u64> {
+    writable(f)?;
+    let len = len.min(MAX_RW_COUNT) as usize;
+    let stream = f.ops.is_stream();
+    let append = f.flags() & 0o2000 != 0;
+    let mut guard = if pos.is_none() && !stream { Some(lock(&f.pos)) } else { None };
+    let mut off = match (&guard, pos) {
+        (Some(_), _) if append => f.ops.size()?,
+        (Some(g), _) => **g,
+        (None, Some(p)) => p,
+        (None, None) => 0,
+    };
+    let mut done = 0usize;
+    while done < len {
+        let n = (len - done).min(CHUNK);
+        let data = match c.read_bytes(buf + done as u64, n) {
+            Ok(d) => d,
+            Err(e) if done == 0 => return Err(e),
+            Err(_) => break,
+        };
+        let w = match f.ops.write(&data, off) {
+            Ok(w) => w,
+            Err(e) if done == 0 => return Err(e),
+            Err(_) => break,
+        };
+        done += w;
+        off += w as u64;
+        if w < n {
+            break;
+        }
+    }
+    if let Some(g) = guard.as_mut() {
+        **g = off;
+    }
+    Ok(done as u64)
+}
+
+fn read(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let f = file(c, a[0])?;
+    read_into(c, &f, a[1], a[2], None)
+}
+
+fn write(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let f = file(c, a[0])?;
+    write_from(c, &f, a[1], a[2], None)
+}
+
+fn pread64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let f = file(c, a[0])?;
+    if (a[3] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    if f.ops.is_stream() {
+        return Err(Errno::ESPIPE);
+    }
+    read_into(c, &f, a[1], a[2], Some(a[3]))
+}
+
+fn pwrite64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let f = file(c, a[0])?;
+    if (a[3] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    if f.ops.is_stream() {
+        return Err(Errno::ESPIPE);
+    }
+    write_from(c, &f, a[1], a[2], Some(a[3]))
+}
+
+/// Reads an iovec array (`UIO_MAXIOV` = 1024 entries at most).
+fn iovecs(c: &SyscallCtx<'_>, addr: u64, n: u64) -> SysResult<Vec<(u64, u64)>> {
+    if n > 1024 {
+        return Err(Errno::EINVAL);
+    }
+    let b = c.read_bytes(addr, n as usize * 16)?;
+    let mut v = Vec::with_capacity(n as usize);
+    let mut total: u64 = 0;
+    for i in 0..n as usize {
+        let base = u64::from_le_bytes(b[i * 16..i * 16 + 8].try_into().map_err(|_| Errno::EFAULT)?);
+        let len = u64::from_le_bytes(b[i * 16 + 8..i * 16 + 16].try_into().map_err(|_| Errno::EFAULT)?);
+        if (len as i64) < 0 {
+            return Err(Errno::EINVAL);
+        }
+        total = total.checked_add(len).ok_or(Errno::EINVAL)?;
+        v.push((base, len));
+    }
+    if total > i64::MAX as u64 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(v)
+}
+
+fn readv(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let f = file(c, a[0])?;
+    let mut total = 0;
+    for (base, len) in iovecs(c, a[1], a[2])? {
+        if len == 0 {
+            continue;
+        }
+        let n = match read_into(c, &f, base, len, None) {
+            Ok(n) => n,
+            Err(e) if total == 0 => return Err(e),
+            Err(_) => break,
+        };
+        total += n;
+        if n < len {
+            break;
+        }
+    }
+    Ok(total)
+}
+
+fn writev(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let f = file(c, a[0])?;
+    // Gather first so a stream sees one write (a terminal line stays whole).
+    let mut data = Vec::new();
+    for (base, len) in iovecs(c, a[1], a[2])? {
+        if len == 0 {
+            continue;
+        }
+        match c.read_bytes(base, len as usize) {
+            Ok(d) => data.extend_from_slice(&d),
+            Err(e) if data.is_empty() => return Err(e),
+            Err(_) => break,
+        }
+    }
+    writable(&f)?;
+    if data.is_empty() {
+        return Ok(0);
+    }
+    let stream = f.ops.is_stream();
+    if stream {
+        return Ok(f.ops.write(&data, 0)? as u64);
+    }
+    let mut pos = lock(&f.pos);
+    let off = if f.flags() & 0o2000 != 0 { f.ops.size()? } else { *pos };
+    let n = f.ops.write(&data, off)?;
+    *pos = off + n as u64;
+    Ok(n as u64)
+}
+
+fn lseek(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let f = file(c, a[0])?;
+    if f.ops.is_stream() {
+        return Err(Errno::ESPIPE);
+    }
+    let off = a[1] as i64;
+    let mut pos = lock(&f.pos);
+    let base: i64 = match a[2] {
+        0 => 0,
+        1 => *pos as i64,
+        2 => f.ops.size()? as i64,
+        // SEEK_DATA / SEEK_HOLE: the whole file is data.
+        3 | 4 => {
+            let size = f.ops.size()? as i64;
+            if off < 0 || off >= size {
+                return Err(Errno::ENXIO);
+            }
+            let r = if a[2] == 3 { off } else { size };
+            *pos = r as u64;
+            return Ok(r as u64);
+        }
+        _ => return Err(Errno::EINVAL),
+    };
+    let new = base.checked_add(off).ok_or(Errno::EOVERFLOW)?;
+    if new < 0 {
+        return Err(Errno::EINVAL);
+    }
+    *pos = new as u64;
+    Ok(new as u64)
+}
+
+fn getdents64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let f = file(c, a[0])?;
+    let count = a[2] as usize;
+    let entries = f.ops.readdir()?;
+    let mut pos = lock(&f.pos);
+    let mut out = Vec::new();
+    let mut i = *pos as usize;
+    while i < entries.len() {
+        let e = &entries[i];
+        let len = LinuxDirent64::reclen(e.name.len());
+        if out.len() + len > count {
+            if out.is_empty() {
+                return Err(Errno::EINVAL);
+            }
+            break;
+        }
+        LinuxDirent64::encode(&mut out, e.ino, (i + 1) as i64, e.kind, &e.name);
+        i += 1;
+    }
+    c.write_bytes(a[1], &out)?;
+    *pos = i as u64;
+    Ok(out.len() as u64)
+}
+
+/// Guest memory for a driver's ioctl.
+struct MmAccess<'a>(std::sync::MutexGuard<'a, Mm>);
+
+impl GuestMem for MmAccess<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> SysResult<()> {
+        self.0.read_bytes(addr, buf)
+    }
+    fn write(&mut self, addr: u64, data: &[u8]) -> SysResult<()> {
+        self.0.write_bytes(addr, data)
+    }
+}
+
+const FIOCLEX: u32 = 0x5451;
+const FIONCLEX: u32 = 0x5450;
+
+fn ioctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let cmd = a[1] as u32;
+    match cmd {
+        FIOCLEX | FIONCLEX => {
+            lock(&c.task.process.files).entry_mut(a[0])?.cloexec = cmd == FIOCLEX;
+            return Ok(0);
+        }
+        _ => {}
+    }
+    let f = file(c, a[0])?;
+    let mm = c.mm();
+    let mut mem = MmAccess(lock_mm(&mm));
+    f.ops.ioctl(cmd, a[2], &mut mem)
+}
+
+fn sendfile(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (out_fd, in_fd, off_ptr, count) = (a[0], a[1], a[2], a[3].min(MAX_RW_COUNT));
+    let fin = file(c, in_fd)?;
+    let fout = file(c, out_fd)?;
+    readable(&fin)?;
+    writable(&fout)?;
+    if fin.ops.is_stream() && off_ptr != 0 {
+        return Err(Errno::ESPIPE);
+    }
+    let mut off = if off_ptr != 0 { c.read_u64(off_ptr)? } else { *lock(&fin.pos) };
+    let mut done = 0u64;
+    while done < count {
+        let mut kbuf = vec![0u8; (count - done).min(CHUNK as u64) as usize];
+        let r = fin.ops.read(&mut kbuf, off)?;
+        if r == 0 {
+            break;
+        }
+        let w = if fout.ops.is_stream() {
+            fout.ops.write(&kbuf[..r], 0)?
+        } else {
+            let mut p = lock(&fout.pos);
+            let w = fout.ops.write(&kbuf[..r], *p)?;
+            *p += w as u64;
+            w
+        };
+        off += w as u64;
+        done += w as u64;
+        if w < r {
+            break;
+        }
+    }
+    if off_ptr != 0 {
+        c.write_u64(off_ptr, off)?;
+    } else if !fin.ops.is_stream() {
+        *lock(&fin.pos) = off;
+    }
+    Ok(done)
+}
+
+/// Registers this family.
+pub fn register(t: &mut SyscallTable) {
+    t.register("read", read);
+    t.register("write", write);
+    t.register("pread64", pread64);
+    t.register("pwrite64", pwrite64);
+    t.register("readv", readv);
+    t.register("writev", writev);
+    t.register("lseek", lseek);
+    t.register("getdents64", getdents64);
+    t.register("ioctl", ioctl);
+    t.register("sendfile", sendfile);
+}

@@ -1,0 +1,65 @@
+//! stat family (Linux fs/stat.c): `struct stat` in the native arch's layout, `statx` in the
+//! common one.
+
+use super::{AT_FDCWD, Target, resolve_at};
+use um_kernel::syscall::{SyscallCtx, SyscallTable};
+use um_kernel::task::lock;
+use um_kernel::vfs::Kstat;
+use um_uapi::abi::pod::Pod;
+use um_uapi::{Errno, SysResult};
+
+fn stat_of(t: Target) -> SysResult<Kstat> {
+    match t {
+        Target::Dentry(d) => d.inode.stat(),
+        Target::File(f) => f.ops.stat(),
+    }
+}
+
+fn newfstatat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    if a[3] & !(0x100 | 0x800 | 0x1000) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let st = stat_of(resolve_at(c, a[0], a[1], a[3])?)?;
+    c.write_bytes(a[2], &um_kernel::arch::stat_bytes(&st))?;
+    Ok(0)
+}
+
+fn fstat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let f = lock(&c.task.process.files).get(a[0])?;
+    let st = f.ops.stat()?;
+    c.write_bytes(a[1], &um_kernel::arch::stat_bytes(&st))?;
+    Ok(0)
+}
+
+fn stat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    newfstatat(c, [AT_FDCWD as u64, a[0], a[1], 0, 0, 0])
+}
+
+fn lstat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    newfstatat(c, [AT_FDCWD as u64, a[0], a[1], 0x100, 0, 0])
+}
+
+fn statx(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (dirfd, path, flags, mask, buf) = (a[0], a[1], a[2], a[3] as u32, a[4]);
+    // AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH | AT_STATX_SYNC_TYPE
+    if flags & !(0x100 | 0x800 | 0x1000 | 0x6000) != 0 || flags & 0x6000 == 0x6000 {
+        return Err(Errno::EINVAL);
+    }
+    // STATX__RESERVED
+    if mask & 0x8000_0000 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let st = stat_of(resolve_at(c, dirfd, path, flags)?)?;
+    let x = st.to_statx();
+    c.write_bytes(buf, &x.as_bytes())?;
+    Ok(0)
+}
+
+/// Registers this family.
+pub fn register(t: &mut SyscallTable) {
+    t.register("newfstatat", newfstatat);
+    t.register("fstat", fstat);
+    t.register("stat", stat);
+    t.register("lstat", lstat);
+    t.register("statx", statx);
+}

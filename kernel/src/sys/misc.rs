@@ -1,0 +1,53 @@
+//! Small syscalls without a better home: getrandom, arch_prctl (x86_64 TLS), robust lists
+//! and rseq registration.
+
+use crate::syscall::{SyscallCtx, SyscallTable};
+use um_uapi::{Errno, SysResult};
+
+fn getrandom(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (buf, len, flags) = (a[0], a[1].min(33_554_431), a[2]);
+    // GRND_NONBLOCK | GRND_RANDOM | GRND_INSECURE
+    if flags & !0x7 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut b = vec![0u8; len as usize];
+    um_os_linux::host::getrandom(&mut b).map_err(|_| Errno::EIO)?;
+    c.write_bytes(buf, &b)?;
+    Ok(len)
+}
+
+const ARCH_SET_GS: u64 = 0x1001;
+const ARCH_SET_FS: u64 = 0x1002;
+const ARCH_GET_FS: u64 = 0x1003;
+const ARCH_GET_GS: u64 = 0x1004;
+
+/// x86_64 only (arm64 has no such syscall, so the name does not register there).
+fn arch_prctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    match a[0] {
+        ARCH_SET_FS => {
+            c.regs.set_tls(a[1]);
+            Ok(0)
+        }
+        ARCH_GET_FS => {
+            let v = c.regs.tls();
+            c.write_u64(a[1], v)?;
+            Ok(0)
+        }
+        ARCH_SET_GS | ARCH_GET_GS => Err(Errno::EPERM),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+fn set_robust_list(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    if a[1] != 24 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
+/// Registers this family.
+pub fn register(t: &mut SyscallTable) {
+    t.register("getrandom", getrandom);
+    t.register("arch_prctl", arch_prctl);
+    t.register("set_robust_list", set_robust_list);
+}

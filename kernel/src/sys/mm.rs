@@ -1,0 +1,75 @@
+//! Memory syscalls (Linux mm/mmap.c, mm/mprotect.c, mm/mremap.c, mm/madvise.c): argument
+//! checking and the file lookup here, semantics in `um-mm`.
+
+use crate::syscall::{SyscallCtx, SyscallTable, lock_mm};
+use crate::task::lock;
+use um_mm::{Backing, MapFlags, Prot};
+use um_uapi::{Errno, SysResult};
+
+fn prot_of(p: u64) -> SysResult<Prot> {
+    // PROT_GROWSDOWN/PROT_GROWSUP (0x01000000/0x02000000) are accepted and ignored here.
+    let known = 0x7 | 0x0100_0000 | 0x0200_0000;
+    if p & !known != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(Prot::from_bits_truncate(p as u32))
+}
+
+fn mmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (addr, len, prot, flags, fd, off) = (a[0], a[1], a[2], a[3] as u32, a[4], a[5]);
+    let prot = prot_of(prot)?;
+    let flags = MapFlags::from_bits_truncate(flags);
+    let backing = if flags.contains(MapFlags::ANONYMOUS) {
+        Backing::Anon
+    } else {
+        let file = lock(&c.task.process.files).get(fd)?;
+        let vm = file.ops.vm_file().ok_or(Errno::ENODEV)?;
+        let acc = file.flags() & 3;
+        // O_WRONLY files cannot be mapped; shared writable needs O_RDWR (mm/mmap.c do_mmap).
+        if acc == 1 || (flags.contains(MapFlags::SHARED) && prot.contains(Prot::WRITE) && acc != 2) {
+            return Err(Errno::EACCES);
+        }
+        Backing::File { file: vm, offset: off }
+    };
+    lock_mm(&c.mm()).mmap(addr, len, prot, flags, backing)
+}
+
+fn munmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    lock_mm(&c.mm()).munmap(a[0], a[1])?;
+    Ok(0)
+}
+
+fn mprotect(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let prot = prot_of(a[2])?;
+    lock_mm(&c.mm()).mprotect(a[0], a[1], prot)?;
+    Ok(0)
+}
+
+fn brk(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    Ok(lock_mm(&c.mm()).brk(a[0]))
+}
+
+fn madvise(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    lock_mm(&c.mm()).madvise(a[0], a[1], a[2] as u32)?;
+    Ok(0)
+}
+
+fn mremap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    lock_mm(&c.mm()).mremap(a[0], a[1], a[2], a[3] as u32, a[4])
+}
+
+fn msync(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    lock_mm(&c.mm()).msync(a[0], a[1], a[2] as u32)?;
+    Ok(0)
+}
+
+/// Registers this family.
+pub fn register(t: &mut SyscallTable) {
+    t.register("mmap", mmap);
+    t.register("munmap", munmap);
+    t.register("mprotect", mprotect);
+    t.register("brk", brk);
+    t.register("madvise", madvise);
+    t.register("mremap", mremap);
+    t.register("msync", msync);
+}

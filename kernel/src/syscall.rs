@@ -1,0 +1,170 @@
+//! The syscall table and dispatcher.
+//!
+//! Subsystems register their handlers by Linux name (as `SYSCALL_DEFINE` does in the file
+//! that owns the call); `um-bin` assembles the table at boot. The native arch's generated
+//! number table maps names to numbers, so a name the arch lacks (`open` on arm64) is simply not
+//! installed. An unregistered number is `ENOSYS` and one log line naming it, once per name.
+
+use crate::arch::{Regs, syscalls};
+use crate::kernel::Kernel;
+use crate::task::{ExitStatus, Task};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard};
+use um_mm::Mm;
+use um_uapi::{Errno, SysResult};
+
+/// What the run loop does after a syscall returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Write the return value and resume the guest.
+    Return,
+    /// The registers were replaced wholesale (execve, rt_sigreturn): resume without writing a
+    /// return value.
+    Jump,
+    /// This thread ends (exit).
+    ExitThread(i32),
+    /// The whole thread group ends (exit_group, fatal signal).
+    ExitGroup(ExitStatus),
+}
+
+/// Everything a syscall handler gets.
+pub struct SyscallCtx<'a> {
+    pub kernel: &'a Arc<Kernel>,
+    pub task: &'a Arc<Task>,
+    pub regs: &'a mut Regs,
+    pub action: Action,
+}
+
+/// A syscall handler: the six raw argument registers in, a value or an errno out.
+pub type Handler = fn(&mut SyscallCtx<'_>, [u64; 6]) -> SysResult<u64>;
+
+/// The table, indexed by native syscall number.
+pub struct SyscallTable {
+    entries: Vec<Option<(&'static str, Handler)>>,
+    reported: Mutex<HashSet<u32>>,
+}
+
+impl Default for SyscallTable {
+    fn default() -> Self {
+        SyscallTable { entries: vec![None; syscalls::MAX_NR as usize + 1], reported: Mutex::default() }
+    }
+}
+
+impl SyscallTable {
+    /// Installs `h` for the syscall named `name`; returns false if the native arch has no
+    /// such syscall.
+    pub fn register(&mut self, name: &'static str, h: Handler) -> bool {
+        match syscalls::number(name) {
+            Some(nr) => {
+                self.entries[nr as usize] = Some((name, h));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The handler for `nr`, if any.
+    pub fn get(&self, nr: u64) -> Option<(&'static str, Handler)> {
+        usize::try_from(nr).ok().and_then(|i| self.entries.get(i).copied().flatten())
+    }
+
+    /// Number of installed handlers.
+    pub fn len(&self) -> usize {
+        self.entries.iter().filter(|e| e.is_some()).count()
+    }
+
+    /// Whether nothing is installed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Logs an unimplemented syscall, once per number.
+    fn report(&self, nr: u64, task: &Task) {
+        let n = nr as u32;
+        let first = crate::task::lock(&self.reported).insert(n);
+        if first {
+            let name = syscalls::name(n).unwrap_or("?");
+            let comm = String::from_utf8_lossy(&crate::task::lock(&task.process.comm)).into_owned();
+            log::warn!("unimplemented syscall {name} (nr {nr}) called by pid {} ({comm})", task.tid);
+        }
+    }
+}
+
+impl SyscallCtx<'_> {
+    /// The address space of the calling thread.
+    pub fn mm(&self) -> Arc<Mutex<Mm>> {
+        self.task.mm()
+    }
+
+    /// copy_from_user of `len` bytes.
+    pub fn read_bytes(&self, addr: u64, len: usize) -> SysResult<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        lock_mm(&self.mm()).read_bytes(addr, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// copy_to_user.
+    pub fn write_bytes(&self, addr: u64, data: &[u8]) -> SysResult<()> {
+        lock_mm(&self.mm()).write_bytes(addr, data)
+    }
+
+    /// A NUL-terminated string from the guest, at most `max` bytes.
+    pub fn read_cstr(&self, addr: u64, max: usize) -> SysResult<Vec<u8>> {
+        lock_mm(&self.mm()).read_cstr(addr, max)
+    }
+
+    /// A path argument (`PATH_MAX` = 4096 including the NUL).
+    pub fn read_path(&self, addr: u64) -> SysResult<Vec<u8>> {
+        let p = self.read_cstr(addr, 4096)?;
+        if p.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        Ok(p)
+    }
+
+    /// Reads a u64 from the guest.
+    pub fn read_u64(&self, addr: u64) -> SysResult<u64> {
+        let b = self.read_bytes(addr, 8)?;
+        Ok(u64::from_le_bytes(b.try_into().map_err(|_| Errno::EFAULT)?))
+    }
+
+    /// Writes a u64 to the guest.
+    pub fn write_u64(&self, addr: u64, v: u64) -> SysResult<()> {
+        self.write_bytes(addr, &v.to_le_bytes())
+    }
+
+    /// Writes a u32 to the guest.
+    pub fn write_u32(&self, addr: u64, v: u32) -> SysResult<()> {
+        self.write_bytes(addr, &v.to_le_bytes())
+    }
+}
+
+/// Locks an address space.
+pub fn lock_mm(m: &Arc<Mutex<Mm>>) -> MutexGuard<'_, Mm> {
+    crate::task::lock(m)
+}
+
+/// Runs the syscall in `regs` for `task`: sets the return register unless the handler says
+/// otherwise, and returns what the run loop must do next.
+pub fn dispatch(kernel: &Arc<Kernel>, task: &Arc<Task>, regs: &mut Regs) -> Action {
+    let nr = regs.syscall_nr();
+    let args = regs.syscall_args();
+    let Some((name, handler)) = kernel.syscalls.get(nr) else {
+        kernel.syscalls.report(nr, task);
+        regs.set_return(Errno::ENOSYS.to_return());
+        return Action::Return;
+    };
+    let mut ctx = SyscallCtx { kernel, task, regs, action: Action::Return };
+    let r = handler(&mut ctx, args);
+    let action = ctx.action;
+    if log::log_enabled!(log::Level::Trace) {
+        log::trace!("pid {} {name}({:#x}, {:#x}, {:#x}) = {r:?}", task.tid, args[0], args[1], args[2]);
+    }
+    if action == Action::Return {
+        regs.set_return(match r {
+            Ok(v) => v,
+            Err(e) => e.to_return(),
+        });
+    }
+    action
+}

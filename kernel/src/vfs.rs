@@ -1,0 +1,288 @@
+//! The kernel's object traits for files (as Linux `include/linux/fs.h`): [`Inode`], [`Dentry`],
+//! [`FileOps`], [`OpenFile`], and the per-process [`FdTable`].
+//!
+//! File systems (in `um-fs`) and drivers (in `um-drivers`) implement the traits; the path walk
+//! and the file syscalls live in `um-fs`. The kernel itself only stores these objects in
+//! processes (cwd, root, descriptors).
+
+use um_uapi::{Errno, SysResult};
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use um_mm::VmFile;
+
+/// File metadata in the kernel's own form; syscalls convert it to the arch's `struct stat`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Kstat {
+    pub dev: u64,
+    pub ino: u64,
+    pub mode: u32,
+    pub nlink: u64,
+    pub uid: u32,
+    pub gid: u32,
+    pub rdev: u64,
+    pub size: i64,
+    pub blksize: i64,
+    pub blocks: i64,
+    pub atime: (i64, i64),
+    pub mtime: (i64, i64),
+    pub ctime: (i64, i64),
+}
+
+impl Kstat {
+    /// The same metadata as a `struct statx` (all basic fields filled in).
+    pub fn to_statx(&self) -> um_uapi::Statx {
+        use um_uapi::StatxTimestamp;
+        let ts = |t: (i64, i64)| StatxTimestamp { tv_sec: t.0, tv_nsec: t.1 as u32, reserved: 0 };
+        // new_decode_dev (include/linux/kdev_t.h) split into major and minor.
+        let major = |d: u64| (((d >> 32) & 0xffff_f000) | ((d >> 8) & 0xfff)) as u32;
+        let minor = |d: u64| (((d >> 12) & 0xffff_ff00) | (d & 0xff)) as u32;
+        um_uapi::Statx {
+            stx_mask: 0x7ff, // STATX_BASIC_STATS
+            stx_blksize: self.blksize as u32,
+            stx_nlink: self.nlink as u32,
+            stx_uid: self.uid,
+            stx_gid: self.gid,
+            stx_mode: self.mode as u16,
+            stx_ino: self.ino,
+            stx_size: self.size as u64,
+            stx_blocks: self.blocks as u64,
+            stx_atime: ts(self.atime),
+            stx_ctime: ts(self.ctime),
+            stx_mtime: ts(self.mtime),
+            stx_rdev_major: major(self.rdev),
+            stx_rdev_minor: minor(self.rdev),
+            stx_dev_major: major(self.dev),
+            stx_dev_minor: minor(self.dev),
+            ..Default::default()
+        }
+    }
+}
+
+/// File type bits of `st_mode` (`S_IFMT` and friends).
+pub mod mode {
+    pub const S_IFMT: u32 = 0o170000;
+    pub const S_IFSOCK: u32 = 0o140000;
+    pub const S_IFLNK: u32 = 0o120000;
+    pub const S_IFREG: u32 = 0o100000;
+    pub const S_IFBLK: u32 = 0o060000;
+    pub const S_IFDIR: u32 = 0o040000;
+    pub const S_IFCHR: u32 = 0o020000;
+    pub const S_IFIFO: u32 = 0o010000;
+}
+
+/// One directory entry as `getdents64` reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    pub ino: u64,
+    /// `DT_*` type.
+    pub kind: u8,
+    pub name: Vec<u8>,
+}
+
+/// An inode: a file system object, whatever its type.
+pub trait Inode: Send + Sync + Any {
+    /// Its metadata.
+    fn stat(&self) -> SysResult<Kstat>;
+    /// Looks up `name` (one component, never `.` or `..`) in this directory.
+    fn lookup(&self, _name: &[u8]) -> SysResult<Arc<dyn Inode>> {
+        Err(Errno::ENOTDIR)
+    }
+    /// The target of a symlink.
+    fn readlink(&self) -> SysResult<Vec<u8>> {
+        Err(Errno::EINVAL)
+    }
+    /// Opens the inode; `flags` are the open(2) flags.
+    fn open(&self, flags: u32) -> SysResult<Box<dyn FileOps>>;
+    /// A stable identity within its file system, used to tell inodes apart.
+    fn id(&self) -> u64;
+    /// Upcast for file systems that need their own type back.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A name in the directory tree, with its inode (Linux `struct dentry`). `..` is the parent
+/// link, so a walk never asks the file system for `..` and can never climb above its root.
+pub struct Dentry {
+    pub name: Vec<u8>,
+    pub parent: Option<Arc<Dentry>>,
+    pub inode: Arc<dyn Inode>,
+    /// A file system mounted on this dentry, if any: the walk crosses into its root.
+    pub mounted: Mutex<Option<Arc<Dentry>>>,
+}
+
+impl Dentry {
+    /// A root dentry of a file system.
+    pub fn root(inode: Arc<dyn Inode>) -> Arc<Dentry> {
+        Arc::new(Dentry { name: b"/".to_vec(), parent: None, inode, mounted: Mutex::new(None) })
+    }
+
+    /// A child dentry.
+    pub fn child(parent: &Arc<Dentry>, name: &[u8], inode: Arc<dyn Inode>) -> Arc<Dentry> {
+        Arc::new(Dentry { name: name.to_vec(), parent: Some(parent.clone()), inode, mounted: Mutex::new(None) })
+    }
+
+    /// The absolute path of this dentry, for `getcwd`, `/proc/PID/exe` and logs.
+    pub fn path(&self) -> Vec<u8> {
+        let mut parts: Vec<Vec<u8>> = Vec::new();
+        let mut cur: Option<&Dentry> = Some(self);
+        while let Some(d) = cur {
+            if d.parent.is_some() {
+                parts.push(d.name.clone());
+            }
+            cur = d.parent.as_deref();
+        }
+        if parts.is_empty() {
+            return b"/".to_vec();
+        }
+        let mut out = Vec::new();
+        for p in parts.iter().rev() {
+            out.push(b'/');
+            out.extend_from_slice(p);
+        }
+        out
+    }
+}
+
+/// What an open file can do. Offsets are explicit: the kernel keeps the file position in
+/// [`OpenFile`] and passes it in, so positional and streaming I/O share one interface.
+pub trait FileOps: Send + Sync {
+    /// Reads at `off` (ignored by streams).
+    fn read(&self, _buf: &mut [u8], _off: u64) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+    /// Writes at `off` (ignored by streams).
+    fn write(&self, _data: &[u8], _off: u64) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+    /// Whether this is a stream (console, pipe, socket): no positions, `lseek` is `ESPIPE`.
+    fn is_stream(&self) -> bool {
+        false
+    }
+    /// Metadata of the open file.
+    fn stat(&self) -> SysResult<Kstat>;
+    /// Current size, for `SEEK_END`.
+    fn size(&self) -> SysResult<u64> {
+        Ok(self.stat()?.size.max(0) as u64)
+    }
+    /// Directory entries (all of them; the syscall pages through them by position).
+    fn readdir(&self) -> SysResult<Vec<DirEntry>> {
+        Err(Errno::ENOTDIR)
+    }
+    /// A device or file specific control. `arg` is the raw guest argument; the driver copies
+    /// through `mem`.
+    fn ioctl(&self, _cmd: u32, _arg: u64, _mem: &mut dyn GuestMem) -> SysResult<u64> {
+        Err(Errno::ENOTTY)
+    }
+    /// Readiness right now: the subset of `events` (POLLIN 0x1, POLLOUT 0x4, ...) that would
+    /// not block, plus POLLERR/POLLHUP. Regular files are always ready.
+    fn poll(&self, events: u16) -> u16 {
+        events & (0x1 | 0x4 | 0x40 | 0x100)
+    }
+    /// The mappable file behind this open file, for `mmap`.
+    fn vm_file(&self) -> Option<Arc<dyn VmFile>> {
+        None
+    }
+}
+
+/// Guest memory as seen by a driver's ioctl: copies only.
+pub trait GuestMem {
+    /// copy_from_user.
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> SysResult<()>;
+    /// copy_to_user.
+    fn write(&mut self, addr: u64, data: &[u8]) -> SysResult<()>;
+}
+
+/// An open file description (Linux `struct file`).
+pub struct OpenFile {
+    pub ops: Box<dyn FileOps>,
+    /// open(2) status flags (O_APPEND, O_NONBLOCK, access mode ...).
+    pub flags: AtomicU32,
+    pub pos: Mutex<u64>,
+    /// Where it was opened, if it has a name.
+    pub dentry: Option<Arc<Dentry>>,
+}
+
+impl OpenFile {
+    /// Wraps file operations.
+    pub fn new(ops: Box<dyn FileOps>, flags: u32, dentry: Option<Arc<Dentry>>) -> Arc<OpenFile> {
+        Arc::new(OpenFile { ops, flags: AtomicU32::new(flags), pos: Mutex::new(0), dentry })
+    }
+
+    /// The status flags.
+    pub fn flags(&self) -> u32 {
+        self.flags.load(Ordering::Relaxed)
+    }
+}
+
+/// One descriptor slot.
+#[derive(Clone)]
+pub struct FdEntry {
+    pub file: Arc<OpenFile>,
+    pub cloexec: bool,
+}
+
+/// A process's descriptor table.
+#[derive(Clone, Default)]
+pub struct FdTable {
+    fds: BTreeMap<u32, FdEntry>,
+}
+
+/// The most descriptors a process may have (RLIMIT_NOFILE default).
+pub const NR_OPEN: u32 = 1024;
+
+impl FdTable {
+    /// The entry for `fd`, or `EBADF`.
+    pub fn get(&self, fd: u64) -> SysResult<Arc<OpenFile>> {
+        u32::try_from(fd).ok().and_then(|fd| self.fds.get(&fd)).map(|e| e.file.clone()).ok_or(Errno::EBADF)
+    }
+
+    /// Installs at the lowest free descriptor `>= min`.
+    pub fn install(&mut self, file: Arc<OpenFile>, cloexec: bool, min: u32) -> SysResult<u32> {
+        let mut fd = min;
+        for (&k, _) in self.fds.range(min..) {
+            if k != fd {
+                break;
+            }
+            fd += 1;
+        }
+        if fd >= NR_OPEN {
+            return Err(Errno::EMFILE);
+        }
+        self.fds.insert(fd, FdEntry { file, cloexec });
+        Ok(fd)
+    }
+
+    /// Installs at exactly `fd`, returning what was there.
+    pub fn install_at(&mut self, fd: u32, file: Arc<OpenFile>, cloexec: bool) -> SysResult<Option<FdEntry>> {
+        if fd >= NR_OPEN {
+            return Err(Errno::EBADF);
+        }
+        Ok(self.fds.insert(fd, FdEntry { file, cloexec }))
+    }
+
+    /// Removes `fd`.
+    pub fn remove(&mut self, fd: u64) -> SysResult<FdEntry> {
+        u32::try_from(fd).ok().and_then(|fd| self.fds.remove(&fd)).ok_or(Errno::EBADF)
+    }
+
+    /// Close-on-exec flag access.
+    pub fn entry_mut(&mut self, fd: u64) -> SysResult<&mut FdEntry> {
+        u32::try_from(fd).ok().and_then(|fd| self.fds.get_mut(&fd)).ok_or(Errno::EBADF)
+    }
+
+    /// Drops every close-on-exec descriptor (execve).
+    pub fn close_on_exec(&mut self) {
+        self.fds.retain(|_, e| !e.cloexec);
+    }
+
+    /// Iterates over open descriptors.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &FdEntry)> {
+        self.fds.iter().map(|(k, v)| (*k, v))
+    }
+
+    /// Closes everything.
+    pub fn clear(&mut self) {
+        self.fds.clear();
+    }
+}

@@ -1,0 +1,218 @@
+//! Physical frames: granule-sized slices of [`PhysMem`], reference counted.
+//!
+//! [`FrameAllocator`] owns the free list and the per-frame reference counts. A frame is referenced
+//! once by every page-table entry that maps it (in any address space), once by the page cache
+//! ([`crate::PageCache`]) while it caches a file page, and once by a shared-anonymous object
+//! ([`crate::Shmem`]) while it holds a page; it returns to the free list when the last reference is
+//! put. This is Linux's `struct page` refcount (`get_page`/`put_page`, include/linux/mm.h) without
+//! the rest of `struct page`.
+//!
+//! The allocator is shared by every address space and every kernel thread, so its state is behind
+//! one mutex; every operation is O(1) under it. Frame contents are only ever copied in and out
+//! (never borrowed), because guest threads may be writing the same bytes through their host
+//! mappings at the same time. Neighbours: [`crate::Granule`] (frame size), `um_os_linux::physmem`
+//! (the memory itself).
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use um_os_linux::physmem::PhysMem;
+use um_uapi::Errno;
+
+use crate::Granule;
+
+/// A physical frame number: frame `n` covers bytes `n * granule .. (n + 1) * granule` of
+/// physical memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Frame(pub u32);
+
+struct Inner {
+    /// Reference count per frame; 0 means free.
+    refs: Vec<u32>,
+    /// Free frames, popped from the end (initialised so that low frames go first).
+    free: Vec<u32>,
+}
+
+/// Hands out frames of physical memory and counts references to them.
+pub struct FrameAllocator {
+    phys: Arc<PhysMem>,
+    granule: Granule,
+    inner: Mutex<Inner>,
+}
+
+impl FrameAllocator {
+    /// Manages all of `phys` as frames of `granule` bytes (a trailing partial frame is unused).
+    pub fn new(phys: Arc<PhysMem>, granule: Granule) -> FrameAllocator {
+        let n = ((phys.size() as u64) >> granule.shift()).min(u64::from(u32::MAX)) as u32;
+        FrameAllocator {
+            phys,
+            granule,
+            inner: Mutex::new(Inner {
+                refs: vec![0; n as usize],
+                free: (0..n).rev().collect(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding this lock cannot leave the counts half-updated (every critical
+        // section is a single push/pop plus a counter store), so a poisoned lock is still usable.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The frame size.
+    pub fn granule(&self) -> Granule {
+        self.granule
+    }
+
+    /// The physical memory the frames live in.
+    pub fn phys(&self) -> &PhysMem {
+        &self.phys
+    }
+
+    /// Allocates a frame with reference count 1 and unspecified contents; `ENOMEM` when physical
+    /// memory is exhausted.
+    pub fn alloc(&self) -> Result<Frame, Errno> {
+        let mut inner = self.lock();
+        let n = inner.free.pop().ok_or(Errno::ENOMEM)?;
+        inner.refs[n as usize] = 1;
+        Ok(Frame(n))
+    }
+
+    /// Allocates a zero-filled frame.
+    pub fn alloc_zeroed(&self) -> Result<Frame, Errno> {
+        let f = self.alloc()?;
+        self.phys
+            .zero(self.offset(f) as usize, self.granule.size() as usize);
+        Ok(f)
+    }
+
+    /// Takes one more reference to an allocated frame.
+    pub fn get(&self, f: Frame) {
+        let mut inner = self.lock();
+        let r = &mut inner.refs[f.0 as usize];
+        debug_assert!(*r > 0, "get of free frame {f:?}");
+        *r += 1;
+    }
+
+    /// Drops one reference; the frame is freed when none remain.
+    pub fn put(&self, f: Frame) {
+        let mut inner = self.lock();
+        let r = &mut inner.refs[f.0 as usize];
+        if *r == 0 {
+            // A double put is a kernel bug; refuse to corrupt the free list in release builds.
+            debug_assert!(false, "put of free frame {f:?}");
+            log::error!("mm: put of free frame {f:?}");
+            return;
+        }
+        *r -= 1;
+        if *r == 0 {
+            inner.free.push(f.0);
+        }
+    }
+
+    /// Current reference count (0 for a free frame).
+    pub fn refcount(&self, f: Frame) -> u32 {
+        self.lock().refs[f.0 as usize]
+    }
+
+    /// Byte offset of the frame in physical memory (the file offset to mmap from the memfd).
+    pub fn offset(&self, f: Frame) -> u64 {
+        u64::from(f.0) << self.granule.shift()
+    }
+
+    /// Number of frames managed.
+    pub fn total_frames(&self) -> usize {
+        self.lock().refs.len()
+    }
+
+    /// Number of frames currently free.
+    pub fn free_frames(&self) -> usize {
+        self.lock().free.len()
+    }
+
+    fn check(&self, off: usize, len: usize) {
+        // Within-frame bounds: PhysMem only checks the whole memory, so an overrun into the next
+        // frame would otherwise be silent corruption. Offsets come from kernel code, not guests.
+        assert!(
+            off.checked_add(len)
+                .is_some_and(|e| e as u64 <= self.granule.size()),
+            "frame access {off:#x}+{len:#x} beyond the frame"
+        );
+    }
+
+    /// Copies `buf.len()` bytes at `off` within frame `f` into `buf`.
+    pub fn read(&self, f: Frame, off: usize, buf: &mut [u8]) {
+        self.check(off, buf.len());
+        self.phys.read(self.offset(f) as usize + off, buf);
+    }
+
+    /// Copies `data` to `off` within frame `f`.
+    pub fn write(&self, f: Frame, off: usize, data: &[u8]) {
+        self.check(off, data.len());
+        self.phys.write(self.offset(f) as usize + off, data);
+    }
+
+    /// Copies the whole of `src` into `dst` (the copy-on-write copy).
+    pub fn copy_frame(&self, src: Frame, dst: Frame) {
+        self.phys.copy(
+            self.offset(src) as usize,
+            self.offset(dst) as usize,
+            self.granule.size() as usize,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alloc16() -> FrameAllocator {
+        FrameAllocator::new(Arc::new(PhysMem::new(8 * 16384).unwrap()), Granule::K16)
+    }
+
+    #[test]
+    fn alloc_refcount_free() {
+        let fa = alloc16();
+        assert_eq!(fa.total_frames(), 8);
+        assert_eq!(fa.free_frames(), 8);
+        let a = fa.alloc_zeroed().unwrap();
+        assert_eq!(fa.refcount(a), 1);
+        assert_eq!(fa.offset(a), u64::from(a.0) * 16384);
+        fa.get(a);
+        assert_eq!(fa.refcount(a), 2);
+        fa.put(a);
+        assert_eq!(fa.free_frames(), 7);
+        fa.put(a);
+        assert_eq!(fa.refcount(a), 0);
+        assert_eq!(fa.free_frames(), 8);
+    }
+
+    #[test]
+    fn exhaustion_is_enomem() {
+        let fa = alloc16();
+        let frames: Vec<_> = (0..8).map(|_| fa.alloc().unwrap()).collect();
+        assert_eq!(fa.alloc(), Err(Errno::ENOMEM));
+        fa.put(frames[3]);
+        assert_eq!(fa.alloc(), Ok(frames[3]));
+    }
+
+    #[test]
+    fn read_write_copy() {
+        let fa = alloc16();
+        let a = fa.alloc_zeroed().unwrap();
+        let b = fa.alloc().unwrap();
+        fa.write(a, 16380, b"abcd");
+        fa.copy_frame(a, b);
+        let mut buf = [0u8; 6];
+        fa.read(b, 16378, &mut buf);
+        assert_eq!(&buf, b"\0\0abcd");
+    }
+
+    #[test]
+    #[should_panic]
+    fn overrun_is_a_bug() {
+        let fa = alloc16();
+        let a = fa.alloc().unwrap();
+        fa.write(a, 16383, b"xy");
+    }
+}

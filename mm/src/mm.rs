@@ -1,0 +1,1400 @@
+//! Address spaces: the VMA map, fault resolution and copies to and from guest memory.
+//!
+//! [`Mm`] is one guest address space (Linux's `struct mm_struct`): an ordered map of [`Vma`]s, a
+//! [`PageTable`], the brk, and a queue of [`HostOp`]s. It implements `mmap`, `munmap`,
+//! `mprotect`, `brk`, `mremap`, `madvise` and `msync` with Linux's argument checking and error
+//! codes (mm/mmap.c, mm/vma.c, mm/mremap.c, mm/mprotect.c, mm/madvise.c, mm/msync.c), resolves
+//! guest page faults (mm/memory.c: zero-fill, file pages from the page cache, copy-on-write, stack
+//! growth) and copies bytes in and out of guest memory the way `copy_{from,to}_user` do, faulting
+//! pages in as needed.
+//!
+//! Nothing here touches a host process. Every change to what the guest may access is queued as a
+//! [`HostOp`]; the engine drains the queue with [`Mm::take_host_ops`] and replays it, in order, in
+//! the stub process before the guest runs again. Invariants:
+//! - a page is mapped in the host only while it has a PTE, with the PTE's READ/WRITE/EXEC;
+//! - a PTE never has WRITE while it is COW (frame possibly shared) or while it is a clean page of a
+//!   shared file mapping (so the first write faults and marks it DIRTY, Linux's write-notify);
+//! - every PTE holds one frame reference, released when the PTE goes.
+//!
+//! Locking: `Mm` is plain data behind `&mut self`; the kernel keeps it behind its own lock (one per
+//! address space, like `mmap_lock`). The frame allocator and page cache it points to are shared
+//! and internally locked. Neighbours: [`crate::FrameAllocator`], [`crate::PageCache`],
+//! [`crate::Shmem`], [`crate::PageTable`], [`crate::Vma`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bitflags::bitflags;
+use um_uapi::Errno;
+
+use crate::{Backing, FrameAllocator, Granule, PageCache, PageTable, Pte, PteFlags, Shmem, Vma};
+
+bitflags! {
+    /// Page protection (Linux PROT_* values).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct Prot: u32 {
+        const READ = 0x1;
+        const WRITE = 0x2;
+        const EXEC = 0x4;
+    }
+}
+
+bitflags! {
+    /// mmap flags (Linux MAP_* values; identical on x86_64 and arm64).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct MapFlags: u32 {
+        const SHARED = 0x01;
+        const PRIVATE = 0x02;
+        /// SHARED|PRIVATE: "shared, and reject unknown flags". The mapping type is the value of
+        /// the low two bits, not a flag test.
+        const SHARED_VALIDATE = 0x03;
+        const FIXED = 0x10;
+        const ANONYMOUS = 0x20;
+        const GROWSDOWN = 0x100;
+        const DENYWRITE = 0x800;
+        const EXECUTABLE = 0x1000;
+        const LOCKED = 0x2000;
+        const NORESERVE = 0x4000;
+        const POPULATE = 0x8000;
+        const NONBLOCK = 0x10000;
+        const STACK = 0x20000;
+        const HUGETLB = 0x40000;
+        const SYNC = 0x80000;
+        const FIXED_NOREPLACE = 0x100000;
+    }
+}
+
+/// The kind of guest access that faulted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+    Exec,
+}
+
+/// Why a fault could not be resolved: what to deliver to the guest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SegvCode {
+    /// SIGSEGV, SEGV_MAPERR (1): no mapping at the address.
+    MapErr,
+    /// SIGSEGV, SEGV_ACCERR (2): the mapping forbids the access.
+    AccErr,
+    /// SIGBUS, BUS_ADRERR (2): the backing file could not be read (Linux: VM_FAULT_SIGBUS).
+    Bus,
+    /// Out of physical memory (Linux: VM_FAULT_OOM -> the OOM killer): the kernel should kill
+    /// the task with SIGKILL rather than deliver a catchable signal.
+    Oom,
+}
+
+impl SegvCode {
+    /// The `si_code` for the siginfo.
+    pub fn si_code(self) -> i32 {
+        match self {
+            SegvCode::MapErr => 1,
+            SegvCode::AccErr | SegvCode::Bus => 2,
+            SegvCode::Oom => 0,
+        }
+    }
+}
+
+/// A change the engine must make to the stub process's host mapping before the guest runs on.
+/// Replay in order: later ops may override earlier ones for the same page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostOp {
+    /// `mmap(addr, len, prot, MAP_SHARED|MAP_FIXED, physmem_fd, phys_offset)`.
+    Map {
+        addr: u64,
+        len: u64,
+        prot: Prot,
+        phys_offset: u64,
+    },
+    /// `munmap(addr, len)` (the range may include pages the host never had).
+    Unmap { addr: u64, len: u64 },
+    /// `mprotect(addr, len, prot)` (only ever over pages that have PTEs; if the host has lost one,
+    /// mprotect fails with ENOMEM and the engine may ignore that: the next access faults and
+    /// re-maps it).
+    Protect { addr: u64, len: u64, prot: Prot },
+}
+
+/// Where things go in the guest address space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// End of the guest address space (exclusive).
+    pub task_size: u64,
+    /// Top-down mmap allocation starts below this.
+    pub mmap_base: u64,
+    /// Top of the main stack.
+    pub stack_top: u64,
+    /// RLIMIT_STACK in bytes: the most the stack may grow to.
+    pub stack_limit: u64,
+    /// mmap_min_addr: nothing may be mapped below (64 KiB by default).
+    pub min_addr: u64,
+}
+
+const MREMAP_MAYMOVE: u32 = 1;
+const MREMAP_FIXED: u32 = 2;
+const MREMAP_DONTUNMAP: u32 = 4;
+
+const MADV_DONTNEED: u32 = 4;
+const MADV_REMOVE: u32 = 9;
+const MADV_POPULATE_READ: u32 = 22;
+const MADV_POPULATE_WRITE: u32 = 23;
+const MADV_DONTNEED_LOCKED: u32 = 24;
+
+const MS_ASYNC: u32 = 1;
+const MS_INVALIDATE: u32 = 2;
+const MS_SYNC: u32 = 4;
+
+/// vm.max_map_count default (include/linux/mm.h DEFAULT_MAX_MAP_COUNT).
+const MAX_MAP_COUNT: usize = 65530;
+
+/// Flags a vma keeps; the rest only steer the mmap call itself.
+const KEPT_FLAGS: MapFlags = MapFlags::GROWSDOWN
+    .union(MapFlags::DENYWRITE)
+    .union(MapFlags::EXECUTABLE)
+    .union(MapFlags::LOCKED)
+    .union(MapFlags::NORESERVE);
+
+fn prot_of(flags: PteFlags) -> Prot {
+    Prot::from_bits_truncate(flags.bits())
+}
+
+fn with_prot(flags: PteFlags, prot: Prot) -> PteFlags {
+    (flags - (PteFlags::READ | PteFlags::WRITE | PteFlags::EXEC))
+        | PteFlags::from_bits_truncate(prot.bits())
+}
+
+/// Whether a write may go straight to the PTE's frame.
+fn write_ok(flags: PteFlags) -> bool {
+    !flags.contains(PteFlags::COW)
+        && (!flags.contains(PteFlags::FILE | PteFlags::SHARED) || flags.contains(PteFlags::DIRTY))
+}
+
+/// The protection the host mapping of a page gets: the vma's, minus WRITE while the page is COW
+/// or a clean shared-file page (mm/mmap.c `vma_wants_writenotify`, mm/memory.c `do_wp_page`).
+fn effective_prot(vma: &Vma, flags: PteFlags) -> Prot {
+    let mut p = vma.prot;
+    if !write_ok(flags) {
+        p.remove(Prot::WRITE);
+    }
+    p
+}
+
+/// Linux's `vma_is_accessible`: any of read, write, exec.
+fn accessible(prot: Prot) -> bool {
+    prot.intersects(Prot::all())
+}
+
+/// Address bits the page table must cover to reach `task_size - 1`.
+fn va_bits(layout: Layout, granule: Granule) -> u32 {
+    (64 - layout.task_size.saturating_sub(1).leading_zeros()).max(granule.shift() + 1)
+}
+
+/// One guest address space.
+pub struct Mm {
+    frames: Arc<FrameAllocator>,
+    cache: Arc<PageCache>,
+    layout: Layout,
+    granule: Granule,
+    /// Keyed by start address; never overlapping.
+    vmas: BTreeMap<u64, Vma>,
+    pt: PageTable,
+    ops: Vec<HostOp>,
+    start_brk: u64,
+    brk: u64,
+}
+
+impl Mm {
+    /// An empty address space.
+    pub fn new(frames: Arc<FrameAllocator>, cache: Arc<PageCache>, layout: Layout) -> Mm {
+        let granule = frames.granule();
+        let va_bits =
+            (64 - layout.task_size.saturating_sub(1).leading_zeros()).max(granule.shift() + 1);
+        Mm {
+            pt: PageTable::new(granule, va_bits),
+            frames,
+            cache,
+            layout,
+            granule,
+            vmas: BTreeMap::new(),
+            ops: Vec::new(),
+            start_brk: 0,
+            brk: 0,
+        }
+    }
+
+    /// The page size.
+    pub fn granule(&self) -> Granule {
+        self.granule
+    }
+
+    /// The layout this address space was created with.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// mm/mmap.c `stack_guard_gap`: 256 pages.
+    fn guard_gap(&self) -> u64 {
+        256 << self.granule.shift()
+    }
+
+    /// Lowest address a vma's neighbour below may reach (mm.h `vm_start_gap`).
+    fn start_gap(&self, v: &Vma) -> u64 {
+        if v.grows_down() {
+            v.start.saturating_sub(self.guard_gap())
+        } else {
+            v.start
+        }
+    }
+
+    fn vma_at(&self, addr: u64) -> Option<&Vma> {
+        self.vmas
+            .range(..=addr)
+            .next_back()
+            .map(|(_, v)| v)
+            .filter(|v| v.end > addr)
+    }
+
+    fn overlaps(&self, start: u64, end: u64) -> bool {
+        self.vmas
+            .range(..end)
+            .next_back()
+            .is_some_and(|(_, v)| v.end > start)
+    }
+
+    /// Whether `[start, end)` is entirely covered by vmas.
+    fn covered(&self, start: u64, end: u64) -> bool {
+        let first = self.vma_at(start).map_or(start, |v| v.start);
+        let mut cursor = start;
+        for v in self.vmas.range(first..end).map(|(_, v)| v) {
+            if v.start > cursor {
+                return false;
+            }
+            cursor = v.end;
+            if cursor >= end {
+                return true;
+            }
+        }
+        cursor >= end
+    }
+
+    /// Keys of the vmas overlapping `[start, end)`, in order.
+    fn keys_in(&self, start: u64, end: u64) -> Vec<u64> {
+        let first = self.vma_at(start).map_or(start, |v| v.start);
+        self.vmas.range(first..end).map(|(&k, _)| k).collect()
+    }
+
+    /// Splits the vma containing `addr` (strictly inside) in two at `addr` (mm/vma.c
+    /// `split_vma`).
+    fn split_at(&mut self, addr: u64) {
+        let hi = match self.vmas.range_mut(..addr).next_back() {
+            Some((&k, v)) if v.end > addr => {
+                let hi = Vma {
+                    start: addr,
+                    end: v.end,
+                    backing: v.backing.advanced(addr - k),
+                    ..v.clone()
+                };
+                v.end = addr;
+                hi
+            }
+            _ => return,
+        };
+        self.vmas.insert(addr, hi);
+    }
+
+    /// Merges compatible neighbours among the vmas touching `[start, end]` (mm/vma.c
+    /// `vma_merge_*`): adjacent anonymous vmas with equal protection and flags, or contiguous
+    /// pieces of one file.
+    fn merge_around(&mut self, start: u64, end: u64) {
+        let first = self
+            .vmas
+            .range(..start)
+            .next_back()
+            .map_or(start, |(&k, _)| k);
+        let keys: Vec<u64> = self.vmas.range(first..=end).map(|(&k, _)| k).collect();
+        let Some((&head, rest)) = keys.split_first() else {
+            return;
+        };
+        let mut cur = head;
+        for &k in rest {
+            if self.vmas[&cur].can_merge_with(&self.vmas[&k]) {
+                let next = self.vmas.remove(&k).expect("key listed");
+                self.vmas.get_mut(&cur).expect("key listed").end = next.end;
+            } else {
+                cur = k;
+            }
+        }
+    }
+
+    /// Drops the PTEs of `vma` in `[start, end)`, writing dirty shared file pages back first
+    /// (there is no background writeback here, so unmapping is where the data must reach the
+    /// file) and releasing the frames (mm/memory.c `zap_pte_range`).
+    fn zap(&mut self, vma: &Vma, start: u64, end: u64) {
+        for (va, pte) in self.pt.drain_range(start, end) {
+            self.release(vma, va, pte);
+        }
+    }
+
+    fn release(&self, vma: &Vma, va: u64, pte: Pte) {
+        if pte
+            .flags
+            .contains(PteFlags::FILE | PteFlags::SHARED | PteFlags::DIRTY)
+            && let Backing::File { file, offset } = &vma.backing
+        {
+            let pgoff = (offset + (va - vma.start)) >> self.granule.shift();
+            if let Err(e) = self.cache.write_back_frame(file, pgoff, pte.frame) {
+                log::warn!("mm: write-back of {} page {pgoff} failed: {e}", file.name());
+            }
+        }
+        self.frames.put(pte.frame);
+    }
+
+    /// Removes every mapping in `[start, end)` (aligned), queueing host unmaps.
+    fn unmap_range(&mut self, start: u64, end: u64) {
+        self.split_at(start);
+        self.split_at(end);
+        let keys: Vec<u64> = self.vmas.range(start..end).map(|(&k, _)| k).collect();
+        for k in keys {
+            let v = self.vmas.remove(&k).expect("key listed");
+            self.zap(&v, v.start, v.end);
+            self.ops.push(HostOp::Unmap {
+                addr: v.start,
+                len: v.len(),
+            });
+        }
+    }
+
+    /// Whether `[addr, addr + len)` can take a new mapping: inside the task, above min_addr, no
+    /// overlap, and clear of the guard gap of a stack above it.
+    fn range_free(&self, addr: u64, len: u64) -> bool {
+        let Some(end) = addr.checked_add(len) else {
+            return false;
+        };
+        if addr < self.layout.min_addr || end > self.layout.task_size || self.overlaps(addr, end) {
+            return false;
+        }
+        match self.vmas.range(end..).next() {
+            Some((_, n)) => self.start_gap(n) >= end,
+            None => true,
+        }
+    }
+
+    fn lowest_addr(&self) -> u64 {
+        self.granule
+            .align_up(self.layout.min_addr)
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Highest free range of `len` bytes below mmap_base (mm/mmap.c `unmapped_area_topdown`).
+    fn find_topdown(&self, len: u64) -> Option<u64> {
+        let lo = self.lowest_addr();
+        let mut high = self
+            .granule
+            .align_down(self.layout.mmap_base.min(self.layout.task_size));
+        for v in self.vmas.values().rev() {
+            if v.end <= high && high - v.end >= len {
+                let a = high - len;
+                return (a >= lo).then_some(a);
+            }
+            high = high.min(self.start_gap(v));
+            if high < lo.checked_add(len)? {
+                return None;
+            }
+        }
+        (high >= lo.checked_add(len)?).then(|| high - len)
+    }
+
+    /// Lowest free range of `len` bytes at or above `low` (mm/mmap.c `unmapped_area`), the
+    /// fallback when the top-down search fails.
+    fn find_bottomup(&self, low: u64, len: u64) -> Option<u64> {
+        let mut cand = self.granule.align_up(low.max(self.lowest_addr()))?;
+        for v in self.vmas.values() {
+            if v.end <= cand {
+                continue;
+            }
+            if cand.checked_add(len)? <= self.start_gap(v) {
+                return Some(cand);
+            }
+            cand = cand.max(v.end);
+        }
+        (cand.checked_add(len)? <= self.layout.task_size).then_some(cand)
+    }
+
+    /// mm/mmap.c `get_unmapped_area` for non-fixed mappings: the hint if it is free, else
+    /// top-down below mmap_base, else bottom-up from TASK_UNMAPPED_BASE (task_size / 3).
+    fn get_unmapped_area(&self, hint: u64, len: u64) -> Result<u64, Errno> {
+        if len > self.layout.task_size {
+            return Err(Errno::ENOMEM);
+        }
+        // round_hint_to_min: align down, and lift a low non-zero hint to mmap_min_addr.
+        let mut hint = self.granule.align_down(hint);
+        if hint != 0 && hint < self.layout.min_addr {
+            hint = self.lowest_addr();
+        }
+        if hint != 0 && self.range_free(hint, len) {
+            return Ok(hint);
+        }
+        self.find_topdown(len)
+            .or_else(|| {
+                let base = self.granule.align_down(self.layout.task_size / 3);
+                self.find_bottomup(base, len)
+            })
+            .ok_or(Errno::ENOMEM)
+    }
+
+    /// Maps `len` bytes (mm/mmap.c `do_mmap`). `backing` is [`Backing::Anon`] for anonymous
+    /// mappings (shared ones get a fresh [`Shmem`] object) or [`Backing::File`]. The caller (the
+    /// syscall layer) has already checked the fd's access mode against the protection.
+    pub fn mmap(
+        &mut self,
+        addr: u64,
+        len: u64,
+        prot: Prot,
+        flags: MapFlags,
+        backing: Backing,
+    ) -> Result<u64, Errno> {
+        let g = self.granule;
+        if !Prot::all().contains(prot) {
+            return Err(Errno::EINVAL);
+        }
+        // sys_mmap: the offset must be page aligned.
+        if !g.is_aligned(backing.offset()) {
+            return Err(Errno::EINVAL);
+        }
+        if len == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let shared = match flags.bits() & MapFlags::SHARED_VALIDATE.bits() {
+            0x1 | 0x3 => true,
+            0x2 => false,
+            _ => return Err(Errno::EINVAL),
+        };
+        // MAP_SHARED_VALIDATE rejects flags it does not know, and MAP_SYNC (no DAX here).
+        if flags.bits() & MapFlags::SHARED_VALIDATE.bits() == MapFlags::SHARED_VALIDATE.bits()
+            && (!MapFlags::all().contains(flags) || flags.contains(MapFlags::SYNC))
+        {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let len = g.align_up(len).ok_or(Errno::ENOMEM)?;
+        if backing.offset().checked_add(len).is_none() {
+            return Err(Errno::EOVERFLOW);
+        }
+        // No huge pages are ever reserved, as on a host with vm.nr_hugepages = 0.
+        if flags.contains(MapFlags::HUGETLB) {
+            return Err(Errno::ENOMEM);
+        }
+        if len > self.layout.task_size {
+            return Err(Errno::ENOMEM);
+        }
+        let fixed = flags.intersects(MapFlags::FIXED | MapFlags::FIXED_NOREPLACE);
+        let addr = if fixed {
+            if addr > self.layout.task_size - len {
+                return Err(Errno::ENOMEM);
+            }
+            if !g.is_aligned(addr) {
+                return Err(Errno::EINVAL);
+            }
+            // security_mmap_addr (security/min_addr.c): mapping below mmap_min_addr is EPERM.
+            if addr < self.layout.min_addr {
+                return Err(Errno::EPERM);
+            }
+            if flags.contains(MapFlags::FIXED_NOREPLACE) && self.overlaps(addr, addr + len) {
+                return Err(Errno::EEXIST);
+            }
+            addr
+        } else {
+            self.get_unmapped_area(addr, len)?
+        };
+        if self.vmas.len() >= MAX_MAP_COUNT {
+            return Err(Errno::ENOMEM);
+        }
+        if fixed {
+            self.unmap_range(addr, addr + len);
+        }
+        let backing = match backing {
+            Backing::Anon if shared => Backing::Shmem {
+                shm: Arc::new(Shmem::new(self.frames.clone())),
+                offset: 0,
+            },
+            b => b,
+        };
+        let kind = if shared {
+            MapFlags::SHARED
+        } else {
+            MapFlags::PRIVATE
+        };
+        self.vmas.insert(
+            addr,
+            Vma {
+                start: addr,
+                end: addr + len,
+                prot,
+                flags: (flags & KEPT_FLAGS) | kind,
+                backing,
+                name: None,
+            },
+        );
+        self.merge_around(addr, addr + len);
+        // MAP_LOCKED implies populating (mm/mmap.c do_mmap sets VM_LOCKED, mm_populate follows).
+        if flags.intersects(MapFlags::POPULATE | MapFlags::LOCKED)
+            && !flags.contains(MapFlags::NONBLOCK)
+        {
+            self.populate(addr, addr + len);
+        }
+        Ok(addr)
+    }
+
+    /// Prefaults `[start, end)` (mm/gup.c `populate_vma_page_range`): write faults for private
+    /// writable mappings, read faults otherwise; stops quietly at the first failure, as
+    /// MAP_POPULATE does.
+    fn populate(&mut self, start: u64, end: u64) {
+        let mut va = start;
+        while va < end {
+            let Some(v) = self.vma_at(va) else { return };
+            let access = if v.prot.contains(Prot::WRITE) && !v.is_shared() {
+                Access::Write
+            } else {
+                Access::Read
+            };
+            if self.fault_page(va, access, false).is_err() {
+                return;
+            }
+            va += self.granule.size();
+        }
+    }
+
+    /// munmap (mm/vma.c `do_vmi_munmap`): splits vmas, releases frames, queues unmaps. Unmapping
+    /// a hole is not an error.
+    pub fn munmap(&mut self, addr: u64, len: u64) -> Result<(), Errno> {
+        let g = self.granule;
+        let ts = self.layout.task_size;
+        if !g.is_aligned(addr) || addr > ts {
+            return Err(Errno::EINVAL);
+        }
+        let len = g.align_up(len).ok_or(Errno::EINVAL)?;
+        if len == 0 || len > ts - addr {
+            return Err(Errno::EINVAL);
+        }
+        self.unmap_range(addr, addr + len);
+        Ok(())
+    }
+
+    /// mprotect (mm/mprotect.c `do_mprotect_pkey`). Unlike Linux, which changes the vmas before a
+    /// hole and then fails, a range that is not fully mapped fails with ENOMEM before any change.
+    pub fn mprotect(&mut self, addr: u64, len: u64, prot: Prot) -> Result<(), Errno> {
+        let g = self.granule;
+        if !g.is_aligned(addr) || !Prot::all().contains(prot) {
+            return Err(Errno::EINVAL);
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        let len = g.align_up(len).ok_or(Errno::ENOMEM)?;
+        let end = addr.checked_add(len).ok_or(Errno::ENOMEM)?;
+        if !self.covered(addr, end) {
+            return Err(Errno::ENOMEM);
+        }
+        self.split_at(addr);
+        self.split_at(end);
+        for k in self.keys_in(addr, end) {
+            let v = self.vmas.get_mut(&k).expect("key listed");
+            v.prot = prot;
+            let v = v.clone();
+            let ops = &mut self.ops;
+            let size = g.size();
+            self.pt.update_in(v.start, v.end, |va, pte| {
+                let p = effective_prot(&v, pte.flags);
+                if p != prot_of(pte.flags) {
+                    pte.flags = with_prot(pte.flags, p);
+                    ops.push(HostOp::Protect {
+                        addr: va,
+                        len: size,
+                        prot: p,
+                    });
+                }
+            });
+        }
+        self.merge_around(addr, end);
+        Ok(())
+    }
+
+    /// Sets the ELF loader's brk start (end of bss); brk starts there with an empty heap.
+    pub fn set_brk_start(&mut self, start: u64) {
+        let start = self.granule.align_up(start).unwrap_or(start);
+        self.start_brk = start;
+        self.brk = start;
+    }
+
+    /// (start_brk, brk).
+    pub fn brk_range(&self) -> (u64, u64) {
+        (self.start_brk, self.brk)
+    }
+
+    /// sys_brk (mm/mmap.c): moves the break and returns the new one, or the old one on failure.
+    pub fn brk(&mut self, new_brk: u64) -> u64 {
+        let g = self.granule;
+        if new_brk < self.start_brk {
+            return self.brk;
+        }
+        let (Some(newbrk), Some(oldbrk)) = (g.align_up(new_brk), g.align_up(self.brk)) else {
+            return self.brk;
+        };
+        if newbrk > self.layout.task_size {
+            return self.brk;
+        }
+        if oldbrk == newbrk {
+            self.brk = new_brk;
+            return new_brk;
+        }
+        if new_brk <= self.brk {
+            self.unmap_range(newbrk, oldbrk);
+            self.brk = new_brk;
+            return new_brk;
+        }
+        // Refuse to grow into (or within a page of) the next mapping's guard gap.
+        let next = self.vmas.range(..).map(|(_, v)| v).find(|v| v.end > oldbrk);
+        if let Some(n) = next
+            && newbrk.saturating_add(g.size()) > self.start_gap(n)
+        {
+            return self.brk;
+        }
+        if self.vmas.len() >= MAX_MAP_COUNT {
+            return self.brk;
+        }
+        self.vmas.insert(
+            oldbrk,
+            Vma {
+                start: oldbrk,
+                end: newbrk,
+                prot: Prot::READ | Prot::WRITE,
+                flags: MapFlags::PRIVATE,
+                backing: Backing::Anon,
+                name: Some("[heap]".to_string()),
+            },
+        );
+        self.merge_around(oldbrk, newbrk);
+        self.brk = new_brk;
+        new_brk
+    }
+
+    /// mremap (mm/mremap.c). `flags`: MREMAP_MAYMOVE 1, MREMAP_FIXED 2, MREMAP_DONTUNMAP 4.
+    pub fn mremap(
+        &mut self,
+        old_addr: u64,
+        old_len: u64,
+        new_len: u64,
+        flags: u32,
+        new_addr: u64,
+    ) -> Result<u64, Errno> {
+        let g = self.granule;
+        if flags & !(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let maymove = flags & MREMAP_MAYMOVE != 0;
+        if flags & MREMAP_FIXED != 0 && !maymove {
+            return Err(Errno::EINVAL);
+        }
+        let dontunmap = flags & MREMAP_DONTUNMAP != 0;
+        if dontunmap && (!maymove || old_len != new_len) {
+            return Err(Errno::EINVAL);
+        }
+        if !g.is_aligned(old_addr) {
+            return Err(Errno::EINVAL);
+        }
+        let mut old_len = g.align_up(old_len).ok_or(Errno::EINVAL)?;
+        let new_len = g.align_up(new_len).ok_or(Errno::EINVAL)?;
+        if new_len == 0 || old_addr.checked_add(old_len).is_none() {
+            return Err(Errno::EINVAL);
+        }
+
+        if flags & MREMAP_FIXED != 0 {
+            // mremap_to
+            let ts = self.layout.task_size;
+            if !g.is_aligned(new_addr) {
+                return Err(Errno::EINVAL);
+            }
+            if new_len > ts || new_addr > ts - new_len {
+                return Err(Errno::EINVAL);
+            }
+            if new_addr < old_addr + old_len && old_addr < new_addr + new_len {
+                return Err(Errno::EINVAL);
+            }
+            if new_addr < self.layout.min_addr {
+                return Err(Errno::EPERM);
+            }
+            self.unmap_range(new_addr, new_addr + new_len);
+            if old_len > new_len {
+                self.unmap_range(old_addr + new_len, old_addr + old_len);
+                old_len = new_len;
+            }
+            let vma = self.vma_to_resize(old_addr, old_len)?;
+            self.move_vma(&vma, old_addr, old_len, new_addr, new_len, dontunmap);
+            return Ok(new_addr);
+        }
+
+        if self.vma_at(old_addr).is_none() {
+            return Err(Errno::EFAULT);
+        }
+        // Shrinking (or same size) is an munmap of the tail.
+        if old_len >= new_len && !dontunmap {
+            if old_len > new_len {
+                self.unmap_range(old_addr + new_len, old_addr + old_len);
+            }
+            return Ok(old_addr);
+        }
+        let vma = self.vma_to_resize(old_addr, old_len)?;
+        // Grow in place when the vma ends where the old range does and the space after it is free.
+        if !dontunmap && old_len > 0 && old_addr + old_len == vma.end {
+            let delta = new_len - old_len;
+            if vma.end.checked_add(delta).is_some() && self.range_free(vma.end, delta) {
+                let new_end = vma.end + delta;
+                self.vmas.get_mut(&vma.start).expect("vma exists").end = new_end;
+                self.merge_around(vma.start, new_end);
+                return Ok(old_addr);
+            }
+        }
+        if !maymove {
+            return Err(Errno::ENOMEM);
+        }
+        if self.vmas.len() >= MAX_MAP_COUNT {
+            return Err(Errno::ENOMEM);
+        }
+        let dest = self.get_unmapped_area(0, new_len)?;
+        self.move_vma(&vma, old_addr, old_len, dest, new_len, dontunmap);
+        Ok(dest)
+    }
+
+    /// mm/mremap.c `vma_to_resize`: the old range must lie within one vma; old_len 0 (duplicate a
+    /// mapping) is only allowed for shared mappings.
+    fn vma_to_resize(&self, old_addr: u64, old_len: u64) -> Result<Vma, Errno> {
+        let vma = self.vma_at(old_addr).cloned().ok_or(Errno::EFAULT)?;
+        if old_len > vma.end - old_addr {
+            return Err(Errno::EFAULT);
+        }
+        if old_len == 0 && !vma.is_shared() {
+            return Err(Errno::EINVAL);
+        }
+        Ok(vma)
+    }
+
+    /// mm/mremap.c `move_vma`: a new vma at `new_addr` continuing the same object, the old range's
+    /// PTEs moved over (frames keep their references), the old range unmapped unless DONTUNMAP
+    /// (which leaves it mapped but empty).
+    fn move_vma(
+        &mut self,
+        vma: &Vma,
+        old_addr: u64,
+        old_len: u64,
+        new_addr: u64,
+        new_len: u64,
+        dontunmap: bool,
+    ) {
+        let size = self.granule.size();
+        let nv = Vma {
+            start: new_addr,
+            end: new_addr + new_len,
+            backing: vma.backing.advanced(old_addr - vma.start),
+            ..vma.clone()
+        };
+        if old_len > 0 {
+            let moved = self.pt.drain_range(old_addr, old_addr + old_len);
+            self.ops.push(HostOp::Unmap {
+                addr: old_addr,
+                len: old_len,
+            });
+            for (va, pte) in moved {
+                let nva = va - old_addr + new_addr;
+                self.pt.set(nva, pte);
+                self.ops.push(HostOp::Map {
+                    addr: nva,
+                    len: size,
+                    prot: prot_of(pte.flags),
+                    phys_offset: self.frames.offset(pte.frame),
+                });
+            }
+            if !dontunmap {
+                // The PTEs are gone already, so this only drops the vma range.
+                self.unmap_range(old_addr, old_addr + old_len);
+            }
+        }
+        self.vmas.insert(new_addr, nv);
+        self.merge_around(new_addr, new_addr + new_len);
+    }
+
+    /// madvise (mm/madvise.c). MADV_DONTNEED drops the pages (private anonymous memory reads back
+    /// zero, file and shared pages refault from their object); MADV_POPULATE_* prefault; every
+    /// other known advice is accepted and ignored. Unmapped parts of the range give ENOMEM after
+    /// the advice was applied to the mapped parts, as Linux does.
+    pub fn madvise(&mut self, addr: u64, len: u64, advice: u32) -> Result<(), Errno> {
+        let g = self.granule;
+        if !g.is_aligned(addr) {
+            return Err(Errno::EINVAL);
+        }
+        // madvise_behavior_valid: 0-4 and 8-25 (5-7 were never assigned).
+        if !matches!(advice, 0..=4 | 8..=25) {
+            return Err(Errno::EINVAL);
+        }
+        let alen = g.align_up(len).ok_or(Errno::EINVAL)?;
+        let end = addr.checked_add(alen).ok_or(Errno::EINVAL)?;
+        if end == addr {
+            return Ok(());
+        }
+        let hole = !self.covered(addr, end);
+        let keys = self.keys_in(addr, end);
+        match advice {
+            MADV_DONTNEED | MADV_DONTNEED_LOCKED => {
+                for k in keys {
+                    let v = self.vmas[&k].clone();
+                    let (s, e) = (v.start.max(addr), v.end.min(end));
+                    self.zap(&v, s, e);
+                    self.ops.push(HostOp::Unmap {
+                        addr: s,
+                        len: e - s,
+                    });
+                }
+            }
+            // Hole punching needs a shared mapping; we cannot punch the backing store, so for
+            // shared mappings it is accepted without effect (falls through to the no-ops).
+            MADV_REMOVE if keys.iter().any(|k| !self.vmas[k].is_shared()) => {
+                return Err(Errno::EINVAL);
+            }
+            MADV_POPULATE_READ | MADV_POPULATE_WRITE => {
+                let access = if advice == MADV_POPULATE_WRITE {
+                    Access::Write
+                } else {
+                    Access::Read
+                };
+                if hole {
+                    return Err(Errno::ENOMEM);
+                }
+                let mut va = addr;
+                while va < end {
+                    match self.fault_page(va, access, false) {
+                        Ok(_) => {}
+                        Err(SegvCode::Oom) => return Err(Errno::ENOMEM),
+                        Err(_) => return Err(Errno::EFAULT),
+                    }
+                    va += g.size();
+                }
+            }
+            _ => {}
+        }
+        if hole {
+            return Err(Errno::ENOMEM);
+        }
+        Ok(())
+    }
+
+    /// msync (mm/msync.c): writes the DIRTY pages of shared file mappings in the range back to
+    /// their files and write-protects them again so the next write is tracked. Linux makes
+    /// MS_ASYNC a no-op because background writeback exists; there is none here, so MS_ASYNC
+    /// writes back too. Holes give ENOMEM after the mapped parts are done.
+    pub fn msync(&mut self, addr: u64, len: u64, flags: u32) -> Result<(), Errno> {
+        let g = self.granule;
+        if flags & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0
+            || !g.is_aligned(addr)
+            || (flags & MS_ASYNC != 0 && flags & MS_SYNC != 0)
+        {
+            return Err(Errno::EINVAL);
+        }
+        let alen = g.align_up(len).ok_or(Errno::ENOMEM)?;
+        let end = addr.checked_add(alen).ok_or(Errno::ENOMEM)?;
+        if end == addr {
+            return Ok(());
+        }
+        let hole = !self.covered(addr, end);
+        let mut result = Ok(());
+        if flags & (MS_ASYNC | MS_SYNC) != 0 {
+            for k in self.keys_in(addr, end) {
+                let v = self.vmas[&k].clone();
+                let Backing::File { file, offset } = &v.backing else {
+                    continue;
+                };
+                if !v.is_shared() {
+                    continue;
+                }
+                let (s, e) = (v.start.max(addr), v.end.min(end));
+                let mut dirty = Vec::new();
+                self.pt.for_each_in(s, e, |va, pte| {
+                    if pte.flags.contains(PteFlags::DIRTY) {
+                        dirty.push((va, pte));
+                    }
+                });
+                for (va, mut pte) in dirty {
+                    let pgoff = (offset + (va - v.start)) >> g.shift();
+                    if let Err(err) = self.cache.write_back_frame(file, pgoff, pte.frame) {
+                        if result.is_ok() {
+                            result = Err(err);
+                        }
+                        continue;
+                    }
+                    pte.flags.remove(PteFlags::DIRTY);
+                    let p = effective_prot(&v, pte.flags);
+                    pte.flags = with_prot(pte.flags, p);
+                    self.pt.set(va, pte);
+                    self.ops.push(HostOp::Protect {
+                        addr: va,
+                        len: g.size(),
+                        prot: p,
+                    });
+                }
+            }
+        }
+        result?;
+        if hole {
+            return Err(Errno::ENOMEM);
+        }
+        Ok(())
+    }
+
+    /// Names the vmas in `[addr, addr + len)` (splitting at the edges), for "[stack]", "[vdso]"
+    /// and prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME). ENOMEM if the range is not fully mapped.
+    pub fn set_name(&mut self, addr: u64, len: u64, name: Option<String>) -> Result<(), Errno> {
+        let g = self.granule;
+        if !g.is_aligned(addr) {
+            return Err(Errno::EINVAL);
+        }
+        let len = g.align_up(len).ok_or(Errno::EINVAL)?;
+        let end = addr.checked_add(len).ok_or(Errno::EINVAL)?;
+        if end == addr {
+            return Ok(());
+        }
+        if !self.covered(addr, end) {
+            return Err(Errno::ENOMEM);
+        }
+        self.split_at(addr);
+        self.split_at(end);
+        for k in self.keys_in(addr, end) {
+            self.vmas.get_mut(&k).expect("key listed").name = name.clone();
+        }
+        self.merge_around(addr, end);
+        Ok(())
+    }
+
+    /// Maps the main stack: `size` bytes of private anonymous read-write GROWSDOWN memory ending at
+    /// `layout.stack_top`, named "[stack]". Returns its start.
+    pub fn map_stack(&mut self, size: u64) -> Result<u64, Errno> {
+        let g = self.granule;
+        let size = g.align_up(size.max(1)).ok_or(Errno::ENOMEM)?;
+        let top = g.align_down(self.layout.stack_top);
+        let start = top.checked_sub(size).ok_or(Errno::ENOMEM)?;
+        self.mmap(
+            start,
+            size,
+            Prot::READ | Prot::WRITE,
+            MapFlags::PRIVATE | MapFlags::ANONYMOUS | MapFlags::FIXED | MapFlags::GROWSDOWN,
+            Backing::Anon,
+        )?;
+        self.set_name(start, size, Some("[stack]".to_string()))?;
+        Ok(start)
+    }
+
+    /// Grows the GROWSDOWN vma above `addr` down to cover it (mm/mmap.c `expand_downwards`):
+    /// within RLIMIT_STACK, above mmap_min_addr, and not into the guard gap of an accessible
+    /// non-stack vma below.
+    fn grow_stack(&mut self, addr: u64) -> Result<Vma, SegvCode> {
+        let (&key, next) = self.vmas.range(addr..).next().ok_or(SegvCode::MapErr)?;
+        if !next.grows_down() || !matches!(next.backing, Backing::Anon) {
+            return Err(SegvCode::MapErr);
+        }
+        let new_start = self.granule.align_down(addr);
+        if new_start < self.layout.min_addr || next.end - new_start > self.layout.stack_limit {
+            return Err(SegvCode::MapErr);
+        }
+        if let Some((_, prev)) = self.vmas.range(..addr).next_back()
+            && (prev.end > new_start
+                || (!prev.grows_down()
+                    && accessible(prev.prot)
+                    && new_start - prev.end < self.guard_gap()))
+        {
+            return Err(SegvCode::MapErr);
+        }
+        let mut v = self.vmas.remove(&key).expect("key found");
+        v.start = new_start;
+        self.vmas.insert(new_start, v.clone());
+        Ok(v)
+    }
+
+    /// A fresh PTE for `va` in `vma` (mm/memory.c `do_anonymous_page`, `do_read_fault`,
+    /// `do_shared_fault`), holding one frame reference.
+    fn new_pte(&self, vma: &Vma, va: u64) -> Result<Pte, SegvCode> {
+        let shift = self.granule.shift();
+        let oom = |_| SegvCode::Oom;
+        Ok(match &vma.backing {
+            Backing::Anon => Pte {
+                frame: self.frames.alloc_zeroed().map_err(oom)?,
+                flags: PteFlags::ANON,
+            },
+            Backing::File { file, offset } => {
+                let pgoff = (offset + (va - vma.start)) >> shift;
+                let frame = self.cache.get_page(file, pgoff).map_err(|e| {
+                    if e == Errno::ENOMEM {
+                        SegvCode::Oom
+                    } else {
+                        SegvCode::Bus
+                    }
+                })?;
+                let kind = if vma.is_shared() {
+                    PteFlags::SHARED
+                } else {
+                    PteFlags::COW
+                };
+                Pte {
+                    frame,
+                    flags: PteFlags::FILE | kind,
+                }
+            }
+            Backing::Shmem { shm, offset } => Pte {
+                frame: shm
+                    .get_page((offset + (va - vma.start)) >> shift)
+                    .map_err(oom)?,
+                flags: PteFlags::ANON | PteFlags::SHARED,
+            },
+        })
+    }
+
+    /// Breaks copy-on-write (mm/memory.c `do_wp_page`): the last reference to an anonymous frame
+    /// is simply reused, anything else is copied into a new anonymous frame. The old frame's
+    /// reference is dropped only on success.
+    fn break_cow(&self, pte: Pte) -> Result<Pte, SegvCode> {
+        let f = pte.flags;
+        if f.contains(PteFlags::ANON)
+            && !f.contains(PteFlags::SHARED)
+            && self.frames.refcount(pte.frame) == 1
+        {
+            return Ok(Pte {
+                frame: pte.frame,
+                flags: f - PteFlags::COW,
+            });
+        }
+        let new = self.frames.alloc().map_err(|_| SegvCode::Oom)?;
+        self.frames.copy_frame(pte.frame, new);
+        self.frames.put(pte.frame);
+        Ok(Pte {
+            frame: new,
+            flags: (f - PteFlags::COW - PteFlags::FILE - PteFlags::SHARED)
+                | PteFlags::ANON
+                | PteFlags::DIRTY,
+        })
+    }
+
+    /// Resolves an access to `addr` and queues the host mapping of its page; returns the PTE.
+    /// `force` is FOLL_FORCE (ptrace, the ELF loader): writes to private mappings are allowed
+    /// whatever their protection (COW-broken, the host mapping keeps the vma's protection), reads
+    /// of PROT_NONE are allowed; shared mappings still need real permission (mm/gup.c
+    /// `check_vma_flags`).
+    fn fault_page(&mut self, addr: u64, access: Access, force: bool) -> Result<Pte, SegvCode> {
+        if addr >= self.layout.task_size {
+            return Err(SegvCode::MapErr);
+        }
+        let va = self.granule.align_down(addr);
+        let vma = match self.vma_at(addr) {
+            Some(v) => v.clone(),
+            None => self.grow_stack(addr)?,
+        };
+        let write = access == Access::Write;
+        // arch/x86/mm/fault.c `access_error`: a read needs any access right (there is no
+        // write-only or exec-only page in hardware); write needs WRITE; exec needs EXEC.
+        let allowed = match access {
+            Access::Read => accessible(vma.prot) || force,
+            Access::Write => vma.prot.contains(Prot::WRITE) || (force && !vma.is_shared()),
+            Access::Exec => vma.prot.contains(Prot::EXEC),
+        };
+        if !allowed {
+            return Err(SegvCode::AccErr);
+        }
+        let (mut pte, fresh) = match self.pt.get(va) {
+            Some(p) => (p, false),
+            None => (self.new_pte(&vma, va)?, true),
+        };
+        if write && !write_ok(pte.flags) {
+            if pte.flags.contains(PteFlags::COW) {
+                match self.break_cow(pte) {
+                    Ok(p) => pte = p,
+                    Err(e) => {
+                        if fresh {
+                            self.frames.put(pte.frame);
+                        }
+                        return Err(e);
+                    }
+                }
+            } else {
+                // A clean shared file page: the write makes it dirty (wp_page_shared).
+                pte.flags |= PteFlags::DIRTY;
+            }
+        }
+        if write {
+            pte.flags |= PteFlags::DIRTY;
+        }
+        let prot = effective_prot(&vma, pte.flags);
+        pte.flags = with_prot(pte.flags, prot);
+        self.pt.set(va, pte);
+        self.ops.push(HostOp::Map {
+            addr: va,
+            len: self.granule.size(),
+            prot,
+            phys_offset: self.frames.offset(pte.frame),
+        });
+        Ok(pte)
+    }
+
+    /// Resolves a guest page fault at `addr` and queues the host mapping of the page (even if the
+    /// page was already present with enough rights: the host may have lost it).
+    ///
+    /// When the engine cannot tell the access type it passes [`Access::Read`] for a page with no
+    /// PTE and [`Access::Write`] when the host faulted on a page present read-only; a read fault
+    /// on a writable private anonymous page maps it writable at once, so that costs no second
+    /// fault in the common case.
+    pub fn handle_fault(&mut self, addr: u64, access: Access) -> Result<(), SegvCode> {
+        self.fault_page(addr, access, false).map(|_| ())
+    }
+
+    /// The PTE for `addr`, for callers that need to know without faulting (e.g. the engine
+    /// deciding whether a fault was a write to a read-only page).
+    pub fn pte(&self, addr: u64) -> Option<Pte> {
+        self.pt.get(addr)
+    }
+
+    /// The PTE of `addr`'s page with the rights `access` needs, faulting it in if necessary.
+    fn user_page(&mut self, addr: u64, access: Access, force: bool) -> Result<Pte, Errno> {
+        let va = self.granule.align_down(addr);
+        if let (Some(v), Some(p)) = (self.vma_at(addr), self.pt.get(va)) {
+            let ok = match access {
+                Access::Read => accessible(v.prot) || force,
+                Access::Write => {
+                    (v.prot.contains(Prot::WRITE) || (force && !v.is_shared())) && write_ok(p.flags)
+                }
+                Access::Exec => v.prot.contains(Prot::EXEC),
+            };
+            if ok {
+                return Ok(p);
+            }
+        }
+        self.fault_page(addr, access, force)
+            .map_err(|_| Errno::EFAULT)
+    }
+
+    fn copy_in(&mut self, addr: u64, buf: &mut [u8], force: bool) -> Result<(), Errno> {
+        let size = self.granule.size();
+        let mut done = 0usize;
+        while done < buf.len() {
+            let a = addr.checked_add(done as u64).ok_or(Errno::EFAULT)?;
+            let off = self.granule.offset_in_page(a);
+            let n = ((size - off) as usize).min(buf.len() - done);
+            let pte = self.user_page(a, Access::Read, force)?;
+            self.frames
+                .read(pte.frame, off as usize, &mut buf[done..done + n]);
+            done += n;
+        }
+        Ok(())
+    }
+
+    fn copy_out(&mut self, addr: u64, data: &[u8], force: bool) -> Result<(), Errno> {
+        let size = self.granule.size();
+        let mut done = 0usize;
+        while done < data.len() {
+            let a = addr.checked_add(done as u64).ok_or(Errno::EFAULT)?;
+            let off = self.granule.offset_in_page(a);
+            let n = ((size - off) as usize).min(data.len() - done);
+            let pte = self.user_page(a, Access::Write, force)?;
+            self.frames
+                .write(pte.frame, off as usize, &data[done..done + n]);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// copy_from_user: faults pages in as needed; EFAULT on an unmapped or inaccessible address.
+    /// On EFAULT part of `buf` may have been filled.
+    pub fn read_bytes(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        self.copy_in(addr, buf, false)
+    }
+
+    /// Like [`Mm::read_bytes`] but also reads PROT_NONE mappings (ptrace PEEK, FOLL_FORCE).
+    pub fn read_bytes_force(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        self.copy_in(addr, buf, true)
+    }
+
+    /// copy_to_user: performs write faults (COW) as needed; EFAULT if not writable. On EFAULT a
+    /// prefix may have been written.
+    pub fn write_bytes(&mut self, addr: u64, data: &[u8]) -> Result<(), Errno> {
+        self.copy_out(addr, data, false)
+    }
+
+    /// Like [`Mm::write_bytes`] but ignores the protection of private mappings (the ELF loader,
+    /// ptrace POKE): the page is COW-broken into a private copy and the host mapping keeps the
+    /// vma's protection. Shared mappings still need PROT_WRITE (EFAULT otherwise), as in Linux.
+    pub fn write_bytes_force(&mut self, addr: u64, data: &[u8]) -> Result<(), Errno> {
+        self.copy_out(addr, data, true)
+    }
+
+    /// Reads a NUL-terminated string of at most `max` bytes (NUL excluded from the result):
+    /// ENAMETOOLONG if no NUL within `max` bytes, EFAULT if unreadable before the NUL.
+    pub fn read_cstr(&mut self, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
+        let size = self.granule.size();
+        let mut out = Vec::new();
+        let mut chunk = vec![0u8; size as usize];
+        while out.len() < max {
+            let a = addr.checked_add(out.len() as u64).ok_or(Errno::EFAULT)?;
+            let off = self.granule.offset_in_page(a);
+            let n = ((size - off) as usize).min(max - out.len());
+            self.read_bytes(a, &mut chunk[..n])?;
+            if let Some(i) = chunk[..n].iter().position(|&b| b == 0) {
+                out.extend_from_slice(&chunk[..i]);
+                return Ok(out);
+            }
+            out.extend_from_slice(&chunk[..n]);
+        }
+        Err(Errno::ENAMETOOLONG)
+    }
+
+    /// fork (kernel/fork.c `dup_mmap`, mm/memory.c `copy_page_range`): a copy with the same vmas.
+    /// Shared pages are shared; private pages become COW in both address spaces (the parent's
+    /// writable host mappings are queued to lose WRITE). The child's host process starts empty
+    /// and faults its pages in, so the child's op queue is empty.
+    pub fn fork(&mut self) -> Result<Mm, Errno> {
+        let mut child = Mm {
+            frames: self.frames.clone(),
+            cache: self.cache.clone(),
+            layout: self.layout,
+            granule: self.granule,
+            vmas: self.vmas.clone(),
+            pt: PageTable::new(self.granule, va_bits(self.layout, self.granule)),
+            ops: Vec::new(),
+            start_brk: self.start_brk,
+            brk: self.brk,
+        };
+        let size = self.granule.size();
+        let mut copies = Vec::with_capacity(self.pt.len());
+        for v in self.vmas.values() {
+            let shared = v.is_shared();
+            let ops = &mut self.ops;
+            self.pt.update_in(v.start, v.end, |va, pte| {
+                if !shared {
+                    pte.flags |= PteFlags::COW;
+                    if pte.flags.contains(PteFlags::WRITE) {
+                        pte.flags.remove(PteFlags::WRITE);
+                        ops.push(HostOp::Protect {
+                            addr: va,
+                            len: size,
+                            prot: prot_of(pte.flags),
+                        });
+                    }
+                }
+                copies.push((va, *pte));
+            });
+        }
+        for (va, pte) in copies {
+            self.frames.get(pte.frame);
+            child.pt.set(va, pte);
+        }
+        Ok(child)
+    }
+
+    /// Drains the queued host changes, in order, merging neighbours: consecutive Maps of
+    /// contiguous addresses and physical offsets with one protection, consecutive adjacent
+    /// Unmaps, consecutive adjacent Protects with one protection.
+    pub fn take_host_ops(&mut self) -> Vec<HostOp> {
+        let mut out: Vec<HostOp> = Vec::with_capacity(self.ops.len());
+        for op in self.ops.drain(..) {
+            if let Some(last) = out.last_mut() {
+                match (last, &op) {
+                    (
+                        HostOp::Map {
+                            addr,
+                            len,
+                            prot,
+                            phys_offset,
+                        },
+                        HostOp::Map {
+                            addr: a2,
+                            len: l2,
+                            prot: p2,
+                            phys_offset: o2,
+                        },
+                    ) if *addr + *len == *a2 && *phys_offset + *len == *o2 && prot == p2 => {
+                        *len += l2;
+                        continue;
+                    }
+                    (HostOp::Unmap { addr, len }, HostOp::Unmap { addr: a2, len: l2 })
+                        if *addr + *len == *a2 =>
+                    {
+                        *len += l2;
+                        continue;
+                    }
+                    (
+                        HostOp::Protect { addr, len, prot },
+                        HostOp::Protect {
+                            addr: a2,
+                            len: l2,
+                            prot: p2,
+                        },
+                    ) if *addr + *len == *a2 && prot == p2 => {
+                        *len += l2;
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            out.push(op);
+        }
+        out
+    }
+
+    /// Queues a Map for every present page, with its current protection: for a host process that
+    /// starts with nothing mapped but should not fault everything in (an eagerly populated fork
+    /// child, a restarted stub). Adjacent pages coalesce in [`Mm::take_host_ops`].
+    pub fn remap_all(&mut self) {
+        let size = self.granule.size();
+        let frames = &self.frames;
+        let ops = &mut self.ops;
+        self.pt.for_each_in(0, u64::MAX, |va, pte| {
+            ops.push(HostOp::Map {
+                addr: va,
+                len: size,
+                prot: prot_of(pte.flags),
+                phys_offset: frames.offset(pte.frame),
+            });
+        });
+    }
+
+    /// Snapshot of the vmas in address order (/proc/PID/maps).
+    pub fn vmas(&self) -> Vec<Vma> {
+        self.vmas.values().cloned().collect()
+    }
+
+    /// The vma containing `addr` (unlike Linux's `find_vma`, not the next one above).
+    pub fn find_vma(&self, addr: u64) -> Option<Vma> {
+        self.vma_at(addr).cloned()
+    }
+
+    /// Resident pages (PTEs present).
+    pub fn rss_pages(&self) -> usize {
+        self.pt.len()
+    }
+
+    /// Mapped size in pages (Linux's `mm->total_vm`; VmSize is this times the page size).
+    pub fn total_vm(&self) -> u64 {
+        self.vmas
+            .values()
+            .map(|v| self.granule.pages(v.len()))
+            .sum()
+    }
+}
+
+impl Drop for Mm {
+    fn drop(&mut self) {
+        let vmas = std::mem::take(&mut self.vmas);
+        for v in vmas.values() {
+            self.zap(v, v.start, v.end);
+        }
+        // No PTE should lie outside a vma; release any all the same rather than leak.
+        for (_, pte) in self.pt.drain_range(0, u64::MAX) {
+            self.frames.put(pte.frame);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1077 @@
+//! Tests of the address-space operations, at both 4K and 16K granules where geometry matters.
+//! Each test builds a small physical memory and checks, at the end, that every frame came back.
+
+use super::*;
+use crate::VmFile;
+use crate::pagecache::tests::FakeFile;
+use um_os_linux::physmem::PhysMem;
+
+const RW: Prot = Prot::READ.union(Prot::WRITE);
+const ANON_PRIV: MapFlags = MapFlags::PRIVATE.union(MapFlags::ANONYMOUS);
+const ANON_SHARED: MapFlags = MapFlags::SHARED.union(MapFlags::ANONYMOUS);
+const MMAP_BASE: u64 = 0x7f00_0000_0000;
+const STACK_TOP: u64 = 0x7ffe_0000_0000;
+
+struct Env {
+    fa: Arc<FrameAllocator>,
+    cache: Arc<PageCache>,
+    start_free: usize,
+}
+
+impl Env {
+    fn new(g: Granule) -> Env {
+        let fa = Arc::new(FrameAllocator::new(
+            Arc::new(PhysMem::new(4 << 20).unwrap()),
+            g,
+        ));
+        let cache = Arc::new(PageCache::new(fa.clone()));
+        let start_free = fa.free_frames();
+        Env {
+            fa,
+            cache,
+            start_free,
+        }
+    }
+
+    fn layout() -> Layout {
+        Layout {
+            task_size: 0x7fff_ffff_f000 & !0xffff,
+            mmap_base: MMAP_BASE,
+            stack_top: STACK_TOP,
+            stack_limit: 8 << 20,
+            min_addr: 0x10000,
+        }
+    }
+
+    fn mm(&self) -> Mm {
+        Mm::new(self.fa.clone(), self.cache.clone(), Env::layout())
+    }
+
+    /// Every frame is back once address spaces and the cache are gone.
+    fn assert_no_leak(&self) {
+        self.cache.clear();
+        assert_eq!(self.fa.free_frames(), self.start_free, "frames leaked");
+    }
+}
+
+fn both(f: impl Fn(Granule)) {
+    f(Granule::K4);
+    f(Granule::K16);
+}
+
+fn file(id: u64, len: usize) -> (Arc<FakeFile>, Arc<dyn VmFile>) {
+    let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    let ff = FakeFile::new(id, data);
+    let f: Arc<dyn VmFile> = ff.clone();
+    (ff, f)
+}
+
+fn read_vec(mm: &mut Mm, addr: u64, n: usize) -> Vec<u8> {
+    let mut v = vec![0u8; n];
+    mm.read_bytes(addr, &mut v).unwrap();
+    v
+}
+
+#[test]
+fn mm_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Mm>();
+    check::<FrameAllocator>();
+    check::<PageCache>();
+}
+
+#[test]
+fn anon_fault_zero_fill_and_host_ops() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut mm = env.mm();
+        let ps = g.size();
+        let a = mm.mmap(0, 3 * ps, RW, ANON_PRIV, Backing::Anon).unwrap();
+        assert_eq!(a, MMAP_BASE - 3 * ps, "top-down below mmap_base");
+        assert!(mm.take_host_ops().is_empty(), "mmap itself maps nothing");
+        // A read fault on a writable private page maps it writable at once.
+        mm.handle_fault(a + ps + 5, Access::Read).unwrap();
+        let pte = mm.pte(a + ps).unwrap();
+        assert!(pte.flags.contains(PteFlags::WRITE | PteFlags::ANON));
+        assert_eq!(
+            mm.take_host_ops(),
+            vec![HostOp::Map {
+                addr: a + ps,
+                len: ps,
+                prot: RW,
+                phys_offset: env.fa.offset(pte.frame),
+            }]
+        );
+        assert_eq!(read_vec(&mut mm, a + ps, ps as usize), vec![0; ps as usize]);
+        assert_eq!(mm.rss_pages(), 1);
+        // Faulting a present page re-queues its Map.
+        mm.handle_fault(a + ps, Access::Write).unwrap();
+        assert_eq!(mm.take_host_ops().len(), 1);
+        assert_eq!(mm.total_vm(), 3);
+
+        // munmap queues an Unmap and returns the frame.
+        let free = env.fa.free_frames();
+        mm.munmap(a, 3 * ps).unwrap();
+        assert_eq!(
+            mm.take_host_ops(),
+            vec![HostOp::Unmap {
+                addr: a,
+                len: 3 * ps
+            }]
+        );
+        assert_eq!(env.fa.free_frames(), free + 1);
+        assert!(mm.vmas().is_empty());
+        drop(mm);
+        env.assert_no_leak();
+    });
+}
+
+#[test]
+fn mmap_argument_errors() {
+    let env = Env::new(Granule::K4);
+    let mut mm = env.mm();
+    let fixed = ANON_PRIV | MapFlags::FIXED;
+    assert_eq!(
+        mm.mmap(0, 0, RW, ANON_PRIV, Backing::Anon),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        mm.mmap(0x100_0001, 4096, RW, fixed, Backing::Anon),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        mm.mmap(0, 4096, RW, MapFlags::ANONYMOUS, Backing::Anon),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        mm.mmap(0x1000, 4096, RW, fixed, Backing::Anon),
+        Err(Errno::EPERM)
+    );
+    let ts = Env::layout().task_size;
+    assert_eq!(
+        mm.mmap(ts, 4096, RW, fixed, Backing::Anon),
+        Err(Errno::ENOMEM)
+    );
+    assert_eq!(
+        mm.mmap(0, u64::MAX - 10, RW, ANON_PRIV, Backing::Anon),
+        Err(Errno::ENOMEM)
+    );
+    let (_ff, f) = file(1, 100);
+    assert_eq!(
+        mm.mmap(
+            0,
+            4096,
+            Prot::READ,
+            MapFlags::PRIVATE,
+            Backing::File {
+                file: f,
+                offset: 100
+            }
+        ),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        mm.mmap(0, 4096, Prot::from_bits_retain(8), ANON_PRIV, Backing::Anon),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        mm.mmap(
+            0,
+            4096,
+            RW,
+            MapFlags::SHARED_VALIDATE | MapFlags::ANONYMOUS | MapFlags::from_bits_retain(1 << 30),
+            Backing::Anon
+        ),
+        Err(Errno::EOPNOTSUPP)
+    );
+    assert_eq!(
+        mm.mmap(0, 4096, RW, ANON_PRIV | MapFlags::HUGETLB, Backing::Anon),
+        Err(Errno::ENOMEM)
+    );
+    assert!(mm.vmas().is_empty());
+    // SHARED_VALIDATE with known flags is a shared mapping.
+    let a = mm
+        .mmap(
+            0,
+            4096,
+            RW,
+            MapFlags::SHARED_VALIDATE | MapFlags::ANONYMOUS,
+            Backing::Anon,
+        )
+        .unwrap();
+    assert!(mm.find_vma(a).unwrap().is_shared());
+}
+
+#[test]
+fn munmap_and_mprotect_split_and_merge() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut mm = env.mm();
+        let ps = g.size();
+        let a = 0x1000_0000;
+        mm.mmap(a, 6 * ps, RW, ANON_PRIV | MapFlags::FIXED, Backing::Anon)
+            .unwrap();
+        mm.write_bytes(a, &vec![7u8; (6 * ps) as usize]).unwrap();
+        mm.take_host_ops();
+
+        // mprotect the middle: three vmas, the middle read-only, its present pages Protected.
+        mm.mprotect(a + 2 * ps, 2 * ps, Prot::READ).unwrap();
+        let v = mm.vmas();
+        assert_eq!(v.len(), 3);
+        assert_eq!(
+            (v[1].start, v[1].end, v[1].prot),
+            (a + 2 * ps, a + 4 * ps, Prot::READ)
+        );
+        assert_eq!(v[0].prot, RW);
+        assert_eq!(
+            mm.take_host_ops(),
+            vec![HostOp::Protect {
+                addr: a + 2 * ps,
+                len: 2 * ps,
+                prot: Prot::READ
+            }]
+        );
+        assert!(!mm.pte(a + 2 * ps).unwrap().flags.contains(PteFlags::WRITE));
+        assert_eq!(mm.write_bytes(a + 2 * ps, b"x"), Err(Errno::EFAULT));
+        // Back to RW: the vmas merge into one again and the exclusive pages regain WRITE.
+        mm.mprotect(a + 2 * ps, 2 * ps, RW).unwrap();
+        assert_eq!(mm.vmas().len(), 1);
+        assert!(mm.pte(a + 2 * ps).unwrap().flags.contains(PteFlags::WRITE));
+        mm.take_host_ops();
+        // A range with a hole is ENOMEM and changes nothing.
+        assert_eq!(
+            mm.mprotect(a + 5 * ps, 2 * ps, Prot::READ),
+            Err(Errno::ENOMEM)
+        );
+        assert_eq!(mm.vmas().len(), 1);
+        assert_eq!(mm.mprotect(a + 1, ps, Prot::READ), Err(Errno::EINVAL));
+
+        // munmap the middle: two vmas, frames of the middle released, data around intact.
+        let free = env.fa.free_frames();
+        mm.munmap(a + 2 * ps, 2 * ps).unwrap();
+        let v = mm.vmas();
+        assert_eq!(v.len(), 2);
+        assert_eq!((v[0].start, v[0].end), (a, a + 2 * ps));
+        assert_eq!((v[1].start, v[1].end), (a + 4 * ps, a + 6 * ps));
+        assert_eq!(env.fa.free_frames(), free + 2);
+        assert_eq!(mm.rss_pages(), 4);
+        assert_eq!(read_vec(&mut mm, a + 4 * ps, 4), vec![7; 4]);
+        assert_eq!(
+            mm.handle_fault(a + 2 * ps, Access::Read),
+            Err(SegvCode::MapErr)
+        );
+        assert_eq!(mm.munmap(a + 1, ps), Err(Errno::EINVAL));
+        assert_eq!(mm.munmap(a, 0), Err(Errno::EINVAL));
+        drop(mm);
+        env.assert_no_leak();
+    });
+}
+
+#[test]
+fn map_fixed_replaces_and_noreplace_refuses() {
+    let g = Granule::K4;
+    let env = Env::new(g);
+    let mut mm = env.mm();
+    let ps = g.size();
+    let a = 0x2000_0000;
+    mm.mmap(a, 4 * ps, RW, ANON_PRIV | MapFlags::FIXED, Backing::Anon)
+        .unwrap();
+    mm.write_bytes(a, &vec![9u8; (4 * ps) as usize]).unwrap();
+    mm.take_host_ops();
+    let free = env.fa.free_frames();
+
+    assert_eq!(
+        mm.mmap(
+            a + ps,
+            ps,
+            Prot::READ,
+            ANON_PRIV | MapFlags::FIXED_NOREPLACE,
+            Backing::Anon
+        ),
+        Err(Errno::EEXIST)
+    );
+    assert_eq!(mm.vmas().len(), 1);
+    assert!(mm.take_host_ops().is_empty());
+
+    let r = mm
+        .mmap(
+            a + ps,
+            2 * ps,
+            Prot::READ,
+            ANON_PRIV | MapFlags::FIXED,
+            Backing::Anon,
+        )
+        .unwrap();
+    assert_eq!(r, a + ps);
+    assert_eq!(env.fa.free_frames(), free + 2, "replaced pages released");
+    assert_eq!(
+        mm.take_host_ops(),
+        vec![HostOp::Unmap {
+            addr: a + ps,
+            len: 2 * ps
+        }]
+    );
+    let v = mm.vmas();
+    assert_eq!(v.len(), 3);
+    assert_eq!(v[1].prot, Prot::READ);
+    assert_eq!(read_vec(&mut mm, a + ps, 2), vec![0, 0]);
+    assert_eq!(read_vec(&mut mm, a + 3 * ps, 2), vec![9, 9]);
+    // NOREPLACE into a free range works like FIXED.
+    assert_eq!(
+        mm.mmap(
+            a + 8 * ps,
+            ps,
+            RW,
+            ANON_PRIV | MapFlags::FIXED_NOREPLACE,
+            Backing::Anon
+        ),
+        Ok(a + 8 * ps)
+    );
+    drop(mm);
+    env.assert_no_leak();
+}
+
+#[test]
+fn top_down_placement_hint_and_guard_gap() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut mm = env.mm();
+        let ps = g.size();
+        let gap = 256 * ps;
+        // A stack right below mmap_base: new mappings must stay a guard gap below it.
+        let stack = MMAP_BASE - 16 * ps;
+        mm.mmap(
+            stack,
+            16 * ps,
+            RW,
+            ANON_PRIV | MapFlags::FIXED | MapFlags::GROWSDOWN,
+            Backing::Anon,
+        )
+        .unwrap();
+        let a = mm.mmap(0, 2 * ps, RW, ANON_PRIV, Backing::Anon).unwrap();
+        assert_eq!(a, stack - gap - 2 * ps);
+        // The next one goes right below and merges with it.
+        let b = mm.mmap(0, ps, RW, ANON_PRIV, Backing::Anon).unwrap();
+        assert_eq!(b, a - ps);
+        assert_eq!(mm.vmas().len(), 2);
+        // Different protection: adjacent but not merged.
+        let c = mm
+            .mmap(0, ps, Prot::READ, ANON_PRIV, Backing::Anon)
+            .unwrap();
+        assert_eq!(c, b - ps);
+        assert_eq!(mm.vmas().len(), 3);
+        // A free hint is used (rounded down); one inside the guard gap is not.
+        let h = mm
+            .mmap(0x3000_0000 + 5, ps, RW, ANON_PRIV, Backing::Anon)
+            .unwrap();
+        assert_eq!(h, 0x3000_0000);
+        let in_gap = stack - ps;
+        let d = mm.mmap(in_gap, ps, RW, ANON_PRIV, Backing::Anon).unwrap();
+        assert_ne!(d, in_gap);
+        assert!(d + ps <= stack - gap);
+        // A hole above the lowest mapping that is big enough is reused.
+        mm.munmap(b, ps).unwrap();
+        let e = mm
+            .mmap(0, ps, Prot::READ, ANON_PRIV, Backing::Anon)
+            .unwrap();
+        assert_eq!(e, b);
+    });
+}
+
+#[test]
+fn brk_grow_shrink_refuse() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut mm = env.mm();
+        let ps = g.size();
+        let start = 0x60_0000;
+        mm.set_brk_start(start - 100);
+        assert_eq!(mm.brk_range(), (start, start));
+        assert_eq!(mm.brk(0), start, "query");
+        assert_eq!(mm.brk(start + 3 * ps + 10), start + 3 * ps + 10);
+        let v = mm.find_vma(start).unwrap();
+        assert_eq!((v.start, v.end), (start, start + 4 * ps));
+        assert_eq!(v.name.as_deref(), Some("[heap]"));
+        mm.write_bytes(start + 3 * ps, b"heap").unwrap();
+        // Growing again extends the same vma.
+        assert_eq!(mm.brk(start + 6 * ps), start + 6 * ps);
+        assert_eq!(mm.vmas().len(), 1);
+        assert_eq!(mm.find_vma(start).unwrap().end, start + 6 * ps);
+        // Below start_brk: refused.
+        assert_eq!(mm.brk(start - ps), start + 6 * ps);
+        // Shrink releases the pages.
+        let free = env.fa.free_frames();
+        assert_eq!(mm.brk(start + ps), start + ps);
+        assert_eq!(env.fa.free_frames(), free + 1);
+        assert_eq!(mm.find_vma(start).unwrap().end, start + ps);
+        assert!(mm.find_vma(start + 3 * ps).is_none());
+        assert!(mm.take_host_ops().contains(&HostOp::Unmap {
+            addr: start + ps,
+            len: 5 * ps
+        }));
+        // Growing into another mapping is refused.
+        mm.mmap(
+            start + 8 * ps,
+            ps,
+            RW,
+            ANON_PRIV | MapFlags::FIXED,
+            Backing::Anon,
+        )
+        .unwrap();
+        assert_eq!(mm.brk(start + 10 * ps), start + ps);
+        assert_eq!(
+            mm.brk(start + 7 * ps - 1),
+            start + 7 * ps - 1,
+            "a page short is fine"
+        );
+        assert_eq!(mm.brk(start + 7 * ps + 1), start + 7 * ps - 1);
+        drop(mm);
+        env.assert_no_leak();
+    });
+}
+
+#[test]
+fn mremap_grow_in_place_move_and_shrink() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut mm = env.mm();
+        let ps = g.size();
+        let a = 0x4000_0000;
+        mm.mmap(a, 2 * ps, RW, ANON_PRIV | MapFlags::FIXED, Backing::Anon)
+            .unwrap();
+        mm.write_bytes(a, b"first").unwrap();
+        mm.write_bytes(a + ps, b"second").unwrap();
+        // Grow in place.
+        assert_eq!(mm.mremap(a, 2 * ps, 4 * ps, 0, 0), Ok(a));
+        assert_eq!(mm.find_vma(a).unwrap().end, a + 4 * ps);
+        // Block the space after it; growing now needs a move.
+        mm.mmap(
+            a + 4 * ps,
+            ps,
+            Prot::READ,
+            ANON_PRIV | MapFlags::FIXED,
+            Backing::Anon,
+        )
+        .unwrap();
+        assert_eq!(mm.mremap(a, 4 * ps, 8 * ps, 0, 0), Err(Errno::ENOMEM));
+        mm.take_host_ops();
+        let rss = mm.rss_pages();
+        let n = mm.mremap(a, 4 * ps, 8 * ps, MREMAP_MAYMOVE, 0).unwrap();
+        assert_ne!(n, a);
+        assert!(mm.find_vma(a).is_none());
+        assert_eq!(mm.find_vma(n).unwrap().end, n + 8 * ps);
+        assert_eq!(mm.rss_pages(), rss, "PTEs moved, not copied");
+        let ops = mm.take_host_ops();
+        assert_eq!(
+            ops[0],
+            HostOp::Unmap {
+                addr: a,
+                len: 4 * ps
+            }
+        );
+        assert!(matches!(ops[1], HostOp::Map { addr, prot: RW, .. } if addr == n));
+        assert_eq!(read_vec(&mut mm, n, 5), b"first");
+        assert_eq!(read_vec(&mut mm, n + ps, 6), b"second");
+        assert_eq!(read_vec(&mut mm, n + 5 * ps, 3), vec![0; 3]);
+        // Shrink.
+        let free = env.fa.free_frames();
+        assert_eq!(mm.mremap(n, 8 * ps, ps, 0, 0), Ok(n));
+        assert_eq!(mm.find_vma(n).unwrap().end, n + ps);
+        assert!(env.fa.free_frames() > free);
+        // Fixed move.
+        let f = 0x5000_0000;
+        assert_eq!(
+            mm.mremap(n, ps, 2 * ps, MREMAP_MAYMOVE | MREMAP_FIXED, f),
+            Ok(f)
+        );
+        assert_eq!(read_vec(&mut mm, f, 5), b"first");
+        // Errors.
+        assert_eq!(
+            mm.mremap(0x6000_0000, ps, 2 * ps, MREMAP_MAYMOVE, 0),
+            Err(Errno::EFAULT)
+        );
+        assert_eq!(
+            mm.mremap(f, 4 * ps, 8 * ps, MREMAP_MAYMOVE, 0),
+            Err(Errno::EFAULT)
+        );
+        assert_eq!(mm.mremap(f, ps, 0, 0, 0), Err(Errno::EINVAL));
+        assert_eq!(
+            mm.mremap(f, ps, 2 * ps, MREMAP_FIXED, 0x7000_0000),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(mm.mremap(f + 1, ps, 2 * ps, 0, 0), Err(Errno::EINVAL));
+        assert_eq!(mm.mremap(f, ps, 2 * ps, 64, 0), Err(Errno::EINVAL));
+        drop(mm);
+        env.assert_no_leak();
+    });
+}
+
+#[test]
+fn file_private_read_then_cow_write_leaves_cache_frame() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut mm = env.mm();
+        let ps = g.size();
+        let (ff, f) = file(3, 3 * ps as usize);
+        let a = mm
+            .mmap(
+                0,
+                2 * ps,
+                RW,
+                MapFlags::PRIVATE,
+                Backing::File {
+                    file: f.clone(),
+                    offset: ps,
+                },
+            )
+            .unwrap();
+        mm.handle_fault(a, Access::Read).unwrap();
+        let cached = env.cache.get_page(&f, 1).unwrap();
+        let pte = mm.pte(a).unwrap();
+        assert_eq!(pte.frame, cached, "mapped straight from the page cache");
+        assert!(pte.flags.contains(PteFlags::COW | PteFlags::FILE));
+        assert!(!pte.flags.contains(PteFlags::WRITE));
+        let ops = mm.take_host_ops();
+        assert_eq!(
+            ops,
+            vec![HostOp::Map {
+                addr: a,
+                len: ps,
+                prot: Prot::READ,
+                phys_offset: env.fa.offset(cached)
+            }]
+        );
+        let expect: Vec<u8> = (ps as usize..ps as usize + 8)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        assert_eq!(read_vec(&mut mm, a, 8), expect);
+
+        // Write: a private copy, the cache frame untouched.
+        mm.handle_fault(a, Access::Write).unwrap();
+        let pte2 = mm.pte(a).unwrap();
+        assert_ne!(pte2.frame, cached);
+        assert!(pte2.flags.contains(PteFlags::WRITE | PteFlags::ANON));
+        assert!(!pte2.flags.contains(PteFlags::COW));
+        assert_eq!(read_vec(&mut mm, a, 8), expect, "copy has the file data");
+        mm.write_bytes(a, b"PRIVATE").unwrap();
+        let mut buf = [0u8; 8];
+        env.fa.read(cached, 0, &mut buf);
+        assert_eq!(buf.to_vec(), expect, "page cache frame unchanged");
+        assert_eq!(&ff.bytes()[ps as usize..ps as usize + 8], &expect[..]);
+        // A write fault straight onto an absent page copies at once.
+        mm.handle_fault(a + ps, Access::Write).unwrap();
+        let p3 = mm.pte(a + ps).unwrap();
+        assert!(!p3.flags.contains(PteFlags::FILE));
+        assert_eq!(read_vec(&mut mm, a + ps, 1), vec![((2 * ps) % 251) as u8]);
+        env.fa.put(cached);
+        drop(mm);
+        env.assert_no_leak();
+    });
+}
+
+#[test]
+fn shared_file_dirty_tracking_and_msync() {
+    let g = Granule::K4;
+    let env = Env::new(g);
+    let mut mm = env.mm();
+    let ps = g.size();
+    let (ff, f) = file(4, 2 * ps as usize);
+    let a = mm
+        .mmap(
+            0,
+            2 * ps,
+            RW,
+            MapFlags::SHARED,
+            Backing::File { file: f, offset: 0 },
+        )
+        .unwrap();
+    mm.handle_fault(a, Access::Read).unwrap();
+    assert!(matches!(
+        mm.take_host_ops()[..],
+        [HostOp::Map {
+            prot: Prot::READ,
+            ..
+        }]
+    ));
+    mm.handle_fault(a, Access::Write).unwrap();
+    let pte = mm.pte(a).unwrap();
+    assert!(
+        pte.flags
+            .contains(PteFlags::DIRTY | PteFlags::WRITE | PteFlags::SHARED)
+    );
+    assert!(matches!(
+        mm.take_host_ops()[..],
+        [HostOp::Map { prot: RW, .. }]
+    ));
+    mm.write_bytes(a + 10, b"shared!").unwrap();
+    assert_ne!(&ff.bytes()[10..17], b"shared!");
+    mm.msync(a, ps, MS_SYNC).unwrap();
+    assert_eq!(&ff.bytes()[10..17], b"shared!");
+    assert_eq!(
+        mm.take_host_ops(),
+        vec![HostOp::Protect {
+            addr: a,
+            len: ps,
+            prot: Prot::READ
+        }]
+    );
+    assert!(!mm.pte(a).unwrap().flags.contains(PteFlags::DIRTY));
+    assert_eq!(mm.msync(a, ps, MS_SYNC | MS_ASYNC), Err(Errno::EINVAL));
+    assert_eq!(mm.msync(a + 1, ps, MS_SYNC), Err(Errno::EINVAL));
+    assert_eq!(mm.msync(a, 4 * ps, MS_SYNC), Err(Errno::ENOMEM));
+    // Unmapping a dirty page writes it back.
+    mm.write_bytes(a + ps, b"tail").unwrap();
+    mm.munmap(a, 2 * ps).unwrap();
+    assert_eq!(&ff.bytes()[ps as usize..ps as usize + 4], b"tail");
+    drop(mm);
+    env.assert_no_leak();
+}
+
+#[test]
+fn shared_anon_after_fork_visible_in_both() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut parent = env.mm();
+        let ps = g.size();
+        let a = parent
+            .mmap(0, 2 * ps, RW, ANON_SHARED, Backing::Anon)
+            .unwrap();
+        parent.write_bytes(a, b"before").unwrap();
+        let mut child = parent.fork().unwrap();
+        assert!(child.take_host_ops().is_empty());
+        assert!(
+            !parent
+                .take_host_ops()
+                .iter()
+                .any(|o| matches!(o, HostOp::Protect { .. })),
+            "shared pages keep WRITE"
+        );
+        assert_eq!(read_vec(&mut child, a, 6), b"before");
+        // The second page is first touched after the fork, by the parent.
+        parent.write_bytes(a + ps, b"from parent").unwrap();
+        assert_eq!(read_vec(&mut child, a + ps, 11), b"from parent");
+        child.write_bytes(a, b"CHILD!").unwrap();
+        assert_eq!(read_vec(&mut parent, a, 6), b"CHILD!");
+        assert_eq!(
+            parent.pte(a + ps).unwrap().frame,
+            child.pte(a + ps).unwrap().frame
+        );
+        drop(parent);
+        assert_eq!(read_vec(&mut child, a + ps, 11), b"from parent");
+        drop(child);
+        env.assert_no_leak();
+    });
+}
+
+#[test]
+fn private_after_fork_isolated_both_ways() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut parent = env.mm();
+        let ps = g.size();
+        let a = parent
+            .mmap(0, 2 * ps, RW, ANON_PRIV, Backing::Anon)
+            .unwrap();
+        parent.write_bytes(a, b"A").unwrap();
+        parent.write_bytes(a + ps, b"Z").unwrap();
+        let frame = parent.pte(a).unwrap().frame;
+        parent.take_host_ops();
+        let mut child = parent.fork().unwrap();
+        // The parent loses WRITE in the host on both pages.
+        assert_eq!(
+            parent.take_host_ops(),
+            vec![HostOp::Protect {
+                addr: a,
+                len: 2 * ps,
+                prot: Prot::READ
+            }]
+        );
+        assert_eq!(env.fa.refcount(frame), 2);
+        assert!(child.pte(a).unwrap().flags.contains(PteFlags::COW));
+
+        child.write_bytes(a, b"B").unwrap();
+        assert_eq!(read_vec(&mut parent, a, 1), b"A");
+        assert_eq!(read_vec(&mut child, a, 1), b"B");
+        assert_ne!(child.pte(a).unwrap().frame, frame, "child copied");
+        // Parent is now the sole owner: the write reuses the frame without a copy.
+        assert_eq!(env.fa.refcount(frame), 1);
+        parent.write_bytes(a, b"C").unwrap();
+        assert_eq!(parent.pte(a).unwrap().frame, frame);
+        assert_eq!(read_vec(&mut child, a, 1), b"B");
+        // Parent writes first on the other page.
+        parent.write_bytes(a + ps, b"P").unwrap();
+        assert_eq!(read_vec(&mut child, a + ps, 1), b"Z");
+        // Engine-style: a Read fault on a present COW page keeps it read-only.
+        child.take_host_ops();
+        child.handle_fault(a + ps, Access::Read).unwrap();
+        assert!(matches!(
+            child.take_host_ops()[..],
+            [HostOp::Map {
+                prot: Prot::READ,
+                ..
+            }]
+        ));
+        drop(parent);
+        drop(child);
+        env.assert_no_leak();
+    });
+}
+
+#[test]
+fn stack_growth_limits_and_guard() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut mm = env.mm();
+        let ps = g.size();
+        let s = mm.map_stack(4 * ps).unwrap();
+        assert_eq!(s, STACK_TOP - 4 * ps);
+        assert_eq!(mm.find_vma(s).unwrap().name.as_deref(), Some("[stack]"));
+        mm.handle_fault(s - 10 * ps + 3, Access::Write).unwrap();
+        let v = mm.find_vma(s - 10 * ps).unwrap();
+        assert_eq!((v.start, v.end), (s - 10 * ps, STACK_TOP));
+        assert_eq!(mm.vmas().len(), 1);
+        // Copies below the stack grow it too.
+        mm.write_bytes(s - 11 * ps, b"x").unwrap();
+        // Beyond RLIMIT_STACK: MapErr.
+        let limit = Env::layout().stack_limit;
+        assert_eq!(
+            mm.handle_fault(STACK_TOP - limit - ps, Access::Read),
+            Err(SegvCode::MapErr)
+        );
+        assert_eq!(
+            mm.handle_fault(STACK_TOP - limit, Access::Read),
+            Ok(()),
+            "exactly at the limit"
+        );
+        // A mapping below within the guard gap stops growth into the gap.
+        let low = STACK_TOP - limit;
+        let below = low - 300 * ps;
+        mm.mmap(below, ps, RW, ANON_PRIV | MapFlags::FIXED, Backing::Anon)
+            .unwrap();
+        let mut mm2 = env.mm();
+        let s2 = mm2.map_stack(ps).unwrap();
+        mm2.mmap(
+            s2 - 300 * ps,
+            ps,
+            RW,
+            ANON_PRIV | MapFlags::FIXED,
+            Backing::Anon,
+        )
+        .unwrap();
+        assert_eq!(mm2.handle_fault(s2 - 40 * ps, Access::Write), Ok(()));
+        assert_eq!(
+            mm2.handle_fault(s2 - 299 * ps + ps, Access::Write),
+            Err(SegvCode::MapErr),
+            "within 256 pages of the mapping below"
+        );
+        assert_eq!(mm.write_bytes(low - ps, b"x"), Err(Errno::EFAULT));
+        drop(mm);
+        drop(mm2);
+        env.assert_no_leak();
+    });
+}
+
+#[test]
+fn maperr_vs_accerr() {
+    let g = Granule::K4;
+    let env = Env::new(g);
+    let mut mm = env.mm();
+    let ps = g.size();
+    let ro = mm
+        .mmap(0, ps, Prot::READ, ANON_PRIV, Backing::Anon)
+        .unwrap();
+    let none = mm
+        .mmap(0, ps, Prot::empty(), ANON_PRIV, Backing::Anon)
+        .unwrap();
+    let x = mm
+        .mmap(0, ps, Prot::EXEC, ANON_PRIV, Backing::Anon)
+        .unwrap();
+    assert_eq!(
+        mm.handle_fault(0x20_0000, Access::Read),
+        Err(SegvCode::MapErr)
+    );
+    assert_eq!(
+        mm.handle_fault(u64::MAX, Access::Read),
+        Err(SegvCode::MapErr)
+    );
+    assert_eq!(mm.handle_fault(ro, Access::Write), Err(SegvCode::AccErr));
+    assert_eq!(mm.handle_fault(ro, Access::Exec), Err(SegvCode::AccErr));
+    assert_eq!(mm.handle_fault(none, Access::Read), Err(SegvCode::AccErr));
+    assert_eq!(mm.handle_fault(ro, Access::Read), Ok(()));
+    // Exec-only is readable (x86 access_error), and executable.
+    assert_eq!(mm.handle_fault(x, Access::Read), Ok(()));
+    assert_eq!(mm.handle_fault(x, Access::Exec), Ok(()));
+    assert_eq!(SegvCode::MapErr.si_code(), 1);
+    assert_eq!(SegvCode::AccErr.si_code(), 2);
+    let mut b = [0u8; 1];
+    assert_eq!(mm.read_bytes(none, &mut b), Err(Errno::EFAULT));
+    assert_eq!(mm.read_bytes_force(none, &mut b), Ok(()));
+}
+
+#[test]
+fn copy_to_read_only_efault_but_force_works() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut mm = env.mm();
+        let ps = g.size();
+        let ro = mm
+            .mmap(0, 2 * ps, Prot::READ, ANON_PRIV, Backing::Anon)
+            .unwrap();
+        assert_eq!(mm.write_bytes(ro, b"nope"), Err(Errno::EFAULT));
+        // Crossing the page boundary.
+        let data: Vec<u8> = (0..100).collect();
+        mm.write_bytes_force(ro + ps - 50, &data).unwrap();
+        assert_eq!(read_vec(&mut mm, ro + ps - 50, 100), data);
+        assert!(!mm.pte(ro).unwrap().flags.contains(PteFlags::WRITE));
+        assert_eq!(mm.write_bytes(ro, b"still no"), Err(Errno::EFAULT));
+
+        // Forced write to a private file mapping does not touch the page cache.
+        let (ff, f) = file(5, ps as usize);
+        let fa = mm
+            .mmap(
+                0,
+                ps,
+                Prot::READ | Prot::EXEC,
+                MapFlags::PRIVATE,
+                Backing::File {
+                    file: f.clone(),
+                    offset: 0,
+                },
+            )
+            .unwrap();
+        mm.write_bytes_force(fa + 1, b"\xcc").unwrap();
+        assert_eq!(read_vec(&mut mm, fa + 1, 1), vec![0xcc]);
+        let cached = env.cache.get_page(&f, 0).unwrap();
+        let mut b = [0u8; 1];
+        env.fa.read(cached, 1, &mut b);
+        assert_eq!(b[0], 1);
+        assert_eq!(ff.bytes()[1], 1);
+        env.fa.put(cached);
+
+        // Forced write to a read-only shared mapping is refused (not a COW mapping).
+        let sh = mm
+            .mmap(0, ps, Prot::READ, ANON_SHARED, Backing::Anon)
+            .unwrap();
+        assert_eq!(mm.write_bytes_force(sh, b"x"), Err(Errno::EFAULT));
+        assert_eq!(mm.write_bytes(0x20_0000, b"x"), Err(Errno::EFAULT));
+        drop(mm);
+        env.assert_no_leak();
+    });
+}
+
+#[test]
+fn host_ops_coalesce_and_populate() {
+    let g = Granule::K4;
+    let env = Env::new(g);
+    let mut mm = env.mm();
+    let ps = g.size();
+    let a = mm
+        .mmap(0, 4 * ps, RW, ANON_PRIV | MapFlags::POPULATE, Backing::Anon)
+        .unwrap();
+    assert_eq!(mm.rss_pages(), 4);
+    let ops = mm.take_host_ops();
+    // Fresh allocator: frames 0..4 in order, so one Map covers all.
+    assert_eq!(
+        ops,
+        vec![HostOp::Map {
+            addr: a,
+            len: 4 * ps,
+            prot: RW,
+            phys_offset: 0
+        }]
+    );
+    assert!(mm.take_host_ops().is_empty(), "drained");
+    mm.munmap(a + ps, ps).unwrap();
+    mm.munmap(a + 2 * ps, ps).unwrap();
+    assert_eq!(
+        mm.take_host_ops(),
+        vec![HostOp::Unmap {
+            addr: a + ps,
+            len: 2 * ps
+        }]
+    );
+    drop(mm);
+    env.assert_no_leak();
+}
+
+#[test]
+fn madvise_dontneed() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut mm = env.mm();
+        let ps = g.size();
+        let a = mm.mmap(0, 2 * ps, RW, ANON_PRIV, Backing::Anon).unwrap();
+        mm.write_bytes(a, b"gone").unwrap();
+        let (_ff, f) = file(6, ps as usize);
+        let fm = mm
+            .mmap(
+                0,
+                ps,
+                RW,
+                MapFlags::PRIVATE,
+                Backing::File { file: f, offset: 0 },
+            )
+            .unwrap();
+        mm.write_bytes(fm, b"mine").unwrap();
+        let sh = mm.mmap(0, ps, RW, ANON_SHARED, Backing::Anon).unwrap();
+        mm.write_bytes(sh, b"kept").unwrap();
+        mm.take_host_ops();
+        mm.madvise(a, 2 * ps, MADV_DONTNEED).unwrap();
+        assert_eq!(
+            mm.take_host_ops(),
+            vec![HostOp::Unmap {
+                addr: a,
+                len: 2 * ps
+            }]
+        );
+        assert_eq!(read_vec(&mut mm, a, 4), vec![0; 4]);
+        mm.madvise(fm, ps, MADV_DONTNEED).unwrap();
+        assert_eq!(
+            read_vec(&mut mm, fm, 4),
+            vec![0, 1, 2, 3],
+            "file data again"
+        );
+        mm.madvise(sh, ps, MADV_DONTNEED).unwrap();
+        assert_eq!(read_vec(&mut mm, sh, 4), b"kept");
+        assert_eq!(mm.madvise(a, ps, 7), Err(Errno::EINVAL));
+        assert_eq!(mm.madvise(a + 1, ps, 0), Err(Errno::EINVAL));
+        assert_eq!(mm.madvise(a, ps, 1), Ok(()));
+        assert_eq!(mm.madvise(0x20_0000, ps, 0), Err(Errno::ENOMEM));
+        drop(mm);
+        env.assert_no_leak();
+    });
+}
+
+#[test]
+fn read_cstr_across_pages() {
+    let g = Granule::K4;
+    let env = Env::new(g);
+    let mut mm = env.mm();
+    let ps = g.size();
+    let a = mm.mmap(0, 2 * ps, RW, ANON_PRIV, Backing::Anon).unwrap();
+    mm.write_bytes(a + ps - 3, b"hello\0world").unwrap();
+    assert_eq!(mm.read_cstr(a + ps - 3, 100).unwrap(), b"hello");
+    assert_eq!(mm.read_cstr(a + ps - 3, 5), Err(Errno::ENAMETOOLONG));
+    assert_eq!(mm.read_cstr(a + ps - 3, 6).unwrap(), b"hello");
+    assert_eq!(mm.read_cstr(a + ps + 3, 10).unwrap(), b"world");
+    // Runs off the end of the mapping before any NUL.
+    mm.write_bytes(a + 2 * ps - 4, b"abcd").unwrap();
+    assert_eq!(mm.read_cstr(a + 2 * ps - 4, 100), Err(Errno::EFAULT));
+    assert_eq!(mm.read_cstr(0x20_0000, 10), Err(Errno::EFAULT));
+}
+
+#[test]
+fn drop_returns_every_frame() {
+    both(|g| {
+        let env = Env::new(g);
+        let ps = g.size();
+        let mut mm = env.mm();
+        mm.set_brk_start(0x80_0000);
+        mm.brk(0x80_0000 + 3 * ps);
+        mm.write_bytes(0x80_0000, &vec![1; 3 * ps as usize])
+            .unwrap();
+        let (_ff, f) = file(8, 4 * ps as usize);
+        let fm = mm
+            .mmap(
+                0,
+                4 * ps,
+                RW,
+                MapFlags::PRIVATE,
+                Backing::File {
+                    file: f.clone(),
+                    offset: 0,
+                },
+            )
+            .unwrap();
+        mm.read_bytes(fm, &mut vec![0; 2 * ps as usize]).unwrap();
+        mm.write_bytes(fm + 3 * ps, b"cow").unwrap();
+        let sm = mm
+            .mmap(
+                0,
+                2 * ps,
+                RW,
+                MapFlags::SHARED,
+                Backing::File { file: f, offset: 0 },
+            )
+            .unwrap();
+        mm.write_bytes(sm, b"dirty").unwrap();
+        let sh = mm.mmap(0, 2 * ps, RW, ANON_SHARED, Backing::Anon).unwrap();
+        mm.write_bytes(sh, b"s").unwrap();
+        let st = mm.map_stack(ps).unwrap();
+        mm.write_bytes(st - 5 * ps, b"deep").unwrap();
+        let mut child = mm.fork().unwrap();
+        child.write_bytes(0x80_0000, b"c").unwrap();
+        let mut grandchild = child.fork().unwrap();
+        grandchild.write_bytes(sh + ps, b"g").unwrap();
+        assert!(env.fa.free_frames() < env.start_free);
+        drop(mm);
+        drop(grandchild);
+        assert_eq!(read_vec(&mut child, sh + ps, 1), b"g");
+        drop(child);
+        env.assert_no_leak();
+    });
+}
+
+#[test]
+fn out_of_memory_is_oom_not_panic() {
+    let g = Granule::K4;
+    let fa = Arc::new(FrameAllocator::new(
+        Arc::new(PhysMem::new(4 * 4096).unwrap()),
+        g,
+    ));
+    let cache = Arc::new(PageCache::new(fa.clone()));
+    let mut mm = Mm::new(fa.clone(), cache, Env::layout());
+    let a = mm.mmap(0, 8 * 4096, RW, ANON_PRIV, Backing::Anon).unwrap();
+    for i in 0..4 {
+        mm.handle_fault(a + i * 4096, Access::Write).unwrap();
+    }
+    assert_eq!(
+        mm.handle_fault(a + 4 * 4096, Access::Read),
+        Err(SegvCode::Oom)
+    );
+    assert_eq!(mm.write_bytes(a + 5 * 4096, b"x"), Err(Errno::EFAULT));
+    // COW break with no memory left fails cleanly and keeps the old page.
+    let mut child = mm.fork().unwrap();
+    assert_eq!(child.handle_fault(a, Access::Write), Err(SegvCode::Oom));
+    assert!(child.pte(a).unwrap().flags.contains(PteFlags::COW));
+    drop(child);
+    drop(mm);
+    assert_eq!(fa.free_frames(), 4);
+}
+
+#[test]
+fn mremap_dontunmap_and_remap_all() {
+    let g = Granule::K4;
+    let env = Env::new(g);
+    let mut mm = env.mm();
+    let ps = g.size();
+    let a = mm.mmap(0, 2 * ps, RW, ANON_PRIV, Backing::Anon).unwrap();
+    mm.write_bytes(a, b"moved").unwrap();
+    assert_eq!(
+        mm.mremap(a, 2 * ps, 3 * ps, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, 0),
+        Err(Errno::EINVAL),
+        "DONTUNMAP needs equal lengths"
+    );
+    let n = mm
+        .mremap(a, 2 * ps, 2 * ps, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, 0)
+        .unwrap();
+    assert_ne!(n, a);
+    assert_eq!(read_vec(&mut mm, n, 5), b"moved");
+    assert!(mm.find_vma(a).is_some(), "old range stays mapped");
+    assert_eq!(read_vec(&mut mm, a, 5), vec![0; 5], "but empty");
+
+    let mut child = mm.fork().unwrap();
+    child.remap_all();
+    let ops = child.take_host_ops();
+    assert_eq!(ops.len(), 2, "one Map per present page here: {ops:?}");
+    assert!(ops.iter().all(|o| matches!(
+        o,
+        HostOp::Map {
+            prot: Prot::READ,
+            ..
+        }
+    )));
+    drop(child);
+    drop(mm);
+    env.assert_no_leak();
+}

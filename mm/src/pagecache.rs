@@ -1,0 +1,261 @@
+//! The page cache: file pages held in frames, shared by every address space.
+//!
+//! Keyed by (file id, page index). A file mapped by a hundred processes is one set of frames:
+//! private mappings map the cached frame read-only and copy it on write, shared mappings map it
+//! writable (mm/filemap.c `filemap_fault` is the model). The cache holds one reference to each
+//! frame it caches; [`PageCache::get_page`] gives the caller another.
+//!
+//! Key types: [`VmFile`], the trait a file system implements to make a file mappable, and
+//! [`PageCache`]. Coherence with `read(2)`/`write(2)` is the file system's job: after a write
+//! through the fd it calls [`PageCache::invalidate`] (frames still mapped keep their own references
+//! and so their old contents, like a Linux page that was truncated out of the mapping). Neighbours:
+//! [`crate::FrameAllocator`] below, [`crate::Mm`] (the fault path) above, `fs` implements
+//! [`VmFile`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use um_uapi::Errno;
+
+use crate::{Frame, FrameAllocator};
+
+/// A file that can be mapped. File systems implement it (hostfs reads the host file with pread).
+pub trait VmFile: Send + Sync {
+    /// Unique per open inode: the page-cache key.
+    fn id(&self) -> u64;
+    /// Current file size in bytes.
+    fn size(&self) -> u64;
+    /// Fills `buf` from the backing store at byte `offset`; returns the bytes read. A short read
+    /// leaves the rest of the page zero (the tail of the last page, as Linux does).
+    fn read_page(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno>;
+    /// Writes back a dirty shared page (MAP_SHARED write-back, msync).
+    fn write_page(&self, offset: u64, data: &[u8]) -> Result<(), Errno>;
+    /// Path shown in /proc/PID/maps.
+    fn name(&self) -> String;
+}
+
+/// Cached file pages: file id -> page index -> frame.
+pub struct PageCache {
+    frames: Arc<FrameAllocator>,
+    pages: Mutex<HashMap<u64, BTreeMap<u64, Frame>>>,
+}
+
+impl PageCache {
+    /// An empty cache allocating from `frames`.
+    pub fn new(frames: Arc<FrameAllocator>) -> PageCache {
+        PageCache {
+            frames,
+            pages: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, BTreeMap<u64, Frame>>> {
+        // Every critical section is a single map operation plus refcount calls; a panic cannot
+        // leave the map inconsistent, so poisoning is ignored.
+        self.pages.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The frame caching page `pgoff` (in granules) of `file`, read on a miss; beyond EOF the page
+    /// is zero. Returns with one reference for the caller.
+    pub fn get_page(&self, file: &Arc<dyn VmFile>, pgoff: u64) -> Result<Frame, Errno> {
+        let id = file.id();
+        if let Some(&f) = self.lock().get(&id).and_then(|m| m.get(&pgoff)) {
+            self.frames.get(f);
+            return Ok(f);
+        }
+        // Miss: read without holding the lock (the read may block on the host file system), then
+        // insert unless another thread won the race, as filemap_fault's add_to_page_cache does.
+        let g = self.frames.granule();
+        let offset = pgoff.checked_mul(g.size()).ok_or(Errno::EINVAL)?;
+        let frame = self.frames.alloc()?;
+        let mut buf = vec![0u8; g.size() as usize];
+        if offset < file.size() {
+            match file.read_page(offset, &mut buf) {
+                Ok(n) => {
+                    let n = n.min(buf.len());
+                    buf[n..].fill(0);
+                }
+                Err(e) => {
+                    self.frames.put(frame);
+                    return Err(e);
+                }
+            }
+        }
+        self.frames.write(frame, 0, &buf);
+        let mut map = self.lock();
+        let ent = map.entry(id).or_default();
+        if let Some(&f) = ent.get(&pgoff) {
+            self.frames.get(f);
+            drop(map);
+            self.frames.put(frame);
+            return Ok(f);
+        }
+        ent.insert(pgoff, frame);
+        // One reference for the cache (from alloc), one for the caller.
+        self.frames.get(frame);
+        Ok(frame)
+    }
+
+    /// Drops every cached page of `file_id`. Frames still mapped somewhere keep their mappers'
+    /// references; the next fault of an unmapped page rereads the file.
+    pub fn invalidate(&self, file_id: u64) {
+        let removed = self.lock().remove(&file_id);
+        for f in removed.into_iter().flat_map(BTreeMap::into_values) {
+            self.frames.put(f);
+        }
+    }
+
+    /// Writes the cached page `pgoff` of `file` back to the file (no-op if not cached).
+    pub fn write_back(&self, file: &Arc<dyn VmFile>, pgoff: u64) -> Result<(), Errno> {
+        let frame = {
+            let map = self.lock();
+            match map.get(&file.id()).and_then(|m| m.get(&pgoff)) {
+                Some(&f) => {
+                    self.frames.get(f);
+                    f
+                }
+                None => return Ok(()),
+            }
+        };
+        let r = self.write_back_frame(file, pgoff, frame);
+        self.frames.put(frame);
+        r
+    }
+
+    /// Writes `frame`, which holds page `pgoff` of `file`, back to the file: only the part below
+    /// EOF, since a shared mapping's bytes past EOF are never written to the file (Linux's
+    /// writepage clamps to i_size the same way).
+    pub fn write_back_frame(
+        &self,
+        file: &Arc<dyn VmFile>,
+        pgoff: u64,
+        frame: Frame,
+    ) -> Result<(), Errno> {
+        let g = self.frames.granule();
+        let offset = pgoff.checked_mul(g.size()).ok_or(Errno::EINVAL)?;
+        let size = file.size();
+        if offset >= size {
+            return Ok(());
+        }
+        let n = (size - offset).min(g.size()) as usize;
+        let mut buf = vec![0u8; n];
+        self.frames.read(frame, 0, &mut buf);
+        file.write_page(offset, &buf)
+    }
+
+    /// Number of cached pages (all files).
+    pub fn cached_pages(&self) -> usize {
+        self.lock().values().map(BTreeMap::len).sum()
+    }
+
+    /// Drops every cached page (memory pressure, shutdown).
+    pub fn clear(&self) {
+        let all = std::mem::take(&mut *self.lock());
+        for f in all.into_values().flat_map(BTreeMap::into_values) {
+            self.frames.put(f);
+        }
+    }
+}
+
+impl Drop for PageCache {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::Granule;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use um_os_linux::physmem::PhysMem;
+
+    /// An in-memory file for tests: counts reads, records writes.
+    pub(crate) struct FakeFile {
+        pub id: u64,
+        pub data: Mutex<Vec<u8>>,
+        pub reads: AtomicUsize,
+    }
+
+    impl FakeFile {
+        pub(crate) fn new(id: u64, data: Vec<u8>) -> Arc<FakeFile> {
+            Arc::new(FakeFile {
+                id,
+                data: Mutex::new(data),
+                reads: AtomicUsize::new(0),
+            })
+        }
+        pub(crate) fn bytes(&self) -> Vec<u8> {
+            self.data.lock().unwrap().clone()
+        }
+    }
+
+    impl VmFile for FakeFile {
+        fn id(&self) -> u64 {
+            self.id
+        }
+        fn size(&self) -> u64 {
+            self.data.lock().unwrap().len() as u64
+        }
+        fn read_page(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            let d = self.data.lock().unwrap();
+            let off = offset as usize;
+            let n = d.len().saturating_sub(off).min(buf.len());
+            buf[..n].copy_from_slice(&d[off..off + n]);
+            Ok(n)
+        }
+        fn write_page(&self, offset: u64, data: &[u8]) -> Result<(), Errno> {
+            let mut d = self.data.lock().unwrap();
+            let off = offset as usize;
+            if d.len() < off + data.len() {
+                d.resize(off + data.len(), 0);
+            }
+            d[off..off + data.len()].copy_from_slice(data);
+            Ok(())
+        }
+        fn name(&self) -> String {
+            format!("/fake/{}", self.id)
+        }
+    }
+
+    #[test]
+    fn cache_hits_share_one_frame_and_zero_past_eof() {
+        let fa = Arc::new(FrameAllocator::new(
+            Arc::new(PhysMem::new(16 * 4096).unwrap()),
+            Granule::K4,
+        ));
+        let start = fa.free_frames();
+        let cache = PageCache::new(fa.clone());
+        let ff = FakeFile::new(7, vec![0xab; 5000]);
+        let file: Arc<dyn VmFile> = ff.clone();
+        let a = cache.get_page(&file, 1).unwrap();
+        let b = cache.get_page(&file, 1).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(ff.reads.load(Ordering::SeqCst), 1);
+        assert_eq!(fa.refcount(a), 3); // cache + two callers
+        let mut buf = [0u8; 4096];
+        fa.read(a, 0, &mut buf);
+        assert!(buf[..904].iter().all(|&x| x == 0xab));
+        assert!(buf[904..].iter().all(|&x| x == 0));
+        let far = cache.get_page(&file, 10).unwrap();
+        fa.read(far, 0, &mut buf);
+        assert!(buf.iter().all(|&x| x == 0));
+        assert_eq!(ff.reads.load(Ordering::SeqCst), 1, "no read beyond EOF");
+
+        // Write back clamps to EOF.
+        fa.write(a, 0, b"XY");
+        cache.write_back(&file, 1).unwrap();
+        let bytes = ff.bytes();
+        assert_eq!(bytes.len(), 5000);
+        assert_eq!(&bytes[4096..4098], b"XY");
+
+        cache.invalidate(7);
+        assert_eq!(cache.cached_pages(), 0);
+        assert_eq!(fa.refcount(a), 2, "mappers keep their references");
+        fa.put(a);
+        fa.put(b);
+        fa.put(far);
+        assert_eq!(fa.free_frames(), start);
+    }
+}

@@ -1,0 +1,280 @@
+//! Small host services: clocks, randomness, console fds, host files for hostfs.
+//!
+//! hostfs never hands a guest path to the host as a whole: it walks one component at a time
+//! with `openat(dirfd, name, O_NOFOLLOW)` from a directory fd, so neither `..` nor a symlink
+//! can take a lookup outside the root (the VFS resolves `..` and symlinks itself).
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r) }
+}
+
+fn cname(name: &[u8]) -> io::Result<CString> {
+    CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// Reads a host clock (`CLOCK_REALTIME`, `CLOCK_MONOTONIC`, ...) as (seconds, nanoseconds).
+pub fn clock_gettime(clock: libc::clockid_t) -> io::Result<(i64, i64)> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec.
+    cvt(unsafe { libc::clock_gettime(clock, &mut ts) })?;
+    Ok((ts.tv_sec, ts.tv_nsec))
+}
+
+/// Fills `buf` with random bytes from the host.
+pub fn getrandom(buf: &mut [u8]) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        // SAFETY: getrandom writes at most len bytes into the buffer.
+        let r = unsafe { libc::getrandom(buf[done..].as_mut_ptr().cast(), buf.len() - done, 0) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(e);
+        }
+        done += r as usize;
+    }
+    Ok(())
+}
+
+/// Writes all of `data` to a host fd (the console).
+pub fn write_all(fd: BorrowedFd<'_>, mut data: &[u8]) -> io::Result<()> {
+    while !data.is_empty() {
+        // SAFETY: write reads at most len bytes from the buffer.
+        let r = unsafe { libc::write(fd.as_raw_fd(), data.as_ptr().cast(), data.len()) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(e);
+        }
+        data = &data[r as usize..];
+    }
+    Ok(())
+}
+
+/// Reads from a host fd; `Ok(0)` is end of file.
+pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: read writes at most len bytes into the buffer.
+        let r = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(e);
+        }
+        return Ok(r as usize);
+    }
+}
+
+/// `pread` on a host file.
+pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], off: u64) -> io::Result<usize> {
+    loop {
+        // SAFETY: pread writes at most len bytes into the buffer.
+        let r = unsafe {
+            libc::pread(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), off as libc::off_t)
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(e);
+        }
+        return Ok(r as usize);
+    }
+}
+
+/// `pwrite` on a host file.
+pub fn pwrite(fd: BorrowedFd<'_>, data: &[u8], off: u64) -> io::Result<usize> {
+    loop {
+        // SAFETY: pwrite reads at most len bytes from the buffer.
+        let r = unsafe {
+            libc::pwrite(fd.as_raw_fd(), data.as_ptr().cast(), data.len(), off as libc::off_t)
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(e);
+        }
+        return Ok(r as usize);
+    }
+}
+
+/// Whether a host fd is a terminal.
+pub fn isatty(fd: BorrowedFd<'_>) -> bool {
+    // SAFETY: isatty takes an fd.
+    unsafe { libc::isatty(fd.as_raw_fd()) == 1 }
+}
+
+/// The host terminal's window size (rows, cols), if fd is a terminal.
+pub fn winsize(fd: BorrowedFd<'_>) -> Option<(u16, u16)> {
+    // SAFETY: TIOCGWINSZ writes one winsize.
+    unsafe {
+        let mut ws: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut ws) == 0 {
+            Some((ws.ws_row, ws.ws_col))
+        } else {
+            None
+        }
+    }
+}
+
+/// Host file metadata, as hostfs needs it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HostStat {
+    pub dev: u64,
+    pub ino: u64,
+    pub mode: u32,
+    pub nlink: u64,
+    pub uid: u32,
+    pub gid: u32,
+    pub rdev: u64,
+    pub size: i64,
+    pub blksize: i64,
+    pub blocks: i64,
+    pub atime: (i64, i64),
+    pub mtime: (i64, i64),
+    pub ctime: (i64, i64),
+}
+
+fn from_stat(st: &libc::stat) -> HostStat {
+    HostStat {
+        dev: st.st_dev,
+        ino: st.st_ino,
+        mode: st.st_mode,
+        nlink: st.st_nlink as u64,
+        uid: st.st_uid,
+        gid: st.st_gid,
+        rdev: st.st_rdev,
+        size: st.st_size,
+        blksize: st.st_blksize as i64,
+        blocks: st.st_blocks,
+        atime: (st.st_atime, st.st_atime_nsec),
+        mtime: (st.st_mtime, st.st_mtime_nsec),
+        ctime: (st.st_ctime, st.st_ctime_nsec),
+    }
+}
+
+/// `fstatat(dirfd, name, AT_SYMLINK_NOFOLLOW)`; an empty name stats `dirfd` itself.
+pub fn fstatat(dirfd: BorrowedFd<'_>, name: &[u8]) -> io::Result<HostStat> {
+    let c = cname(name)?;
+    let flags = libc::AT_SYMLINK_NOFOLLOW | if name.is_empty() { libc::AT_EMPTY_PATH } else { 0 };
+    // SAFETY: fstatat writes one struct stat; the name is NUL-terminated.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        cvt(libc::fstatat(dirfd.as_raw_fd(), c.as_ptr(), &mut st, flags))?;
+        Ok(from_stat(&st))
+    }
+}
+
+/// `openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC, mode)`. `name` must be one component.
+pub fn openat(dirfd: BorrowedFd<'_>, name: &[u8], flags: i32, mode: u32) -> io::Result<OwnedFd> {
+    if name.contains(&b'/') || name == b".." {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    let c = cname(if name.is_empty() { b"." } else { name })?;
+    // SAFETY: openat with a NUL-terminated name; returns a new fd that we own.
+    let fd = cvt(unsafe {
+        libc::openat(
+            dirfd.as_raw_fd(),
+            c.as_ptr(),
+            flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            mode as libc::c_uint,
+        )
+    })?;
+    // SAFETY: a fresh fd.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Opens a host directory by absolute path (the hostfs root), `O_PATH | O_DIRECTORY`.
+pub fn open_root(path: &std::path::Path) -> io::Result<OwnedFd> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = cname(path.as_os_str().as_bytes())?;
+    // SAFETY: open with a NUL-terminated path; returns a new fd.
+    let fd = cvt(unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) })?;
+    // SAFETY: a fresh fd.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `readlinkat(dirfd, name)`.
+pub fn readlinkat(dirfd: BorrowedFd<'_>, name: &[u8]) -> io::Result<Vec<u8>> {
+    let c = cname(name)?;
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: readlinkat writes at most len bytes.
+    let r = unsafe { libc::readlinkat(dirfd.as_raw_fd(), c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.truncate(r as usize);
+    Ok(buf)
+}
+
+/// One host directory entry.
+#[derive(Clone, Debug)]
+pub struct HostDirent {
+    pub ino: u64,
+    pub kind: u8,
+    pub name: Vec<u8>,
+}
+
+/// Reads a whole host directory (opened with O_RDONLY|O_DIRECTORY), without `.` and `..`.
+pub fn read_dir(fd: BorrowedFd<'_>) -> io::Result<Vec<HostDirent>> {
+    // SAFETY: lseek on an fd.
+    unsafe { libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_SET) };
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 32768];
+    loop {
+        // SAFETY: getdents64 writes at most len bytes into the buffer.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, fd.as_raw_fd(), buf.as_mut_ptr(), buf.len()) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            break;
+        }
+        let mut off = 0usize;
+        while off < n as usize {
+            let ino = u64::from_le_bytes(buf[off..off + 8].try_into().unwrap_or_default());
+            let reclen = u16::from_le_bytes([buf[off + 16], buf[off + 17]]) as usize;
+            let kind = buf[off + 18];
+            let name_bytes = &buf[off + 19..off + reclen];
+            let len = name_bytes.iter().position(|&b| b == 0).unwrap_or(name_bytes.len());
+            let name = name_bytes[..len].to_vec();
+            if name != b"." && name != b".." {
+                out.push(HostDirent { ino, kind, name });
+            }
+            if reclen == 0 {
+                break;
+            }
+            off += reclen;
+        }
+    }
+    Ok(out)
+}
+
+/// Borrows one of the kernel's console fds (0, 1, 2 or one named by `con0=fd:N`) for the
+/// kernel's whole life. The kernel never closes these.
+pub fn console_fd(fd: std::os::fd::RawFd) -> BorrowedFd<'static> {
+    // SAFETY: console fds are opened before boot and never closed while the kernel runs, so
+    // the borrow cannot outlive the descriptor.
+    unsafe { BorrowedFd::borrow_raw(fd) }
+}
+
+/// Whether reading `fd` would not block (input ready, end of file, or an error to report).
+pub fn poll_in(fd: BorrowedFd<'_>) -> bool {
+    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: poll on one pollfd we own, zero timeout.
+    let r = unsafe { libc::poll(&mut p, 1, 0) };
+    r > 0
+}

@@ -1,0 +1,252 @@
+//! Stub processes: the host processes that hold guest address spaces.
+//!
+//! A stub is started by exec'ing a tiny static executable that the kernel generates at boot
+//! ([`build_stub_elf`]: one `PT_LOAD` of the arch crate's position-independent stub code at the
+//! stub address, nothing else) from a memfd ([`StubImage`]), or from a file where exec of a
+//! memfd is refused (`stub_exe=PATH`, as on Android). After exec the stub's address space holds
+//! only that code page, the host stack and the vDSO; the stub code stops itself and the engine
+//! takes over and removes the rest.
+//!
+//! All stubs are forked by one long-lived *spawner* thread ([`spawn`]) so that
+//! `PR_SET_PDEATHSIG`, which fires when the parent *thread* exits, fires only when the kernel
+//! process dies: then no stub outlives `linux`, however it ends.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Mutex;
+use std::sync::mpsc;
+
+/// Builds a minimal static ELF executable: one read+execute `PT_LOAD` holding `code` at
+/// `load_addr`, entry at `load_addr + entry_off`. (Layout: ELF header, one program header, code
+/// at file offset 0x1000 so offset and address agree modulo any page size up to 4K; callers
+/// place `load_addr` on a 64K boundary.)
+pub fn build_stub_elf(machine: u16, code: &[u8], load_addr: u64, entry_off: u64) -> Vec<u8> {
+    const CODE_OFF: u64 = 0x1000;
+    let mut f = vec![0u8; CODE_OFF as usize];
+    // e_ident: magic, ELFCLASS64, ELFDATA2LSB, EV_CURRENT, ELFOSABI_NONE.
+    f[..8].copy_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0]);
+    let put16 = |f: &mut Vec<u8>, o: usize, v: u16| f[o..o + 2].copy_from_slice(&v.to_le_bytes());
+    let put32 = |f: &mut Vec<u8>, o: usize, v: u32| f[o..o + 4].copy_from_slice(&v.to_le_bytes());
+    let put64 = |f: &mut Vec<u8>, o: usize, v: u64| f[o..o + 8].copy_from_slice(&v.to_le_bytes());
+    put16(&mut f, 16, 2); // e_type = ET_EXEC
+    put16(&mut f, 18, machine);
+    put32(&mut f, 20, 1); // e_version
+    put64(&mut f, 24, load_addr + entry_off); // e_entry
+    put64(&mut f, 32, 64); // e_phoff
+    put64(&mut f, 40, 0); // e_shoff
+    put32(&mut f, 48, 0); // e_flags
+    put16(&mut f, 52, 64); // e_ehsize
+    put16(&mut f, 54, 56); // e_phentsize
+    put16(&mut f, 56, 1); // e_phnum
+    put16(&mut f, 58, 64); // e_shentsize
+    put16(&mut f, 60, 0); // e_shnum
+    put16(&mut f, 62, 0); // e_shstrndx
+    let ph = 64;
+    put32(&mut f, ph, 1); // p_type = PT_LOAD
+    put32(&mut f, ph + 4, 5); // p_flags = PF_R | PF_X
+    put64(&mut f, ph + 8, CODE_OFF); // p_offset
+    put64(&mut f, ph + 16, load_addr); // p_vaddr
+    put64(&mut f, ph + 24, load_addr); // p_paddr
+    put64(&mut f, ph + 32, code.len() as u64); // p_filesz
+    put64(&mut f, ph + 40, code.len() as u64); // p_memsz
+    put64(&mut f, ph + 48, 0x1000); // p_align
+    f.extend_from_slice(code);
+    f
+}
+
+/// The stub executable, ready to be exec'd: a memfd, or a file written at `stub_exe=PATH`.
+pub struct StubImage {
+    fd: OwnedFd,
+}
+
+impl StubImage {
+    /// Writes `elf` to a sealed memfd, or to `path` (mode 0700) when given.
+    pub fn new(elf: &[u8], path: Option<&std::path::Path>) -> io::Result<StubImage> {
+        use std::io::Write;
+        let fd: OwnedFd = match path {
+            None => {
+                // SAFETY: memfd_create with a static NUL-terminated name.
+                let raw = unsafe {
+                    libc::memfd_create(c"um-stub".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING)
+                };
+                if raw < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // SAFETY: a fresh fd owned by nobody else.
+                let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+                let mut file = std::fs::File::from(fd);
+                file.write_all(elf)?;
+                let fd = OwnedFd::from(file);
+                let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
+                // SAFETY: fcntl on an fd we own.
+                unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) };
+                fd
+            }
+            Some(p) => {
+                use std::os::unix::fs::OpenOptionsExt;
+                let _ = std::fs::remove_file(p);
+                let mut file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o700)
+                    .open(p)?;
+                file.write_all(elf)?;
+                drop(file);
+                // Reopen read-only: exec of a file open for writing fails with ETXTBSY.
+                let file = std::fs::File::open(p)?;
+                OwnedFd::from(file)
+            }
+        };
+        Ok(StubImage { fd })
+    }
+
+    fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+struct Request {
+    exe: RawFd,
+    fds: Vec<RawFd>,
+    reply: mpsc::Sender<io::Result<libc::pid_t>>,
+}
+
+static SPAWNER: Mutex<Option<mpsc::Sender<Request>>> = Mutex::new(None);
+
+/// Starts a stub process from `image` with `fds` as its descriptors 3, 4, ... (nothing else
+/// open), in a session of its own, dying with the kernel. Returns once the stub has stopped
+/// itself (group-stop) and is ready to be seized by the thread that will serve it.
+pub fn spawn(image: &StubImage, fds: &[BorrowedFd<'_>]) -> io::Result<libc::pid_t> {
+    let tx = {
+        let mut g = SPAWNER.lock().unwrap_or_else(|e| e.into_inner());
+        if g.is_none() {
+            let (tx, rx) = mpsc::channel::<Request>();
+            std::thread::Builder::new()
+                .name("stub-spawner".into())
+                .spawn(move || {
+                    for req in rx {
+                        let r = spawn_now(req.exe, &req.fds);
+                        let _ = req.reply.send(r);
+                    }
+                })?;
+            *g = Some(tx);
+        }
+        g.as_ref().cloned().ok_or_else(|| io::Error::other("no spawner"))?
+    };
+    let (rtx, rrx) = mpsc::channel();
+    tx.send(Request { exe: image.raw(), fds: fds.iter().map(|f| f.as_raw_fd()).collect(), reply: rtx })
+        .map_err(|_| io::Error::other("stub spawner thread is gone"))?;
+    rrx.recv().map_err(|_| io::Error::other("stub spawner thread is gone"))?
+}
+
+/// Runs on the spawner thread.
+fn spawn_now(exe: RawFd, fds: &[RawFd]) -> io::Result<libc::pid_t> {
+    // Everything the child needs is prepared before fork: after fork it may only make raw
+    // system calls (async-signal-safe), since other threads' locks are frozen in its copy.
+    let empty = CString::default();
+    let argv0 = CString::new("um-stub").unwrap_or_default();
+    let argv = [argv0.as_ptr(), std::ptr::null()];
+    let envp = [std::ptr::null::<libc::c_char>()];
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: fork in a multi-threaded process is sound as long as the child only makes raw
+    // system calls until exec, which `child` does.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: we are the child of fork; `child` never returns.
+        unsafe { child(parent, exe, fds, &empty, &argv, &envp) }
+    }
+    // Wait until the stub has stopped itself (or died trying).
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid into a local.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(e);
+        }
+        if libc::WIFSTOPPED(status) {
+            return Ok(pid);
+        }
+        let what = if libc::WIFEXITED(status) {
+            format!("exited with status {}", libc::WEXITSTATUS(status))
+        } else {
+            format!("was killed by signal {}", libc::WTERMSIG(status))
+        };
+        return Err(io::Error::other(format!(
+            "the stub process {what} before it was ready (is exec of the stub allowed here? try stub_exe=PATH)"
+        )));
+    }
+}
+
+/// The child side of [`spawn_now`].
+///
+/// # Safety
+/// Must be called only in the child of a fork, with pointers valid in that child.
+unsafe fn child(
+    parent: libc::pid_t,
+    exe: RawFd,
+    fds: &[RawFd],
+    empty: &CString,
+    argv: &[*const libc::c_char; 2],
+    envp: &[*const libc::c_char; 1],
+) -> ! {
+    // SAFETY (whole block): raw system calls with integer arguments or pointers to memory that
+    // was prepared before fork and is valid in this copy of the address space.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        if libc::getppid() != parent {
+            libc::_exit(126);
+        }
+        libc::setsid();
+        // Move the fds out of the way first, then into place: 3, 4, ... and the exe after them.
+        const HIGH: RawFd = 200;
+        for (i, &fd) in fds.iter().enumerate() {
+            if libc::dup2(fd, HIGH + i as RawFd) < 0 {
+                libc::_exit(125);
+            }
+        }
+        let exe_high = HIGH + fds.len() as RawFd;
+        if libc::dup2(exe, exe_high) < 0 {
+            libc::_exit(125);
+        }
+        for i in 0..fds.len() {
+            if libc::dup2(HIGH + i as RawFd, 3 + i as RawFd) < 0 {
+                libc::_exit(125);
+            }
+        }
+        let exe_fd = 3 + fds.len() as RawFd;
+        libc::dup2(exe_high, exe_fd);
+        // Close everything else, including stdin/out/err: the guest has its own console.
+        for fd in 0..3 {
+            libc::close(fd);
+        }
+        if libc::syscall(libc::SYS_close_range, exe_fd + 1, u32::MAX, 0) < 0 {
+            for fd in exe_fd + 1..1024 {
+                libc::close(fd);
+            }
+        }
+        libc::syscall(
+            libc::SYS_execveat,
+            exe_fd,
+            empty.as_ptr(),
+            argv.as_ptr(),
+            envp.as_ptr(),
+            libc::AT_EMPTY_PATH,
+        );
+        libc::_exit(127)
+    }
+}
+
+/// Kills a whole stub process (every thread) with SIGKILL.
+pub fn kill(pid: libc::pid_t) {
+    // SAFETY: kill takes two integers.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+}

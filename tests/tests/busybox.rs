@@ -1,0 +1,74 @@
+//! Gate: Alpine's busybox (a dynamic PIE linked against musl's ld-musl) as init, running a few
+//! applets; and `linux` exits with init's exit status.
+
+use um_tests::{Boot, Outcome, for_each_engine};
+
+fn busybox(engine: &[&str], args: &[&str]) -> Outcome {
+    Boot::new()
+        .engine(engine)
+        .init("/bin/busybox")
+        .args(args)
+        .run()
+}
+
+#[test]
+fn echo() {
+    for_each_engine(|engine| {
+        let out = busybox(engine, &["echo", "UM-ECHO-OK"]);
+        out.assert_ok("UM-ECHO-OK");
+        out.assert_exit_code(0);
+        out.assert_init_exit_logged();
+    });
+}
+
+#[test]
+fn cat_os_release() {
+    for_each_engine(|engine| {
+        let out = busybox(engine, &["cat", "/etc/os-release"]);
+        out.assert_ok("Alpine Linux");
+        um_tests::assert_marker(&out, "VERSION_ID=3.20.3");
+        out.assert_exit_code(0);
+    });
+}
+
+#[test]
+fn ls_root() {
+    for_each_engine(|engine| {
+        let out = busybox(engine, &["ls", "/"]);
+        out.scan_log();
+        let names: Vec<&str> = out.stdout.split_whitespace().collect();
+        for want in [
+            "bin", "dev", "etc", "lib", "proc", "sbin", "tmp", "usr", "var",
+        ] {
+            if !names.contains(&want) {
+                panic!("`ls /` does not list `{want}`\n{}", out.report());
+            }
+        }
+        out.assert_exit_code(0);
+    });
+}
+
+#[test]
+fn uname() {
+    for_each_engine(|engine| {
+        let out = busybox(engine, &["uname", "-a"]);
+        out.assert_ok("Linux");
+        um_tests::assert_marker(&out, std::env::consts::ARCH);
+        out.assert_exit_code(0);
+    });
+}
+
+#[test]
+fn exit_status_is_inits() {
+    for_each_engine(|engine| {
+        let out = busybox(engine, &["false"]);
+        out.scan_log();
+        out.assert_exit_code(1);
+        out.assert_init_exit_logged();
+
+        let out = busybox(engine, &["sh", "-c", "exit 7"]);
+        out.scan_log();
+        out.assert_exit_code(7);
+        out.assert_init_exit_logged();
+    });
+}
