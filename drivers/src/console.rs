@@ -38,7 +38,11 @@ const TIOCSCTTY: u32 = 0x540e;
 impl Console {
     /// A console reading from `input` and writing to `output`.
     pub fn new(input: Channel, output: Channel) -> Console {
-        Console { input, output, termios: Mutex::new(Termios::linux_default()) }
+        Console {
+            input,
+            output,
+            termios: Mutex::new(Termios::linux_default()),
+        }
     }
 
     fn fd(c: Channel) -> Option<BorrowedFd<'static>> {
@@ -53,13 +57,15 @@ impl FileOps for Console {
     fn read(&self, buf: &mut [u8], _off: u64) -> SysResult<usize> {
         match Self::fd(self.input) {
             None => Ok(0),
-            Some(fd) => um_os_linux::host::read(fd, buf).map_err(|e| e.raw_os_error().and_then(Errno::new).unwrap_or(Errno::EIO)),
+            Some(fd) => um_os_linux::host::read(fd, buf)
+                .map_err(|e| e.raw_os_error().and_then(Errno::new).unwrap_or(Errno::EIO)),
         }
     }
 
     fn write(&self, data: &[u8], _off: u64) -> SysResult<usize> {
         if let Some(fd) = Self::fd(self.output) {
-            um_os_linux::host::write_all(fd, data).map_err(|e| e.raw_os_error().and_then(Errno::new).unwrap_or(Errno::EIO))?;
+            um_os_linux::host::write_all(fd, data)
+                .map_err(|e| e.raw_os_error().and_then(Errno::new).unwrap_or(Errno::EIO))?;
         }
         Ok(data.len())
     }
@@ -85,7 +91,13 @@ impl FileOps for Console {
 
     fn stat(&self) -> SysResult<Kstat> {
         // /dev/console is character device 5:1.
-        Ok(Kstat { mode: mode::S_IFCHR | 0o600, rdev: (5 << 8) | 1, nlink: 1, blksize: 1024, ..Kstat::default() })
+        Ok(Kstat {
+            mode: mode::S_IFCHR | 0o600,
+            rdev: (5 << 8) | 1,
+            nlink: 1,
+            blksize: 1024,
+            ..Kstat::default()
+        })
     }
 
     fn ioctl(&self, cmd: u32, arg: u64, mem: &mut dyn GuestMem) -> SysResult<u64> {
@@ -98,12 +110,19 @@ impl FileOps for Console {
             TCSETS | TCSETSW | TCSETSF => {
                 let mut b = vec![0u8; Termios::SIZE];
                 mem.read(arg, &mut b)?;
-                *um_kernel::task::lock(&self.termios) = Termios::from_bytes(&b).ok_or(Errno::EFAULT)?;
+                *um_kernel::task::lock(&self.termios) =
+                    Termios::from_bytes(&b).ok_or(Errno::EFAULT)?;
                 Ok(0)
             }
             TIOCGWINSZ => {
-                let (rows, cols) = Self::fd(self.output).and_then(um_os_linux::host::winsize).unwrap_or((24, 80));
-                let ws = Winsize { ws_row: rows, ws_col: cols, ..Default::default() };
+                let (rows, cols) = Self::fd(self.output)
+                    .and_then(um_os_linux::host::winsize)
+                    .unwrap_or((24, 80));
+                let ws = Winsize {
+                    ws_row: rows,
+                    ws_col: cols,
+                    ..Default::default()
+                };
                 mem.write(arg, &ws.as_bytes())?;
                 Ok(0)
             }

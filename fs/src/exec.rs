@@ -46,8 +46,15 @@ fn parse_shebang(head: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
     let end = line.iter().position(|&b| b == b'\n').unwrap_or(line.len());
     let line = &line[..end];
     let trim = |s: &[u8]| -> Vec<u8> {
-        let s: &[u8] = &s[s.iter().position(|&b| b != b' ' && b != b'\t').unwrap_or(s.len())..];
-        let e = s.iter().rposition(|&b| b != b' ' && b != b'\t').map(|i| i + 1).unwrap_or(0);
+        let s: &[u8] = &s[s
+            .iter()
+            .position(|&b| b != b' ' && b != b'\t')
+            .unwrap_or(s.len())..];
+        let e = s
+            .iter()
+            .rposition(|&b| b != b' ' && b != b'\t')
+            .map(|i| i + 1)
+            .unwrap_or(0);
         s[..e].to_vec()
     };
     let line = trim(line);
@@ -57,7 +64,10 @@ fn parse_shebang(head: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
     match line.iter().position(|&b| b == b' ' || b == b'\t') {
         Some(i) => {
             let arg = trim(&line[i..]);
-            Some((line[..i].to_vec(), if arg.is_empty() { None } else { Some(arg) }))
+            Some((
+                line[..i].to_vec(),
+                if arg.is_empty() { None } else { Some(arg) },
+            ))
         }
         None => Some((line, None)),
     }
@@ -71,7 +81,13 @@ pub struct Exec {
 /// Replaces `task`'s program with the one at `path`. On success the process has its new
 /// address space, name and descriptors; the caller installs `regs` and, if the stub held an
 /// older address space, clears it.
-pub fn do_execve(k: &Arc<Kernel>, task: &Arc<Task>, path: &[u8], argv: Vec<Vec<u8>>, envp: Vec<Vec<u8>>) -> SysResult<Exec> {
+pub fn do_execve(
+    k: &Arc<Kernel>,
+    task: &Arc<Task>,
+    path: &[u8],
+    argv: Vec<Vec<u8>>,
+    envp: Vec<Vec<u8>>,
+) -> SysResult<Exec> {
     let fs = lock(&task.process.fs).clone();
     let mut argv = argv;
     let mut path = path.to_vec();
@@ -132,7 +148,8 @@ pub fn do_execve(k: &Arc<Kernel>, task: &Arc<Task>, path: &[u8], argv: Vec<Vec<u
     // Point of no return: switch the process over.
     let p = &task.process;
     *lock(&p.mm) = Arc::new(Mutex::new(mm));
-    p.exec_unmap.store(true, std::sync::atomic::Ordering::Release);
+    p.exec_unmap
+        .store(true, std::sync::atomic::Ordering::Release);
     lock(&p.files).close_on_exec();
     {
         // Caught signals reset to default on exec; ignored ones stay ignored (fs/exec.c).
@@ -148,7 +165,9 @@ pub fn do_execve(k: &Arc<Kernel>, task: &Arc<Task>, path: &[u8], argv: Vec<Vec<u
     *lock(&p.exe) = Some(dentry);
     *lock(&p.arg_range) = (img.argv_start, img.argv_end, img.env_start, img.env_end);
     let template = k.exec_template.get().copied().unwrap_or_default();
-    Ok(Exec { regs: Regs::for_exec(&template, img.entry, img.sp) })
+    Ok(Exec {
+        regs: Regs::for_exec(&template, img.entry, img.sp),
+    })
 }
 
 #[cfg(test)]
@@ -157,8 +176,14 @@ mod tests {
 
     #[test]
     fn shebang_lines() {
-        assert_eq!(parse_shebang(b"#!/bin/sh\necho"), Some((b"/bin/sh".to_vec(), None)));
-        assert_eq!(parse_shebang(b"#! /usr/bin/env  python3 \n"), Some((b"/usr/bin/env".to_vec(), Some(b"python3".to_vec()))));
+        assert_eq!(
+            parse_shebang(b"#!/bin/sh\necho"),
+            Some((b"/bin/sh".to_vec(), None))
+        );
+        assert_eq!(
+            parse_shebang(b"#! /usr/bin/env  python3 \n"),
+            Some((b"/usr/bin/env".to_vec(), Some(b"python3".to_vec())))
+        );
         assert_eq!(parse_shebang(b"#!\n"), None);
         assert_eq!(parse_shebang(b"\x7fELF"), None);
     }

@@ -48,7 +48,10 @@ enum Kind {
     /// A directory: its own O_PATH fd.
     Dir(OwnedFd),
     /// Anything else: reached through its parent directory and name.
-    Other { parent: Arc<HostInode>, name: Vec<u8> },
+    Other {
+        parent: Arc<HostInode>,
+        name: Vec<u8>,
+    },
 }
 
 /// A hostfs inode.
@@ -80,7 +83,9 @@ impl HostInode {
     fn host_stat(&self) -> SysResult<HostStat> {
         match &self.kind {
             Kind::Dir(fd) => host::fstatat(fd.as_fd(), b"").map_err(host_errno),
-            Kind::Other { parent, name } => parent.dir_fd().and_then(|d| host::fstatat(d, name).map_err(host_errno)),
+            Kind::Other { parent, name } => parent
+                .dir_fd()
+                .and_then(|d| host::fstatat(d, name).map_err(host_errno)),
         }
     }
 
@@ -93,7 +98,9 @@ impl HostInode {
 
     fn open_host(&self, flags: i32) -> SysResult<OwnedFd> {
         match &self.kind {
-            Kind::Dir(fd) => host::openat(fd.as_fd(), b".", flags | libc::O_DIRECTORY, 0).map_err(host_errno),
+            Kind::Dir(fd) => {
+                host::openat(fd.as_fd(), b".", flags | libc::O_DIRECTORY, 0).map_err(host_errno)
+            }
             Kind::Other { parent, name } => {
                 host::openat(parent.dir_fd()?, name, flags, 0).map_err(host_errno)
             }
@@ -117,10 +124,15 @@ impl Inode for HostInode {
         let dir = self.dir_fd()?;
         let st = host::fstatat(dir, name).map_err(host_errno)?;
         let kind = if st.mode & mode::S_IFMT == mode::S_IFDIR {
-            Kind::Dir(host::openat(dir, name, libc::O_PATH | libc::O_DIRECTORY, 0).map_err(host_errno)?)
+            Kind::Dir(
+                host::openat(dir, name, libc::O_PATH | libc::O_DIRECTORY, 0).map_err(host_errno)?,
+            )
         } else {
             let parent = self.me.upgrade().ok_or(Errno::ENOENT)?;
-            Kind::Other { parent, name: name.to_vec() }
+            Kind::Other {
+                parent,
+                name: name.to_vec(),
+            }
         };
         Ok(Arc::new_cyclic(|me| HostInode {
             fs: self.fs.clone(),
@@ -134,7 +146,9 @@ impl Inode for HostInode {
 
     fn readlink(&self) -> SysResult<Vec<u8>> {
         match &self.kind {
-            Kind::Other { parent, name } => host::readlinkat(parent.dir_fd()?, name).map_err(host_errno),
+            Kind::Other { parent, name } => {
+                host::readlinkat(parent.dir_fd()?, name).map_err(host_errno)
+            }
             Kind::Dir(_) => Err(Errno::EINVAL),
         }
     }
@@ -183,17 +197,31 @@ fn dt_of(kind: u8) -> u8 {
 
 impl FileOps for HostDir {
     fn stat(&self) -> SysResult<Kstat> {
-        Ok(kstat(&host::fstatat(self.fd.as_fd(), b"").map_err(host_errno)?))
+        Ok(kstat(
+            &host::fstatat(self.fd.as_fd(), b"").map_err(host_errno)?,
+        ))
     }
 
     fn readdir(&self) -> SysResult<Vec<DirEntry>> {
         let st = self.stat()?;
         let mut out = vec![
-            DirEntry { ino: st.ino, kind: 4, name: b".".to_vec() },
-            DirEntry { ino: st.ino, kind: 4, name: b"..".to_vec() },
+            DirEntry {
+                ino: st.ino,
+                kind: 4,
+                name: b".".to_vec(),
+            },
+            DirEntry {
+                ino: st.ino,
+                kind: 4,
+                name: b"..".to_vec(),
+            },
         ];
         for e in host::read_dir(self.fd.as_fd()).map_err(host_errno)? {
-            out.push(DirEntry { ino: e.ino, kind: dt_of(e.kind), name: e.name });
+            out.push(DirEntry {
+                ino: e.ino,
+                kind: dt_of(e.kind),
+                name: e.name,
+            });
         }
         Ok(out)
     }
@@ -215,13 +243,19 @@ impl FileOps for HostFile {
     }
 
     fn stat(&self) -> SysResult<Kstat> {
-        Ok(kstat(&host::fstatat(self.fd.as_fd(), b"").map_err(host_errno)?))
+        Ok(kstat(
+            &host::fstatat(self.fd.as_fd(), b"").map_err(host_errno)?,
+        ))
     }
 
     fn vm_file(&self) -> Option<Arc<dyn VmFile>> {
         let ino = &self.inode;
         let vm = ino.vm.get_or_init(|| {
-            Arc::new(HostVmFile { fd: ino.open_host(libc::O_RDONLY).ok(), id: Inode::id(&**ino), name: ino.path_name() })
+            Arc::new(HostVmFile {
+                fd: ino.open_host(libc::O_RDONLY).ok(),
+                id: Inode::id(&**ino),
+                name: ino.path_name(),
+            })
         });
         vm.fd.as_ref()?;
         Some(vm.clone() as Arc<dyn VmFile>)
@@ -252,7 +286,8 @@ impl VmFile for HostVmFile {
         let fd = self.fd.as_ref().ok_or(Errno::EIO)?;
         let mut done = 0;
         while done < buf.len() {
-            let n = host::pread(fd.as_fd(), &mut buf[done..], offset + done as u64).map_err(host_errno)?;
+            let n = host::pread(fd.as_fd(), &mut buf[done..], offset + done as u64)
+                .map_err(host_errno)?;
             if n == 0 {
                 break;
             }

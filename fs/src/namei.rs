@@ -29,20 +29,38 @@ fn is_symlink(d: &Dentry) -> SysResult<bool> {
 }
 
 /// Walks `path` starting at `start` (used when the path is relative).
-pub fn walk(fs: &FsContext, start: &Arc<Dentry>, path: &[u8], last: Last) -> SysResult<Arc<Dentry>> {
+pub fn walk(
+    fs: &FsContext,
+    start: &Arc<Dentry>,
+    path: &[u8],
+    last: Last,
+) -> SysResult<Arc<Dentry>> {
     let mut links = 0;
     walk_inner(fs, start, path, last, &mut links)
 }
 
-fn walk_inner(fs: &FsContext, start: &Arc<Dentry>, path: &[u8], last: Last, links: &mut u32) -> SysResult<Arc<Dentry>> {
+fn walk_inner(
+    fs: &FsContext,
+    start: &Arc<Dentry>,
+    path: &[u8],
+    last: Last,
+    links: &mut u32,
+) -> SysResult<Arc<Dentry>> {
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
     if path.len() >= 4096 {
         return Err(Errno::ENAMETOOLONG);
     }
-    let mut cur = if path[0] == b'/' { fs.root.clone() } else { start.clone() };
-    let comps: Vec<&[u8]> = path.split(|&b| b == b'/').filter(|c| !c.is_empty()).collect();
+    let mut cur = if path[0] == b'/' {
+        fs.root.clone()
+    } else {
+        start.clone()
+    };
+    let comps: Vec<&[u8]> = path
+        .split(|&b| b == b'/')
+        .filter(|c| !c.is_empty())
+        .collect();
     let trailing_slash = path.len() > 1 && path.ends_with(b"/");
     for (i, comp) in comps.iter().enumerate() {
         let is_last = i + 1 == comps.len();
@@ -98,7 +116,11 @@ fn walk_inner(fs: &FsContext, start: &Arc<Dentry>, path: &[u8], last: Last, link
 
 /// Walks to the parent of the last component and returns it with that component's name
 /// (for create, unlink, rename). `..` and `.` as the last component are refused.
-pub fn walk_parent(fs: &FsContext, start: &Arc<Dentry>, path: &[u8]) -> SysResult<(Arc<Dentry>, Vec<u8>)> {
+pub fn walk_parent(
+    fs: &FsContext,
+    start: &Arc<Dentry>,
+    path: &[u8],
+) -> SysResult<(Arc<Dentry>, Vec<u8>)> {
     let trimmed: &[u8] = {
         let mut p = path;
         while p.len() > 1 && p.ends_with(b"/") {

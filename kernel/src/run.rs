@@ -33,8 +33,18 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut PtraceThread) -> Exit {
     let mut repeat: (u64, u32) = (u64::MAX, 0);
     loop {
         let mut ops = lock_mm(&task.mm()).take_host_ops();
-        if task.process.exec_unmap.swap(false, std::sync::atomic::Ordering::AcqRel) {
-            ops.insert(0, HostOp::Unmap { addr: 0, len: k.layout.task_size });
+        if task
+            .process
+            .exec_unmap
+            .swap(false, std::sync::atomic::Ordering::AcqRel)
+        {
+            ops.insert(
+                0,
+                HostOp::Unmap {
+                    addr: 0,
+                    len: k.layout.task_size,
+                },
+            );
         }
         let ev = match th.switch(&ops) {
             Ok(ev) => ev,
@@ -55,13 +65,21 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut PtraceThread) -> Exit {
                 }
             }
             Event::Fault { addr, not_present } => {
-                let access = if not_present { Access::Read } else { Access::Write };
+                let access = if not_present {
+                    Access::Read
+                } else {
+                    Access::Write
+                };
                 if !not_present && repeat.0 == addr {
                     repeat.1 += 1;
                 } else {
                     repeat = (addr, 0);
                 }
-                let r = if repeat.1 >= 2 { Err(SegvCode::AccErr) } else { lock_mm(&task.mm()).handle_fault(addr, access) };
+                let r = if repeat.1 >= 2 {
+                    Err(SegvCode::AccErr)
+                } else {
+                    lock_mm(&task.mm()).handle_fault(addr, access)
+                };
                 if let Err(code) = r {
                     let comm = String::from_utf8_lossy(&lock(&task.process.comm)).into_owned();
                     let (signo, what) = match code {

@@ -46,7 +46,10 @@ pub struct SyscallTable {
 
 impl Default for SyscallTable {
     fn default() -> Self {
-        SyscallTable { entries: vec![None; syscalls::MAX_NR as usize + 1], reported: Mutex::default() }
+        SyscallTable {
+            entries: vec![None; syscalls::MAX_NR as usize + 1],
+            reported: Mutex::default(),
+        }
     }
 }
 
@@ -65,7 +68,9 @@ impl SyscallTable {
 
     /// The handler for `nr`, if any.
     pub fn get(&self, nr: u64) -> Option<(&'static str, Handler)> {
-        usize::try_from(nr).ok().and_then(|i| self.entries.get(i).copied().flatten())
+        usize::try_from(nr)
+            .ok()
+            .and_then(|i| self.entries.get(i).copied().flatten())
     }
 
     /// Number of installed handlers.
@@ -85,7 +90,10 @@ impl SyscallTable {
         if first {
             let name = syscalls::name(n).unwrap_or("?");
             let comm = String::from_utf8_lossy(&crate::task::lock(&task.process.comm)).into_owned();
-            log::warn!("unimplemented syscall {name} (nr {nr}) called by pid {} ({comm})", task.tid);
+            log::warn!(
+                "unimplemented syscall {name} (nr {nr}) called by pid {} ({comm})",
+                task.tid
+            );
         }
     }
 }
@@ -154,11 +162,22 @@ pub fn dispatch(kernel: &Arc<Kernel>, task: &Arc<Task>, regs: &mut Regs) -> Acti
         regs.set_return(Errno::ENOSYS.to_return());
         return Action::Return;
     };
-    let mut ctx = SyscallCtx { kernel, task, regs, action: Action::Return };
+    let mut ctx = SyscallCtx {
+        kernel,
+        task,
+        regs,
+        action: Action::Return,
+    };
     let r = handler(&mut ctx, args);
     let action = ctx.action;
     if log::log_enabled!(log::Level::Trace) {
-        log::trace!("pid {} {name}({:#x}, {:#x}, {:#x}) = {r:?}", task.tid, args[0], args[1], args[2]);
+        log::trace!(
+            "pid {} {name}({:#x}, {:#x}, {:#x}) = {r:?}",
+            task.tid,
+            args[0],
+            args[1],
+            args[2]
+        );
     }
     if action == Action::Return {
         regs.set_return(match r {

@@ -5,12 +5,12 @@
 //! and the file syscalls live in `um-fs`. The kernel itself only stores these objects in
 //! processes (cwd, root, descriptors).
 
-use um_uapi::{Errno, SysResult};
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use um_mm::VmFile;
+use um_uapi::{Errno, SysResult};
 
 /// File metadata in the kernel's own form; syscalls convert it to the arch's `struct stat`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -34,7 +34,11 @@ impl Kstat {
     /// The same metadata as a `struct statx` (all basic fields filled in).
     pub fn to_statx(&self) -> um_uapi::Statx {
         use um_uapi::StatxTimestamp;
-        let ts = |t: (i64, i64)| StatxTimestamp { tv_sec: t.0, tv_nsec: t.1 as u32, reserved: 0 };
+        let ts = |t: (i64, i64)| StatxTimestamp {
+            tv_sec: t.0,
+            tv_nsec: t.1 as u32,
+            reserved: 0,
+        };
         // new_decode_dev (include/linux/kdev_t.h) split into major and minor.
         let major = |d: u64| (((d >> 32) & 0xffff_f000) | ((d >> 8) & 0xfff)) as u32;
         let minor = |d: u64| (((d >> 12) & 0xffff_ff00) | (d & 0xff)) as u32;
@@ -114,12 +118,22 @@ pub struct Dentry {
 impl Dentry {
     /// A root dentry of a file system.
     pub fn root(inode: Arc<dyn Inode>) -> Arc<Dentry> {
-        Arc::new(Dentry { name: b"/".to_vec(), parent: None, inode, mounted: Mutex::new(None) })
+        Arc::new(Dentry {
+            name: b"/".to_vec(),
+            parent: None,
+            inode,
+            mounted: Mutex::new(None),
+        })
     }
 
     /// A child dentry.
     pub fn child(parent: &Arc<Dentry>, name: &[u8], inode: Arc<dyn Inode>) -> Arc<Dentry> {
-        Arc::new(Dentry { name: name.to_vec(), parent: Some(parent.clone()), inode, mounted: Mutex::new(None) })
+        Arc::new(Dentry {
+            name: name.to_vec(),
+            parent: Some(parent.clone()),
+            inode,
+            mounted: Mutex::new(None),
+        })
     }
 
     /// The absolute path of this dentry, for `getcwd`, `/proc/PID/exe` and logs.
@@ -206,7 +220,12 @@ pub struct OpenFile {
 impl OpenFile {
     /// Wraps file operations.
     pub fn new(ops: Box<dyn FileOps>, flags: u32, dentry: Option<Arc<Dentry>>) -> Arc<OpenFile> {
-        Arc::new(OpenFile { ops, flags: AtomicU32::new(flags), pos: Mutex::new(0), dentry })
+        Arc::new(OpenFile {
+            ops,
+            flags: AtomicU32::new(flags),
+            pos: Mutex::new(0),
+            dentry,
+        })
     }
 
     /// The status flags.
@@ -234,7 +253,11 @@ pub const NR_OPEN: u32 = 1024;
 impl FdTable {
     /// The entry for `fd`, or `EBADF`.
     pub fn get(&self, fd: u64) -> SysResult<Arc<OpenFile>> {
-        u32::try_from(fd).ok().and_then(|fd| self.fds.get(&fd)).map(|e| e.file.clone()).ok_or(Errno::EBADF)
+        u32::try_from(fd)
+            .ok()
+            .and_then(|fd| self.fds.get(&fd))
+            .map(|e| e.file.clone())
+            .ok_or(Errno::EBADF)
     }
 
     /// Installs at the lowest free descriptor `>= min`.
@@ -254,7 +277,12 @@ impl FdTable {
     }
 
     /// Installs at exactly `fd`, returning what was there.
-    pub fn install_at(&mut self, fd: u32, file: Arc<OpenFile>, cloexec: bool) -> SysResult<Option<FdEntry>> {
+    pub fn install_at(
+        &mut self,
+        fd: u32,
+        file: Arc<OpenFile>,
+        cloexec: bool,
+    ) -> SysResult<Option<FdEntry>> {
         if fd >= NR_OPEN {
             return Err(Errno::EBADF);
         }
@@ -263,12 +291,18 @@ impl FdTable {
 
     /// Removes `fd`.
     pub fn remove(&mut self, fd: u64) -> SysResult<FdEntry> {
-        u32::try_from(fd).ok().and_then(|fd| self.fds.remove(&fd)).ok_or(Errno::EBADF)
+        u32::try_from(fd)
+            .ok()
+            .and_then(|fd| self.fds.remove(&fd))
+            .ok_or(Errno::EBADF)
     }
 
     /// Close-on-exec flag access.
     pub fn entry_mut(&mut self, fd: u64) -> SysResult<&mut FdEntry> {
-        u32::try_from(fd).ok().and_then(|fd| self.fds.get_mut(&fd)).ok_or(Errno::EBADF)
+        u32::try_from(fd)
+            .ok()
+            .and_then(|fd| self.fds.get_mut(&fd))
+            .ok_or(Errno::EBADF)
     }
 
     /// Drops every close-on-exec descriptor (execve).

@@ -9,7 +9,11 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r) }
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
 }
 
 fn cname(name: &[u8]) -> io::Result<CString> {
@@ -18,7 +22,10 @@ fn cname(name: &[u8]) -> io::Result<CString> {
 
 /// Reads a host clock (`CLOCK_REALTIME`, `CLOCK_MONOTONIC`, ...) as (seconds, nanoseconds).
 pub fn clock_gettime(clock: libc::clockid_t) -> io::Result<(i64, i64)> {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes one timespec.
     cvt(unsafe { libc::clock_gettime(clock, &mut ts) })?;
     Ok((ts.tv_sec, ts.tv_nsec))
@@ -80,7 +87,12 @@ pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], off: u64) -> io::Result<usize> 
     loop {
         // SAFETY: pread writes at most len bytes into the buffer.
         let r = unsafe {
-            libc::pread(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), off as libc::off_t)
+            libc::pread(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                off as libc::off_t,
+            )
         };
         if r < 0 {
             let e = io::Error::last_os_error();
@@ -98,7 +110,12 @@ pub fn pwrite(fd: BorrowedFd<'_>, data: &[u8], off: u64) -> io::Result<usize> {
     loop {
         // SAFETY: pwrite reads at most len bytes from the buffer.
         let r = unsafe {
-            libc::pwrite(fd.as_raw_fd(), data.as_ptr().cast(), data.len(), off as libc::off_t)
+            libc::pwrite(
+                fd.as_raw_fd(),
+                data.as_ptr().cast(),
+                data.len(),
+                off as libc::off_t,
+            )
         };
         if r < 0 {
             let e = io::Error::last_os_error();
@@ -148,6 +165,8 @@ pub struct HostStat {
     pub ctime: (i64, i64),
 }
 
+// `nlink` and `blksize` are u64/i64 on x86_64 but u32/i32 on arm64 hosts.
+#[allow(clippy::unnecessary_cast)]
 fn from_stat(st: &libc::stat) -> HostStat {
     HostStat {
         dev: st.st_dev,
@@ -169,7 +188,12 @@ fn from_stat(st: &libc::stat) -> HostStat {
 /// `fstatat(dirfd, name, AT_SYMLINK_NOFOLLOW)`; an empty name stats `dirfd` itself.
 pub fn fstatat(dirfd: BorrowedFd<'_>, name: &[u8]) -> io::Result<HostStat> {
     let c = cname(name)?;
-    let flags = libc::AT_SYMLINK_NOFOLLOW | if name.is_empty() { libc::AT_EMPTY_PATH } else { 0 };
+    let flags = libc::AT_SYMLINK_NOFOLLOW
+        | if name.is_empty() {
+            libc::AT_EMPTY_PATH
+        } else {
+            0
+        };
     // SAFETY: fstatat writes one struct stat; the name is NUL-terminated.
     unsafe {
         let mut st: libc::stat = std::mem::zeroed();
@@ -202,7 +226,12 @@ pub fn open_root(path: &std::path::Path) -> io::Result<OwnedFd> {
     use std::os::unix::ffi::OsStrExt;
     let c = cname(path.as_os_str().as_bytes())?;
     // SAFETY: open with a NUL-terminated path; returns a new fd.
-    let fd = cvt(unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) })?;
+    let fd = cvt(unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    })?;
     // SAFETY: a fresh fd.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
@@ -212,7 +241,14 @@ pub fn readlinkat(dirfd: BorrowedFd<'_>, name: &[u8]) -> io::Result<Vec<u8>> {
     let c = cname(name)?;
     let mut buf = vec![0u8; 4096];
     // SAFETY: readlinkat writes at most len bytes.
-    let r = unsafe { libc::readlinkat(dirfd.as_raw_fd(), c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    let r = unsafe {
+        libc::readlinkat(
+            dirfd.as_raw_fd(),
+            c.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
     if r < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -236,7 +272,14 @@ pub fn read_dir(fd: BorrowedFd<'_>) -> io::Result<Vec<HostDirent>> {
     let mut buf = vec![0u8; 32768];
     loop {
         // SAFETY: getdents64 writes at most len bytes into the buffer.
-        let n = unsafe { libc::syscall(libc::SYS_getdents64, fd.as_raw_fd(), buf.as_mut_ptr(), buf.len()) };
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_getdents64,
+                fd.as_raw_fd(),
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        };
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -249,7 +292,10 @@ pub fn read_dir(fd: BorrowedFd<'_>) -> io::Result<Vec<HostDirent>> {
             let reclen = u16::from_le_bytes([buf[off + 16], buf[off + 17]]) as usize;
             let kind = buf[off + 18];
             let name_bytes = &buf[off + 19..off + reclen];
-            let len = name_bytes.iter().position(|&b| b == 0).unwrap_or(name_bytes.len());
+            let len = name_bytes
+                .iter()
+                .position(|&b| b == 0)
+                .unwrap_or(name_bytes.len());
             let name = name_bytes[..len].to_vec();
             if name != b"." && name != b".." {
                 out.push(HostDirent { ino, kind, name });
@@ -273,7 +319,11 @@ pub fn console_fd(fd: std::os::fd::RawFd) -> BorrowedFd<'static> {
 
 /// Whether reading `fd` would not block (input ready, end of file, or an error to report).
 pub fn poll_in(fd: BorrowedFd<'_>) -> bool {
-    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
     // SAFETY: poll on one pollfd we own, zero timeout.
     let r = unsafe { libc::poll(&mut p, 1, 0) };
     r > 0

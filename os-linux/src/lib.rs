@@ -8,9 +8,9 @@
 //!
 //! Neighbours: `um-uapi` below; the arch crates, `mm` and `kernel` above.
 
+pub mod host;
 pub mod physmem;
 pub mod probe;
 pub mod ptrace;
 pub mod shared;
 pub mod stub;
-pub mod host;

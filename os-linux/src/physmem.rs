@@ -54,7 +54,11 @@ impl PhysMem {
         if base == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(PhysMem { fd, base: base.cast(), size })
+        Ok(PhysMem {
+            fd,
+            base: base.cast(),
+            size,
+        })
     }
 
     /// Size in bytes.
@@ -106,7 +110,10 @@ impl PhysMem {
     pub fn copy(&self, src: usize, dst: usize, len: usize) {
         self.check(src, len);
         self.check(dst, len);
-        assert!(src + len <= dst || dst + len <= src, "overlapping physmem copy");
+        assert!(
+            src + len <= dst || dst + len <= src,
+            "overlapping physmem copy"
+        );
         // SAFETY: both ranges are inside the mapping and do not overlap (checked above).
         unsafe { std::ptr::copy_nonoverlapping(self.base.add(src), self.base.add(dst), len) }
     }

@@ -41,7 +41,12 @@ pub fn seccomp_trap_available() -> io::Result<bool> {
     let action: u32 = 0x0003_0000; // SECCOMP_RET_TRAP
     // SAFETY: seccomp(GET_ACTION_AVAIL) reads one u32 through the pointer.
     let r = unsafe {
-        libc::syscall(libc::SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action as *const u32)
+        libc::syscall(
+            libc::SYS_seccomp,
+            SECCOMP_GET_ACTION_AVAIL,
+            0,
+            &action as *const u32,
+        )
     };
     if r == 0 {
         return Ok(true);
@@ -61,7 +66,9 @@ pub fn host_release() -> String {
         if libc::uname(&mut u) != 0 {
             return String::from("unknown");
         }
-        std::ffi::CStr::from_ptr(u.release.as_ptr()).to_string_lossy().into_owned()
+        std::ffi::CStr::from_ptr(u.release.as_ptr())
+            .to_string_lossy()
+            .into_owned()
     }
 }
 

@@ -23,7 +23,11 @@ pub const NT_ARM_TLS: u32 = 0x401;
 pub const NT_ARM_SYSTEM_CALL: u32 = 0x404;
 
 fn check(r: libc::c_long) -> io::Result<libc::c_long> {
-    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r) }
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
 }
 
 /// How to resume a stopped tracee.
@@ -82,8 +86,12 @@ pub fn seize(tid: libc::pid_t, extra: libc::c_int) -> io::Result<Stopped> {
     check(unsafe { libc::ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0) })?;
     match (Running { tid }).wait()? {
         Event::Stopped(s) => Ok(s),
-        Event::Exited(c) => Err(io::Error::other(format!("tracee exited ({c}) while attaching"))),
-        Event::Killed(s) => Err(io::Error::other(format!("tracee killed by signal {s} while attaching"))),
+        Event::Exited(c) => Err(io::Error::other(format!(
+            "tracee exited ({c}) while attaching"
+        ))),
+        Event::Killed(s) => Err(io::Error::other(format!(
+            "tracee killed by signal {s} while attaching"
+        ))),
     }
 }
 
@@ -143,7 +151,10 @@ impl Stopped {
 
     /// Reads register set `nt` into `buf`; returns the number of bytes the host filled in.
     pub fn get_regset(&self, nt: u32, buf: &mut [u8]) -> io::Result<usize> {
-        let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
         // SAFETY: the iovec describes `buf`, which outlives the call; the host writes at most
         // iov_len bytes and updates iov_len.
         check(unsafe { libc::ptrace(libc::PTRACE_GETREGSET, self.tid, nt as usize, &mut iov) })?;
@@ -152,7 +163,10 @@ impl Stopped {
 
     /// Writes register set `nt` from `buf`.
     pub fn set_regset(&self, nt: u32, buf: &[u8]) -> io::Result<()> {
-        let mut iov = libc::iovec { iov_base: buf.as_ptr() as *mut _, iov_len: buf.len() };
+        let mut iov = libc::iovec {
+            iov_base: buf.as_ptr() as *mut _,
+            iov_len: buf.len(),
+        };
         // SAFETY: the iovec describes `buf`; PTRACE_SETREGSET only reads from it.
         check(unsafe { libc::ptrace(libc::PTRACE_SETREGSET, self.tid, nt as usize, &mut iov) })?;
         Ok(())

@@ -48,7 +48,11 @@ impl SharedPages {
         if base == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(SharedPages { fd, base: base.cast(), len })
+        Ok(SharedPages {
+            fd,
+            base: base.cast(),
+            len,
+        })
     }
 
     /// The memfd, to be passed to the stub.
@@ -67,7 +71,10 @@ impl SharedPages {
     }
 
     fn word(&self, off: usize) -> &AtomicU64 {
-        assert!(off % 8 == 0 && off + 8 <= self.len, "shared word {off:#x} out of range");
+        assert!(
+            off % 8 == 0 && off + 8 <= self.len,
+            "shared word {off:#x} out of range"
+        );
         // SAFETY: the offset is aligned and inside the live mapping (checked above); an
         // AtomicU64 has the layout of a u64, and all accesses to the area are atomic.
         unsafe { &*(self.base.add(off) as *const AtomicU64) }

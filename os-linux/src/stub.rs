@@ -68,7 +68,10 @@ impl StubImage {
             None => {
                 // SAFETY: memfd_create with a static NUL-terminated name.
                 let raw = unsafe {
-                    libc::memfd_create(c"um-stub".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING)
+                    libc::memfd_create(
+                        c"um-stub".as_ptr(),
+                        libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+                    )
                 };
                 if raw < 0 {
                     return Err(io::Error::last_os_error());
@@ -78,7 +81,10 @@ impl StubImage {
                 let mut file = std::fs::File::from(fd);
                 file.write_all(elf)?;
                 let fd = OwnedFd::from(file);
-                let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
+                let seals = libc::F_SEAL_SEAL
+                    | libc::F_SEAL_SHRINK
+                    | libc::F_SEAL_GROW
+                    | libc::F_SEAL_WRITE;
                 // SAFETY: fcntl on an fd we own.
                 unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) };
                 fd
@@ -132,12 +138,19 @@ pub fn spawn(image: &StubImage, fds: &[BorrowedFd<'_>]) -> io::Result<libc::pid_
                 })?;
             *g = Some(tx);
         }
-        g.as_ref().cloned().ok_or_else(|| io::Error::other("no spawner"))?
+        g.as_ref()
+            .cloned()
+            .ok_or_else(|| io::Error::other("no spawner"))?
     };
     let (rtx, rrx) = mpsc::channel();
-    tx.send(Request { exe: image.raw(), fds: fds.iter().map(|f| f.as_raw_fd()).collect(), reply: rtx })
-        .map_err(|_| io::Error::other("stub spawner thread is gone"))?;
-    rrx.recv().map_err(|_| io::Error::other("stub spawner thread is gone"))?
+    tx.send(Request {
+        exe: image.raw(),
+        fds: fds.iter().map(|f| f.as_raw_fd()).collect(),
+        reply: rtx,
+    })
+    .map_err(|_| io::Error::other("stub spawner thread is gone"))?;
+    rrx.recv()
+        .map_err(|_| io::Error::other("stub spawner thread is gone"))?
 }
 
 /// Runs on the spawner thread.
@@ -198,7 +211,7 @@ unsafe fn child(
     argv: &[*const libc::c_char; 2],
     envp: &[*const libc::c_char; 1],
 ) -> ! {
-    // SAFETY (whole block): raw system calls with integer arguments or pointers to memory that
+    // SAFETY: raw system calls with integer arguments or pointers to memory that
     // was prepared before fork and is valid in this copy of the address space.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);

@@ -36,7 +36,9 @@ fn ls_root() {
     for_each_engine(|engine| {
         let out = busybox(engine, &["ls", "/"]);
         out.scan_log();
-        let names: Vec<&str> = out.stdout.split_whitespace().collect();
+        // The console is a terminal, so busybox colours its output: drop the SGR sequences.
+        let plain = strip_sgr(&out.stdout);
+        let names: Vec<&str> = plain.split_whitespace().collect();
         for want in [
             "bin", "dev", "etc", "lib", "proc", "sbin", "tmp", "usr", "var",
         ] {
@@ -71,4 +73,22 @@ fn exit_status_is_inits() {
         out.assert_exit_code(7);
         out.assert_init_exit_logged();
     });
+}
+
+/// Removes ANSI SGR sequences (`ESC [ ... m`).
+fn strip_sgr(s: &str) -> String {
+    let mut out = String::new();
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        if c == '\x1b' && it.peek() == Some(&'[') {
+            for d in it.by_ref() {
+                if d == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

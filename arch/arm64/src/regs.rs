@@ -29,7 +29,12 @@ pub struct Regs {
 
 impl Default for Regs {
     fn default() -> Self {
-        Regs { w: [0; NREGS], syscallno: 0, orig_x0: 0, tls: 0 }
+        Regs {
+            w: [0; NREGS],
+            syscallno: 0,
+            orig_x0: 0,
+            tls: 0,
+        }
     }
 }
 
@@ -62,7 +67,14 @@ impl Regs {
 
     /// Arguments x0..x5 (x0 as it was at entry).
     pub fn syscall_args(&self) -> [u64; 6] {
-        [self.orig_x0, self.w[1], self.w[2], self.w[3], self.w[4], self.w[5]]
+        [
+            self.orig_x0,
+            self.w[1],
+            self.w[2],
+            self.w[3],
+            self.w[4],
+            self.w[5],
+        ]
     }
 
     /// Sets the return value (x0).

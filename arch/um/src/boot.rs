@@ -11,7 +11,9 @@ use um_kernel::kernel::{EngineKind, Kernel, StubEnv, Uts};
 use um_kernel::printk;
 use um_kernel::run::{self, Exit};
 use um_kernel::syscall::SyscallTable;
-use um_kernel::task::{Creds, ExitStatus, FsContext, Process, SigAction, Task, default_rlimits, lock};
+use um_kernel::task::{
+    Creds, ExitStatus, FsContext, Process, SigAction, Task, default_rlimits, lock,
+};
 use um_kernel::vfs::{Dentry, FdTable, OpenFile};
 use um_mm::{FrameAllocator, Granule, Layout, Mm, PageCache};
 use um_os_linux::physmem::PhysMem;
@@ -22,7 +24,10 @@ const RELEASE: &str = "6.1.0-um";
 
 /// Checks what can be checked before anything is printed: bad input is one line, exit 2.
 pub fn validate(c: &Cmdline) -> Result<(), String> {
-    let root = c.rootflags.as_ref().ok_or("no root file system: give rootfstype=hostfs rootflags=DIR")?;
+    let root = c
+        .rootflags
+        .as_ref()
+        .ok_or("no root file system: give rootfstype=hostfs rootflags=DIR")?;
     let md = std::fs::metadata(root).map_err(|e| format!("rootflags={}: {e}", root.display()))?;
     if !md.is_dir() {
         return Err(format!("rootflags={}: not a directory", root.display()));
@@ -32,7 +37,10 @@ pub fn validate(c: &Cmdline) -> Result<(), String> {
     }
     let host = probe::host_memory();
     if c.mem > host {
-        return Err(format!("mem={} bytes cannot be backed: the host has {} bytes of memory and swap", c.mem, host));
+        return Err(format!(
+            "mem={} bytes cannot be backed: the host has {} bytes of memory and swap",
+            c.mem, host
+        ));
     }
     Ok(())
 }
@@ -40,7 +48,10 @@ pub fn validate(c: &Cmdline) -> Result<(), String> {
 /// Boots and runs until init exits; returns the host exit status.
 pub fn boot(c: Cmdline) -> Result<i32, String> {
     printk::init(c.loglevel);
-    log::info!("Linux version {RELEASE} (um-rs {}) #1 SMP", env!("CARGO_PKG_VERSION"));
+    log::info!(
+        "Linux version {RELEASE} (um-rs {}) #1 SMP",
+        env!("CARGO_PKG_VERSION")
+    );
     log::info!("Kernel command line: {}", c.words.join(" "));
     let host_page = probe::page_size();
     log::info!("host: page size {host_page} bytes");
@@ -48,28 +59,52 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     log::info!("host: {va_bits}-bit user address space");
     log::info!("host: kernel {}", probe::host_release());
     let seccomp_ok = probe::seccomp_trap_available().unwrap_or(false);
-    log::info!("host: seccomp filters with SECCOMP_RET_TRAP {}", if seccomp_ok { "available" } else { "unavailable" });
+    log::info!(
+        "host: seccomp filters with SECCOMP_RET_TRAP {}",
+        if seccomp_ok {
+            "available"
+        } else {
+            "unavailable"
+        }
+    );
     let sysemu = native::host::probe_sysemu().unwrap_or(false);
-    log::info!("host: PTRACE_SYSEMU {}", if sysemu { "works" } else { "unavailable" });
+    log::info!(
+        "host: PTRACE_SYSEMU {}",
+        if sysemu { "works" } else { "unavailable" }
+    );
 
     match c.seccomp {
-        SeccompMode::On => return Err(String::from("seccomp=on: this kernel has no seccomp engine yet; use seccomp=off")),
+        SeccompMode::On => {
+            return Err(String::from(
+                "seccomp=on: this kernel has no seccomp engine yet; use seccomp=off",
+            ));
+        }
         SeccompMode::Auto => log::info!("engine: seccomp engine not built yet, using ptrace"),
         SeccompMode::Off => {}
     }
     if c.nosysemu {
-        return Err(String::from("nosysemu/nocancel: the PTRACE_SYSCALL fallbacks are not built yet"));
+        return Err(String::from(
+            "nosysemu/nocancel: the PTRACE_SYSCALL fallbacks are not built yet",
+        ));
     }
     if !sysemu {
-        return Err(String::from("the host does not support PTRACE_SYSEMU, and the fallbacks are not built yet"));
+        return Err(String::from(
+            "the host does not support PTRACE_SYSEMU, and the fallbacks are not built yet",
+        ));
     }
     log::info!("engine: ptrace (PTRACE_SYSEMU)");
 
     let granule = Granule::K4;
     if (granule.size() as usize) < host_page {
-        return Err(format!("guest page size {} is smaller than the host's {host_page}", granule.size()));
+        return Err(format!(
+            "guest page size {} is smaller than the host's {host_page}",
+            granule.size()
+        ));
     }
-    let phys = Arc::new(PhysMem::new(c.mem as usize).map_err(|e| format!("mem={}: cannot be backed: {e}", c.mem))?);
+    let phys = Arc::new(
+        PhysMem::new(c.mem as usize)
+            .map_err(|e| format!("mem={}: cannot be backed: {e}", c.mem))?,
+    );
     log::info!("Memory: {}K available", c.mem >> 10);
     let frames = Arc::new(FrameAllocator::new(phys.clone(), granule));
     let page_cache = Arc::new(PageCache::new(frames.clone()));
@@ -77,7 +112,8 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     let base = native::stub::stub_base(va_bits);
     let code = native::host::stub_code();
     let elf = stub::build_stub_elf(arch::ELF_MACHINE, code.code, base, code.entry);
-    let image = stub::StubImage::new(&elf, c.stub_exe.as_deref()).map_err(|e| format!("cannot create the stub executable: {e}"))?;
+    let image = stub::StubImage::new(&elf, c.stub_exe.as_deref())
+        .map_err(|e| format!("cannot create the stub executable: {e}"))?;
     let task_size = base;
     let stack_top = task_size - (1 << 20);
     let stack_limit = 8 << 20;
@@ -100,7 +136,11 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         frames,
         page_cache,
         layout,
-        stub: StubEnv { image, base, va_bits },
+        stub: StubEnv {
+            image,
+            base,
+            va_bits,
+        },
         tasks: Default::default(),
         syscalls: table,
         uts: Uts {
@@ -117,27 +157,45 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     });
 
     let root_path = c.rootflags.clone().ok_or("no root")?;
-    let root_inode = HostInode::new_root(&root_path, c.readonly).map_err(|e| format!("rootflags={}: {e}", root_path.display()))?;
+    let root_inode = HostInode::new_root(&root_path, c.readonly)
+        .map_err(|e| format!("rootflags={}: {e}", root_path.display()))?;
     let root = Dentry::root(root_inode);
-    log::info!("VFS: Mounted root (hostfs filesystem) {} on device 0:0.", if c.readonly { "readonly" } else { "read-write" });
+    log::info!(
+        "VFS: Mounted root (hostfs filesystem) {} on device 0:0.",
+        if c.readonly { "readonly" } else { "read-write" }
+    );
 
     let chan = |ch: ConChannel| match ch {
         ConChannel::Null => Channel::Null,
         ConChannel::Fd(fd) => Channel::Fd(fd),
     };
-    let console = OpenFile::new(Box::new(Console::new(chan(c.con_in), chan(c.con_out))), 2, None);
+    let console = OpenFile::new(
+        Box::new(Console::new(chan(c.con_in), chan(c.con_out))),
+        2,
+        None,
+    );
     let mut files = FdTable::default();
     for fd in 0..3 {
-        files.install_at(fd, console.clone(), false).map_err(|e| format!("console: {e}"))?;
+        files
+            .install_at(fd, console.clone(), false)
+            .map_err(|e| format!("console: {e}"))?;
     }
 
     let pid = kernel.tasks.alloc_pid();
     let process = Arc::new(Process {
         pid,
         ppid: AtomicU32::new(0),
-        mm: Mutex::new(Arc::new(Mutex::new(Mm::new(kernel.frames.clone(), kernel.page_cache.clone(), layout)))),
+        mm: Mutex::new(Arc::new(Mutex::new(Mm::new(
+            kernel.frames.clone(),
+            kernel.page_cache.clone(),
+            layout,
+        )))),
         files: Mutex::new(files),
-        fs: Mutex::new(FsContext { root: root.clone(), cwd: root, umask: 0o022 }),
+        fs: Mutex::new(FsContext {
+            root: root.clone(),
+            cwd: root,
+            umask: 0o022,
+        }),
         creds: Mutex::new(Creds::default()),
         sigactions: Mutex::new([SigAction::default(); 64]),
         rlimits: Mutex::new(default_rlimits()),
@@ -164,13 +222,17 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     let handle = std::thread::Builder::new()
         .name("init".into())
         .spawn(move || -> Result<ExitStatus, String> {
-            let mut th = PtraceThread::new_process(&k).map_err(|e| format!("cannot start the init stub process: {e}"))?;
+            let mut th = PtraceThread::new_process(&k)
+                .map_err(|e| format!("cannot start the init stub process: {e}"))?;
             let _ = k.exec_template.set(*th.template());
             log::info!("Run {init} as init process");
             let ex = match um_fs::exec::do_execve(&k, &task, init.as_bytes(), argv, envp) {
                 Ok(ex) => ex,
                 Err(e) => {
-                    printk::line(&format!("Kernel panic - not syncing: Requested init {init} failed (error -{}).", e.get()));
+                    printk::line(&format!(
+                        "Kernel panic - not syncing: Requested init {init} failed (error -{}).",
+                        e.get()
+                    ));
                     return Err(format!("init {init} could not be started: {e}"));
                 }
             };
@@ -184,8 +246,13 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
             Ok(st)
         })
         .map_err(|e| format!("cannot start the init thread: {e}"))?;
-    let st = handle.join().map_err(|_| String::from("the init thread panicked"))??;
-    printk::line(&format!("Kernel panic - not syncing: Attempted to kill init! exitcode=0x{:08x}", st.wstatus()));
+    let st = handle
+        .join()
+        .map_err(|_| String::from("the init thread panicked"))??;
+    printk::line(&format!(
+        "Kernel panic - not syncing: Attempted to kill init! exitcode=0x{:08x}",
+        st.wstatus()
+    ));
     Ok(match st {
         ExitStatus::Exited(code) => code,
         ExitStatus::Signaled(sig) => 128 + sig,

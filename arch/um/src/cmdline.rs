@@ -82,7 +82,8 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         num.parse::<u64>()
     }
     .map_err(|_| format!("bad size {s:?} (a number with an optional K, M or G suffix)"))?;
-    n.checked_mul(mult).ok_or_else(|| format!("size {s:?} is too large"))
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size {s:?} is too large"))
 }
 
 fn parse_channel(s: &str) -> Result<ConChannel, String> {
@@ -90,13 +91,17 @@ fn parse_channel(s: &str) -> Result<ConChannel, String> {
         return Ok(ConChannel::Null);
     }
     if let Some(n) = s.strip_prefix("fd:") {
-        let fd: i32 = n.parse().map_err(|_| format!("bad console channel {s:?}"))?;
+        let fd: i32 = n
+            .parse()
+            .map_err(|_| format!("bad console channel {s:?}"))?;
         if fd < 0 {
             return Err(format!("bad console channel {s:?}"));
         }
         return Ok(ConChannel::Fd(fd));
     }
-    Err(format!("unsupported console channel {s:?} (use fd:N or null)"))
+    Err(format!(
+        "unsupported console channel {s:?} (use fd:N or null)"
+    ))
 }
 
 /// Parses the words after the program name.
@@ -114,7 +119,8 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
             None => (w.as_str(), None),
         };
         fn need<'a>(k: &str, v: Option<&'a str>) -> Result<&'a str, String> {
-            v.filter(|s| !s.is_empty()).ok_or_else(|| format!("{k}= needs a value"))
+            v.filter(|s| !s.is_empty())
+                .ok_or_else(|| format!("{k}= needs a value"))
         }
         match (k, v) {
             ("--help" | "-h" | "help", None) => c.help = true,
@@ -163,7 +169,9 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
                 c.nosysemu = true;
             }
             ("loglevel", v) => {
-                let n: u32 = need(k, v)?.parse().map_err(|_| format!("bad loglevel {:?}", v.unwrap_or("")))?;
+                let n: u32 = need(k, v)?
+                    .parse()
+                    .map_err(|_| format!("bad loglevel {:?}", v.unwrap_or("")))?;
                 if n > 15 {
                     return Err(format!("loglevel={n}: must be 0..15"));
                 }
@@ -232,7 +240,10 @@ mod tests {
         assert_eq!(c.init, "/bin/busybox");
         assert_eq!(c.init_args, vec!["echo", "a", "b"]);
         assert_eq!(c.seccomp, SeccompMode::Off);
-        assert_eq!((c.con_in, c.con_out), (ConChannel::Fd(0), ConChannel::Fd(1)));
+        assert_eq!(
+            (c.con_in, c.con_out),
+            (ConChannel::Fd(0), ConChannel::Fd(1))
+        );
         assert!(!c.readonly);
     }
 
@@ -244,7 +255,10 @@ mod tests {
         assert_eq!(c.loglevel, 4);
         assert!(p("--help").unwrap().help);
         // Words after -- are not options.
-        assert_eq!(p("-- frobnicate=1").unwrap().init_args, vec!["frobnicate=1"]);
+        assert_eq!(
+            p("-- frobnicate=1").unwrap().init_args,
+            vec!["frobnicate=1"]
+        );
     }
 
     #[test]

@@ -148,17 +148,29 @@ fn run_to_trap(t: Stopped) -> io::Result<Stopped> {
                 Stop::Event(..) | Stop::Signal(libc::SIGSTOP | libc::SIGCONT | libc::SIGTSTP) => {
                     running = s.resume(Resume::Cont, 0)?
                 }
-                other => return Err(io::Error::other(format!("stub stopped unexpectedly: {other:?}"))),
+                other => {
+                    return Err(io::Error::other(format!(
+                        "stub stopped unexpectedly: {other:?}"
+                    )));
+                }
             },
             Event::Exited(c) => return Err(io::Error::other(format!("stub exited ({c})"))),
-            Event::Killed(sig) => return Err(io::Error::other(format!("stub killed by signal {sig}"))),
+            Event::Killed(sig) => {
+                return Err(io::Error::other(format!("stub killed by signal {sig}")));
+            }
         }
     }
 }
 
 /// Makes the stopped stub run one host syscall; returns the stub stopped again and the raw
 /// result. Clobbers the registers: callers restore the guest's afterwards.
-pub fn stub_syscall(t: Stopped, base: u64, template: &Regs, nr: u64, args: [u64; 6]) -> io::Result<(Stopped, i64)> {
+pub fn stub_syscall(
+    t: Stopped,
+    base: u64,
+    template: &Regs,
+    nr: u64,
+    args: [u64; 6],
+) -> io::Result<(Stopped, i64)> {
     let code = stub_code();
     let mut r = *template;
     r.w[idx::RAX] = nr;

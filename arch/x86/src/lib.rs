@@ -13,11 +13,11 @@
 //! Neighbours: `um-os-linux` (ptrace, stub spawning) and `um-uapi` below; `um-kernel` above.
 
 pub mod abi;
+#[cfg(target_arch = "x86_64")]
+pub mod host;
 pub mod regs;
 pub mod stub;
 pub mod syscalls;
-#[cfg(target_arch = "x86_64")]
-pub mod host;
 
 /// ELF `e_machine` of x86_64 executables (`EM_X86_64`).
 pub const ELF_MACHINE: u16 = 62;

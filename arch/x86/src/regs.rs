@@ -83,7 +83,14 @@ impl Regs {
     /// The six syscall arguments: rdi, rsi, rdx, r10, r8, r9 (x86_64 syscall convention).
     pub fn syscall_args(&self) -> [u64; 6] {
         use idx::*;
-        [self.w[RDI], self.w[RSI], self.w[RDX], self.w[R10], self.w[R8], self.w[R9]]
+        [
+            self.w[RDI],
+            self.w[RSI],
+            self.w[RDX],
+            self.w[R10],
+            self.w[R8],
+            self.w[R9],
+        ]
     }
 
     /// Sets the return value register (rax).
@@ -162,7 +169,17 @@ mod tests {
         }
         assert_eq!(Regs::from_bytes(&r.to_bytes()), r);
         // rdi, rsi, rdx, r10, r8, r9
-        assert_eq!(r.syscall_args(), [14 * 0x1111, 13 * 0x1111, 12 * 0x1111, 7 * 0x1111, 9 * 0x1111, 8 * 0x1111]);
+        assert_eq!(
+            r.syscall_args(),
+            [
+                14 * 0x1111,
+                13 * 0x1111,
+                12 * 0x1111,
+                7 * 0x1111,
+                9 * 0x1111,
+                8 * 0x1111
+            ]
+        );
         assert_eq!(r.syscall_nr(), 15 * 0x1111);
     }
 }

@@ -40,7 +40,7 @@ mod tests {
     #[test]
     fn layout() {
         assert_eq!(stub_base(47), 0x7f80_0000_0000);
-        assert!(OPS + MAX_OPS * OP_SIZE <= 0x4000);
+        const { assert!(OPS + MAX_OPS * OP_SIZE <= 0x4000) };
         assert_eq!(STUB_REGION % 0x1_0000, 0);
     }
 }

@@ -52,14 +52,22 @@ pub fn resolve_at(c: &SyscallCtx<'_>, dirfd: u64, path_addr: u64, flags: u64) ->
             None => Target::File(f),
         });
     }
-    let last = if flags & AT_SYMLINK_NOFOLLOW != 0 { Last::NoFollow } else { Last::Follow };
+    let last = if flags & AT_SYMLINK_NOFOLLOW != 0 {
+        Last::NoFollow
+    } else {
+        Last::Follow
+    };
     Ok(Target::Dentry(lookup(c, dirfd, &path, last)?))
 }
 
 /// Walks `path` relative to `dirfd`.
 pub fn lookup(c: &SyscallCtx<'_>, dirfd: u64, path: &[u8], last: Last) -> SysResult<Arc<Dentry>> {
     let fs = lock(&c.task.process.fs).clone();
-    let start = if path.first() == Some(&b'/') { fs.root.clone() } else { start_dir(c, dirfd)? };
+    let start = if path.first() == Some(&b'/') {
+        fs.root.clone()
+    } else {
+        start_dir(c, dirfd)?
+    };
     namei::walk(&fs, &start, path, last)
 }
 

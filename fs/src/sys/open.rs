@@ -27,7 +27,13 @@ impl FileOps for PathOnly {
     }
 }
 
-fn do_openat(c: &mut SyscallCtx<'_>, dirfd: u64, path_addr: u64, flags: u64, _mode: u64) -> SysResult {
+fn do_openat(
+    c: &mut SyscallCtx<'_>,
+    dirfd: u64,
+    path_addr: u64,
+    flags: u64,
+    _mode: u64,
+) -> SysResult {
     let flags = flags as u32;
     if flags & !ARCH.known_bits() != 0 {
         // Linux ignores unknown open flags (for compatibility), except through openat2.
@@ -38,13 +44,19 @@ fn do_openat(c: &mut SyscallCtx<'_>, dirfd: u64, path_addr: u64, flags: u64, _mo
     if o.contains(OpenFlags::CREAT) || o.contains(OpenFlags::TRUNC) && flags & 3 != 0 {
         // hostfs is read-only for now: creating or truncating needs the write support.
         match lookup(c, dirfd, &path, Last::Follow) {
-            Ok(_) if o.contains(OpenFlags::EXCL) && o.contains(OpenFlags::CREAT) => return Err(Errno::EEXIST),
+            Ok(_) if o.contains(OpenFlags::EXCL) && o.contains(OpenFlags::CREAT) => {
+                return Err(Errno::EEXIST);
+            }
             Ok(_) => {}
             Err(Errno::ENOENT) => return Err(Errno::EROFS),
             Err(e) => return Err(e),
         }
     }
-    let last = if flags & ARCH.nofollow != 0 { Last::NoFollow } else { Last::Follow };
+    let last = if flags & ARCH.nofollow != 0 {
+        Last::NoFollow
+    } else {
+        Last::Follow
+    };
     let d = lookup(c, dirfd, &path, last)?;
     let st = d.inode.stat()?;
     let fmt = st.mode & mode::S_IFMT;
@@ -116,7 +128,12 @@ fn do_readlinkat(c: &mut SyscallCtx<'_>, dirfd: u64, path: u64, buf: u64, size: 
     if (size as i64) <= 0 {
         return Err(Errno::EINVAL);
     }
-    let d = match resolve_at(c, dirfd, path, super::AT_SYMLINK_NOFOLLOW | super::AT_EMPTY_PATH)? {
+    let d = match resolve_at(
+        c,
+        dirfd,
+        path,
+        super::AT_SYMLINK_NOFOLLOW | super::AT_EMPTY_PATH,
+    )? {
         Target::Dentry(d) => d,
         Target::File(_) => return Err(Errno::EINVAL),
     };
@@ -134,7 +151,13 @@ fn readlink(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     do_readlinkat(c, AT_FDCWD as u64, a[0], a[1], a[2])
 }
 
-fn do_faccessat(c: &mut SyscallCtx<'_>, dirfd: u64, path: u64, amode: u64, flags: u64) -> SysResult {
+fn do_faccessat(
+    c: &mut SyscallCtx<'_>,
+    dirfd: u64,
+    path: u64,
+    amode: u64,
+    flags: u64,
+) -> SysResult {
     if amode & !7 != 0 || flags & !(0x200 | 0x100 | 0x1000) != 0 {
         return Err(Errno::EINVAL);
     }

@@ -43,14 +43,20 @@ fn do_poll(c: &mut SyscallCtx<'_>, fds: u64, nfds: u64, timeout: Option<Duration
             c.write_bytes(fds, &buf)?;
             return Ok(ready);
         }
-        let step = deadline.map(|d| d.saturating_duration_since(Instant::now()).min(STEP)).unwrap_or(STEP);
+        let step = deadline
+            .map(|d| d.saturating_duration_since(Instant::now()).min(STEP))
+            .unwrap_or(STEP);
         std::thread::sleep(step);
     }
 }
 
 fn poll(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let ms = a[2] as i32;
-    let timeout = if ms < 0 { None } else { Some(Duration::from_millis(ms as u64)) };
+    let timeout = if ms < 0 {
+        None
+    } else {
+        Some(Duration::from_millis(ms as u64))
+    };
     do_poll(c, a[0], a[1], timeout)
 }
 

@@ -19,20 +19,38 @@ fn file(c: &SyscallCtx<'_>, fd: u64) -> SysResult<Arc<OpenFile>> {
 }
 
 fn readable(f: &OpenFile) -> SysResult<()> {
-    if f.flags() & 3 == 1 { Err(Errno::EBADF) } else { Ok(()) }
+    if f.flags() & 3 == 1 {
+        Err(Errno::EBADF)
+    } else {
+        Ok(())
+    }
 }
 
 fn writable(f: &OpenFile) -> SysResult<()> {
-    if f.flags() & 3 == 0 { Err(Errno::EBADF) } else { Ok(()) }
+    if f.flags() & 3 == 0 {
+        Err(Errno::EBADF)
+    } else {
+        Ok(())
+    }
 }
 
 /// Reads into guest memory at `buf`, at `pos` (or the file position when None).
-fn read_into(c: &SyscallCtx<'_>, f: &OpenFile, buf: u64, len: u64, pos: Option<u64>) -> SysResult<u64> {
+fn read_into(
+    c: &SyscallCtx<'_>,
+    f: &OpenFile,
+    buf: u64,
+    len: u64,
+    pos: Option<u64>,
+) -> SysResult<u64> {
     readable(f)?;
     let len = len.min(MAX_RW_COUNT) as usize;
     let mut done = 0usize;
     let stream = f.ops.is_stream();
-    let mut guard = if pos.is_none() && !stream { Some(lock(&f.pos)) } else { None };
+    let mut guard = if pos.is_none() && !stream {
+        Some(lock(&f.pos))
+    } else {
+        None
+    };
     let mut off = match (&guard, pos) {
         (Some(g), _) => **g,
         (None, Some(p)) => p,
@@ -63,12 +81,22 @@ fn read_into(c: &SyscallCtx<'_>, f: &OpenFile, buf: u64, len: u64, pos: Option<u
     Ok(done as u64)
 }
 
-fn write_from(c: &SyscallCtx<'_>, f: &OpenFile, buf: u64, len: u64, pos: Option<u64>) -> SysResult<u64> {
+fn write_from(
+    c: &SyscallCtx<'_>,
+    f: &OpenFile,
+    buf: u64,
+    len: u64,
+    pos: Option<u64>,
+) -> SysResult<u64> {
     writable(f)?;
     let len = len.min(MAX_RW_COUNT) as usize;
     let stream = f.ops.is_stream();
     let append = f.flags() & 0o2000 != 0;
-    let mut guard = if pos.is_none() && !stream { Some(lock(&f.pos)) } else { None };
+    let mut guard = if pos.is_none() && !stream {
+        Some(lock(&f.pos))
+    } else {
+        None
+    };
     let mut off = match (&guard, pos) {
         (Some(_), _) if append => f.ops.size()?,
         (Some(g), _) => **g,
@@ -141,8 +169,16 @@ fn iovecs(c: &SyscallCtx<'_>, addr: u64, n: u64) -> SysResult<Vec<(u64, u64)>> {
     let mut v = Vec::with_capacity(n as usize);
     let mut total: u64 = 0;
     for i in 0..n as usize {
-        let base = u64::from_le_bytes(b[i * 16..i * 16 + 8].try_into().map_err(|_| Errno::EFAULT)?);
-        let len = u64::from_le_bytes(b[i * 16 + 8..i * 16 + 16].try_into().map_err(|_| Errno::EFAULT)?);
+        let base = u64::from_le_bytes(
+            b[i * 16..i * 16 + 8]
+                .try_into()
+                .map_err(|_| Errno::EFAULT)?,
+        );
+        let len = u64::from_le_bytes(
+            b[i * 16 + 8..i * 16 + 16]
+                .try_into()
+                .map_err(|_| Errno::EFAULT)?,
+        );
         if (len as i64) < 0 {
             return Err(Errno::EINVAL);
         }
@@ -198,7 +234,11 @@ fn writev(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         return Ok(f.ops.write(&data, 0)? as u64);
     }
     let mut pos = lock(&f.pos);
-    let off = if f.flags() & 0o2000 != 0 { f.ops.size()? } else { *pos };
+    let off = if f.flags() & 0o2000 != 0 {
+        f.ops.size()?
+    } else {
+        *pos
+    };
     let n = f.ops.write(&data, off)?;
     *pos = off + n as u64;
     Ok(n as u64)
@@ -298,7 +338,11 @@ fn sendfile(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if fin.ops.is_stream() && off_ptr != 0 {
         return Err(Errno::ESPIPE);
     }
-    let mut off = if off_ptr != 0 { c.read_u64(off_ptr)? } else { *lock(&fin.pos) };
+    let mut off = if off_ptr != 0 {
+        c.read_u64(off_ptr)?
+    } else {
+        *lock(&fin.pos)
+    };
     let mut done = 0u64;
     while done < count {
         let mut kbuf = vec![0u8; (count - done).min(CHUNK as u64) as usize];

@@ -9,11 +9,12 @@
 //! Neighbours: every other crate depends on this one; it depends on nothing of ours.
 #![forbid(unsafe_code)]
 
+#[rustfmt::skip]
 mod errno;
 pub mod abi;
 
-pub use errno::Errno;
 pub use abi::*;
+pub use errno::Errno;
 
 /// The result type of every syscall handler.
 pub type SysResult<T = u64> = Result<T, Errno>;

@@ -18,7 +18,9 @@ use um_os_linux::shared::SharedPages;
 
 /// Host syscall numbers the stub makes for the kernel, from the native table.
 fn nr(name: &str) -> u64 {
-    crate::arch::syscalls::number(name).map(u64::from).unwrap_or(u64::MAX)
+    crate::arch::syscalls::number(name)
+        .map(u64::from)
+        .unwrap_or(u64::MAX)
 }
 
 /// One guest thread under ptrace, with its stub process.
@@ -63,7 +65,14 @@ impl PtraceThread {
         };
         let template = arch::get_regs(&t)?;
         let base = k.stub.base;
-        let mut th = PtraceThread { stopped: Some(t), regs: template, template, base, data, pid };
+        let mut th = PtraceThread {
+            stopped: Some(t),
+            regs: template,
+            template,
+            base,
+            data,
+            pid,
+        };
         let top = 1u64 << k.stub.va_bits;
         let page = um_os_linux::probe::page_size() as u64;
         let data_addr = base + layout::DATA_OFFSET;
@@ -81,13 +90,26 @@ impl PtraceThread {
             ),
             (nr("close"), [4, 0, 0, 0, 0, 0]),
             (nr("munmap"), [0, base, 0, 0, 0, 0]),
-            (nr("munmap"), [base + layout::STUB_REGION, top - page - (base + layout::STUB_REGION), 0, 0, 0, 0]),
+            (
+                nr("munmap"),
+                [
+                    base + layout::STUB_REGION,
+                    top - page - (base + layout::STUB_REGION),
+                    0,
+                    0,
+                    0,
+                    0,
+                ],
+            ),
         ];
         for (n, args) in setup {
             let r = th.inject(n, args)?;
-            if r < 0 && !(n == nr("close")) {
+            if r < 0 && n != nr("close") {
                 let _ = th.kill();
-                return Err(io::Error::other(format!("stub setup call {n} failed: {}", io::Error::from_raw_os_error(-r as i32))));
+                return Err(io::Error::other(format!(
+                    "stub setup call {n} failed: {}",
+                    io::Error::from_raw_os_error(-r as i32)
+                )));
             }
         }
         Ok(th)
@@ -104,7 +126,9 @@ impl PtraceThread {
     }
 
     fn take(&mut self) -> io::Result<Stopped> {
-        self.stopped.take().ok_or_else(|| io::Error::other("stub is not stopped"))
+        self.stopped
+            .take()
+            .ok_or_else(|| io::Error::other("stub is not stopped"))
     }
 
     fn inject(&mut self, n: u64, args: [u64; 6]) -> io::Result<i64> {
@@ -120,12 +144,26 @@ impl PtraceThread {
         for chunk in ops.chunks(layout::MAX_OPS) {
             for (i, op) in chunk.iter().enumerate() {
                 let (n, a): (u64, [u64; 6]) = match *op {
-                    HostOp::Map { addr, len, prot, phys_offset } => (
+                    HostOp::Map {
+                        addr,
+                        len,
+                        prot,
+                        phys_offset,
+                    } => (
                         mmap,
-                        [addr, len, prot_bits(prot), (libc::MAP_SHARED | libc::MAP_FIXED) as u64, 3, phys_offset],
+                        [
+                            addr,
+                            len,
+                            prot_bits(prot),
+                            (libc::MAP_SHARED | libc::MAP_FIXED) as u64,
+                            3,
+                            phys_offset,
+                        ],
                     ),
                     HostOp::Unmap { addr, len } => (munmap, [addr, len, 0, 0, 0, 0]),
-                    HostOp::Protect { addr, len, prot } => (mprotect, [addr, len, prot_bits(prot), 0, 0, 0]),
+                    HostOp::Protect { addr, len, prot } => {
+                        (mprotect, [addr, len, prot_bits(prot), 0, 0, 0])
+                    }
                 };
                 let off = layout::OPS + i * layout::OP_SIZE;
                 self.data.store(off, n);
@@ -138,10 +176,14 @@ impl PtraceThread {
             let t = arch::stub_batch(t, self.base, &self.template)?;
             self.stopped = Some(t);
             for (i, op) in chunk.iter().enumerate() {
-                let res = self.data.load(layout::OPS + i * layout::OP_SIZE + layout::RESULT_OFF) as i64;
+                let res = self
+                    .data
+                    .load(layout::OPS + i * layout::OP_SIZE + layout::RESULT_OFF)
+                    as i64;
                 // mm only protects pages it has PTEs for; if the host never had one mapped,
                 // mprotect says ENOMEM and the next access simply faults it in.
-                let ignorable = matches!(op, HostOp::Protect { .. }) && res == -(libc::ENOMEM as i64);
+                let ignorable =
+                    matches!(op, HostOp::Protect { .. }) && res == -(libc::ENOMEM as i64);
                 if (-4095..0).contains(&res) && !ignorable {
                     return Err(io::Error::other(format!(
                         "host mapping change {op:?} failed: {}",
@@ -149,7 +191,7 @@ impl PtraceThread {
                     )));
                 }
             }
-            }
+        }
         Ok(())
     }
 
@@ -174,14 +216,25 @@ impl PtraceThread {
                         let code = i32::from_le_bytes([si[8], si[9], si[10], si[11]]);
                         let addr = u64::from_le_bytes(si[16..24].try_into().unwrap_or([0; 8]));
                         match sig {
-                            libc::SIGSEGV | libc::SIGILL | libc::SIGFPE | libc::SIGBUS | libc::SIGTRAP => {
+                            libc::SIGSEGV
+                            | libc::SIGILL
+                            | libc::SIGFPE
+                            | libc::SIGBUS
+                            | libc::SIGTRAP => {
                                 self.regs = arch::get_regs(&s)?;
                                 self.stopped = Some(s);
                                 // si_code > 0 means the kernel raised it for this instruction.
                                 if sig == libc::SIGSEGV && code > 0 && code != 0x80 {
-                                    return Ok(Event::Fault { addr, not_present: code == 1 });
+                                    return Ok(Event::Fault {
+                                        addr,
+                                        not_present: code == 1,
+                                    });
                                 }
-                                return Ok(Event::Signal { signo: sig, addr, code });
+                                return Ok(Event::Signal {
+                                    signo: sig,
+                                    addr,
+                                    code,
+                                });
                             }
                             // Asynchronous host signals to the stub (none are expected: the
                             // stub is in its own session) are dropped.
@@ -191,34 +244,33 @@ impl PtraceThread {
                     // Group-stop or PTRACE_INTERRUPT: just carry on.
                     Stop::Event(_, _) => running = s.resume(Resume::Sysemu, 0)?,
                 },
-                ptrace::Event::Exited(c) => return Err(io::Error::other(format!("stub exited ({c})"))),
-                ptrace::Event::Killed(sig) => return Err(io::Error::other(format!("stub killed by signal {sig}"))),
+                ptrace::Event::Exited(c) => {
+                    return Err(io::Error::other(format!("stub exited ({c})")));
+                }
+                ptrace::Event::Killed(sig) => {
+                    return Err(io::Error::other(format!("stub killed by signal {sig}")));
+                }
             }
         }
     }
 
-    /// Kills the stub process and waits until it is gone.
+    /// Kills the stub process and waits until it is gone (reaped: no zombie stays behind).
     pub fn kill(&mut self) -> io::Result<()> {
         um_os_linux::stub::kill(self.pid);
-        let running = match self.stopped.take() {
-            Some(s) => {
-                // A stopped tracee dies when resumed after SIGKILL; PTRACE_CONT may fail if
-                // it is already dead, which is fine.
-                match s.resume(Resume::Cont, 0) {
-                    Ok(r) => r,
-                    Err(_) => return Ok(()),
-                }
-            }
-            None => return Ok(()),
+        // A stopped tracee dies once resumed after SIGKILL; resuming fails if it is already
+        // dead, which is fine. Every stop until the exit is resumed.
+        let Some(s) = self.stopped.take() else {
+            return Ok(());
+        };
+        let Ok(mut running) = s.resume(Resume::Cont, 0) else {
+            return Ok(());
         };
         loop {
             match running.wait() {
-                Ok(ptrace::Event::Stopped(s)) => {
-                    if s.resume(Resume::Cont, 0).is_err() {
-                        return Ok(());
-                    }
-                    return Ok(());
-                }
+                Ok(ptrace::Event::Stopped(s)) => match s.resume(Resume::Cont, 0) {
+                    Ok(r) => running = r,
+                    Err(_) => return Ok(()),
+                },
                 Ok(_) | Err(_) => return Ok(()),
             }
         }

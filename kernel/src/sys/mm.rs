@@ -26,10 +26,14 @@ fn mmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         let vm = file.ops.vm_file().ok_or(Errno::ENODEV)?;
         let acc = file.flags() & 3;
         // O_WRONLY files cannot be mapped; shared writable needs O_RDWR (mm/mmap.c do_mmap).
-        if acc == 1 || (flags.contains(MapFlags::SHARED) && prot.contains(Prot::WRITE) && acc != 2) {
+        if acc == 1 || (flags.contains(MapFlags::SHARED) && prot.contains(Prot::WRITE) && acc != 2)
+        {
             return Err(Errno::EACCES);
         }
-        Backing::File { file: vm, offset: off }
+        Backing::File {
+            file: vm,
+            offset: off,
+        }
     };
     lock_mm(&c.mm()).mmap(addr, len, prot, flags, backing)
 }

@@ -14,7 +14,10 @@ fn gettid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
 }
 
 fn getppid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
-    Ok(c.task.process.ppid.load(std::sync::atomic::Ordering::Relaxed) as u64)
+    Ok(c.task
+        .process
+        .ppid
+        .load(std::sync::atomic::Ordering::Relaxed) as u64)
 }
 
 fn getuid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
@@ -74,7 +77,17 @@ fn exit_group(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 fn uname(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let u = &c.kernel.uts;
     let mut buf = vec![0u8; 65 * 6];
-    for (i, s) in [&u.sysname, &u.nodename, &u.release, &u.version, &u.machine, &u.domainname].iter().enumerate() {
+    for (i, s) in [
+        &u.sysname,
+        &u.nodename,
+        &u.release,
+        &u.version,
+        &u.machine,
+        &u.domainname,
+    ]
+    .iter()
+    .enumerate()
+    {
         let b = s.as_bytes();
         let n = b.len().min(64);
         buf[i * 65..i * 65 + n].copy_from_slice(&b[..n]);

@@ -21,7 +21,12 @@ fn rt_sigaction(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         }
         let b = c.read_bytes(act, 32)?;
         let w = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
-        Some(SigAction { handler: w(0), flags: w(1), restorer: w(2), mask: w(3) & !UNBLOCKABLE })
+        Some(SigAction {
+            handler: w(0),
+            flags: w(1),
+            restorer: w(2),
+            mask: w(3) & !UNBLOCKABLE,
+        })
     } else {
         None
     };
@@ -45,7 +50,11 @@ fn rt_sigprocmask(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if size != 8 {
         return Err(Errno::EINVAL);
     }
-    let new = if set != 0 { Some(c.read_u64(set)?) } else { None };
+    let new = if set != 0 {
+        Some(c.read_u64(set)?)
+    } else {
+        None
+    };
     let mut mask = lock(&c.task.sigmask);
     let old = *mask;
     if let Some(s) = new {
@@ -85,7 +94,9 @@ fn is_fatal(sig: u64, act: &SigAction) -> bool {
         // A handler: delivery to handlers comes with the signals work; until then the
         // process ends as if it had none, with a log line saying why.
         _ => {
-            log::warn!("signal {sig}: delivery to a guest handler is not implemented yet; terminating");
+            log::warn!(
+                "signal {sig}: delivery to a guest handler is not implemented yet; terminating"
+            );
             true
         }
     }

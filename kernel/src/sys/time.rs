@@ -45,7 +45,8 @@ fn clock_getres(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn gettimeofday(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (s, ns) = um_os_linux::host::clock_gettime(libc::CLOCK_REALTIME).map_err(|_| Errno::EINVAL)?;
+    let (s, ns) =
+        um_os_linux::host::clock_gettime(libc::CLOCK_REALTIME).map_err(|_| Errno::EINVAL)?;
     if a[0] != 0 {
         c.write_bytes(a[0], &timespec_bytes(s, ns / 1000))?;
     }
@@ -56,7 +57,8 @@ fn gettimeofday(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn time(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (s, _) = um_os_linux::host::clock_gettime(libc::CLOCK_REALTIME).map_err(|_| Errno::EINVAL)?;
+    let (s, _) =
+        um_os_linux::host::clock_gettime(libc::CLOCK_REALTIME).map_err(|_| Errno::EINVAL)?;
     if a[0] != 0 {
         c.write_bytes(a[0], &s.to_le_bytes())?;
     }
