@@ -11,7 +11,7 @@ use std::any::Any;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, OnceLock, Weak};
 use um_kernel::vfs::{DirEntry, FileOps, Inode, Kstat, mode};
-use um_mm::VmFile;
+use um_mm::{PageCache, VmFile};
 use um_os_linux::host::{self, HostStat};
 use um_uapi::{Errno, SysResult};
 
@@ -42,6 +42,8 @@ fn kstat(s: &HostStat) -> Kstat {
 pub struct HostFs {
     /// Whether the mount is read-only (`ro`).
     pub readonly: bool,
+    /// The page cache, kept coherent with writes through file descriptors.
+    cache: Arc<PageCache>,
 }
 
 enum Kind {
@@ -66,10 +68,10 @@ pub struct HostInode {
 
 impl HostInode {
     /// The root inode of a hostfs at `path`.
-    pub fn new_root(path: &std::path::Path, readonly: bool) -> std::io::Result<Arc<HostInode>> {
+    pub fn new_root(path: &std::path::Path, readonly: bool, cache: Arc<PageCache>) -> std::io::Result<Arc<HostInode>> {
         let fd = host::open_root(path)?;
         let st = host::fstatat(fd.as_fd(), b"")?;
-        let fs = Arc::new(HostFs { readonly });
+        let fs = Arc::new(HostFs { readonly, cache });
         Ok(Arc::new_cyclic(|me| HostInode {
             fs,
             kind: Kind::Dir(fd),
@@ -239,7 +241,10 @@ impl FileOps for HostFile {
     }
 
     fn write(&self, data: &[u8], off: u64) -> SysResult<usize> {
-        host::pwrite(self.fd.as_fd(), data, off).map_err(host_errno)
+        let n = host::pwrite(self.fd.as_fd(), data, off).map_err(host_errno)?;
+        // Cached pages of this file are stale now (pages already mapped keep their frames).
+        self.inode.fs.cache.invalidate(Inode::id(&*self.inode));
+        Ok(n)
     }
 
     fn stat(&self) -> SysResult<Kstat> {

@@ -6,7 +6,7 @@
 //! out what the host can do. Callers above see safe functions and owned handles; each `unsafe`
 //! block here carries a `// SAFETY:` comment.
 //!
-//! Neighbours: `um-uapi` below; the arch crates, `mm` and `kernel` above.
+//! Neighbours: nothing of ours below (only libc); the arch crates, `mm` and `kernel` above.
 
 pub mod host;
 pub mod physmem;

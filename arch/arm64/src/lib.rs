@@ -8,6 +8,8 @@
 //!
 //! Neighbours: `um-os-linux` and `um-uapi` below; `um-kernel` above (through its `arch` facade).
 
+#![forbid(unsafe_code)]
+
 pub mod abi;
 pub mod regs;
 pub mod syscalls;

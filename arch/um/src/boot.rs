@@ -157,7 +157,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     });
 
     let root_path = c.rootflags.clone().ok_or("no root")?;
-    let root_inode = HostInode::new_root(&root_path, c.readonly)
+    let root_inode = HostInode::new_root(&root_path, c.readonly, kernel.page_cache.clone())
         .map_err(|e| format!("rootflags={}: {e}", root_path.display()))?;
     let root = Dentry::root(root_inode);
     log::info!(

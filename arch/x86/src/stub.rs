@@ -27,7 +27,7 @@ pub const OP_SIZE: usize = 64;
 pub const MAX_OPS: usize = (0x4000 - OPS) / OP_SIZE;
 
 /// Where the stub lives for a host with `va_bits` of user address space: 1/256 of the space
-/// below its top (256 GiB on a 47-bit host), clear of the host's randomized stack at exec time.
+/// below its top (512 GiB on a 47-bit host), clear of the host's randomized stack at exec time.
 pub fn stub_base(va_bits: u32) -> u64 {
     let top = 1u64 << va_bits;
     top - top / 256
