@@ -68,7 +68,11 @@ pub struct HostInode {
 
 impl HostInode {
     /// The root inode of a hostfs at `path`.
-    pub fn new_root(path: &std::path::Path, readonly: bool, cache: Arc<PageCache>) -> std::io::Result<Arc<HostInode>> {
+    pub fn new_root(
+        path: &std::path::Path,
+        readonly: bool,
+        cache: Arc<PageCache>,
+    ) -> std::io::Result<Arc<HostInode>> {
         let fd = host::open_root(path)?;
         let st = host::fstatat(fd.as_fd(), b"")?;
         let fs = Arc::new(HostFs { readonly, cache });

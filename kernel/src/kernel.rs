@@ -11,8 +11,8 @@ use um_os_linux::stub::StubImage;
 /// Which engine runs guest code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EngineKind {
-    /// ptrace with `PTRACE_SYSEMU`.
-    PtraceSysemu,
+    /// ptrace, syscalls intercepted as the mode says.
+    Ptrace(crate::engine::ptrace::Intercept),
 }
 
 /// `uname` strings.

@@ -24,9 +24,15 @@ use std::time::{Duration, Instant};
 
 /// The engine matrix: each gate runs once per entry, with these options on the command line.
 ///
-/// Extend as the engines land:
-/// `&["seccomp=on"]`, `&["seccomp=off", "nosysemu"]`, `&["seccomp=off", "nocancel"]`.
-pub const ENGINES: &[&[&str]] = &[&["seccomp=off"]];
+/// The seccomp engine (`&["seccomp=on"]`) joins when it lands.
+pub const ENGINES: &[&[&str]] = &[
+    // ptrace with PTRACE_SYSEMU
+    &["seccomp=off"],
+    // ptrace with PTRACE_SYSCALL, the call cancelled with -1
+    &["seccomp=off", "nosysemu"],
+    // ptrace with PTRACE_SYSCALL, getppid substituted for the call
+    &["seccomp=off", "nocancel"],
+];
 
 /// The line the kernel logs when init exits; the only kernel panic a gate accepts.
 pub const INIT_EXIT_PANIC: &str = "Kernel panic - not syncing: Attempted to kill init! exitcode=";

@@ -1,12 +1,13 @@
 //! Boot: from a parsed command line to a running init.
 
 use crate::cmdline::{Cmdline, ConChannel, SeccompMode};
+use native::host::ProbeMode;
 use std::sync::atomic::{AtomicI32, AtomicU32};
 use std::sync::{Arc, Mutex, OnceLock};
 use um_drivers::console::{Channel, Console};
 use um_fs::hostfs::HostInode;
 use um_kernel::arch::{self, native};
-use um_kernel::engine::ptrace::PtraceThread;
+use um_kernel::engine::ptrace::{Intercept, PtraceThread};
 use um_kernel::kernel::{EngineKind, Kernel, StubEnv, Uts};
 use um_kernel::printk;
 use um_kernel::run::{self, Exit};
@@ -67,10 +68,18 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
             "unavailable"
         }
     );
-    let sysemu = native::host::probe_sysemu().unwrap_or(false);
+    let works = |ok: bool| if ok { "works" } else { "unavailable" };
+    let sysemu = native::host::probe_intercept(ProbeMode::Sysemu).unwrap_or(false);
+    log::info!("host: PTRACE_SYSEMU {}", works(sysemu));
+    let cancel = native::host::probe_intercept(ProbeMode::Cancel).unwrap_or(false);
     log::info!(
-        "host: PTRACE_SYSEMU {}",
-        if sysemu { "works" } else { "unavailable" }
+        "host: PTRACE_SYSCALL with cancellation (-1) {}",
+        works(cancel)
+    );
+    let substitute = native::host::probe_intercept(ProbeMode::Substitute).unwrap_or(false);
+    log::info!(
+        "host: PTRACE_SYSCALL with substitution (getppid) {}",
+        works(substitute)
     );
 
     match c.seccomp {
@@ -82,17 +91,39 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         SeccompMode::Auto => log::info!("engine: seccomp engine not built yet, using ptrace"),
         SeccompMode::Off => {}
     }
-    if c.nosysemu {
+    let intercept = if c.nocancel {
+        if !substitute {
+            return Err(String::from(
+                "nocancel: this host cannot substitute syscalls under ptrace",
+            ));
+        }
+        Intercept::Substitute
+    } else if c.nosysemu {
+        if !cancel {
+            return Err(String::from(
+                "nosysemu: this host cannot cancel syscalls under ptrace; try nocancel",
+            ));
+        }
+        Intercept::Cancel
+    } else if sysemu {
+        Intercept::Sysemu
+    } else if cancel {
+        Intercept::Cancel
+    } else if substitute {
+        Intercept::Substitute
+    } else {
         return Err(String::from(
-            "nosysemu/nocancel: the PTRACE_SYSCALL fallbacks are not built yet",
+            "this host can neither emulate, cancel nor substitute syscalls under ptrace",
         ));
-    }
-    if !sysemu {
-        return Err(String::from(
-            "the host does not support PTRACE_SYSEMU, and the fallbacks are not built yet",
-        ));
-    }
-    log::info!("engine: ptrace (PTRACE_SYSEMU)");
+    };
+    log::info!(
+        "engine: ptrace ({})",
+        match intercept {
+            Intercept::Sysemu => "PTRACE_SYSEMU",
+            Intercept::Cancel => "PTRACE_SYSCALL, cancelling with -1",
+            Intercept::Substitute => "PTRACE_SYSCALL, substituting getppid",
+        }
+    );
 
     let granule = Granule::K4;
     if (granule.size() as usize) < host_page {
@@ -151,7 +182,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
             machine: native::abi::UTS_MACHINE.into(),
             domainname: "(none)".into(),
         },
-        engine: EngineKind::PtraceSysemu,
+        engine: EngineKind::Ptrace(intercept),
         hwcap: 0,
         exec_template: OnceLock::new(),
     });
@@ -222,7 +253,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     let handle = std::thread::Builder::new()
         .name("init".into())
         .spawn(move || -> Result<ExitStatus, String> {
-            let mut th = PtraceThread::new_process(&k)
+            let mut th = PtraceThread::new_process(&k, intercept)
                 .map_err(|e| format!("cannot start the init stub process: {e}"))?;
             let _ = k.exec_template.set(*th.template());
             log::info!("Run {init} as init process");

@@ -198,9 +198,20 @@ pub fn stub_batch(t: Stopped, base: u64, template: &Regs) -> io::Result<Stopped>
     run_to_trap(t)
 }
 
-/// Probes `PTRACE_SYSEMU`: a child's getppid() is answered by the tracer (with 4242) instead
-/// of the host. Returns Ok(false) when the host refuses the request.
-pub fn probe_sysemu() -> io::Result<bool> {
+/// A way of keeping a syscall from running on the host, to probe for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeMode {
+    /// `PTRACE_SYSEMU`.
+    Sysemu,
+    /// `PTRACE_SYSCALL`, number set to -1 at entry.
+    Cancel,
+    /// `PTRACE_SYSCALL`, number replaced by getppid at entry.
+    Substitute,
+}
+
+/// Probes one interception mode: a child's getppid() must return what the tracer says (4242)
+/// instead of what the host would. Ok(false) when the host refuses or the answer is wrong.
+pub fn probe_intercept(mode: ProbeMode) -> io::Result<bool> {
     // SAFETY: fork; the child makes only raw syscalls and exits.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -215,17 +226,21 @@ pub fn probe_sysemu() -> io::Result<bool> {
             libc::_exit(if r == 4242 { 0 } else { 1 });
         }
     }
+    let how = if mode == ProbeMode::Sysemu {
+        Resume::Sysemu
+    } else {
+        Resume::Syscall
+    };
     let result = (|| -> io::Result<bool> {
         let mut status = 0;
         // SAFETY: waitpid into a local.
         unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
         let t = ptrace::seize(pid, 0)?;
-        let t = match t.resume(Resume::Sysemu, 0) {
-            Ok(r) => r,
+        let mut ev = match t.resume(how, 0) {
+            Ok(r) => r.wait()?,
             Err(_) => return Ok(false),
         };
         // Skip stops until the syscall stop (the group-stop may be reported first).
-        let mut ev = t.wait()?;
         loop {
             match ev {
                 Event::Stopped(s) if s.stop() == Stop::Syscall => {
@@ -233,15 +248,29 @@ pub fn probe_sysemu() -> io::Result<bool> {
                     if r.syscall_nr() != libc::SYS_getppid as u64 {
                         return Ok(false);
                     }
+                    let s = if mode == ProbeMode::Sysemu {
+                        s
+                    } else {
+                        r.set_syscall_nr(if mode == ProbeMode::Cancel {
+                            u64::MAX
+                        } else {
+                            libc::SYS_getppid as u64
+                        });
+                        set_regs(&s, &r)?;
+                        match s.resume(Resume::Syscall, 0)?.wait()? {
+                            Event::Stopped(e) if e.stop() == Stop::Syscall => e,
+                            _ => return Ok(false),
+                        }
+                    };
+                    let mut r = get_regs(&s)?;
                     r.set_return(4242);
                     set_regs(&s, &r)?;
-                    let run = s.resume(Resume::Cont, 0)?;
-                    return match run.wait()? {
+                    return match s.resume(Resume::Cont, 0)?.wait()? {
                         Event::Exited(0) => Ok(true),
                         _ => Ok(false),
                     };
                 }
-                Event::Stopped(s) => ev = s.resume(Resume::Sysemu, 0)?.wait()?,
+                Event::Stopped(s) => ev = s.resume(how, 0)?.wait()?,
                 _ => return Ok(false),
             }
         }
@@ -271,7 +300,9 @@ mod tests {
     }
 
     #[test]
-    fn sysemu_probe_answers() {
-        assert!(probe_sysemu().unwrap());
+    fn every_interception_mode_answers_here() {
+        for m in [ProbeMode::Sysemu, ProbeMode::Cancel, ProbeMode::Substitute] {
+            assert!(probe_intercept(m).unwrap(), "{m:?}");
+        }
     }
 }

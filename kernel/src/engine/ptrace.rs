@@ -1,6 +1,11 @@
 //! The ptrace engine: `PTRACE_SYSEMU` stops at every guest syscall without running it on the
 //! host; page faults arrive as SIGSEGV signal-delivery-stops, which are suppressed.
 //!
+//! Hosts without `PTRACE_SYSEMU` (arm64 before Linux 5.3), and `nosysemu`/`nocancel` anywhere,
+//! use `PTRACE_SYSCALL`: at the entry stop the call is neutralised, by setting its number to -1
+//! ([`Intercept::Cancel`]) or, where a host seccomp filter kills on -1 (Android app sandboxes),
+//! to getppid ([`Intercept::Substitute`]); the kernel's result is written at the exit stop.
+//!
 //! Host mapping changes are made by the stub itself: the engine writes them as a batch of
 //! syscalls to the stub's data area and points the stub at its batch runner
 //! (`PTRACE_CONT` until its `int3`), then restores the guest registers. The same data area and
@@ -23,6 +28,18 @@ fn nr(name: &str) -> u64 {
         .unwrap_or(u64::MAX)
 }
 
+/// How guest syscalls are kept from running on the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Intercept {
+    /// `PTRACE_SYSEMU`: the host never runs the call.
+    Sysemu,
+    /// `PTRACE_SYSCALL`, number set to -1 at the entry stop (the host returns ENOSYS).
+    Cancel,
+    /// `PTRACE_SYSCALL`, number replaced by getppid at the entry stop (harmless, and allowed by
+    /// any sandbox filter).
+    Substitute,
+}
+
 /// One guest thread under ptrace, with its stub process.
 pub struct PtraceThread {
     /// The stub thread, stopped (None only while a switch is in progress or after death).
@@ -34,6 +51,7 @@ pub struct PtraceThread {
     base: u64,
     data: SharedPages,
     pid: libc::pid_t,
+    intercept: Intercept,
 }
 
 fn prot_bits(p: Prot) -> u64 {
@@ -53,7 +71,7 @@ fn prot_bits(p: Prot) -> u64 {
 impl PtraceThread {
     /// Starts a fresh stub process and makes it ready: its data area mapped, everything the
     /// host put in it (stack, vDSO) unmapped. Must run on the host thread that will serve it.
-    pub fn new_process(k: &Kernel) -> io::Result<PtraceThread> {
+    pub fn new_process(k: &Kernel, intercept: Intercept) -> io::Result<PtraceThread> {
         let data = SharedPages::new(layout::DATA_SIZE as usize)?;
         let pid = um_os_linux::stub::spawn(&k.stub.image, &[k.phys.fd(), data.fd()])?;
         let t = match ptrace::seize(pid, 0) {
@@ -72,6 +90,7 @@ impl PtraceThread {
             base,
             data,
             pid,
+            intercept,
         };
         let top = 1u64 << k.stub.va_bits;
         let page = um_os_linux::probe::page_size() as u64;
@@ -202,14 +221,52 @@ impl PtraceThread {
         }
         let t = self.take()?;
         arch::set_regs(&t, &self.regs)?;
-        let mut running = t.resume(Resume::Sysemu, 0)?;
+        let how = if self.intercept == Intercept::Sysemu {
+            Resume::Sysemu
+        } else {
+            Resume::Syscall
+        };
+        let mut running = t.resume(how, 0)?;
         loop {
             match running.wait()? {
                 ptrace::Event::Stopped(s) => match s.stop() {
-                    Stop::Syscall => {
+                    Stop::Syscall if self.intercept == Intercept::Sysemu => {
                         self.regs = arch::get_regs(&s)?;
                         self.stopped = Some(s);
                         return Ok(Event::Syscall);
+                    }
+                    Stop::Syscall => {
+                        // Entry stop: keep the guest's registers, neutralise the call, and run
+                        // to the exit stop, where the kernel's result will be written.
+                        let regs = arch::get_regs(&s)?;
+                        let mut neutral = regs;
+                        neutral.set_syscall_nr(match self.intercept {
+                            Intercept::Substitute => nr("getppid"),
+                            _ => u64::MAX,
+                        });
+                        arch::set_regs(&s, &neutral)?;
+                        let exit = s.resume(Resume::Syscall, 0)?.wait()?;
+                        match exit {
+                            ptrace::Event::Stopped(e) if e.stop() == Stop::Syscall => {
+                                self.regs = regs;
+                                self.stopped = Some(e);
+                                return Ok(Event::Syscall);
+                            }
+                            ptrace::Event::Stopped(e) => {
+                                return Err(io::Error::other(format!(
+                                    "no syscall-exit stop: {:?}",
+                                    e.stop()
+                                )));
+                            }
+                            ptrace::Event::Exited(c) => {
+                                return Err(io::Error::other(format!("stub exited ({c})")));
+                            }
+                            ptrace::Event::Killed(sig) => {
+                                return Err(io::Error::other(format!(
+                                    "stub killed by signal {sig}"
+                                )));
+                            }
+                        }
                     }
                     Stop::Signal(sig) => {
                         let si = s.get_siginfo()?;
@@ -238,11 +295,11 @@ impl PtraceThread {
                             }
                             // Asynchronous host signals to the stub (none are expected: the
                             // stub is in its own session) are dropped.
-                            _ => running = s.resume(Resume::Sysemu, 0)?,
+                            _ => running = s.resume(how, 0)?,
                         }
                     }
                     // Group-stop or PTRACE_INTERRUPT: just carry on.
-                    Stop::Event(_, _) => running = s.resume(Resume::Sysemu, 0)?,
+                    Stop::Event(_, _) => running = s.resume(how, 0)?,
                 },
                 ptrace::Event::Exited(c) => {
                     return Err(io::Error::other(format!("stub exited ({c})")));
