@@ -5,6 +5,7 @@
 use std::os::fd::{BorrowedFd, RawFd};
 use std::sync::Mutex;
 use um_kernel::vfs::{FileOps, GuestMem, Kstat, mode};
+use um_kernel::wait::{IoCtx, PollTable};
 use um_uapi::abi::pod::Pod;
 use um_uapi::abi::tty::{Termios, Winsize};
 use um_uapi::{Errno, SysResult};
@@ -54,7 +55,7 @@ impl Console {
 }
 
 impl FileOps for Console {
-    fn read(&self, buf: &mut [u8], _off: u64) -> SysResult<usize> {
+    fn read(&self, _io: &IoCtx<'_>, buf: &mut [u8], _off: u64) -> SysResult<usize> {
         match Self::fd(self.input) {
             None => Ok(0),
             Some(fd) => um_os_linux::host::read(fd, buf)
@@ -62,7 +63,7 @@ impl FileOps for Console {
         }
     }
 
-    fn write(&self, data: &[u8], _off: u64) -> SysResult<usize> {
+    fn write(&self, _io: &IoCtx<'_>, data: &[u8], _off: u64) -> SysResult<usize> {
         if let Some(fd) = Self::fd(self.output) {
             um_os_linux::host::write_all(fd, data)
                 .map_err(|e| e.raw_os_error().and_then(Errno::new).unwrap_or(Errno::EIO))?;
@@ -74,7 +75,7 @@ impl FileOps for Console {
         true
     }
 
-    fn poll(&self, events: u16) -> u16 {
+    fn poll(&self, events: u16, _pt: Option<&PollTable<'_>>) -> u16 {
         let mut r = events & 0x4; // POLLOUT: the host output never blocks for long
         if events & 0x1 != 0 {
             match Self::fd(self.input) {
@@ -100,7 +101,7 @@ impl FileOps for Console {
         })
     }
 
-    fn ioctl(&self, cmd: u32, arg: u64, mem: &mut dyn GuestMem) -> SysResult<u64> {
+    fn ioctl(&self, _io: &IoCtx<'_>, cmd: u32, arg: u64, mem: &mut dyn GuestMem) -> SysResult<u64> {
         match cmd {
             TCGETS => {
                 let t = *um_kernel::task::lock(&self.termios);

@@ -8,6 +8,7 @@ use um_kernel::arch::{self, Regs};
 use um_kernel::kernel::Kernel;
 use um_kernel::task::{SigAction, Task, lock};
 use um_kernel::vfs::{Dentry, FileOps, mode};
+use um_kernel::wait::IoCtx;
 use um_mm::{Mm, VmFile};
 use um_uapi::{Errno, SysResult};
 
@@ -18,11 +19,19 @@ const MAX_SCRIPT_DEPTH: u32 = 4;
 struct Exe {
     ops: Box<dyn FileOps>,
     vm: Arc<dyn VmFile>,
+    task: Arc<Task>,
 }
 
 impl ExecSource for Exe {
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
-        self.ops.read(buf, off)
+        self.ops.read(
+            &IoCtx {
+                task: &self.task,
+                nonblock: false,
+            },
+            buf,
+            off,
+        )
     }
     fn vm_file(&self) -> Arc<dyn VmFile> {
         self.vm.clone()
@@ -30,14 +39,24 @@ impl ExecSource for Exe {
 }
 
 /// `open_exec()`: a regular file with some execute bit.
-fn open_exec(d: &Arc<Dentry>) -> SysResult<Exe> {
+fn open_exec(d: &Arc<Dentry>, task: &Arc<Task>) -> SysResult<Exe> {
     let st = d.inode.stat()?;
     if st.mode & mode::S_IFMT != mode::S_IFREG || st.mode & 0o111 == 0 {
         return Err(Errno::EACCES);
     }
-    let ops = d.inode.open(0)?;
+    let ops = d.inode.open(
+        &IoCtx {
+            task,
+            nonblock: false,
+        },
+        0,
+    )?;
     let vm = ops.vm_file().ok_or(Errno::EACCES)?;
-    Ok(Exe { ops, vm })
+    Ok(Exe {
+        ops,
+        vm,
+        task: task.clone(),
+    })
 }
 
 /// Parses a `#!` line: interpreter and optional single argument (fs/binfmt_script.c).
@@ -94,7 +113,7 @@ pub fn do_execve(
     let mut depth = 0;
     let (dentry, exe) = loop {
         let d = namei::walk(&fs, &fs.cwd, &path, Last::Follow)?;
-        let exe = open_exec(&d)?;
+        let exe = open_exec(&d, task)?;
         let mut head = [0u8; 256];
         let n = exe.read_at(0, &mut head)?;
         match parse_shebang(&head[..n]) {
@@ -142,7 +161,7 @@ pub fn do_execve(
     };
     let mut open_interp = |p: &[u8]| -> Result<Box<dyn ExecSource>, Errno> {
         let d = namei::walk(&fs, &fs.cwd, p, Last::Follow)?;
-        Ok(Box::new(open_exec(&d)?))
+        Ok(Box::new(open_exec(&d, task)?))
     };
     let img = binfmt_elf::load_elf(&mut mm, &exe, &mut open_interp, &params)?;
     // Point of no return: switch the process over.
@@ -150,7 +169,7 @@ pub fn do_execve(
     *lock(&p.mm) = Arc::new(Mutex::new(mm));
     p.exec_unmap
         .store(true, std::sync::atomic::Ordering::Release);
-    lock(&p.files).close_on_exec();
+    lock(&p.files()).close_on_exec();
     {
         // Caught signals reset to default on exec; ignored ones stay ignored (fs/exec.c).
         let mut acts = lock(&p.sigactions);

@@ -11,6 +11,7 @@ use std::any::Any;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, OnceLock, Weak};
 use um_kernel::vfs::{DirEntry, FileOps, Inode, Kstat, mode};
+use um_kernel::wait::IoCtx;
 use um_mm::{PageCache, VmFile};
 use um_os_linux::host::{self, HostStat};
 use um_uapi::{Errno, SysResult};
@@ -159,7 +160,7 @@ impl Inode for HostInode {
         }
     }
 
-    fn open(&self, flags: u32) -> SysResult<Box<dyn FileOps>> {
+    fn open(&self, _io: &IoCtx<'_>, flags: u32) -> SysResult<Box<dyn FileOps>> {
         let st = self.host_stat()?;
         let acc = (flags & 3) as i32;
         match st.mode & mode::S_IFMT {
@@ -240,11 +241,11 @@ struct HostFile {
 }
 
 impl FileOps for HostFile {
-    fn read(&self, buf: &mut [u8], off: u64) -> SysResult<usize> {
+    fn read(&self, _io: &IoCtx<'_>, buf: &mut [u8], off: u64) -> SysResult<usize> {
         host::pread(self.fd.as_fd(), buf, off).map_err(host_errno)
     }
 
-    fn write(&self, data: &[u8], off: u64) -> SysResult<usize> {
+    fn write(&self, _io: &IoCtx<'_>, data: &[u8], off: u64) -> SysResult<usize> {
         let n = host::pwrite(self.fd.as_fd(), data, off).map_err(host_errno)?;
         // Cached pages of this file are stale now (pages already mapped keep their frames).
         self.inode.fs.cache.invalidate(Inode::id(&*self.inode));

@@ -88,6 +88,16 @@ fn walk_inner(
             next = m;
         }
         let follow = !is_last || last == Last::Follow || trailing_slash;
+        if follow {
+            if let Some(target) = next.inode.magic_link() {
+                *links += 1;
+                if *links > MAXSYMLINKS {
+                    return Err(Errno::ELOOP);
+                }
+                cur = target;
+                continue;
+            }
+        }
         if follow && is_symlink(&next)? {
             *links += 1;
             if *links > MAXSYMLINKS {

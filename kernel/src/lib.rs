@@ -15,9 +15,11 @@ pub mod engine;
 pub mod kernel;
 pub mod printk;
 pub mod run;
+pub mod signal;
 pub mod sys;
 pub mod syscall;
 pub mod task;
 pub mod vfs;
+pub mod wait;
 
 pub use um_uapi as uapi;

@@ -5,10 +5,12 @@
 //! guest thread. Shared process state (address space, descriptors, cwd, credentials, signal
 //! actions) sits behind fine-grained locks in [`Process`].
 
+use crate::signal::SigQueue;
 use crate::vfs::{Dentry, FdTable};
+use crate::wait::{WaitQueue, Waker};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use um_mm::Mm;
 
 /// Locks a mutex, recovering from poisoning: a panicking kernel thread is a bug that has been
@@ -69,24 +71,134 @@ impl ExitStatus {
 /// Resource limits (RLIMIT_*), soft and hard.
 pub type Rlimits = [(u64, u64); 16];
 
+/// Job-control state of a process (Linux `signal_struct` stop flags).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum JobState {
+    #[default]
+    Running,
+    /// Stopped by this signal; `reported` once the parent's wait saw it (WUNTRACED).
+    Stopped { sig: u32, reported: bool },
+    /// Continued, not yet reported to a WCONTINUED wait.
+    Continued,
+}
+
 /// A thread group.
 pub struct Process {
     pub pid: u32,
     pub ppid: AtomicU32,
+    pub pgid: AtomicU32,
+    pub sid: AtomicU32,
+    pub parent: Mutex<Weak<Process>>,
+    pub children: Mutex<Vec<Arc<Process>>>,
+    pub threads: Mutex<Vec<Weak<Task>>>,
     pub mm: Mutex<Arc<Mutex<Mm>>>,
-    pub files: Mutex<FdTable>,
+    pub files: Mutex<Arc<Mutex<FdTable>>>,
     pub fs: Mutex<FsContext>,
     pub creds: Mutex<Creds>,
     pub sigactions: Mutex<[SigAction; 64]>,
+    pub shared_pending: Mutex<SigQueue>,
     pub rlimits: Mutex<Rlimits>,
     pub comm: Mutex<Vec<u8>>,
     pub exe: Mutex<Option<Arc<Dentry>>>,
+    /// Set once the whole group has exited (a zombie until reaped).
     pub exit: Mutex<Option<ExitStatus>>,
+    /// Job control.
+    pub job: Mutex<JobState>,
+    /// Woken when this process's children change state (wait4), and when it is continued.
+    pub child_wait: WaitQueue,
+    /// Signal sent to the parent when this process ends (SIGCHLD, or clone's exit signal).
+    pub exit_signal: AtomicU32,
     /// Arguments and environment ranges in guest memory, for /proc/PID/cmdline and environ.
     pub arg_range: Mutex<(u64, u64, u64, u64)>,
     /// Set by exec: the stub still holds the old program's mappings; the run loop removes
     /// them before the new program runs.
     pub exec_unmap: std::sync::atomic::AtomicBool,
+    /// When the process started, for /proc and times.
+    pub start: std::time::Instant,
+}
+
+impl Process {
+    /// A new process with the given identity and resources; `parent` None only for init.
+    pub fn new(
+        pid: u32,
+        parent: Option<&Arc<Process>>,
+        mm: Arc<Mutex<Mm>>,
+        files: Arc<Mutex<FdTable>>,
+        fs: FsContext,
+    ) -> Process {
+        let (ppid, pgid, sid, creds, acts, rl, comm) = match parent {
+            Some(p) => (
+                p.pid,
+                p.pgid.load(Ordering::Relaxed),
+                p.sid.load(Ordering::Relaxed),
+                *lock(&p.creds),
+                *lock(&p.sigactions),
+                *lock(&p.rlimits),
+                lock(&p.comm).clone(),
+            ),
+            None => (
+                0,
+                pid,
+                pid,
+                Creds::default(),
+                [SigAction::default(); 64],
+                default_rlimits(),
+                b"init".to_vec(),
+            ),
+        };
+        Process {
+            pid,
+            ppid: AtomicU32::new(ppid),
+            pgid: AtomicU32::new(pgid),
+            sid: AtomicU32::new(sid),
+            parent: Mutex::new(parent.map(Arc::downgrade).unwrap_or_default()),
+            children: Mutex::new(Vec::new()),
+            threads: Mutex::new(Vec::new()),
+            mm: Mutex::new(mm),
+            files: Mutex::new(files),
+            fs: Mutex::new(fs),
+            creds: Mutex::new(creds),
+            sigactions: Mutex::new(acts),
+            shared_pending: Mutex::new(SigQueue::default()),
+            rlimits: Mutex::new(rl),
+            comm: Mutex::new(comm),
+            exe: Mutex::new(None),
+            exit: Mutex::new(None),
+            job: Mutex::new(JobState::Running),
+            child_wait: WaitQueue::new(),
+            exit_signal: AtomicU32::new(17),
+            arg_range: Mutex::new((0, 0, 0, 0)),
+            exec_unmap: Default::default(),
+            start: std::time::Instant::now(),
+        }
+    }
+
+    /// The threads that have not exited.
+    pub fn live_threads(&self, _k: &crate::kernel::Kernel) -> Vec<Arc<Task>> {
+        lock(&self.threads)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|t| !t.exited.load(Ordering::Acquire))
+            .collect()
+    }
+
+    /// Leaves a job-control stop (SIGCONT or SIGKILL): wakes the stopped threads.
+    pub fn resume_from_stop(&self) {
+        let mut j = lock(&self.job);
+        if let JobState::Stopped { .. } = *j {
+            *j = JobState::Continued;
+            drop(j);
+            self.child_wait.wake_all();
+            for t in lock(&self.threads).iter().filter_map(Weak::upgrade) {
+                t.waker.wake();
+            }
+        }
+    }
+
+    /// The descriptor table (shared between threads, and with CLONE_FILES children).
+    pub fn files(&self) -> Arc<Mutex<FdTable>> {
+        lock(&self.files).clone()
+    }
 }
 
 /// A guest thread.
@@ -94,12 +206,49 @@ pub struct Task {
     pub tid: u32,
     pub process: Arc<Process>,
     pub sigmask: Mutex<u64>,
+    /// Signals pending for this thread only.
+    pub pending: Mutex<SigQueue>,
+    /// The mask to restore after a sigsuspend-style call once a handler ran.
+    pub saved_mask: Mutex<Option<u64>>,
+    /// sigaltstack: (sp, size, flags).
+    pub altstack: Mutex<(u64, u64, i32)>,
     pub clear_child_tid: Mutex<u64>,
-    /// Host thread id of the stub thread that runs this guest thread (0 until it exists).
+    /// robust_list head and length.
+    pub robust_list: Mutex<(u64, u64)>,
+    /// What the thread sleeps on in the kernel.
+    pub waker: Arc<Waker>,
+    /// Host process and thread id of the stub thread that runs this guest thread (0 until
+    /// they exist), for interrupting it.
+    pub host_pid: AtomicI32,
     pub host_tid: AtomicI32,
+    /// Whether the thread is (about to be) running guest code, so a kick must interrupt it.
+    pub in_guest: AtomicBool,
+    /// Set when the thread has exited.
+    pub exited: AtomicBool,
 }
 
 impl Task {
+    /// A new thread of `process` with signal mask `sigmask`.
+    pub fn new(tid: u32, process: Arc<Process>, sigmask: u64) -> Arc<Task> {
+        let t = Arc::new(Task {
+            tid,
+            process,
+            sigmask: Mutex::new(sigmask),
+            pending: Mutex::new(SigQueue::default()),
+            saved_mask: Mutex::new(None),
+            altstack: Mutex::new((0, 0, 2)),
+            clear_child_tid: Mutex::new(0),
+            robust_list: Mutex::new((0, 0)),
+            waker: Arc::new(Waker::default()),
+            host_pid: AtomicI32::new(0),
+            host_tid: AtomicI32::new(0),
+            in_guest: AtomicBool::new(false),
+            exited: AtomicBool::new(false),
+        });
+        lock(&t.process.threads).push(Arc::downgrade(&t));
+        t
+    }
+
     /// The address space this thread runs in.
     pub fn mm(&self) -> Arc<Mutex<Mm>> {
         lock(&self.process.mm).clone()
@@ -153,5 +302,24 @@ impl TaskTable {
     /// Snapshot of all tasks.
     pub fn all(&self) -> Vec<Arc<Task>> {
         lock(&self.tasks).values().cloned().collect()
+    }
+
+    /// Snapshot of all processes (each once, by its pid).
+    pub fn processes(&self) -> Vec<Arc<Process>> {
+        let mut v: Vec<Arc<Process>> = Vec::new();
+        for t in lock(&self.tasks).values() {
+            if !v.iter().any(|p| Arc::ptr_eq(p, &t.process)) {
+                v.push(t.process.clone());
+            }
+        }
+        v
+    }
+
+    /// The process with id `pid`.
+    pub fn process(&self, pid: u32) -> Option<Arc<Process>> {
+        lock(&self.tasks)
+            .values()
+            .find(|t| t.process.pid == pid)
+            .map(|t| t.process.clone())
     }
 }

@@ -5,6 +5,7 @@
 //! and the file syscalls live in `um-fs`. The kernel itself only stores these objects in
 //! processes (cwd, root, descriptors).
 
+use crate::wait::{IoCtx, PollTable};
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -97,8 +98,15 @@ pub trait Inode: Send + Sync + Any {
     fn readlink(&self) -> SysResult<Vec<u8>> {
         Err(Errno::EINVAL)
     }
-    /// Opens the inode; `flags` are the open(2) flags.
-    fn open(&self, flags: u32) -> SysResult<Box<dyn FileOps>>;
+    /// Opens the inode; `flags` are the open(2) flags. `io` lets an open block (a FIFO waits
+    /// for its other end).
+    fn open(&self, io: &IoCtx<'_>, flags: u32) -> SysResult<Box<dyn FileOps>>;
+    /// A "magic link" (`/proc/PID/root`, `/proc/PID/cwd`, `/proc/PID/fd/N`): following it
+    /// jumps straight to this dentry instead of walking the text `readlink` gives. The path
+    /// walk must use it, so such a link can never lead outside the guest's root.
+    fn magic_link(&self) -> Option<Arc<Dentry>> {
+        None
+    }
     /// A stable identity within its file system, used to tell inodes apart.
     fn id(&self) -> u64;
     /// Upcast for file systems that need their own type back.
@@ -161,12 +169,12 @@ impl Dentry {
 /// What an open file can do. Offsets are explicit: the kernel keeps the file position in
 /// [`OpenFile`] and passes it in, so positional and streaming I/O share one interface.
 pub trait FileOps: Send + Sync {
-    /// Reads at `off` (ignored by streams).
-    fn read(&self, _buf: &mut [u8], _off: u64) -> SysResult<usize> {
+    /// Reads at `off` (ignored by streams). A read that must wait blocks through `io`.
+    fn read(&self, _io: &IoCtx<'_>, _buf: &mut [u8], _off: u64) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
     /// Writes at `off` (ignored by streams).
-    fn write(&self, _data: &[u8], _off: u64) -> SysResult<usize> {
+    fn write(&self, _io: &IoCtx<'_>, _data: &[u8], _off: u64) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
     /// Whether this is a stream (console, pipe, socket): no positions, `lseek` is `ESPIPE`.
@@ -185,12 +193,20 @@ pub trait FileOps: Send + Sync {
     }
     /// A device or file specific control. `arg` is the raw guest argument; the driver copies
     /// through `mem`.
-    fn ioctl(&self, _cmd: u32, _arg: u64, _mem: &mut dyn GuestMem) -> SysResult<u64> {
+    fn ioctl(
+        &self,
+        _io: &IoCtx<'_>,
+        _cmd: u32,
+        _arg: u64,
+        _mem: &mut dyn GuestMem,
+    ) -> SysResult<u64> {
         Err(Errno::ENOTTY)
     }
     /// Readiness right now: the subset of `events` (POLLIN 0x1, POLLOUT 0x4, ...) that would
-    /// not block, plus POLLERR/POLLHUP. Regular files are always ready.
-    fn poll(&self, events: u16) -> u16 {
+    /// not block, plus POLLERR/POLLHUP. With a poll table, the file also registers the poller
+    /// on the wait queues that will be woken when readiness changes. Regular files are always
+    /// ready.
+    fn poll(&self, events: u16, _pt: Option<&PollTable<'_>>) -> u16 {
         events & (0x1 | 0x4 | 0x40 | 0x100)
     }
     /// The mappable file behind this open file, for `mmap`.

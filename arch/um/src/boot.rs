@@ -2,7 +2,6 @@
 
 use crate::cmdline::{Cmdline, ConChannel, SeccompMode};
 use native::host::ProbeMode;
-use std::sync::atomic::{AtomicI32, AtomicU32};
 use std::sync::{Arc, Mutex, OnceLock};
 use um_drivers::console::{Channel, Console};
 use um_fs::hostfs::HostInode;
@@ -12,9 +11,7 @@ use um_kernel::kernel::{EngineKind, Kernel, StubEnv, Uts};
 use um_kernel::printk;
 use um_kernel::run::{self, Exit};
 use um_kernel::syscall::SyscallTable;
-use um_kernel::task::{
-    Creds, ExitStatus, FsContext, Process, SigAction, Task, default_rlimits, lock,
-};
+use um_kernel::task::{ExitStatus, FsContext, Process, Task, lock};
 use um_kernel::vfs::{Dentry, FdTable, OpenFile};
 use um_mm::{FrameAllocator, Granule, Layout, Mm, PageCache};
 use um_os_linux::physmem::PhysMem;
@@ -213,36 +210,18 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     }
 
     let pid = kernel.tasks.alloc_pid();
-    let process = Arc::new(Process {
-        pid,
-        ppid: AtomicU32::new(0),
-        mm: Mutex::new(Arc::new(Mutex::new(Mm::new(
-            kernel.frames.clone(),
-            kernel.page_cache.clone(),
-            layout,
-        )))),
-        files: Mutex::new(files),
-        fs: Mutex::new(FsContext {
-            root: root.clone(),
-            cwd: root,
-            umask: 0o022,
-        }),
-        creds: Mutex::new(Creds::default()),
-        sigactions: Mutex::new([SigAction::default(); 64]),
-        rlimits: Mutex::new(default_rlimits()),
-        comm: Mutex::new(b"swapper".to_vec()),
-        exe: Mutex::new(None),
-        exit: Mutex::new(None),
-        arg_range: Mutex::new((0, 0, 0, 0)),
-        exec_unmap: Default::default(),
-    });
-    let task = Arc::new(Task {
-        tid: pid,
-        process,
-        sigmask: Mutex::new(0),
-        clear_child_tid: Mutex::new(0),
-        host_tid: AtomicI32::new(0),
-    });
+    let mm = Arc::new(Mutex::new(Mm::new(
+        kernel.frames.clone(),
+        kernel.page_cache.clone(),
+        layout,
+    )));
+    let fs = FsContext {
+        root: root.clone(),
+        cwd: root,
+        umask: 0o022,
+    };
+    let process = Arc::new(Process::new(pid, None, mm, Arc::new(Mutex::new(files)), fs));
+    let task = Task::new(pid, process, 0);
     kernel.tasks.insert(task.clone());
 
     let mut argv = vec![c.init.clone().into_bytes()];

@@ -16,7 +16,8 @@ const O_CLOEXEC: u64 = 0o2000000;
 const SETFL_MASK: u32 = 0o2000 | 0o4000 | 0o20000 | 0o1000000;
 
 fn dup(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let mut files = lock(&c.task.process.files);
+    let table = c.task.process.files();
+    let mut files = lock(&table);
     let f = files.get(a[0])?;
     Ok(files.install(f, false, 0)? as u64)
 }
@@ -26,7 +27,8 @@ fn dup3(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let newfd = u32::try_from(a[1]).map_err(|_| Errno::EBADF)?;
-    let mut files = lock(&c.task.process.files);
+    let table = c.task.process.files();
+    let mut files = lock(&table);
     let f = files.get(a[0])?;
     files.install_at(newfd, f, a[2] & O_CLOEXEC != 0)?;
     Ok(newfd as u64)
@@ -34,14 +36,15 @@ fn dup3(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 fn dup2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if a[0] == a[1] {
-        lock(&c.task.process.files).get(a[0])?;
+        lock(&c.task.process.files()).get(a[0])?;
         return Ok(a[1]);
     }
     dup3(c, [a[0], a[1], 0, 0, 0, 0])
 }
 
 fn fcntl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let mut files = lock(&c.task.process.files);
+    let table = c.task.process.files();
+    let mut files = lock(&table);
     match a[1] {
         F_DUPFD | F_DUPFD_CLOEXEC => {
             let f = files.get(a[0])?;

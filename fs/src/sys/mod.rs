@@ -32,7 +32,7 @@ pub fn start_dir(c: &SyscallCtx<'_>, dirfd: u64) -> SysResult<Arc<Dentry>> {
     if dirfd as i32 == AT_FDCWD {
         return Ok(lock(&c.task.process.fs).cwd.clone());
     }
-    let f = lock(&c.task.process.files).get(dirfd as i32 as i64 as u64 & 0xffff_ffff)?;
+    let f = lock(&c.task.process.files()).get(dirfd as i32 as i64 as u64 & 0xffff_ffff)?;
     f.dentry.clone().ok_or(Errno::ENOTDIR)
 }
 
@@ -46,7 +46,7 @@ pub fn resolve_at(c: &SyscallCtx<'_>, dirfd: u64, path_addr: u64, flags: u64) ->
         if dirfd as i32 == AT_FDCWD {
             return Ok(Target::Dentry(lock(&c.task.process.fs).cwd.clone()));
         }
-        let f = lock(&c.task.process.files).get(dirfd & 0xffff_ffff)?;
+        let f = lock(&c.task.process.files()).get(dirfd & 0xffff_ffff)?;
         return Ok(match &f.dentry {
             Some(d) => Target::Dentry(d.clone()),
             None => Target::File(f),

@@ -7,6 +7,7 @@ use um_kernel::arch::native::abi::OPEN_FLAGS_ARCH as ARCH;
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
 use um_kernel::vfs::{FileOps, Kstat, OpenFile, mode};
+use um_kernel::wait::IoCtx;
 use um_uapi::abi::fcntl::OpenFlags;
 use um_uapi::{Errno, SysResult};
 
@@ -16,10 +17,10 @@ struct PathOnly {
 }
 
 impl FileOps for PathOnly {
-    fn read(&self, _: &mut [u8], _: u64) -> SysResult<usize> {
+    fn read(&self, _: &IoCtx<'_>, _: &mut [u8], _: u64) -> SysResult<usize> {
         Err(Errno::EBADF)
     }
-    fn write(&self, _: &[u8], _: u64) -> SysResult<usize> {
+    fn write(&self, _: &IoCtx<'_>, _: &[u8], _: u64) -> SysResult<usize> {
         Err(Errno::EBADF)
     }
     fn stat(&self) -> SysResult<Kstat> {
@@ -73,10 +74,16 @@ fn do_openat(
         if fmt == mode::S_IFDIR && flags & 3 != 0 {
             return Err(Errno::EISDIR);
         }
-        let ops = d.inode.open(flags)?;
+        let ops = d.inode.open(
+            &IoCtx {
+                task: c.task,
+                nonblock: flags & 0o4000 != 0,
+            },
+            flags,
+        )?;
         OpenFile::new(ops, flags, Some(d))
     };
-    let fd = lock(&c.task.process.files).install(file, cloexec, 0)?;
+    let fd = lock(&c.task.process.files()).install(file, cloexec, 0)?;
     Ok(fd as u64)
 }
 
@@ -89,7 +96,7 @@ fn open(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn close(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    lock(&c.task.process.files).remove(a[0])?;
+    lock(&c.task.process.files()).remove(a[0])?;
     Ok(0)
 }
 
@@ -115,7 +122,7 @@ fn chdir(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn fchdir(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let f = lock(&c.task.process.files).get(a[0])?;
+    let f = lock(&c.task.process.files()).get(a[0])?;
     let d = f.dentry.clone().ok_or(Errno::ENOTDIR)?;
     if d.inode.stat()?.mode & mode::S_IFMT != mode::S_IFDIR {
         return Err(Errno::ENOTDIR);

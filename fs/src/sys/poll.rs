@@ -19,7 +19,8 @@ fn do_poll(c: &mut SyscallCtx<'_>, fds: u64, nfds: u64, timeout: Option<Duration
     loop {
         let mut ready = 0u64;
         {
-            let files = lock(&c.task.process.files);
+            let table = c.task.process.files();
+            let files = lock(&table);
             for i in 0..nfds as usize {
                 let e = &mut buf[i * 8..i * 8 + 8];
                 let fd = i32::from_le_bytes([e[0], e[1], e[2], e[3]]);
@@ -28,7 +29,7 @@ fn do_poll(c: &mut SyscallCtx<'_>, fds: u64, nfds: u64, timeout: Option<Duration
                     0
                 } else {
                     match files.get(fd as u64) {
-                        Ok(f) => f.ops.poll(events | 0x8 | 0x10),
+                        Ok(f) => f.ops.poll(events | 0x8 | 0x10, None),
                         Err(_) => POLLNVAL,
                     }
                 };

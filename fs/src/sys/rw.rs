@@ -5,6 +5,7 @@ use std::sync::Arc;
 use um_kernel::syscall::{SyscallCtx, SyscallTable, lock_mm};
 use um_kernel::task::lock;
 use um_kernel::vfs::{GuestMem, OpenFile};
+use um_kernel::wait::IoCtx;
 use um_mm::Mm;
 use um_uapi::abi::fcntl::LinuxDirent64;
 use um_uapi::{Errno, SysResult};
@@ -15,7 +16,15 @@ const MAX_RW_COUNT: u64 = 0x7fff_f000;
 const CHUNK: usize = 1 << 20;
 
 fn file(c: &SyscallCtx<'_>, fd: u64) -> SysResult<Arc<OpenFile>> {
-    lock(&c.task.process.files).get(fd)
+    lock(&c.task.process.files()).get(fd)
+}
+
+/// The I/O context of a call on `f` by the calling task.
+pub fn io<'a>(c: &'a SyscallCtx<'_>, f: &OpenFile) -> IoCtx<'a> {
+    IoCtx {
+        task: c.task,
+        nonblock: f.flags() & 0o4000 != 0,
+    }
 }
 
 fn readable(f: &OpenFile) -> SysResult<()> {
@@ -59,7 +68,7 @@ fn read_into(
     while done < len {
         let n = (len - done).min(CHUNK);
         let mut kbuf = vec![0u8; n];
-        let r = match f.ops.read(&mut kbuf, off) {
+        let r = match f.ops.read(&io(c, f), &mut kbuf, off) {
             Ok(r) => r,
             Err(e) if done == 0 => return Err(e),
             Err(_) => break,
@@ -111,7 +120,7 @@ fn write_from(
             Err(e) if done == 0 => return Err(e),
             Err(_) => break,
         };
-        let w = match f.ops.write(&data, off) {
+        let w = match f.ops.write(&io(c, f), &data, off) {
             Ok(w) => w,
             Err(e) if done == 0 => return Err(e),
             Err(_) => break,
@@ -231,7 +240,7 @@ fn writev(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     let stream = f.ops.is_stream();
     if stream {
-        return Ok(f.ops.write(&data, 0)? as u64);
+        return Ok(f.ops.write(&io(c, &f), &data, 0)? as u64);
     }
     let mut pos = lock(&f.pos);
     let off = if f.flags() & 0o2000 != 0 {
@@ -239,7 +248,7 @@ fn writev(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     } else {
         *pos
     };
-    let n = f.ops.write(&data, off)?;
+    let n = f.ops.write(&io(c, &f), &data, off)?;
     *pos = off + n as u64;
     Ok(n as u64)
 }
@@ -318,7 +327,7 @@ fn ioctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let cmd = a[1] as u32;
     match cmd {
         FIOCLEX | FIONCLEX => {
-            lock(&c.task.process.files).entry_mut(a[0])?.cloexec = cmd == FIOCLEX;
+            lock(&c.task.process.files()).entry_mut(a[0])?.cloexec = cmd == FIOCLEX;
             return Ok(0);
         }
         _ => {}
@@ -326,7 +335,7 @@ fn ioctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let f = file(c, a[0])?;
     let mm = c.mm();
     let mut mem = MmAccess(lock_mm(&mm));
-    f.ops.ioctl(cmd, a[2], &mut mem)
+    f.ops.ioctl(&io(c, &f), cmd, a[2], &mut mem)
 }
 
 fn sendfile(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
@@ -346,15 +355,15 @@ fn sendfile(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let mut done = 0u64;
     while done < count {
         let mut kbuf = vec![0u8; (count - done).min(CHUNK as u64) as usize];
-        let r = fin.ops.read(&mut kbuf, off)?;
+        let r = fin.ops.read(&io(c, &fin), &mut kbuf, off)?;
         if r == 0 {
             break;
         }
         let w = if fout.ops.is_stream() {
-            fout.ops.write(&kbuf[..r], 0)?
+            fout.ops.write(&io(c, &fout), &kbuf[..r], 0)?
         } else {
             let mut p = lock(&fout.pos);
-            let w = fout.ops.write(&kbuf[..r], *p)?;
+            let w = fout.ops.write(&io(c, &fout), &kbuf[..r], *p)?;
             *p += w as u64;
             w
         };

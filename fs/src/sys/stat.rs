@@ -25,7 +25,7 @@ fn newfstatat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn fstat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let f = lock(&c.task.process.files).get(a[0])?;
+    let f = lock(&c.task.process.files()).get(a[0])?;
     let st = f.ops.stat()?;
     c.write_bytes(a[1], &um_kernel::arch::stat_bytes(&st))?;
     Ok(0)

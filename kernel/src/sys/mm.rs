@@ -22,7 +22,7 @@ fn mmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let backing = if flags.contains(MapFlags::ANONYMOUS) {
         Backing::Anon
     } else {
-        let file = lock(&c.task.process.files).get(fd)?;
+        let file = lock(&c.task.process.files()).get(fd)?;
         let vm = file.ops.vm_file().ok_or(Errno::ENODEV)?;
         let acc = file.flags() & 3;
         // O_WRONLY files cannot be mapped; shared writable needs O_RDWR (mm/mmap.c do_mmap).

@@ -1,0 +1,234 @@
+//! Signals (Linux `kernel/signal.c`): pending queues, sending, and the choice of what happens
+//! when one is delivered. Building the arch signal frame is the arch crate's job; the run loop
+//! delivers pending signals before it switches back to the guest.
+
+use crate::kernel::Kernel;
+use crate::task::{Process, Task, lock};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use um_uapi::abi::signal::Siginfo;
+use um_uapi::{Errno, SysResult};
+
+pub const SIGHUP: u32 = 1;
+pub const SIGINT: u32 = 2;
+pub const SIGQUIT: u32 = 3;
+pub const SIGILL: u32 = 4;
+pub const SIGTRAP: u32 = 5;
+pub const SIGABRT: u32 = 6;
+pub const SIGBUS: u32 = 7;
+pub const SIGFPE: u32 = 8;
+pub const SIGKILL: u32 = 9;
+pub const SIGUSR1: u32 = 10;
+pub const SIGSEGV: u32 = 11;
+pub const SIGUSR2: u32 = 12;
+pub const SIGPIPE: u32 = 13;
+pub const SIGALRM: u32 = 14;
+pub const SIGTERM: u32 = 15;
+pub const SIGCHLD: u32 = 17;
+pub const SIGCONT: u32 = 18;
+pub const SIGSTOP: u32 = 19;
+pub const SIGTSTP: u32 = 20;
+pub const SIGTTIN: u32 = 21;
+pub const SIGTTOU: u32 = 22;
+pub const SIGURG: u32 = 23;
+pub const SIGXCPU: u32 = 24;
+pub const SIGXFSZ: u32 = 25;
+pub const SIGVTALRM: u32 = 26;
+pub const SIGPROF: u32 = 27;
+pub const SIGWINCH: u32 = 28;
+pub const SIGIO: u32 = 29;
+pub const SIGPWR: u32 = 30;
+pub const SIGSYS: u32 = 31;
+/// First real-time signal as the kernel counts (libc reserves a few).
+pub const SIGRTMIN: u32 = 32;
+/// Number of signals.
+pub const NSIG: u32 = 64;
+
+/// The bit of `sig` in a sigset.
+pub const fn sigbit(sig: u32) -> u64 {
+    1u64 << (sig - 1)
+}
+
+/// Signals that can never be blocked, caught or ignored.
+pub const UNBLOCKABLE: u64 = sigbit(SIGKILL) | sigbit(SIGSTOP);
+
+/// What the default action of a signal is (signal(7)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultAction {
+    Term,
+    Core,
+    Ign,
+    Stop,
+    Cont,
+}
+
+/// The default action of `sig`.
+pub fn default_action(sig: u32) -> DefaultAction {
+    match sig {
+        SIGCHLD | SIGURG | SIGWINCH => DefaultAction::Ign,
+        SIGCONT => DefaultAction::Cont,
+        SIGSTOP | SIGTSTP | SIGTTIN | SIGTTOU => DefaultAction::Stop,
+        SIGQUIT | SIGILL | SIGTRAP | SIGABRT | SIGBUS | SIGFPE | SIGSEGV | SIGXCPU | SIGXFSZ
+        | SIGSYS => DefaultAction::Core,
+        _ => DefaultAction::Term,
+    }
+}
+
+/// A queue of pending signals: standard signals coalesce, real-time ones queue.
+#[derive(Default, Clone)]
+pub struct SigQueue {
+    bits: u64,
+    infos: VecDeque<Siginfo>,
+}
+
+impl SigQueue {
+    /// The pending set.
+    pub fn bits(&self) -> u64 {
+        self.bits
+    }
+
+    /// Adds a signal. A standard signal already pending is not queued twice.
+    pub fn push(&mut self, info: Siginfo) {
+        let sig = info.si_signo as u32;
+        if sig == 0 || sig > NSIG {
+            return;
+        }
+        if sig < SIGRTMIN && self.bits & sigbit(sig) != 0 {
+            return;
+        }
+        self.bits |= sigbit(sig);
+        self.infos.push_back(info);
+    }
+
+    /// Takes the lowest-numbered pending signal not in `blocked` (synchronous signals first,
+    /// as Linux `dequeue_signal` does).
+    pub fn take(&mut self, blocked: u64) -> Option<Siginfo> {
+        let avail = self.bits & !blocked;
+        if avail == 0 {
+            return None;
+        }
+        const SYNC: u64 = sigbit(SIGSEGV)
+            | sigbit(SIGBUS)
+            | sigbit(SIGILL)
+            | sigbit(SIGTRAP)
+            | sigbit(SIGFPE)
+            | sigbit(SIGSYS);
+        let pick = if avail & SYNC != 0 {
+            avail & SYNC
+        } else {
+            avail
+        };
+        let sig = pick.trailing_zeros() + 1;
+        let i = self.infos.iter().position(|x| x.si_signo as u32 == sig)?;
+        let info = self.infos.remove(i)?;
+        if !self.infos.iter().any(|x| x.si_signo as u32 == sig) {
+            self.bits &= !sigbit(sig);
+        }
+        Some(info)
+    }
+
+    /// Removes every instance of the signals in `set` (e.g. SIGCONT discards stops).
+    pub fn discard(&mut self, set: u64) {
+        self.bits &= !set;
+        self.infos.retain(|x| set & sigbit(x.si_signo as u32) == 0);
+    }
+}
+
+impl Task {
+    /// Whether a signal that this thread does not block is pending for it or its process.
+    pub fn signal_pending(&self) -> bool {
+        let blocked = *lock(&self.sigmask);
+        lock(&self.pending).bits() & !blocked != 0
+            || lock(&self.process.shared_pending).bits() & !blocked != 0
+    }
+
+    /// Makes the thread notice a signal: wakes it if it sleeps in the kernel, and interrupts
+    /// its guest code if it runs (the engine turns the host signal into `Event::Interrupted`).
+    pub fn kick(&self) {
+        self.waker.wake();
+        let (pid, tid) = (
+            self.host_pid.load(Ordering::Acquire),
+            self.host_tid.load(Ordering::Acquire),
+        );
+        if pid > 0 && tid > 0 && self.in_guest.load(Ordering::Acquire) {
+            let _ = um_os_linux::ptrace::tgkill(pid, tid, KICK_SIGNAL);
+        }
+    }
+}
+
+/// The host signal that interrupts a stub thread running guest code.
+pub const KICK_SIGNAL: i32 = 35;
+
+/// Whether `sig`, with its current action, would be ignored if sent to `p` (so it need not
+/// even be queued, as Linux `sig_ignored` decides).
+fn ignored(p: &Process, sig: u32) -> bool {
+    if sig == SIGKILL || sig == SIGSTOP {
+        return false;
+    }
+    let act = lock(&p.sigactions)[(sig - 1) as usize];
+    act.handler == 1 || (act.handler == 0 && default_action(sig) == DefaultAction::Ign)
+}
+
+/// Sends `info` to one thread.
+pub fn send_to_task(t: &Arc<Task>, info: Siginfo) {
+    let sig = info.si_signo as u32;
+    if ignored(&t.process, sig) {
+        return;
+    }
+    prepare(&t.process, sig);
+    lock(&t.pending).push(info);
+    t.kick();
+}
+
+/// Sends `info` to a process: queued for the group, and one thread that does not block it is
+/// woken (Linux `complete_signal`).
+pub fn send_to_process(k: &Kernel, p: &Arc<Process>, info: Siginfo) {
+    let sig = info.si_signo as u32;
+    if ignored(p, sig) {
+        return;
+    }
+    prepare(p, sig);
+    lock(&p.shared_pending).push(info);
+    let threads = p.live_threads(k);
+    let target = threads
+        .iter()
+        .find(|t| *lock(&t.sigmask) & sigbit(sig) == 0)
+        .or(threads.first())
+        .cloned();
+    if sig == SIGKILL {
+        for t in &threads {
+            t.kick();
+        }
+    } else if let Some(t) = target {
+        t.kick();
+    }
+}
+
+/// Stop and continue signals cancel each other out when queued (Linux `prepare_signal`).
+fn prepare(p: &Process, sig: u32) {
+    const STOPS: u64 = sigbit(SIGSTOP) | sigbit(SIGTSTP) | sigbit(SIGTTIN) | sigbit(SIGTTOU);
+    if sig == SIGCONT || sig == SIGKILL {
+        lock(&p.shared_pending).discard(STOPS);
+        p.resume_from_stop();
+    } else if STOPS & sigbit(sig) != 0 {
+        lock(&p.shared_pending).discard(sigbit(SIGCONT));
+    }
+}
+
+/// Sends `info` to every process in process group `pgid`; `ESRCH` if there is none.
+pub fn send_to_pgrp(k: &Kernel, pgid: u32, info: Siginfo) -> SysResult<()> {
+    let procs: Vec<Arc<Process>> = k
+        .tasks
+        .processes()
+        .into_iter()
+        .filter(|p| p.pgid.load(Ordering::Relaxed) == pgid)
+        .collect();
+    if procs.is_empty() {
+        return Err(Errno::ESRCH);
+    }
+    for p in procs {
+        send_to_process(k, &p, info);
+    }
+    Ok(())
+}
