@@ -166,6 +166,8 @@ pub fn do_execve(
     let img = binfmt_elf::load_elf(&mut mm, &exe, &mut open_interp, &params)?;
     // Point of no return: switch the process over.
     let p = &task.process;
+    um_kernel::sys::futex::mm_release(task);
+    um_kernel::sys::timer::exec_process(p.pid);
     *lock(&p.mm) = Arc::new(Mutex::new(mm));
     p.exec_unmap
         .store(true, std::sync::atomic::Ordering::Release);
@@ -183,10 +185,27 @@ pub fn do_execve(
     *lock(&p.comm) = name[..name.len().min(15)].to_vec();
     *lock(&p.exe) = Some(dentry);
     *lock(&p.arg_range) = (img.argv_start, img.argv_end, img.env_start, img.env_end);
+    *lock(&task.altstack) = (0, 0, 2);
+    *lock(&task.robust_list) = (0, 0);
+    // A vfork parent may go on now.
+    p.vfork_done
+        .store(true, std::sync::atomic::Ordering::Release);
+    p.vfork_wait.wake_all();
     let template = k.exec_template.get().copied().unwrap_or_default();
     Ok(Exec {
         regs: Regs::for_exec(&template, img.entry, img.sp),
     })
+}
+
+/// The exec entry for init (`um_kernel::run::Start::Exec`).
+pub fn exec_init(
+    k: &Arc<Kernel>,
+    task: &Arc<Task>,
+    path: &[u8],
+    argv: Vec<Vec<u8>>,
+    envp: Vec<Vec<u8>>,
+) -> SysResult<Regs> {
+    do_execve(k, task, path, argv, envp).map(|e| e.regs)
 }
 
 #[cfg(test)]

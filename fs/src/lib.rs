@@ -9,8 +9,19 @@
 #![forbid(unsafe_code)]
 
 pub mod binfmt_elf;
+pub mod devfs;
+pub mod epoll;
+pub mod eventfd;
 pub mod exec;
 pub mod exec_stack;
 pub mod hostfs;
+pub mod mount;
 pub mod namei;
+pub mod pipe;
+pub mod procfs;
+pub mod signalfd;
+pub mod socket;
 pub mod sys;
+pub mod sysfs;
+pub mod timerfd;
+pub mod tmpfs;

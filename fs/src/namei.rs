@@ -1,11 +1,15 @@
 //! Path walk (Linux `fs/namei.c`): from the process root or a starting directory, one
 //! component at a time; `..` follows the dentry's parent and stops at the process root;
 //! symlinks are read and walked here, relative to the directory holding them or to the
-//! process root, at most [`MAXSYMLINKS`] of them per walk.
+//! process root, at most [`MAXSYMLINKS`] of them per walk. After each lookup a mount point is
+//! crossed into the root of what is mounted on it ([`crate::mount::cross`]): the new dentry
+//! keeps the mount point's name and parent, so `..` from a mounted root leads to the mount
+//! point's parent and [`Dentry::path`] stays right. [`permission`] is the DAC check
+//! (`generic_permission`); [`walk_with`] applies its search (x) check to each directory.
 
 use std::sync::Arc;
-use um_kernel::task::FsContext;
-use um_kernel::vfs::{Dentry, mode};
+use um_kernel::task::{Creds, FsContext};
+use um_kernel::vfs::{Dentry, Kstat, mode};
 use um_uapi::{Errno, SysResult};
 
 /// Symlinks followed per walk before `ELOOP` (Linux `MAXSYMLINKS`).
@@ -28,19 +32,77 @@ fn is_symlink(d: &Dentry) -> SysResult<bool> {
     Ok(d.inode.stat()?.mode & mode::S_IFMT == mode::S_IFLNK)
 }
 
-/// Walks `path` starting at `start` (used when the path is relative).
+/// `MAY_EXEC`.
+pub const MAY_EXEC: u32 = 1;
+/// `MAY_WRITE`.
+pub const MAY_WRITE: u32 = 2;
+/// `MAY_READ`.
+pub const MAY_READ: u32 = 4;
+
+/// Linux `generic_permission` (fs/namei.c) without ACLs or supplementary groups: `mask` is
+/// `MAY_*` bits. Root (fsuid 0) may read and write anything and search any directory, but
+/// executing a non-directory needs at least one x bit (`capable_wrt_inode_uidgid` with
+/// CAP_DAC_OVERRIDE). Everyone else gets the owner, group or other bits, first match only.
+pub fn permission(st: &Kstat, creds: &Creds, mask: u32) -> SysResult<()> {
+    let mask = mask & 7;
+    let is_dir = st.mode & mode::S_IFMT == mode::S_IFDIR;
+    if creds.fsuid == 0 {
+        if mask & MAY_EXEC != 0 && !is_dir && st.mode & 0o111 == 0 {
+            return Err(Errno::EACCES);
+        }
+        return Ok(());
+    }
+    let bits = if creds.fsuid == st.uid {
+        (st.mode >> 6) & 7
+    } else if creds.fsgid == st.gid {
+        (st.mode >> 3) & 7
+    } else {
+        st.mode & 7
+    };
+    if bits & mask == mask {
+        Ok(())
+    } else {
+        Err(Errno::EACCES)
+    }
+}
+
+/// Root credentials: a walk that checks nothing (the kernel's own lookups).
+const ROOT: Creds = Creds {
+    uid: 0,
+    euid: 0,
+    suid: 0,
+    fsuid: 0,
+    gid: 0,
+    egid: 0,
+    sgid: 0,
+    fsgid: 0,
+};
+
+/// Walks `path` starting at `start` (used when the path is relative), with root's rights.
 pub fn walk(
     fs: &FsContext,
     start: &Arc<Dentry>,
     path: &[u8],
     last: Last,
 ) -> SysResult<Arc<Dentry>> {
+    walk_with(fs, &ROOT, start, path, last)
+}
+
+/// Walks `path` as `creds`: every directory passed through needs search (x) permission.
+pub fn walk_with(
+    fs: &FsContext,
+    creds: &Creds,
+    start: &Arc<Dentry>,
+    path: &[u8],
+    last: Last,
+) -> SysResult<Arc<Dentry>> {
     let mut links = 0;
-    walk_inner(fs, start, path, last, &mut links)
+    walk_inner(fs, creds, start, path, last, &mut links)
 }
 
 fn walk_inner(
     fs: &FsContext,
+    creds: &Creds,
     start: &Arc<Dentry>,
     path: &[u8],
     last: Last,
@@ -67,8 +129,12 @@ fn walk_inner(
         if comp.len() > 255 {
             return Err(Errno::ENAMETOOLONG);
         }
-        if !is_dir(&cur)? {
+        let st = cur.inode.stat()?;
+        if st.mode & mode::S_IFMT != mode::S_IFDIR {
             return Err(Errno::ENOTDIR);
+        }
+        if creds.fsuid != 0 {
+            permission(&st, creds, MAY_EXEC)?;
         }
         if *comp == b"." {
             continue;
@@ -81,7 +147,7 @@ fn walk_inner(
             }
             continue;
         }
-        let inode = cur.inode.lookup(comp)?;
+        let inode = crate::mount::cross(cur.inode.lookup(comp)?);
         let mut next = Dentry::child(&cur, comp, inode);
         let mounted = um_kernel::task::lock(&next.mounted).clone();
         if let Some(m) = mounted {
@@ -114,7 +180,7 @@ fn walk_inner(
             if trailing_slash {
                 rest.push(b'/');
             }
-            return walk_inner(fs, &cur, &rest, last, links);
+            return walk_inner(fs, creds, &cur, &rest, last, links);
         }
         cur = next;
     }
@@ -128,6 +194,16 @@ fn walk_inner(
 /// (for create, unlink, rename). `..` and `.` as the last component are refused.
 pub fn walk_parent(
     fs: &FsContext,
+    start: &Arc<Dentry>,
+    path: &[u8],
+) -> SysResult<(Arc<Dentry>, Vec<u8>)> {
+    walk_parent_with(fs, &ROOT, start, path)
+}
+
+/// [`walk_parent`] as `creds` (search permission on each directory, including the parent).
+pub fn walk_parent_with(
+    fs: &FsContext,
+    creds: &Creds,
     start: &Arc<Dentry>,
     path: &[u8],
 ) -> SysResult<(Arc<Dentry>, Vec<u8>)> {
@@ -146,9 +222,16 @@ pub fn walk_parent(
     if name.is_empty() || name == b"." || name == b".." {
         return Err(Errno::EEXIST);
     }
-    let parent = walk(fs, start, dir, Last::Follow)?;
-    if !is_dir(&parent)? {
+    if name.len() > 255 {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    let parent = walk_with(fs, creds, start, dir, Last::Follow)?;
+    let st = parent.inode.stat()?;
+    if st.mode & mode::S_IFMT != mode::S_IFDIR {
         return Err(Errno::ENOTDIR);
+    }
+    if creds.fsuid != 0 {
+        permission(&st, creds, MAY_EXEC)?;
     }
     Ok((parent, name.to_vec()))
 }

@@ -3,7 +3,8 @@
 
 use crate::syscall::SyscallTable;
 use crate::task::TaskTable;
-use std::sync::Arc;
+use crate::task::{Process, Task};
+use std::sync::{Arc, Mutex};
 use um_mm::{FrameAllocator, Layout, PageCache};
 use um_os_linux::physmem::PhysMem;
 use um_os_linux::stub::StubImage;
@@ -50,4 +51,10 @@ pub struct Kernel {
     pub hwcap: u64,
     /// Registers of a fresh stub, the template for exec'd threads (segments, flags).
     pub exec_template: std::sync::OnceLock<crate::arch::Regs>,
+    /// Run when `linux` ends (terminal restore and the like).
+    pub shutdown_hooks: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
+    /// Run when a guest thread exits (robust futexes, clear_child_tid), on its host thread.
+    pub thread_exit_hooks: Mutex<Vec<Box<dyn Fn(&Arc<Task>) + Send + Sync>>>,
+    /// Run when a process's last thread is gone (timers, ...).
+    pub process_exit_hooks: Mutex<Vec<Box<dyn Fn(&Arc<Process>) + Send + Sync>>>,
 }

@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod arch;
+pub mod current;
 pub mod engine;
 pub mod kernel;
 pub mod printk;

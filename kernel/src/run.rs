@@ -1,14 +1,26 @@
-//! The run loop of one guest thread (DESIGN.md, "The run loop"): switch to the guest, serve
-//! what stopped it, flush the host mapping changes into the next switch, repeat, until the
-//! thread or its process ends.
+//! The run loop of one guest thread (DESIGN.md, "The run loop"): deliver pending signals,
+//! switch to the guest, serve what stopped it, repeat, until the thread or its process ends;
+//! then the exit path (Linux `kernel/exit.c`): robust futexes and clear_child_tid, the last
+//! thread out turns the process into a zombie, reparents its children to init and tells its
+//! parent.
+//!
+//! Each guest thread gets a host thread of its own ([`spawn`]); the kinds of start are in
+//! [`Start`].
 
+use crate::arch::Regs;
+use crate::arch::native::signal as frame;
 use crate::engine::Event;
-use crate::engine::ptrace::PtraceThread;
-use crate::kernel::Kernel;
+use crate::engine::ptrace::{PtraceThread, SiblingSeed};
+use crate::kernel::{EngineKind, Kernel};
+use crate::signal::{self as sig, DefaultAction, sigbit};
 use crate::syscall::{Action, dispatch, lock_mm};
-use crate::task::{ExitStatus, Task, lock};
-use std::sync::Arc;
+use crate::task::{ExitStatus, JobState, Process, Task, lock};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use um_mm::{Access, HostOp, SegvCode};
+use um_uapi::Errno;
+use um_uapi::abi::pod::Pod;
+use um_uapi::abi::signal::Siginfo;
 
 /// How a thread's run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,93 +31,467 @@ pub enum Exit {
     Group(ExitStatus),
 }
 
-/// Signal numbers the run loop raises itself.
-const SIGKILL: i32 = 9;
-const SIGSEGV: i32 = 11;
-const SIGBUS: i32 = 7;
+/// `sa_flags` bits the run loop needs.
+const SA_NOCLDSTOP: u64 = 1;
+const SA_NOCLDWAIT: u64 = 2;
+const SA_ONSTACK: u64 = 0x0800_0000;
+const SA_RESTART: u64 = 0x1000_0000;
+const SA_NODEFER: u64 = 0x4000_0000;
+const SA_RESETHAND: u64 = 0x8000_0000;
+const SA_RESTORER: u64 = 0x0400_0000;
+/// SS_ONSTACK / SS_DISABLE.
+const SS_ONSTACK: i32 = 1;
+const SS_DISABLE: i32 = 2;
 
-/// Serves `task` on the current host thread until it exits. `th` is its engine state, with the
-/// registers to start from.
+/// How a new guest thread starts.
+pub enum Start {
+    /// init: a fresh stub, then exec of `path`.
+    Exec { path: Vec<u8>, argv: Vec<Vec<u8>>, envp: Vec<Vec<u8>>, exec: ExecFn },
+    /// A forked process: a fresh stub, these registers and FP state.
+    Fork { regs: Regs, fp: Vec<u8> },
+    /// A thread (or vfork child) in an existing stub: its host thread and registers.
+    Thread { seed: SiblingSeed, host_tid: libc::pid_t, regs: Regs, fp: Vec<u8> },
+}
+
+/// The exec entry point (lives in `um-fs`, which the kernel cannot name).
+pub type ExecFn = fn(&Arc<Kernel>, &Arc<Task>, &[u8], Vec<Vec<u8>>, Vec<Vec<u8>>) -> Result<Regs, Errno>;
+
+fn intercept(k: &Kernel) -> crate::engine::ptrace::Intercept {
+    match k.engine {
+        EngineKind::Ptrace(i) => i,
+    }
+}
+
+/// Starts a host thread that serves `task` from `start` to its exit.
+pub fn spawn(k: &Arc<Kernel>, task: Arc<Task>, start: Start) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let k = k.clone();
+    std::thread::Builder::new().name(format!("task-{}", task.tid)).stack_size(256 << 10).spawn(move || {
+        crate::current::set_current(Some(task.clone()));
+        let mut th = match start_thread(&k, &task, start) {
+            Ok(th) => th,
+            Err(e) => {
+                log::error!("pid {}: cannot start: {e}", task.tid);
+                exit_task(&k, &task, None, Exit::Group(ExitStatus::Signaled(sig::SIGKILL as i32)));
+                return;
+            }
+        };
+        let exit = serve(&k, &task, &mut th);
+        exit_task(&k, &task, Some(th), exit);
+    })
+}
+
+fn start_thread(k: &Arc<Kernel>, task: &Arc<Task>, start: Start) -> Result<PtraceThread, String> {
+    let th = match start {
+        Start::Exec { path, argv, envp, exec } => {
+            let mut th = PtraceThread::new_process(k, intercept(k)).map_err(|e| format!("stub: {e}"))?;
+            let _ = k.exec_template.set(*th.template());
+            publish(task, &th);
+            th.regs = match exec(k, task, &path, argv, envp) {
+                Ok(r) => r,
+                Err(e) => {
+                    crate::printk::line(&format!(
+                        "Kernel panic - not syncing: Requested init {} failed (error -{}).",
+                        String::from_utf8_lossy(&path),
+                        e.get()
+                    ));
+                    shutdown(k, 1);
+                }
+            };
+            th
+        }
+        Start::Fork { regs, fp } => {
+            let mut th = PtraceThread::new_process(k, intercept(k)).map_err(|e| format!("stub: {e}"))?;
+            th.set_fpregs(&fp).map_err(|e| format!("fp: {e}"))?;
+            th.regs = regs;
+            th
+        }
+        Start::Thread { seed, host_tid, regs, fp } => {
+            let th = seed.attach(host_tid, regs).map_err(|e| format!("attach: {e}"))?;
+            th.set_fpregs(&fp).map_err(|e| format!("fp: {e}"))?;
+            th
+        }
+    };
+    publish(task, &th);
+    Ok(th)
+}
+
+/// Tells the task which host thread runs it (for kicks).
+fn publish(task: &Task, th: &PtraceThread) {
+    task.host_pid.store(th.pid(), Ordering::Release);
+    task.host_tid.store(th.tid(), Ordering::Release);
+}
+
+/// Ends the kernel: `linux` exits with `code`, taking every stub with it.
+pub fn shutdown(k: &Kernel, code: i32) -> ! {
+    for hook in lock(&k.shutdown_hooks).iter() {
+        hook();
+    }
+    std::process::exit(code)
+}
+
+/// Serves `task` on the current host thread until it exits.
 pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut PtraceThread) -> Exit {
     // Consecutive protection faults at one address: without the access type (the ptrace
     // engine does not get it), a fault that resolving cannot fix (exec of a non-exec page)
     // would otherwise loop forever.
     let mut repeat: (u64, u32) = (u64::MAX, 0);
+    // The result of the syscall just served, for the restart rules at signal delivery.
+    let mut syscall_ret: Option<u64> = None;
     loop {
-        let mut ops = lock_mm(&task.mm()).take_host_ops();
-        if task
-            .process
-            .exec_unmap
-            .swap(false, std::sync::atomic::Ordering::AcqRel)
-        {
-            ops.insert(
-                0,
-                HostOp::Unmap {
-                    addr: 0,
-                    len: k.layout.task_size,
-                },
-            );
+        if let Some(e) = deliver_signals(k, task, th, syscall_ret.take()) {
+            return e;
         }
-        let ev = match th.switch(&ops) {
+        let mut ops = lock_mm(&task.mm()).take_host_ops();
+        if task.process.exec_unmap.swap(false, Ordering::AcqRel) {
+            ops.insert(0, HostOp::Unmap { addr: 0, len: k.layout.task_size });
+        }
+        task.in_guest.store(true, Ordering::Release);
+        // A signal that arrived between the check above and now: the kick is a host signal,
+        // which stays pending on the stub thread and interrupts it right away.
+        let ev = th.switch(&ops, || task.signal_pending() || lock(&task.process.exit).is_some() || task.zap.load(Ordering::Acquire));
+        task.in_guest.store(false, Ordering::Release);
+        let ev = match ev {
             Ok(ev) => ev,
             Err(e) => {
-                log::error!("pid {}: lost its stub process: {e}", task.tid);
-                return Exit::Group(ExitStatus::Signaled(SIGKILL));
+                if lock(&task.process.exit).is_none() {
+                    log::error!("pid {}: lost its stub process: {e}", task.tid);
+                }
+                return Exit::Group(ExitStatus::Signaled(sig::SIGKILL as i32));
             }
         };
         match ev {
-            Event::Syscall => {
-                let mut regs = th.regs;
-                let action = dispatch(k, task, &mut regs);
-                th.regs = regs;
-                match action {
-                    Action::Return | Action::Jump => {}
-                    Action::ExitThread(code) => return Exit::Thread(code),
-                    Action::ExitGroup(st) => return Exit::Group(st),
-                }
-            }
+            Event::Syscall => match dispatch(k, task, th) {
+                Action::Return => syscall_ret = Some(th.regs.return_value()),
+                Action::Jump => {}
+                Action::ExitThread(code) => return Exit::Thread(code),
+                Action::ExitGroup(st) => return Exit::Group(st),
+            },
+            Event::Interrupted => {}
             Event::Fault { addr, not_present } => {
-                let access = if not_present {
-                    Access::Read
-                } else {
-                    Access::Write
-                };
+                let access = if not_present { Access::Read } else { Access::Write };
                 if !not_present && repeat.0 == addr {
                     repeat.1 += 1;
                 } else {
                     repeat = (addr, 0);
                 }
-                let r = if repeat.1 >= 2 {
-                    Err(SegvCode::AccErr)
-                } else {
-                    lock_mm(&task.mm()).handle_fault(addr, access)
-                };
+                let r = if repeat.1 >= 2 { Err(SegvCode::AccErr) } else { lock_mm(&task.mm()).handle_fault(addr, access) };
                 if let Err(code) = r {
-                    let comm = String::from_utf8_lossy(&lock(&task.process.comm)).into_owned();
-                    let (signo, what) = match code {
-                        SegvCode::MapErr => (SIGSEGV, "SEGV_MAPERR"),
-                        SegvCode::AccErr => (SIGSEGV, "SEGV_ACCERR"),
-                        SegvCode::Bus => (SIGBUS, "BUS_ADRERR"),
-                        SegvCode::Oom => (SIGKILL, "out of memory"),
+                    let (signo, si_code) = match code {
+                        SegvCode::MapErr => (sig::SIGSEGV, 1),
+                        SegvCode::AccErr => (sig::SIGSEGV, 2),
+                        SegvCode::Bus => (sig::SIGBUS, 2),
+                        SegvCode::Oom => {
+                            log::warn!("pid {}: out of memory, killed", task.tid);
+                            return Exit::Group(ExitStatus::Signaled(sig::SIGKILL as i32));
+                        }
                     };
-                    log::info!(
-                        "{comm}[{}]: segfault at {addr:#x} ip {:#x} sp {:#x} ({what})",
-                        task.tid,
-                        th.regs.pc(),
-                        th.regs.sp(),
-                    );
-                    return Exit::Group(ExitStatus::Signaled(signo));
+                    force_signal(task, Siginfo::fault(signo, si_code, addr), th);
                 }
             }
             Event::Signal { signo, addr, code } => {
-                let comm = String::from_utf8_lossy(&lock(&task.process.comm)).into_owned();
-                log::info!(
-                    "{comm}[{}]: fatal signal {signo} (code {code}) at {addr:#x} ip {:#x}",
-                    task.tid,
-                    th.regs.pc()
-                );
-                return Exit::Group(ExitStatus::Signaled(signo));
+                force_signal(task, Siginfo::fault(signo as u32, code, addr), th);
             }
         }
     }
+}
+
+/// A synchronous signal caused by the thread's own instruction (Linux `force_sig_info`): if it
+/// is blocked or ignored it cannot be delivered, so the default action (death) applies.
+fn force_signal(task: &Arc<Task>, info: Siginfo, th: &PtraceThread) {
+    let signo = info.si_signo as u32;
+    let mut acts = lock(&task.process.sigactions);
+    let blocked = *lock(&task.sigmask) & sigbit(signo) != 0;
+    if blocked || acts[(signo - 1) as usize].handler == 1 {
+        acts[(signo - 1) as usize].handler = 0;
+        *lock(&task.sigmask) &= !sigbit(signo);
+    }
+    let fatal = acts[(signo - 1) as usize].handler == 0;
+    drop(acts);
+    if fatal {
+        let comm = String::from_utf8_lossy(&lock(&task.process.comm)).into_owned();
+        log::info!(
+            "{comm}[{}]: {} at {:#x} ip {:#x} sp {:#x} (si_code {})",
+            task.tid,
+            if signo == sig::SIGSEGV { "segfault" } else { "fatal signal" },
+            info.addr(),
+            th.regs.pc(),
+            th.regs.sp(),
+            info.si_code
+        );
+    }
+    lock(&task.pending).push(info);
+}
+
+/// The syscall restart rules (arch/x86/kernel/signal.c `handle_signal`/`arch_do_signal_or_restart`)
+/// for a syscall that returned `ret`: with a handler about to run (`handler_flags`), or with
+/// none (None).
+fn restart_syscall(regs: &mut Regs, ret: u64, handler_flags: Option<u64>) {
+    let e = -(ret as i64);
+    let restart = |regs: &mut Regs| {
+        regs.set_return(regs.syscall_nr());
+        regs.set_pc(regs.pc() - Regs::SYSCALL_INSN_LEN);
+    };
+    match (e, handler_flags) {
+        (512, Some(f)) if f & SA_RESTART != 0 => restart(regs),
+        (512 | 514 | 516, Some(_)) => regs.set_return(Errno::EINTR.to_return()),
+        (513, Some(_)) => restart(regs),
+        (512..=514 | 516, None) => restart(regs),
+        _ => {}
+    }
+}
+
+/// Delivers what is pending for `task` before it returns to the guest: default actions,
+/// job-control stops, and handler frames. Returns an exit if a signal ends the process.
+fn deliver_signals(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut PtraceThread, mut syscall_ret: Option<u64>) -> Option<Exit> {
+    let p = &task.process;
+    loop {
+        if let Some(st) = *lock(&p.exit) {
+            return Some(Exit::Group(st));
+        }
+        if task.zap.load(Ordering::Acquire) {
+            return Some(Exit::Thread(0));
+        }
+        // Job control: a stopped process's threads wait here for SIGCONT or SIGKILL.
+        let stopped = matches!(*lock(&p.job), JobState::Stopped { .. });
+        if stopped {
+            task.waker.reset();
+            let still = matches!(*lock(&p.job), JobState::Stopped { .. });
+            let killed = (lock(&task.pending).bits() | lock(&p.shared_pending).bits()) & sigbit(sig::SIGKILL) != 0;
+            if still && !killed && lock(&p.exit).is_none() {
+                task.waker.sleep(None);
+                continue;
+            }
+        }
+        notify_continued(k, p);
+        let mask = *lock(&task.sigmask);
+        let info = lock(&task.pending).take(mask).or_else(|| lock(&p.shared_pending).take(mask));
+        let Some(info) = info else {
+            if let Some(ret) = syscall_ret {
+                restart_syscall(&mut th.regs, ret, None);
+            }
+            if let Some(m) = lock(&task.saved_mask).take() {
+                *lock(&task.sigmask) = m;
+            }
+            return None;
+        };
+        let signo = info.si_signo as u32;
+        let act = lock(&p.sigactions)[(signo - 1) as usize];
+        if signo == sig::SIGKILL {
+            return Some(Exit::Group(ExitStatus::Signaled(signo as i32)));
+        }
+        match act.handler {
+            1 => continue,
+            0 => match sig::default_action(signo) {
+                DefaultAction::Ign | DefaultAction::Cont => continue,
+                DefaultAction::Stop => {
+                    group_stop(k, p, signo);
+                    continue;
+                }
+                DefaultAction::Term | DefaultAction::Core => {
+                    return Some(Exit::Group(ExitStatus::Signaled(signo as i32)));
+                }
+            },
+            handler => {
+                if let Some(ret) = syscall_ret.take() {
+                    restart_syscall(&mut th.regs, ret, Some(act.flags));
+                }
+                // The mask in the frame is the one to go back to: a sigsuspend-style saved
+                // mask if there is one.
+                let cur = *lock(&task.sigmask);
+                let old_mask = lock(&task.saved_mask).take().unwrap_or(cur);
+                match setup_frame(task, th, signo, handler, &act, &info, old_mask) {
+                    Ok(()) => {
+                        let mut m = cur | act.mask;
+                        if act.flags & SA_NODEFER == 0 {
+                            m |= sigbit(signo);
+                        }
+                        *lock(&task.sigmask) = m & !sig::UNBLOCKABLE;
+                        if act.flags & SA_RESETHAND != 0 {
+                            lock(&p.sigactions)[(signo - 1) as usize] = Default::default();
+                        }
+                    }
+                    Err(()) => {
+                        // The frame could not be written (bad stack): SIGSEGV, uncatchable now.
+                        let comm = String::from_utf8_lossy(&lock(&p.comm)).into_owned();
+                        log::info!("{comm}[{}]: cannot deliver signal {signo}: bad stack {:#x}", task.tid, th.regs.sp());
+                        return Some(Exit::Group(ExitStatus::Signaled(sig::SIGSEGV as i32)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn setup_frame(
+    task: &Arc<Task>,
+    th: &mut PtraceThread,
+    signo: u32,
+    handler: u64,
+    act: &crate::task::SigAction,
+    info: &Siginfo,
+    old_mask: u64,
+) -> Result<(), ()> {
+    let fp_vec = th.get_fpregs().map_err(|_| ())?;
+    let fp: [u8; 512] = fp_vec.as_slice().try_into().map_err(|_| ())?;
+    let (ss_sp, ss_size, ss_flags) = *lock(&task.altstack);
+    let sp = th.regs.sp();
+    let on_alt = ss_flags & SS_DISABLE == 0 && sp > ss_sp && sp <= ss_sp + ss_size;
+    let stack_top = if act.flags & SA_ONSTACK != 0 && ss_flags & SS_DISABLE == 0 && !on_alt { Some(ss_sp + ss_size) } else { None };
+    let info_bytes: [u8; 128] = info.as_bytes().try_into().map_err(|_| ())?;
+    if act.flags & SA_RESTORER == 0 {
+        // x86_64 has no vDSO trampoline here: a handler without SA_RESTORER cannot return.
+        log::warn!("signal {signo}: handler without SA_RESTORER");
+    }
+    let d = frame::Delivery {
+        signo,
+        handler,
+        restorer: act.restorer,
+        info: &info_bytes,
+        old_mask,
+        stack_top,
+        altstack: (ss_sp, if on_alt { SS_ONSTACK } else { ss_flags }, ss_size),
+    };
+    let f = frame::setup_rt_frame(&th.regs, &fp, &d);
+    lock_mm(&task.mm()).write_bytes(f.addr, &f.bytes).map_err(|_| ())?;
+    th.regs = f.regs;
+    Ok(())
+}
+
+/// Stops the whole process for `signo` (Linux `do_signal_stop`) and tells the parent.
+fn group_stop(k: &Arc<Kernel>, p: &Arc<Process>, signo: u32) {
+    {
+        let mut j = lock(&p.job);
+        if matches!(*j, JobState::Stopped { .. }) {
+            return;
+        }
+        *j = JobState::Stopped { sig: signo, reported: false };
+    }
+    for t in p.live_threads(k) {
+        t.kick();
+    }
+    if let Some(parent) = lock(&p.parent).upgrade() {
+        let act = lock(&parent.sigactions)[(sig::SIGCHLD - 1) as usize];
+        if act.flags & SA_NOCLDSTOP == 0 {
+            let uid = lock(&p.creds).uid;
+            sig::send_to_process(k, &parent, Siginfo::chld(5 /* CLD_STOPPED */, p.pid as i32, uid, signo as i32, 0, 0));
+        }
+        parent.child_wait.wake_all();
+    }
+}
+
+/// After SIGCONT: tell the parent once (CLD_CONTINUED).
+fn notify_continued(k: &Arc<Kernel>, p: &Arc<Process>) {
+    if *lock(&p.job) != JobState::Continued || p.cont_notified.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    if let Some(parent) = lock(&p.parent).upgrade() {
+        let act = lock(&parent.sigactions)[(sig::SIGCHLD - 1) as usize];
+        if act.flags & SA_NOCLDSTOP == 0 {
+            let uid = lock(&p.creds).uid;
+            sig::send_to_process(k, &parent, Siginfo::chld(6 /* CLD_CONTINUED */, p.pid as i32, uid, sig::SIGCONT as i32, 0, 0));
+        }
+        parent.child_wait.wake_all();
+    }
+}
+
+/// The exit path of one thread, on its own host thread.
+pub fn exit_task(k: &Arc<Kernel>, task: &Arc<Task>, th: Option<PtraceThread>, exit: Exit) {
+    let p = task.process.clone();
+    if let Exit::Group(st) = exit {
+        let mut e = lock(&p.exit);
+        if e.is_none() {
+            *e = Some(st);
+        }
+        drop(e);
+        for t in p.live_threads(k) {
+            if t.tid != task.tid {
+                t.kick();
+            }
+        }
+    }
+    // Robust futexes and CLONE_CHILD_CLEARTID (what pthread_join waits for), while the
+    // thread's address space is still its own.
+    crate::sys::futex::mm_release(task);
+    for hook in lock(&k.thread_exit_hooks).iter() {
+        hook(task);
+    }
+    // Release the host thread first (the process's last one kills the stub).
+    drop(th);
+    task.host_tid.store(0, Ordering::Release);
+    let last = {
+        let threads = lock(&p.threads);
+        task.exited.store(true, Ordering::Release);
+        !threads.iter().filter_map(std::sync::Weak::upgrade).any(|t| !t.exited.load(Ordering::Acquire))
+    };
+    if task.tid != p.pid {
+        k.tasks.remove(task.tid);
+    }
+    if !last {
+        return;
+    }
+    let st = lock(&p.exit).unwrap_or(match exit {
+        Exit::Thread(c) => ExitStatus::Exited(c),
+        Exit::Group(st) => st,
+    });
+    *lock(&p.exit) = Some(st);
+    exit_process(k, &p, st);
+}
+
+/// The last thread is gone: release the process's resources, reparent its children, and tell
+/// the parent (or end the kernel, for init).
+fn exit_process(k: &Arc<Kernel>, p: &Arc<Process>, st: ExitStatus) {
+    p.vfork_done.store(true, Ordering::Release);
+    p.vfork_wait.wake_all();
+    crate::sys::timer::exit_process(p.pid);
+    for hook in lock(&k.process_exit_hooks).iter() {
+        hook(p);
+    }
+    // Drop what the process holds: descriptors (closing pipes wakes readers), memory.
+    lock(&p.files()).clear();
+    *lock(&p.mm) = Arc::new(Mutex::new(um_mm::Mm::new(k.frames.clone(), k.page_cache.clone(), k.layout)));
+    if p.pid == 1 {
+        crate::printk::line(&format!("Kernel panic - not syncing: Attempted to kill init! exitcode=0x{:08x}", st.wstatus()));
+        let code = match st {
+            ExitStatus::Exited(c) => c,
+            ExitStatus::Signaled(s) => 128 + s,
+        };
+        shutdown(k, code);
+    }
+    // Orphans go to init (Linux `forget_original_parent`).
+    let orphans = std::mem::take(&mut *lock(&p.children));
+    if !orphans.is_empty() {
+        if let Some(init) = k.tasks.process(1) {
+            for c in orphans {
+                c.ppid.store(1, Ordering::Relaxed);
+                *lock(&c.parent) = Arc::downgrade(&init);
+                lock(&init.children).push(c);
+            }
+            init.child_wait.wake_all();
+        }
+    }
+    let Some(parent) = lock(&p.parent).upgrade() else {
+        k.tasks.remove(p.pid);
+        return;
+    };
+    let act = lock(&parent.sigactions)[(sig::SIGCHLD - 1) as usize];
+    let exit_signal = p.exit_signal.load(Ordering::Relaxed);
+    // A parent that ignores SIGCHLD (or says SA_NOCLDWAIT) does not get zombies.
+    let autoreap = exit_signal == sig::SIGCHLD && (act.handler == 1 || act.flags & SA_NOCLDWAIT != 0);
+    if autoreap {
+        lock(&parent.children).retain(|c| !Arc::ptr_eq(c, p));
+        k.tasks.remove(p.pid);
+    } else {
+        p.zombie.store(true, Ordering::Release);
+        if exit_signal != 0 {
+            let (code, status) = match st {
+                ExitStatus::Exited(c) => (1 /* CLD_EXITED */, c),
+                ExitStatus::Signaled(s) => (2 /* CLD_KILLED */, s),
+            };
+            let uid = lock(&p.creds).uid;
+            let mut info = Siginfo::chld(code, p.pid as i32, uid, status, 0, 0);
+            info.si_signo = exit_signal as i32;
+            sig::send_to_process(k, &parent, info);
+        }
+    }
+    parent.child_wait.wake_all();
 }

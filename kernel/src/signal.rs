@@ -158,7 +158,7 @@ impl Task {
 }
 
 /// The host signal that interrupts a stub thread running guest code.
-pub const KICK_SIGNAL: i32 = 35;
+pub const KICK_SIGNAL: i32 = um_os_linux::ptrace::KICK_SIGNAL;
 
 /// Whether `sig`, with its current action, would be ignored if sent to `p` (so it need not
 /// even be queued, as Linux `sig_ignored` decides).

@@ -6,6 +6,7 @@
 //! installed. An unregistered number is `ENOSYS` and one log line naming it, once per name.
 
 use crate::arch::{Regs, syscalls};
+use crate::engine::ptrace::PtraceThread;
 use crate::kernel::Kernel;
 use crate::task::{ExitStatus, Task};
 use std::collections::HashSet;
@@ -31,7 +32,8 @@ pub enum Action {
 pub struct SyscallCtx<'a> {
     pub kernel: &'a Arc<Kernel>,
     pub task: &'a Arc<Task>,
-    pub regs: &'a mut Regs,
+    /// The calling guest thread's engine state (registers, FP state, its stub).
+    pub thread: &'a mut PtraceThread,
     pub action: Action,
 }
 
@@ -99,6 +101,11 @@ impl SyscallTable {
 }
 
 impl SyscallCtx<'_> {
+    /// The calling thread's registers.
+    pub fn regs(&mut self) -> &mut Regs {
+        &mut self.thread.regs
+    }
+
     /// The address space of the calling thread.
     pub fn mm(&self) -> Arc<Mutex<Mm>> {
         self.task.mm()
@@ -152,35 +159,24 @@ pub fn lock_mm(m: &Arc<Mutex<Mm>>) -> MutexGuard<'_, Mm> {
     crate::task::lock(m)
 }
 
-/// Runs the syscall in `regs` for `task`: sets the return register unless the handler says
-/// otherwise, and returns what the run loop must do next.
-pub fn dispatch(kernel: &Arc<Kernel>, task: &Arc<Task>, regs: &mut Regs) -> Action {
-    let nr = regs.syscall_nr();
-    let args = regs.syscall_args();
+/// Runs the syscall in the thread's registers for `task`: sets the return register unless
+/// the handler says otherwise, and returns what the run loop must do next.
+pub fn dispatch(kernel: &Arc<Kernel>, task: &Arc<Task>, thread: &mut PtraceThread) -> Action {
+    let nr = thread.regs.syscall_nr();
+    let args = thread.regs.syscall_args();
     let Some((name, handler)) = kernel.syscalls.get(nr) else {
         kernel.syscalls.report(nr, task);
-        regs.set_return(Errno::ENOSYS.to_return());
+        thread.regs.set_return(Errno::ENOSYS.to_return());
         return Action::Return;
     };
-    let mut ctx = SyscallCtx {
-        kernel,
-        task,
-        regs,
-        action: Action::Return,
-    };
+    let mut ctx = SyscallCtx { kernel, task, thread, action: Action::Return };
     let r = handler(&mut ctx, args);
     let action = ctx.action;
     if log::log_enabled!(log::Level::Trace) {
-        log::trace!(
-            "pid {} {name}({:#x}, {:#x}, {:#x}) = {r:?}",
-            task.tid,
-            args[0],
-            args[1],
-            args[2]
-        );
+        log::trace!("pid {} {name}({:#x}, {:#x}, {:#x}) = {r:?}", task.tid, args[0], args[1], args[2]);
     }
     if action == Action::Return {
-        regs.set_return(match r {
+        thread.regs.set_return(match r {
             Ok(v) => v,
             Err(e) => e.to_return(),
         });

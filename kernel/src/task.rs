@@ -95,6 +95,8 @@ pub struct Process {
     pub files: Mutex<Arc<Mutex<FdTable>>>,
     pub fs: Mutex<FsContext>,
     pub creds: Mutex<Creds>,
+    /// Supplementary groups.
+    pub groups: Mutex<Vec<u32>>,
     pub sigactions: Mutex<[SigAction; 64]>,
     pub shared_pending: Mutex<SigQueue>,
     pub rlimits: Mutex<Rlimits>,
@@ -115,6 +117,13 @@ pub struct Process {
     pub exec_unmap: std::sync::atomic::AtomicBool,
     /// When the process started, for /proc and times.
     pub start: std::time::Instant,
+    /// Exited and not yet reaped by its parent.
+    pub zombie: AtomicBool,
+    /// The parent has been told about the last SIGCONT.
+    pub cont_notified: AtomicBool,
+    /// A vfork parent waits for this: set at the child's exec or exit.
+    pub vfork_done: AtomicBool,
+    pub vfork_wait: WaitQueue,
 }
 
 impl Process {
@@ -158,6 +167,7 @@ impl Process {
             files: Mutex::new(files),
             fs: Mutex::new(fs),
             creds: Mutex::new(creds),
+            groups: Mutex::new(parent.map(|p| lock(&p.groups).clone()).unwrap_or_default()),
             sigactions: Mutex::new(acts),
             shared_pending: Mutex::new(SigQueue::default()),
             rlimits: Mutex::new(rl),
@@ -170,6 +180,10 @@ impl Process {
             arg_range: Mutex::new((0, 0, 0, 0)),
             exec_unmap: Default::default(),
             start: std::time::Instant::now(),
+            zombie: AtomicBool::new(false),
+            cont_notified: AtomicBool::new(false),
+            vfork_done: AtomicBool::new(false),
+            vfork_wait: WaitQueue::new(),
         }
     }
 
@@ -187,6 +201,7 @@ impl Process {
         let mut j = lock(&self.job);
         if let JobState::Stopped { .. } = *j {
             *j = JobState::Continued;
+            self.cont_notified.store(false, Ordering::Release);
             drop(j);
             self.child_wait.wake_all();
             for t in lock(&self.threads).iter().filter_map(Weak::upgrade) {
@@ -225,6 +240,10 @@ pub struct Task {
     pub in_guest: AtomicBool,
     /// Set when the thread has exited.
     pub exited: AtomicBool,
+    /// Set when another thread's exec ends this one (Linux `de_thread`).
+    pub zap: AtomicBool,
+    /// PR_SET_PDEATHSIG.
+    pub pdeath_signal: AtomicU32,
 }
 
 impl Task {
@@ -244,6 +263,8 @@ impl Task {
             host_tid: AtomicI32::new(0),
             in_guest: AtomicBool::new(false),
             exited: AtomicBool::new(false),
+            zap: AtomicBool::new(false),
+            pdeath_signal: AtomicU32::new(0),
         });
         lock(&t.process.threads).push(Arc::downgrade(&t));
         t

@@ -8,8 +8,8 @@
 use crate::wait::{IoCtx, PollTable};
 use std::any::Any;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use um_mm::VmFile;
 use um_uapi::{Errno, SysResult};
 
@@ -111,6 +111,165 @@ pub trait Inode: Send + Sync + Any {
     fn id(&self) -> u64;
     /// Upcast for file systems that need their own type back.
     fn as_any(&self) -> &dyn Any;
+
+    // Namespace and attribute operations (Linux `struct inode_operations`). `self` is the
+    // directory; `name` is one component, never `.` or `..`; the file system itself answers
+    // EEXIST / ENOENT / ENOTEMPTY. Permission checks and read-only mounts are the caller's job. The defaults are what Linux answers when a file
+    // system lacks the operation (fs/namei.c: `vfs_create` EACCES, the others EPERM).
+
+    /// Creates a regular file (`vfs_create`); `mode` has the permission bits only, umask applied.
+    fn create(&self, _name: &[u8], _mode: u32, _owner: Owner) -> SysResult<Arc<dyn Inode>> {
+        Err(Errno::EACCES)
+    }
+    /// Creates a directory.
+    fn mkdir(&self, _name: &[u8], _mode: u32, _owner: Owner) -> SysResult<Arc<dyn Inode>> {
+        Err(Errno::EPERM)
+    }
+    /// Creates a FIFO, socket or device node; `mode` includes the `S_IFMT` type.
+    fn mknod(
+        &self,
+        _name: &[u8],
+        _mode: u32,
+        _rdev: u64,
+        _owner: Owner,
+    ) -> SysResult<Arc<dyn Inode>> {
+        Err(Errno::EPERM)
+    }
+    /// Creates a symlink to `target`.
+    fn symlink(&self, _name: &[u8], _target: &[u8], _owner: Owner) -> SysResult<Arc<dyn Inode>> {
+        Err(Errno::EPERM)
+    }
+    /// Makes `name` a new hard link to `target` (an inode of the same file system, else EXDEV).
+    fn link(&self, _name: &[u8], _target: &Arc<dyn Inode>) -> SysResult<()> {
+        Err(Errno::EPERM)
+    }
+    /// Removes a non-directory entry.
+    fn unlink(&self, _name: &[u8]) -> SysResult<()> {
+        Err(Errno::EPERM)
+    }
+    /// Removes an empty directory.
+    fn rmdir(&self, _name: &[u8]) -> SysResult<()> {
+        Err(Errno::EPERM)
+    }
+    /// Moves `old_name` here to `new_name` in `new_dir` (same file system, else EXDEV).
+    /// `flags` are `RENAME_NOREPLACE` / `RENAME_EXCHANGE`; Linux's checks on directories
+    /// (EISDIR, ENOTDIR, ENOTEMPTY, moving into a descendant) are the file system's.
+    fn rename(
+        &self,
+        _old_name: &[u8],
+        _new_dir: &Arc<dyn Inode>,
+        _new_name: &[u8],
+        _flags: u32,
+    ) -> SysResult<()> {
+        Err(Errno::EPERM)
+    }
+    /// Changes attributes (`notify_change`): mode bits, owner, size, times.
+    fn setattr(&self, _attr: &SetAttr) -> SysResult<()> {
+        Err(Errno::EPERM)
+    }
+    /// Writes the file's data and metadata to stable storage.
+    fn fsync(&self, _datasync: bool) -> SysResult<()> {
+        Ok(())
+    }
+    /// Identity of the mounted file system instance this inode belongs to (unique per
+    /// instance; see [`new_fs_id`]). Mount points are keyed by `(fs_id, id)`.
+    fn fs_id(&self) -> u64 {
+        0
+    }
+    /// File system statistics (`statfs`).
+    fn statfs(&self) -> SysResult<Statfs> {
+        Err(Errno::ENOSYS)
+    }
+}
+
+/// Owner of a new inode: the caller's fsuid and fsgid.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Owner {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// A time to set in [`SetAttr`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeSet {
+    /// The current time (`UTIME_NOW`).
+    Now,
+    /// This (seconds, nanoseconds).
+    At(i64, i64),
+}
+
+/// Attribute changes (Linux `struct iattr`): `None` leaves a field alone.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SetAttr {
+    /// Permission bits (`07777`).
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    /// New size (truncate or extend with zeros).
+    pub size: Option<u64>,
+    pub atime: Option<TimeSet>,
+    pub mtime: Option<TimeSet>,
+}
+
+/// File system statistics in the kernel's form (`struct kstatfs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Statfs {
+    /// Magic number (`TMPFS_MAGIC`, ...).
+    pub fs_type: i64,
+    pub bsize: i64,
+    pub blocks: u64,
+    pub bfree: u64,
+    pub bavail: u64,
+    pub files: u64,
+    pub ffree: u64,
+    pub fsid: u64,
+    pub namelen: i64,
+    pub frsize: i64,
+    /// `ST_*` mount flags (filled in by the syscall from the mount).
+    pub flags: i64,
+}
+
+/// A fresh file system instance id for [`Inode::fs_id`] (never 0).
+pub fn new_fs_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Opens a character device: the driver's `open` for one (major, minor).
+pub type ChrdevOpen = Arc<dyn Fn(&IoCtx<'_>, u32) -> SysResult<Box<dyn FileOps>> + Send + Sync>;
+
+fn chrdevs() -> &'static Mutex<BTreeMap<(u32, u32), ChrdevOpen>> {
+    static CHRDEVS: OnceLock<Mutex<BTreeMap<(u32, u32), ChrdevOpen>>> = OnceLock::new();
+    CHRDEVS.get_or_init(Default::default)
+}
+
+/// `new_decode_dev` (include/linux/kdev_t.h): a `dev_t` as (major, minor).
+pub fn decode_dev(dev: u64) -> (u32, u32) {
+    let major = (((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff)) as u32;
+    let minor = (((dev >> 12) & 0xffff_ff00) | (dev & 0xff)) as u32;
+    (major, minor)
+}
+
+/// `new_encode_dev`: (major, minor) as a `dev_t`.
+pub fn encode_dev(major: u32, minor: u32) -> u64 {
+    let (ma, mi) = (major as u64, minor as u64);
+    (mi & 0xff) | ((ma & 0xfff) << 8) | ((mi & !0xff) << 12) | ((ma & !0xfff) << 32)
+}
+
+/// Registers the driver of character device `major:minor` (Linux `register_chrdev_region` +
+/// `cdev_add`); a later registration replaces an earlier one.
+pub fn register_chrdev(major: u32, minor: u32, open: ChrdevOpen) {
+    crate::task::lock(chrdevs()).insert((major, minor), open);
+}
+
+/// Opens the character device `rdev` (fs/char_dev.c `chrdev_open`): ENXIO if no driver.
+pub fn open_chrdev(rdev: u64, io: &IoCtx<'_>, flags: u32) -> SysResult<Box<dyn FileOps>> {
+    let key = decode_dev(rdev);
+    let open = crate::task::lock(chrdevs()).get(&key).cloned();
+    match open {
+        Some(f) => f(io, flags),
+        None => Err(Errno::ENXIO),
+    }
 }
 
 /// A name in the directory tree, with its inode (Linux `struct dentry`). `..` is the parent
@@ -211,6 +370,17 @@ pub trait FileOps: Send + Sync {
     }
     /// The mappable file behind this open file, for `mmap`.
     fn vm_file(&self) -> Option<Arc<dyn VmFile>> {
+        None
+    }
+    /// The concrete object, for calls that act on one kind of file only (socket calls on a
+    /// socket, `epoll_ctl` on an epoll instance, `timerfd_settime` on a timerfd); `None` for
+    /// files no such call needs to recognise.
+    fn as_any(&self) -> Option<&dyn Any> {
+        None
+    }
+    /// For an anonymous-inode file (eventfd, epoll, timerfd, signalfd ...): the name
+    /// `/proc/PID/fd/N` shows after `anon_inode:`, e.g. `[eventfd]` (fs/anon_inodes.c).
+    fn anon_name(&self) -> Option<&'static str> {
         None
     }
 }

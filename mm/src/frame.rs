@@ -152,6 +152,14 @@ impl FrameAllocator {
         self.phys.write(self.offset(f) as usize + off, data);
     }
 
+    /// Atomic compare-and-exchange of the aligned u32 at `off` within frame `f`; returns the value
+    /// found (see [`PhysMem::cmpxchg_u32`]).
+    pub fn cmpxchg_u32(&self, f: Frame, off: usize, old: u32, new: u32) -> u32 {
+        self.check(off, 4);
+        self.phys
+            .cmpxchg_u32(self.offset(f) as usize + off, old, new)
+    }
+
     /// Copies the whole of `src` into `dst` (the copy-on-write copy).
     pub fn copy_frame(&self, src: Frame, dst: Frame) {
         self.phys.copy(

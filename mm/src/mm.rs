@@ -1229,6 +1229,19 @@ impl Mm {
         self.copy_out(addr, data, true)
     }
 
+    /// Atomic compare-and-exchange of the u32 at `addr` (futex_atomic_cmpxchg_inatomic): faults
+    /// the page in writable (COW break, shared-file dirtying) like [`Mm::write_bytes`], then
+    /// replaces the word with `new` if it equals `old`. Returns the value found. `EINVAL` if
+    /// `addr` is not 4-byte aligned, `EFAULT` if the word is not writable.
+    pub fn cmpxchg_u32(&mut self, addr: u64, old: u32, new: u32) -> Result<u32, Errno> {
+        if addr % 4 != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let pte = self.user_page(addr, Access::Write, false)?;
+        let off = self.granule.offset_in_page(addr) as usize;
+        Ok(self.frames.cmpxchg_u32(pte.frame, off, old, new))
+    }
+
     /// Reads a NUL-terminated string of at most `max` bytes (NUL excluded from the result):
     /// ENAMETOOLONG if no NUL within `max` bytes, EFAULT if unreadable before the NUL.
     pub fn read_cstr(&mut self, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {

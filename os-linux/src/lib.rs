@@ -9,8 +9,10 @@
 //! Neighbours: nothing of ours below (only libc); the arch crates, `mm` and `kernel` above.
 
 pub mod host;
+pub mod hostdir;
 pub mod physmem;
 pub mod probe;
 pub mod ptrace;
 pub mod shared;
 pub mod stub;
+pub mod term;

@@ -6,6 +6,7 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The guest's physical memory.
 pub struct PhysMem {
@@ -116,6 +117,24 @@ impl PhysMem {
         );
         // SAFETY: both ranges are inside the mapping and do not overlap (checked above).
         unsafe { std::ptr::copy_nonoverlapping(self.base.add(src), self.base.add(dst), len) }
+    }
+
+    /// Atomically replaces the aligned 32-bit word at `off` with `new` if it equals `old`;
+    /// returns the value found (== `old` on success). Guest threads may use the same word with
+    /// their own atomic instructions at the same time (futexes), so this is a real `lock
+    /// cmpxchg` on the shared mapping. Panics if `off` is unaligned or outside physical memory
+    /// (kernel bug).
+    pub fn cmpxchg_u32(&self, off: usize, old: u32, new: u32) -> u32 {
+        self.check(off, 4);
+        assert!(off % 4 == 0, "unaligned physmem cmpxchg at {off:#x}");
+        // SAFETY: the 4 bytes are inside our live mapping (checked above) and 4-byte aligned
+        // (the mapping is page aligned); every access to guest memory from the kernel is either
+        // a byte copy or this atomic, and the guest's own accesses are machine instructions, so
+        // treating the word as an `AtomicU32` for the duration of this call is sound.
+        let a = unsafe { AtomicU32::from_ptr(self.base.add(off).cast()) };
+        match a.compare_exchange(old, new, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(v) | Err(v) => v,
+        }
     }
 }
 

@@ -9,6 +9,10 @@
 
 use std::io;
 
+/// The host signal the kernel sends a stub thread to interrupt guest code it runs (a guest
+/// signal is pending for it). A real-time signal that nothing else uses.
+pub const KICK_SIGNAL: i32 = 35;
+
 /// `PTRACE_SYSEMU` (x86: 31; arm64: 31 since Linux 5.3). Not in every libc.
 pub const PTRACE_SYSEMU: libc::c_uint = 31;
 /// `NT_PRSTATUS`: general registers.

@@ -3,15 +3,15 @@
 use crate::cmdline::{Cmdline, ConChannel, SeccompMode};
 use native::host::ProbeMode;
 use std::sync::{Arc, Mutex, OnceLock};
-use um_drivers::console::{Channel, Console};
+use um_drivers::console::Channel;
 use um_fs::hostfs::HostInode;
 use um_kernel::arch::{self, native};
-use um_kernel::engine::ptrace::{Intercept, PtraceThread};
+use um_kernel::engine::ptrace::Intercept;
 use um_kernel::kernel::{EngineKind, Kernel, StubEnv, Uts};
 use um_kernel::printk;
-use um_kernel::run::{self, Exit};
+use um_kernel::run;
 use um_kernel::syscall::SyscallTable;
-use um_kernel::task::{ExitStatus, FsContext, Process, Task, lock};
+use um_kernel::task::{FsContext, Process, Task};
 use um_kernel::vfs::{Dentry, FdTable, OpenFile};
 use um_mm::{FrameAllocator, Granule, Layout, Mm, PageCache};
 use um_os_linux::physmem::PhysMem;
@@ -182,6 +182,9 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         engine: EngineKind::Ptrace(intercept),
         hwcap: 0,
         exec_template: OnceLock::new(),
+        shutdown_hooks: Default::default(),
+        thread_exit_hooks: Default::default(),
+        process_exit_hooks: Default::default(),
     });
 
     let root_path = c.rootflags.clone().ok_or("no root")?;
@@ -198,7 +201,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         ConChannel::Fd(fd) => Channel::Fd(fd),
     };
     let console = OpenFile::new(
-        Box::new(Console::new(chan(c.con_in), chan(c.con_out))),
+        um_drivers::init(&kernel, chan(c.con_in), chan(c.con_out)),
         2,
         None,
     );
@@ -227,44 +230,11 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     let mut argv = vec![c.init.clone().into_bytes()];
     argv.extend(c.init_args.iter().map(|a| a.clone().into_bytes()));
     let envp = vec![b"HOME=/".to_vec(), b"TERM=linux".to_vec()];
-    let init = c.init.clone();
-    let k = kernel.clone();
-    let handle = std::thread::Builder::new()
-        .name("init".into())
-        .spawn(move || -> Result<ExitStatus, String> {
-            let mut th = PtraceThread::new_process(&k, intercept)
-                .map_err(|e| format!("cannot start the init stub process: {e}"))?;
-            let _ = k.exec_template.set(*th.template());
-            log::info!("Run {init} as init process");
-            let ex = match um_fs::exec::do_execve(&k, &task, init.as_bytes(), argv, envp) {
-                Ok(ex) => ex,
-                Err(e) => {
-                    printk::line(&format!(
-                        "Kernel panic - not syncing: Requested init {init} failed (error -{}).",
-                        e.get()
-                    ));
-                    return Err(format!("init {init} could not be started: {e}"));
-                }
-            };
-            th.regs = ex.regs;
-            let exit = run::serve(&k, &task, &mut th);
-            let st = match exit {
-                Exit::Group(st) => st,
-                Exit::Thread(code) => ExitStatus::Exited(code),
-            };
-            *lock(&task.process.exit) = Some(st);
-            Ok(st)
-        })
-        .map_err(|e| format!("cannot start the init thread: {e}"))?;
-    let st = handle
-        .join()
-        .map_err(|_| String::from("the init thread panicked"))??;
-    printk::line(&format!(
-        "Kernel panic - not syncing: Attempted to kill init! exitcode=0x{:08x}",
-        st.wstatus()
-    ));
-    Ok(match st {
-        ExitStatus::Exited(code) => code,
-        ExitStatus::Signaled(sig) => 128 + sig,
-    })
+    let path = c.init.clone().into_bytes();
+    log::info!("Run {} as init process", c.init);
+    let start = run::Start::Exec { path, argv, envp, exec: um_fs::exec::exec_init };
+    let handle = run::spawn(&kernel, task, start).map_err(|e| format!("cannot start the init thread: {e}"))?;
+    // init's exit ends `linux` from its own thread (run::shutdown); this thread only waits.
+    let _ = handle.join();
+    Err(String::from("the init thread ended without shutting the kernel down"))
 }

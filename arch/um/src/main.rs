@@ -27,11 +27,14 @@ fn main() {
         Ok(code) => code,
         Err(e) => fail(&e),
     };
+    um_os_linux::term::restore();
     std::process::exit(code);
 }
 
 /// One clear error line and exit status 2.
 fn fail(msg: &str) -> ! {
+    // The host terminal may be in raw mode (the console): put it back before the message.
+    um_os_linux::term::restore();
     eprintln!("linux: error: {msg}");
     std::process::exit(2)
 }

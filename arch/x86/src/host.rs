@@ -33,6 +33,15 @@ core::arch::global_asm!(
     "um_x86_stub_syscall:",
     "    syscall",
     "    int3",
+    ".globl um_x86_stub_clone",
+    "um_x86_stub_clone:",
+    "    syscall",
+    "    test rax, rax",
+    "    jnz 7f",
+    "6:  mov eax, 34",          // the new thread: pause until its serving thread seizes it
+    "    syscall",
+    "    jmp 6b",
+    "7:  int3",
     ".globl um_x86_stub_batch",
     "um_x86_stub_batch:",
     "    lea rbx, [rip + um_x86_stub_start]",
@@ -70,6 +79,7 @@ unsafe extern "C" {
     static um_x86_stub_entry: u8;
     static um_x86_stub_syscall: u8;
     static um_x86_stub_batch: u8;
+    static um_x86_stub_clone: u8;
 }
 
 fn addr(sym: &u8) -> usize {
@@ -86,6 +96,8 @@ pub struct StubCode {
     pub syscall: u64,
     /// Offset of the batch runner.
     pub batch: u64,
+    /// Offset of the thread-creating gadget (clone; the new thread parks in pause()).
+    pub clone: u64,
 }
 
 /// The stub code of this kernel binary.
@@ -101,6 +113,7 @@ pub fn stub_code() -> StubCode {
             entry: (addr(&um_x86_stub_entry) - start) as u64,
             syscall: (addr(&um_x86_stub_syscall) - start) as u64,
             batch: (addr(&um_x86_stub_batch) - start) as u64,
+            clone: (addr(&um_x86_stub_clone) - start) as u64,
         }
     }
 }
@@ -118,6 +131,16 @@ pub fn get_regs(t: &Stopped) -> io::Result<Regs> {
 /// Writes the general registers of a stopped tracee.
 pub fn set_regs(t: &Stopped, r: &Regs) -> io::Result<()> {
     t.set_regset(NT_PRSTATUS, &r.to_bytes())
+}
+
+/// The FP state of a fresh program (Linux `fpstate_init`): FCW 0x37f, MXCSR 0x1f80, all
+/// registers zero, all tags empty.
+pub fn initial_fpregs() -> [u8; FPREGS_SIZE] {
+    let mut b = [0u8; FPREGS_SIZE];
+    b[0..2].copy_from_slice(&0x37fu16.to_le_bytes());
+    b[24..28].copy_from_slice(&0x1f80u32.to_le_bytes());
+    b[28..32].copy_from_slice(&0xffffu32.to_le_bytes()); // MXCSR_MASK
+    b
 }
 
 /// Size of `user_fpregs_struct` (the FXSAVE area), the `NT_PRFPREG` regset.
@@ -148,6 +171,9 @@ fn run_to_trap(t: Stopped) -> io::Result<Stopped> {
                 Stop::Event(..) | Stop::Signal(libc::SIGSTOP | libc::SIGCONT | libc::SIGTSTP) => {
                     running = s.resume(Resume::Cont, 0)?
                 }
+                // A kick while the stub works for the kernel: the kernel checks for pending
+                // guest signals before it resumes the guest anyway.
+                Stop::Signal(ptrace::KICK_SIGNAL) => running = s.resume(Resume::Cont, 0)?,
                 other => {
                     return Err(io::Error::other(format!(
                         "stub stopped unexpectedly: {other:?}"
@@ -181,6 +207,32 @@ pub fn stub_syscall(
     r.w[idx::R8] = args[4];
     r.w[idx::R9] = args[5];
     r.w[idx::RIP] = base + code.syscall;
+    r.w[idx::ORIG_RAX] = u64::MAX;
+    set_regs(&t, &r)?;
+    let t = run_to_trap(t)?;
+    let ret = get_regs(&t)?.w[idx::RAX] as i64;
+    Ok((t, ret))
+}
+
+/// Makes the stopped stub thread create a new host thread in its process (CLONE_VM|CLONE_THREAD
+/// and friends); the new thread parks in pause() until its own serving thread seizes it.
+/// Returns the stub stopped again and the new thread's host tid (or -errno).
+pub fn stub_clone_thread(t: Stopped, base: u64, template: &Regs) -> io::Result<(Stopped, i64)> {
+    let code = stub_code();
+    let flags = (libc::CLONE_VM
+        | libc::CLONE_FS
+        | libc::CLONE_FILES
+        | libc::CLONE_SIGHAND
+        | libc::CLONE_THREAD
+        | libc::CLONE_SYSVSEM) as u64;
+    let mut r = *template;
+    r.w[idx::RAX] = libc::SYS_clone as u64;
+    r.w[idx::RDI] = flags;
+    r.w[idx::RSI] = 0; // same stack: the new thread never touches it
+    r.w[idx::RDX] = 0;
+    r.w[idx::R10] = 0;
+    r.w[idx::R8] = 0;
+    r.w[idx::RIP] = base + code.clone;
     r.w[idx::ORIG_RAX] = u64::MAX;
     set_regs(&t, &r)?;
     let t = run_to_trap(t)?;

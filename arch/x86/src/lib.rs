@@ -16,6 +16,7 @@ pub mod abi;
 #[cfg(target_arch = "x86_64")]
 pub mod host;
 pub mod regs;
+pub mod signal;
 pub mod stub;
 pub mod syscalls;
 

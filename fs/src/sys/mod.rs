@@ -1,10 +1,17 @@
 //! File syscalls, one file per family (Linux `fs/open.c`, `fs/read_write.c`, `fs/stat.c`,
 //! `fs/readdir.c`, `fs/fcntl.c`, `fs/namei.c`), and the helpers they share for `*at()` lookups.
 
+pub mod epoll;
+pub mod eventfd;
+pub mod execve;
 pub mod fd;
+pub mod mount;
+pub mod namespace;
 pub mod open;
+pub mod pipe;
 pub mod poll;
 pub mod rw;
+pub mod socket;
 pub mod stat;
 
 use crate::namei::{self, Last};
@@ -68,14 +75,22 @@ pub fn lookup(c: &SyscallCtx<'_>, dirfd: u64, path: &[u8], last: Last) -> SysRes
     } else {
         start_dir(c, dirfd)?
     };
-    namei::walk(&fs, &start, path, last)
+    let creds = *lock(&c.task.process.creds);
+    namei::walk_with(&fs, &creds, &start, path, last)
 }
 
 /// Registers every file syscall.
 pub fn register(t: &mut SyscallTable) {
+    epoll::register(t);
+    eventfd::register(t);
+    execve::register(t);
     fd::register(t);
+    mount::register(t);
+    namespace::register(t);
     open::register(t);
+    pipe::register(t);
     poll::register(t);
     rw::register(t);
+    socket::register(t);
     stat::register(t);
 }

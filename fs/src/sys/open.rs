@@ -1,19 +1,27 @@
 //! open, openat, close, getcwd, chdir, fchdir, readlink, access (Linux fs/open.c, fs/namei.c,
 //! fs/d_path.c).
+//!
+//! `open` follows Linux `path_openat`/`do_open`: with `O_CREAT` the parent is walked and the
+//! last component created through [`um_kernel::vfs::Inode::create`] (mode masked by the umask) unless it
+//! exists (`EEXIST` with `O_EXCL`; a symlink in the last component is followed, and a dangling
+//! one creates its target); then `may_open` (DAC permission, `EISDIR`, `ELOOP`, `EROFS`,
+//! `nodev`) and `O_TRUNC`. `O_PATH` opens only a name; `O_TMPFILE` is `EOPNOTSUPP`.
 
-use super::{AT_FDCWD, Target, lookup, resolve_at};
-use crate::namei::Last;
+use super::{AT_FDCWD, Target, lookup, resolve_at, start_dir};
+use crate::mount;
+use crate::namei::{self, Last, MAY_EXEC, MAY_READ, MAY_WRITE, permission};
+use std::sync::Arc;
 use um_kernel::arch::native::abi::OPEN_FLAGS_ARCH as ARCH;
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
-use um_kernel::task::lock;
-use um_kernel::vfs::{FileOps, Kstat, OpenFile, mode};
+use um_kernel::task::{Creds, lock};
+use um_kernel::vfs::{Dentry, FileOps, Kstat, OpenFile, Owner, SetAttr, mode};
 use um_kernel::wait::IoCtx;
 use um_uapi::abi::fcntl::OpenFlags;
 use um_uapi::{Errno, SysResult};
 
 /// An `O_PATH` descriptor: names a file, cannot read or write it.
 struct PathOnly {
-    stat: Kstat,
+    dentry: Arc<Dentry>,
 }
 
 impl FileOps for PathOnly {
@@ -24,7 +32,101 @@ impl FileOps for PathOnly {
         Err(Errno::EBADF)
     }
     fn stat(&self) -> SysResult<Kstat> {
-        Ok(self.stat)
+        self.dentry.inode.stat()
+    }
+    fn readdir(&self) -> SysResult<Vec<um_kernel::vfs::DirEntry>> {
+        Err(Errno::EBADF)
+    }
+}
+
+const O_PATH: u32 = 0o10000000;
+
+/// The last component of `path` is `.`, `..` or absent (`/`): Linux's `LAST_DOT`,
+/// `LAST_DOTDOT`, `LAST_ROOT`.
+fn last_is_special(path: &[u8]) -> bool {
+    let last = path.split(|&b| b == b'/').rfind(|c| !c.is_empty());
+    matches!(last, None | Some(b".") | Some(b".."))
+}
+
+/// `MAY_*` bits an open with `flags` needs (`ACC_MODE` plus `MAY_WRITE` for `O_TRUNC`).
+fn acc_mask(flags: u32) -> u32 {
+    let mut m = match flags & 3 {
+        0 => MAY_READ,
+        1 => MAY_WRITE,
+        _ => MAY_READ | MAY_WRITE,
+    };
+    if flags & OpenFlags::TRUNC.bits() != 0 {
+        m |= MAY_WRITE;
+    }
+    m
+}
+
+/// The caller's credentials.
+pub fn creds(c: &SyscallCtx<'_>) -> Creds {
+    *lock(&c.task.process.creds)
+}
+
+/// Finds or creates the last component for `O_CREAT`. Returns the dentry and whether it was
+/// created.
+fn open_create(
+    c: &SyscallCtx<'_>,
+    dirfd: u64,
+    path: &[u8],
+    flags: u32,
+    perm: u32,
+) -> SysResult<(Arc<Dentry>, bool)> {
+    let fs = lock(&c.task.process.fs).clone();
+    let cr = creds(c);
+    let start = if path.first() == Some(&b'/') {
+        fs.root.clone()
+    } else {
+        start_dir(c, dirfd)?
+    };
+    let (mut parent, mut name) = namei::walk_parent_with(&fs, &cr, &start, path)?;
+    let mut links = 0;
+    loop {
+        match parent.inode.lookup(&name) {
+            Ok(inode) => {
+                if flags & OpenFlags::EXCL.bits() != 0 {
+                    return Err(Errno::EEXIST);
+                }
+                let inode = mount::cross(inode);
+                if inode.stat()?.mode & mode::S_IFMT == mode::S_IFLNK {
+                    if flags & ARCH.nofollow != 0 {
+                        return Err(Errno::ELOOP);
+                    }
+                    links += 1;
+                    if links > namei::MAXSYMLINKS {
+                        return Err(Errno::ELOOP);
+                    }
+                    if let Some(target) = inode.magic_link() {
+                        return Ok((target, false));
+                    }
+                    let target = inode.readlink()?;
+                    if last_is_special(&target) || target.ends_with(b"/") {
+                        // A symlink to a directory: the walk finds it, creation is EISDIR.
+                        let d = namei::walk_with(&fs, &cr, &parent, &target, Last::Follow)?;
+                        return Ok((d, false));
+                    }
+                    (parent, name) = namei::walk_parent_with(&fs, &cr, &parent, &target)?;
+                    continue;
+                }
+                return Ok((Dentry::child(&parent, &name, inode), false));
+            }
+            Err(Errno::ENOENT) => {
+                let pst = parent.inode.stat()?;
+                permission(&pst, &cr, MAY_WRITE | MAY_EXEC)?;
+                mount::check_writable(&parent)?;
+                let umask = lock(&c.task.process.fs).umask;
+                let owner = Owner {
+                    uid: cr.fsuid,
+                    gid: cr.fsgid,
+                };
+                let inode = parent.inode.create(&name, perm & 0o7777 & !umask, owner)?;
+                return Ok((Dentry::child(&parent, &name, inode), true));
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -33,51 +135,74 @@ fn do_openat(
     dirfd: u64,
     path_addr: u64,
     flags: u64,
-    _mode: u64,
+    perm: u64,
 ) -> SysResult {
-    let flags = flags as u32;
-    if flags & !ARCH.known_bits() != 0 {
-        // Linux ignores unknown open flags (for compatibility), except through openat2.
-    }
+    // Linux ignores unknown open flags (for compatibility), except through openat2.
+    let mut flags = flags as u32;
     let path = c.read_path(path_addr)?;
-    let o = OpenFlags::from_bits_truncate(flags);
-    let cloexec = o.contains(OpenFlags::CLOEXEC);
-    if o.contains(OpenFlags::CREAT) || o.contains(OpenFlags::TRUNC) && flags & 3 != 0 {
-        // hostfs is read-only for now: creating or truncating needs the write support.
-        match lookup(c, dirfd, &path, Last::Follow) {
-            Ok(_) if o.contains(OpenFlags::EXCL) && o.contains(OpenFlags::CREAT) => {
-                return Err(Errno::EEXIST);
-            }
-            Ok(_) => {}
-            Err(Errno::ENOENT) => return Err(Errno::EROFS),
-            Err(e) => return Err(e),
+    let tmpfile = ARCH.tmpfile();
+    if flags & tmpfile == tmpfile {
+        // build_open_flags: O_TMPFILE needs write access and no O_CREAT.
+        if flags & 3 == 0 || flags & OpenFlags::CREAT.bits() != 0 {
+            return Err(Errno::EINVAL);
         }
+        return Err(Errno::EOPNOTSUPP);
     }
-    let last = if flags & ARCH.nofollow != 0 {
-        Last::NoFollow
+    let is_path = flags & O_PATH != 0;
+    if is_path {
+        // build_open_flags: O_PATH keeps only these.
+        flags &= O_PATH | ARCH.directory | ARCH.nofollow | OpenFlags::CLOEXEC.bits();
+    }
+    let cloexec = flags & OpenFlags::CLOEXEC.bits() != 0;
+    let creat = flags & OpenFlags::CREAT.bits() != 0;
+    let (d, created) = if creat {
+        if last_is_special(&path) || path.ends_with(b"/") {
+            return Err(Errno::EISDIR);
+        }
+        open_create(c, dirfd, &path, flags, perm as u32)?
     } else {
-        Last::Follow
+        let last = if flags & ARCH.nofollow != 0 {
+            Last::NoFollow
+        } else {
+            Last::Follow
+        };
+        (lookup(c, dirfd, &path, last)?, false)
     };
-    let d = lookup(c, dirfd, &path, last)?;
     let st = d.inode.stat()?;
     let fmt = st.mode & mode::S_IFMT;
-    if flags & ARCH.nofollow != 0 && fmt == mode::S_IFLNK && flags & 0o10000000 == 0 {
+    if fmt == mode::S_IFLNK && !is_path {
         return Err(Errno::ELOOP);
     }
     if flags & ARCH.directory != 0 && fmt != mode::S_IFDIR {
         return Err(Errno::ENOTDIR);
     }
-    // O_PATH
-    let file = if flags & 0o10000000 != 0 {
-        OpenFile::new(Box::new(PathOnly { stat: st }), flags, Some(d))
+    let file = if is_path {
+        OpenFile::new(Box::new(PathOnly { dentry: d.clone() }), flags, Some(d))
     } else {
-        if fmt == mode::S_IFDIR && flags & 3 != 0 {
+        // may_open (fs/namei.c).
+        let mask = acc_mask(flags);
+        if fmt == mode::S_IFDIR && (creat || mask & MAY_WRITE != 0) {
             return Err(Errno::EISDIR);
+        }
+        if !created {
+            permission(&st, &creds(c), mask)?;
+        }
+        if mask & MAY_WRITE != 0 && matches!(fmt, mode::S_IFREG | mode::S_IFDIR | mode::S_IFLNK) {
+            mount::check_writable(&d)?;
+        }
+        if matches!(fmt, mode::S_IFCHR | mode::S_IFBLK) && mount::is_nodev(&d) {
+            return Err(Errno::EACCES);
+        }
+        if flags & OpenFlags::TRUNC.bits() != 0 && fmt == mode::S_IFREG && !created {
+            d.inode.setattr(&SetAttr {
+                size: Some(0),
+                ..Default::default()
+            })?;
         }
         let ops = d.inode.open(
             &IoCtx {
                 task: c.task,
-                nonblock: flags & 0o4000 != 0,
+                nonblock: flags & OpenFlags::NONBLOCK.bits() != 0,
             },
             flags,
         )?;
@@ -165,16 +290,47 @@ fn do_faccessat(
     amode: u64,
     flags: u64,
 ) -> SysResult {
-    if amode & !7 != 0 || flags & !(0x200 | 0x100 | 0x1000) != 0 {
+    const AT_EACCESS: u64 = 0x200;
+    if amode & !7 != 0 || flags & !(AT_EACCESS | 0x100 | 0x1000) != 0 {
         return Err(Errno::EINVAL);
     }
-    let st = match resolve_at(c, dirfd, path, flags)? {
-        Target::Dentry(d) => d.inode.stat()?,
-        Target::File(f) => f.ops.stat()?,
+    // access() checks with the real ids unless AT_EACCESS (fs/open.c access_override_creds).
+    let mut cr = creds(c);
+    if flags & AT_EACCESS == 0 {
+        cr.fsuid = cr.uid;
+        cr.fsgid = cr.gid;
+    }
+    let p = c.read_cstr(path, 4096)?;
+    let (st, d) = if p.is_empty() {
+        match resolve_at(c, dirfd, path, flags)? {
+            Target::Dentry(d) => (d.inode.stat()?, Some(d)),
+            Target::File(f) => (f.ops.stat()?, None),
+        }
+    } else {
+        let fs = lock(&c.task.process.fs).clone();
+        let start = if p[0] == b'/' {
+            fs.root.clone()
+        } else {
+            start_dir(c, dirfd)?
+        };
+        let last = if flags & 0x100 != 0 {
+            Last::NoFollow
+        } else {
+            Last::Follow
+        };
+        let d = namei::walk_with(&fs, &cr, &start, &p, last)?;
+        (d.inode.stat()?, Some(d))
     };
-    // Root may read and write anything; execute needs some x bit (or a directory).
-    if amode & 1 != 0 && st.mode & 0o111 == 0 && st.mode & mode::S_IFMT != mode::S_IFDIR {
-        return Err(Errno::EACCES);
+    // amode is R_OK 4, W_OK 2, X_OK 1: the same bits as MAY_*.
+    permission(&st, &cr, amode as u32)?;
+    if amode & 2 != 0
+        && matches!(
+            st.mode & mode::S_IFMT,
+            mode::S_IFREG | mode::S_IFDIR | mode::S_IFLNK
+        )
+        && d.as_deref().is_some_and(mount::is_readonly)
+    {
+        return Err(Errno::EROFS);
     }
     Ok(0)
 }

@@ -16,4 +16,6 @@ pub enum Event {
     Fault { addr: u64, not_present: bool },
     /// The host delivered a synchronous signal for guest code (SIGILL, SIGFPE, SIGBUS, SIGTRAP).
     Signal { signo: i32, addr: u64, code: i32 },
+    /// The kernel interrupted it (a signal is pending for it).
+    Interrupted,
 }

@@ -20,6 +20,7 @@ use std::io;
 use um_mm::{HostOp, Prot};
 use um_os_linux::ptrace::{self, Resume, Stop, Stopped};
 use um_os_linux::shared::SharedPages;
+use std::sync::{Arc, Mutex};
 
 /// Host syscall numbers the stub makes for the kernel, from the native table.
 fn nr(name: &str) -> u64 {
@@ -40,7 +41,32 @@ pub enum Intercept {
     Substitute,
 }
 
-/// One guest thread under ptrace, with its stub process.
+/// One stub host process: a guest address space. Shared by the [`PtraceThread`]s of every
+/// guest thread that runs in it (threads, and vfork children until they exec).
+pub struct StubProcess {
+    pid: libc::pid_t,
+    base: u64,
+    data: SharedPages,
+    /// The data area holds one batch at a time.
+    batch: Mutex<()>,
+}
+
+impl StubProcess {
+    /// Host pid.
+    pub fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+}
+
+impl Drop for StubProcess {
+    fn drop(&mut self) {
+        // The last thread is gone: make sure the host process is too.
+        um_os_linux::stub::kill(self.pid);
+    }
+}
+
+/// One guest thread under ptrace: a host thread of a stub process, traced by the kernel
+/// thread that serves the guest thread.
 pub struct PtraceThread {
     /// The stub thread, stopped (None only while a switch is in progress or after death).
     stopped: Option<Stopped>,
@@ -48,9 +74,8 @@ pub struct PtraceThread {
     pub regs: Regs,
     /// Registers of the stub as exec left it: segments and flags for injected calls.
     template: Regs,
-    base: u64,
-    data: SharedPages,
-    pid: libc::pid_t,
+    stub: Arc<StubProcess>,
+    tid: libc::pid_t,
     intercept: Intercept,
 }
 
@@ -74,24 +99,11 @@ impl PtraceThread {
     pub fn new_process(k: &Kernel, intercept: Intercept) -> io::Result<PtraceThread> {
         let data = SharedPages::new(layout::DATA_SIZE as usize)?;
         let pid = um_os_linux::stub::spawn(&k.stub.image, &[k.phys.fd(), data.fd()])?;
-        let t = match ptrace::seize(pid, 0) {
-            Ok(t) => t,
-            Err(e) => {
-                um_os_linux::stub::kill(pid);
-                return Err(e);
-            }
-        };
-        let template = arch::get_regs(&t)?;
         let base = k.stub.base;
-        let mut th = PtraceThread {
-            stopped: Some(t),
-            regs: template,
-            template,
-            base,
-            data,
-            pid,
-            intercept,
-        };
+        let stub = Arc::new(StubProcess { pid, base, data, batch: Mutex::new(()) });
+        let t = ptrace::seize(pid, 0)?;
+        let template = arch::get_regs(&t)?;
+        let mut th = PtraceThread { stopped: Some(t), regs: template, template, stub, tid: pid, intercept };
         let top = 1u64 << k.stub.va_bits;
         let page = um_os_linux::probe::page_size() as u64;
         let data_addr = base + layout::DATA_OFFSET;
@@ -109,22 +121,11 @@ impl PtraceThread {
             ),
             (nr("close"), [4, 0, 0, 0, 0, 0]),
             (nr("munmap"), [0, base, 0, 0, 0, 0]),
-            (
-                nr("munmap"),
-                [
-                    base + layout::STUB_REGION,
-                    top - page - (base + layout::STUB_REGION),
-                    0,
-                    0,
-                    0,
-                    0,
-                ],
-            ),
+            (nr("munmap"), [base + layout::STUB_REGION, top - page - (base + layout::STUB_REGION), 0, 0, 0, 0]),
         ];
         for (n, args) in setup {
             let r = th.inject(n, args)?;
             if r < 0 && n != nr("close") {
-                let _ = th.kill();
                 return Err(io::Error::other(format!(
                     "stub setup call {n} failed: {}",
                     io::Error::from_raw_os_error(-r as i32)
@@ -134,9 +135,37 @@ impl PtraceThread {
         Ok(th)
     }
 
+    /// Creates a new host thread in this thread's stub process (for a guest thread that shares
+    /// the address space); returns its host tid. It parks until [`SiblingSeed::attach`].
+    pub fn spawn_thread(&mut self) -> io::Result<libc::pid_t> {
+        let t = self.take()?;
+        let (t, r) = arch::stub_clone_thread(t, self.stub.base, &self.template)?;
+        self.stopped = Some(t);
+        if r < 0 {
+            return Err(io::Error::from_raw_os_error(-r as i32));
+        }
+        Ok(r as libc::pid_t)
+    }
+
+    /// A handle to this thread's stub process, for attaching new threads from another host
+    /// thread.
+    pub fn sibling_template(&self) -> SiblingSeed {
+        SiblingSeed { template: self.template, stub: self.stub.clone(), intercept: self.intercept }
+    }
+
     /// The stub's host pid.
     pub fn pid(&self) -> libc::pid_t {
-        self.pid
+        self.stub.pid
+    }
+
+    /// This thread's host tid.
+    pub fn tid(&self) -> libc::pid_t {
+        self.tid
+    }
+
+    /// Whether other guest threads run in the same stub process.
+    pub fn shares_stub(&self) -> bool {
+        Arc::strong_count(&self.stub) > 1
     }
 
     /// The register template of this stub (for building exec registers).
@@ -144,15 +173,26 @@ impl PtraceThread {
         &self.template
     }
 
+    /// The guest's FP/SIMD registers (x86: the FXSAVE image).
+    pub fn get_fpregs(&self) -> io::Result<Vec<u8>> {
+        let t = self.stopped.as_ref().ok_or_else(|| io::Error::other("stub is not stopped"))?;
+        Ok(arch::get_fpregs(t)?.to_vec())
+    }
+
+    /// Sets the guest's FP/SIMD registers.
+    pub fn set_fpregs(&self, b: &[u8]) -> io::Result<()> {
+        let t = self.stopped.as_ref().ok_or_else(|| io::Error::other("stub is not stopped"))?;
+        let img: &[u8; arch::FPREGS_SIZE] = b.try_into().map_err(|_| io::Error::other("bad FP image size"))?;
+        arch::set_fpregs(t, img)
+    }
+
     fn take(&mut self) -> io::Result<Stopped> {
-        self.stopped
-            .take()
-            .ok_or_else(|| io::Error::other("stub is not stopped"))
+        self.stopped.take().ok_or_else(|| io::Error::other("stub is not stopped"))
     }
 
     fn inject(&mut self, n: u64, args: [u64; 6]) -> io::Result<i64> {
         let t = self.take()?;
-        let (t, r) = arch::stub_syscall(t, self.base, &self.template, n, args)?;
+        let (t, r) = arch::stub_syscall(t, self.stub.base, &self.template, n, args)?;
         self.stopped = Some(t);
         Ok(r)
     }
@@ -160,6 +200,8 @@ impl PtraceThread {
     /// Replays host mapping changes in the stub.
     fn flush(&mut self, ops: &[HostOp]) -> io::Result<()> {
         let (mmap, munmap, mprotect) = (nr("mmap"), nr("munmap"), nr("mprotect"));
+        let stub = self.stub.clone();
+        let _batch = stub.batch.lock().unwrap_or_else(|e| e.into_inner());
         for chunk in ops.chunks(layout::MAX_OPS) {
             for (i, op) in chunk.iter().enumerate() {
                 let (n, a): (u64, [u64; 6]) = match *op {
@@ -185,19 +227,17 @@ impl PtraceThread {
                     }
                 };
                 let off = layout::OPS + i * layout::OP_SIZE;
-                self.data.store(off, n);
+                stub.data.store(off, n);
                 for (j, v) in a.iter().enumerate() {
-                    self.data.store(off + 8 + j * 8, *v);
+                    stub.data.store(off + 8 + j * 8, *v);
                 }
             }
-            self.data.store(layout::COUNT, chunk.len() as u64);
+            stub.data.store(layout::COUNT, chunk.len() as u64);
             let t = self.take()?;
-            let t = arch::stub_batch(t, self.base, &self.template)?;
+            let t = arch::stub_batch(t, stub.base, &self.template)?;
             self.stopped = Some(t);
             for (i, op) in chunk.iter().enumerate() {
-                let res = self
-                    .data
-                    .load(layout::OPS + i * layout::OP_SIZE + layout::RESULT_OFF)
+                let res = stub.data.load(layout::OPS + i * layout::OP_SIZE + layout::RESULT_OFF)
                     as i64;
                 // mm only protects pages it has PTEs for; if the host never had one mapped,
                 // mprotect says ENOMEM and the next access simply faults it in.
@@ -214,10 +254,14 @@ impl PtraceThread {
         Ok(())
     }
 
-    /// Replays `ops`, then runs the guest until the next event.
-    pub fn switch(&mut self, ops: &[HostOp]) -> io::Result<Event> {
+    /// Replays `ops`, then runs the guest until the next event. `interrupted` is asked once
+    /// the stub is ready: a signal that arrived meanwhile is served before the guest runs.
+    pub fn switch(&mut self, ops: &[HostOp], interrupted: impl Fn() -> bool) -> io::Result<Event> {
         if !ops.is_empty() {
             self.flush(ops)?;
+        }
+        if interrupted() {
+            return Ok(Event::Interrupted);
         }
         let t = self.take()?;
         arch::set_regs(&t, &self.regs)?;
@@ -293,8 +337,14 @@ impl PtraceThread {
                                     code,
                                 });
                             }
-                            // Asynchronous host signals to the stub (none are expected: the
-                            // stub is in its own session) are dropped.
+                            // The kernel interrupting this thread (a guest signal for it).
+                            crate::signal::KICK_SIGNAL => {
+                                self.regs = arch::get_regs(&s)?;
+                                self.stopped = Some(s);
+                                return Ok(Event::Interrupted);
+                            }
+                            // Other asynchronous host signals to the stub (none are expected:
+                            // the stub is in its own session) are dropped.
                             _ => running = s.resume(how, 0)?,
                         }
                     }
@@ -311,17 +361,28 @@ impl PtraceThread {
         }
     }
 
-    /// Kills the stub process and waits until it is gone (reaped: no zombie stays behind).
+    /// Ends this host thread: the whole stub process if no other guest thread uses it,
+    /// else just this thread (it makes an exit call). Waits until it is gone.
     pub fn kill(&mut self) -> io::Result<()> {
-        um_os_linux::stub::kill(self.pid);
-        // A stopped tracee dies once resumed after SIGKILL; resuming fails if it is already
-        // dead, which is fine. Every stop until the exit is resumed.
-        let Some(s) = self.stopped.take() else {
-            return Ok(());
+        let Some(s) = self.stopped.take() else { return Ok(()) };
+        let running = if self.shares_stub() {
+            let mut r = self.template;
+            r.set_syscall_nr(u64::MAX);
+            arch::set_regs(&s, &r)?;
+            match arch::stub_syscall(s, self.stub.base, &self.template, nr("exit"), [0; 6]) {
+                // The thread is gone once the injected exit ran.
+                Ok(_) | Err(_) => return Ok(()),
+            }
+        } else {
+            um_os_linux::stub::kill(self.stub.pid);
+            // A stopped tracee dies once resumed after SIGKILL; resuming fails if it is
+            // already dead, which is fine. Every stop until the exit is resumed.
+            match s.resume(Resume::Cont, 0) {
+                Ok(r) => r,
+                Err(_) => return Ok(()),
+            }
         };
-        let Ok(mut running) = s.resume(Resume::Cont, 0) else {
-            return Ok(());
-        };
+        let mut running = running;
         loop {
             match running.wait() {
                 Ok(ptrace::Event::Stopped(s)) => match s.resume(Resume::Cont, 0) {
@@ -331,6 +392,23 @@ impl PtraceThread {
                 Ok(_) | Err(_) => return Ok(()),
             }
         }
+    }
+}
+
+/// What a new host thread of an existing stub needs to be attached from another kernel
+/// thread (see [`PtraceThread::sibling_template`]).
+#[derive(Clone)]
+pub struct SiblingSeed {
+    template: Regs,
+    stub: Arc<StubProcess>,
+    intercept: Intercept,
+}
+
+impl SiblingSeed {
+    /// Seizes host thread `tid` of the seed's stub process on the calling host thread.
+    pub fn attach(&self, tid: libc::pid_t, regs: Regs) -> io::Result<PtraceThread> {
+        let t = ptrace::seize(tid, 0)?;
+        Ok(PtraceThread { stopped: Some(t), regs, template: self.template, stub: self.stub.clone(), tid, intercept: self.intercept })
     }
 }
 

@@ -25,11 +25,11 @@ const ARCH_GET_GS: u64 = 0x1004;
 fn arch_prctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     match a[0] {
         ARCH_SET_FS => {
-            c.regs.set_tls(a[1]);
+            c.regs().set_tls(a[1]);
             Ok(0)
         }
         ARCH_GET_FS => {
-            let v = c.regs.tls();
+            let v = c.regs().tls();
             c.write_u64(a[1], v)?;
             Ok(0)
         }

@@ -1,19 +1,28 @@
 //! Syscalls the kernel crate owns, one file per family (process, memory, time, signals,
 //! misc), each with a `register` function that `um-bin` calls while assembling the table.
 
+pub mod fork;
+pub mod futex;
 pub mod misc;
 pub mod mm;
 pub mod process;
 pub mod signal;
 pub mod time;
+pub mod timer;
+pub mod wait;
 
 use crate::syscall::SyscallTable;
 
 /// Registers every syscall of this crate.
 pub fn register(t: &mut SyscallTable) {
+    fork::register(t);
     misc::register(t);
+    // After misc, whose set_robust_list only checks the length.
+    futex::register(t);
     mm::register(t);
     process::register(t);
     signal::register(t);
     time::register(t);
+    timer::register(t);
+    wait::register(t);
 }

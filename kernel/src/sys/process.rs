@@ -52,13 +52,6 @@ fn getresgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-fn getgroups(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    if (a[0] as i32) < 0 {
-        return Err(Errno::EINVAL);
-    }
-    Ok(0)
-}
-
 fn set_tid_address(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     *lock(&c.task.clear_child_tid) = a[0];
     Ok(c.task.tid as u64)
@@ -154,15 +147,270 @@ fn umask(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(old as u64)
 }
 
-fn getpgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    if a[0] != 0 && a[0] as u32 != c.task.process.pid {
-        return Err(Errno::ESRCH);
+const PR_SET_PDEATHSIG: u64 = 1;
+const PR_GET_PDEATHSIG: u64 = 2;
+const PR_GET_DUMPABLE: u64 = 3;
+const PR_SET_DUMPABLE: u64 = 4;
+const PR_SET_NAME: u64 = 15;
+const PR_GET_NAME: u64 = 16;
+const PR_GET_SECCOMP: u64 = 21;
+const PR_CAPBSET_READ: u64 = 23;
+const PR_SET_CHILD_SUBREAPER: u64 = 36;
+const PR_GET_CHILD_SUBREAPER: u64 = 37;
+const PR_SET_NO_NEW_PRIVS: u64 = 38;
+const PR_GET_NO_NEW_PRIVS: u64 = 39;
+const PR_SET_VMA: u64 = 0x53564d41;
+
+/// prctl(2), the parts programs commonly use (kernel/sys.c).
+fn prctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    match a[0] {
+        PR_SET_NAME => {
+            let mut name = c.read_bytes(a[1], 16).or_else(|_| c.read_cstr(a[1], 16))?;
+            if let Some(n) = name.iter().position(|&b| b == 0) {
+                name.truncate(n);
+            }
+            name.truncate(15);
+            *lock(&c.task.process.comm) = name;
+            Ok(0)
+        }
+        PR_GET_NAME => {
+            let mut name = lock(&c.task.process.comm).clone();
+            name.resize(16, 0);
+            c.write_bytes(a[1], &name)?;
+            Ok(0)
+        }
+        PR_SET_PDEATHSIG => {
+            if a[1] > 64 {
+                return Err(Errno::EINVAL);
+            }
+            c.task.pdeath_signal.store(a[1] as u32, std::sync::atomic::Ordering::Relaxed);
+            Ok(0)
+        }
+        PR_GET_PDEATHSIG => {
+            let v = c.task.pdeath_signal.load(std::sync::atomic::Ordering::Relaxed);
+            c.write_u32(a[1], v)?;
+            Ok(0)
+        }
+        PR_GET_DUMPABLE => Ok(1),
+        PR_SET_DUMPABLE => if a[1] > 1 { Err(Errno::EINVAL) } else { Ok(0) },
+        PR_GET_SECCOMP => Ok(0),
+        // Root has every capability; cap_last_cap is 40 (CAP_CHECKPOINT_RESTORE).
+        PR_CAPBSET_READ => if a[1] > 40 { Err(Errno::EINVAL) } else { Ok(1) },
+        PR_SET_CHILD_SUBREAPER => Ok(0),
+        PR_GET_CHILD_SUBREAPER => {
+            c.write_u32(a[1], 0)?;
+            Ok(0)
+        }
+        PR_SET_NO_NEW_PRIVS => if a[1] != 1 || a[2] != 0 { Err(Errno::EINVAL) } else { Ok(0) },
+        PR_GET_NO_NEW_PRIVS => Ok(0),
+        PR_SET_VMA => Ok(0),
+        _ => Err(Errno::EINVAL),
     }
-    Ok(c.task.process.pid as u64)
 }
 
-fn getpgrp(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
-    Ok(c.task.process.pid as u64)
+fn sched_getaffinity(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let len = a[1] as usize;
+    if len < 8 || len % 8 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(64);
+    let mask: u64 = if ncpu >= 64 { u64::MAX } else { (1u64 << ncpu) - 1 };
+    c.write_bytes(a[2], &mask.to_le_bytes())?;
+    Ok(8)
+}
+
+fn sched_setaffinity(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let m = c.read_bytes(a[2], (a[1] as usize).min(128))?;
+    if m.iter().all(|&b| b == 0) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
+fn sched_getscheduler(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    if (a[0] as i32) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0) // SCHED_OTHER
+}
+
+fn sched_getparam(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    c.write_u32(a[1], 0)?;
+    Ok(0)
+}
+
+fn sched_get_priority(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    match a[0] {
+        0 | 3 | 5 => Ok(0),
+        1 | 2 => Ok(99),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+fn getpriority(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    if a[0] > 2 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(20) // nice 0, as the syscall returns 20 - nice
+}
+
+fn setpriority(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    if a[0] > 2 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
+/// Changes credentials as set*id(2) allow: root may set anything; others only among their
+/// real, effective and saved ids (kernel/sys.c).
+fn set_ids(c: &mut SyscallCtx<'_>, group: bool, r: Option<u32>, e: Option<u32>, s: Option<u32>) -> SysResult {
+    let mut cr = lock(&c.task.process.creds);
+    let (cur_r, cur_e, cur_s) = if group { (cr.gid, cr.egid, cr.sgid) } else { (cr.uid, cr.euid, cr.suid) };
+    let privileged = cr.euid == 0;
+    let allowed = |v: u32| privileged || v == cur_r || v == cur_e || v == cur_s;
+    for v in [r, e, s].into_iter().flatten() {
+        if !allowed(v) {
+            return Err(Errno::EPERM);
+        }
+    }
+    let (nr, ne, ns) = (r.unwrap_or(cur_r), e.unwrap_or(cur_e), s.unwrap_or(cur_s));
+    if group {
+        cr.gid = nr;
+        cr.egid = ne;
+        cr.sgid = ns;
+        cr.fsgid = ne;
+    } else {
+        cr.uid = nr;
+        cr.euid = ne;
+        cr.suid = ns;
+        cr.fsuid = ne;
+    }
+    Ok(0)
+}
+
+fn id_arg(v: u64) -> Option<u32> {
+    let v = v as u32;
+    if v == u32::MAX { None } else { Some(v) }
+}
+
+fn setuid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let v = a[0] as u32;
+    if lock(&c.task.process.creds).euid == 0 { set_ids(c, false, Some(v), Some(v), Some(v)) } else { set_ids(c, false, None, Some(v), None) }
+}
+
+fn setgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let v = a[0] as u32;
+    if lock(&c.task.process.creds).euid == 0 { set_ids(c, true, Some(v), Some(v), Some(v)) } else { set_ids(c, true, None, Some(v), None) }
+}
+
+fn setreuid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    set_ids(c, false, id_arg(a[0]), id_arg(a[1]), None)
+}
+
+fn setregid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    set_ids(c, true, id_arg(a[0]), id_arg(a[1]), None)
+}
+
+fn setresuid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    set_ids(c, false, id_arg(a[0]), id_arg(a[1]), id_arg(a[2]))
+}
+
+fn setresgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    set_ids(c, true, id_arg(a[0]), id_arg(a[1]), id_arg(a[2]))
+}
+
+fn setfsuid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let mut cr = lock(&c.task.process.creds);
+    let old = cr.fsuid;
+    if cr.euid == 0 {
+        cr.fsuid = a[0] as u32;
+    }
+    Ok(old as u64)
+}
+
+fn setfsgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let mut cr = lock(&c.task.process.creds);
+    let old = cr.fsgid;
+    if cr.euid == 0 {
+        cr.fsgid = a[0] as u32;
+    }
+    Ok(old as u64)
+}
+
+fn setgroups(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    if a[0] > 65536 {
+        return Err(Errno::EINVAL);
+    }
+    if lock(&c.task.process.creds).euid != 0 {
+        return Err(Errno::EPERM);
+    }
+    let b = c.read_bytes(a[1], a[0] as usize * 4)?;
+    *lock(&c.task.process.groups) = b.chunks(4).map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]])).collect();
+    Ok(0)
+}
+
+fn getgroups2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let g = lock(&c.task.process.groups).clone();
+    let n = a[0] as i32;
+    if n < 0 {
+        return Err(Errno::EINVAL);
+    }
+    if n == 0 {
+        return Ok(g.len() as u64);
+    }
+    if (n as usize) < g.len() {
+        return Err(Errno::EINVAL);
+    }
+    let b: Vec<u8> = g.iter().flat_map(|x| x.to_le_bytes()).collect();
+    c.write_bytes(a[1], &b)?;
+    Ok(g.len() as u64)
+}
+
+fn capget(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let hdr = c.read_bytes(a[0], 8)?;
+    let version = u32::from_le_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
+    // _LINUX_CAPABILITY_VERSION_3 (two 32-bit words of each set).
+    if version != 0x2008_0522 {
+        c.write_u32(a[0], 0x2008_0522)?;
+        return if a[1] == 0 { Ok(0) } else { Err(Errno::EINVAL) };
+    }
+    if a[1] != 0 {
+        let full = lock(&c.task.process.creds).euid == 0;
+        let w: u32 = if full { u32::MAX } else { 0 };
+        let hi: u32 = if full { 0x1ff } else { 0 };
+        let mut b = Vec::new();
+        for v in [w, w, 0, hi, hi, 0] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        c.write_bytes(a[1], &b)?;
+    }
+    Ok(0)
+}
+
+fn capset(_c: &mut SyscallCtx<'_>, _a: [u64; 6]) -> SysResult {
+    Ok(0)
+}
+
+/// reboot(2) (kernel/reboot.c): power off, halt and restart end `linux` (status 0, as a
+/// machine that was shut down cleanly); Ctrl-Alt-Del settings are accepted.
+fn reboot(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    const MAGIC1: u32 = 0xfee1_dead;
+    const MAGIC2: [u32; 4] = [672_274_793, 85_072_278, 369_367_448, 537_993_216];
+    if a[0] as u32 != MAGIC1 || !MAGIC2.contains(&(a[1] as u32)) {
+        return Err(Errno::EINVAL);
+    }
+    if lock(&c.task.process.creds).euid != 0 {
+        return Err(Errno::EPERM);
+    }
+    let msg = match a[2] as u32 {
+        0x4321_fedc => "reboot: Power down",
+        0xcdef_0123 => "reboot: System halted",
+        0x0123_4567 | 0xa1b2_c3d4 => "reboot: Restarting system",
+        0x89ab_cdef | 0 => return Ok(0),
+        _ => return Err(Errno::EINVAL),
+    };
+    crate::printk::line(msg);
+    crate::run::shutdown(c.kernel, 0)
 }
 
 /// Registers this family.
@@ -176,7 +424,7 @@ pub fn register(t: &mut SyscallTable) {
     t.register("getegid", getegid);
     t.register("getresuid", getresuid);
     t.register("getresgid", getresgid);
-    t.register("getgroups", getgroups);
+    t.register("getgroups", getgroups2);
     t.register("set_tid_address", set_tid_address);
     t.register("exit", exit);
     t.register("exit_group", exit_group);
@@ -186,6 +434,25 @@ pub fn register(t: &mut SyscallTable) {
     t.register("setrlimit", setrlimit);
     t.register("sched_yield", sched_yield);
     t.register("umask", umask);
-    t.register("getpgid", getpgid);
-    t.register("getpgrp", getpgrp);
+    t.register("prctl", prctl);
+    t.register("sched_getaffinity", sched_getaffinity);
+    t.register("sched_setaffinity", sched_setaffinity);
+    t.register("sched_getscheduler", sched_getscheduler);
+    t.register("sched_getparam", sched_getparam);
+    t.register("sched_get_priority_max", sched_get_priority);
+    t.register("sched_get_priority_min", |_, _| Ok(0));
+    t.register("getpriority", getpriority);
+    t.register("setpriority", setpriority);
+    t.register("setuid", setuid);
+    t.register("setgid", setgid);
+    t.register("setreuid", setreuid);
+    t.register("setregid", setregid);
+    t.register("setresuid", setresuid);
+    t.register("setresgid", setresgid);
+    t.register("setfsuid", setfsuid);
+    t.register("setfsgid", setfsgid);
+    t.register("setgroups", setgroups);
+    t.register("capget", capget);
+    t.register("capset", capset);
+    t.register("reboot", reboot);
 }

@@ -1,8 +1,12 @@
-//! Signal syscalls. For now actions and masks are recorded with Linux's argument checks
-//! (kernel/signal.c); delivery comes with the signals work.
+//! Signal syscalls (kernel/signal.c): actions, masks, sending, waiting, and the return from a
+//! handler. Delivery itself happens in the run loop ([`crate::run`]).
 
-use crate::syscall::{SyscallCtx, SyscallTable};
-use crate::task::{SigAction, lock};
+use crate::signal as sigs;
+use crate::syscall::{Action, SyscallCtx, SyscallTable};
+use crate::task::{ExitStatus, SigAction, lock};
+use std::sync::atomic::Ordering;
+use um_uapi::abi::pod::Pod;
+use um_uapi::abi::signal::Siginfo;
 use um_uapi::{Errno, SysResult};
 
 const SIGKILL: u64 = 9;
@@ -73,81 +77,262 @@ fn rt_sigprocmask(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn sigaltstack(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    if a[1] != 0 {
-        // No alternate stack yet: report SS_DISABLE.
-        let mut b = [0u8; 24];
-        b[8..12].copy_from_slice(&2i32.to_le_bytes());
-        c.write_bytes(a[1], &b)?;
-    }
-    Ok(0)
-}
-
-/// What happens when `sig` reaches a process with action `act` (kernel/signal.c): true if
-/// it ends the process.
-fn is_fatal(sig: u64, act: &SigAction) -> bool {
-    const SIG_IGN: u64 = 1;
-    match act.handler {
-        SIG_IGN => false,
-        // SIG_DFL: SIGCHLD, SIGCONT, SIGURG, SIGWINCH are ignored; the stop signals stop the
-        // process once job control exists, and are ignored until then.
-        0 => !matches!(sig, 17 | 18 | 19 | 20 | 21 | 22 | 23 | 28),
-        // A handler: delivery to handlers comes with the signals work; until then the
-        // process ends as if it had none, with a log line saying why.
-        _ => {
-            log::warn!(
-                "signal {sig}: delivery to a guest handler is not implemented yet; terminating"
-            );
-            true
+    const SS_ONSTACK: i32 = 1;
+    const SS_DISABLE: i32 = 2;
+    const SS_AUTODISARM: i32 = 1 << 31;
+    const MINSIGSTKSZ: u64 = 2048;
+    let (ss, oss) = (a[0], a[1]);
+    let cur = *lock(&c.task.altstack);
+    let sp = c.regs().sp();
+    let on = cur.2 & SS_DISABLE == 0 && sp > cur.0 && sp <= cur.0 + cur.1;
+    if ss != 0 {
+        let b = c.read_bytes(ss, 24)?;
+        let sp_new = u64::from_le_bytes(b[0..8].try_into().map_err(|_| Errno::EFAULT)?);
+        let flags = i32::from_le_bytes(b[8..12].try_into().map_err(|_| Errno::EFAULT)?);
+        let size = u64::from_le_bytes(b[16..24].try_into().map_err(|_| Errno::EFAULT)?);
+        if on {
+            return Err(Errno::EPERM);
         }
-    }
-}
-
-/// Sends `sig` to the calling process (the only target there is for now).
-fn signal_self(c: &mut SyscallCtx<'_>, sig: u64) -> SysResult {
-    if sig == 0 {
+        let mode = flags & !SS_AUTODISARM;
+        if mode != 0 && mode != SS_DISABLE && mode != SS_ONSTACK {
+            return Err(Errno::EINVAL);
+        }
+        let new = if mode == SS_DISABLE {
+            (0, 0, SS_DISABLE)
+        } else {
+            if size < MINSIGSTKSZ {
+                return Err(Errno::ENOMEM);
+            }
+            (sp_new, size, flags & SS_AUTODISARM)
+        };
+        if oss != 0 {
+            write_stack(c, oss, cur, on)?;
+        }
+        *lock(&c.task.altstack) = new;
         return Ok(0);
     }
-    let act = lock(&c.task.process.sigactions)[(sig - 1) as usize];
-    if sig == SIGKILL || is_fatal(sig, &act) {
-        c.action = crate::syscall::Action::ExitGroup(crate::task::ExitStatus::Signaled(sig as i32));
+    if oss != 0 {
+        write_stack(c, oss, cur, on)?;
     }
     Ok(0)
+}
+
+fn write_stack(c: &SyscallCtx<'_>, addr: u64, st: (u64, u64, i32), on: bool) -> SysResult<()> {
+    let mut b = [0u8; 24];
+    b[0..8].copy_from_slice(&st.0.to_le_bytes());
+    let flags = if on { 1 } else { st.2 };
+    b[8..12].copy_from_slice(&flags.to_le_bytes());
+    b[16..24].copy_from_slice(&st.1.to_le_bytes());
+    c.write_bytes(addr, &b)
 }
 
 fn check_sig(sig: u64) -> SysResult<()> {
     if sig > 64 { Err(Errno::EINVAL) } else { Ok(()) }
 }
 
+fn sender_info(c: &SyscallCtx<'_>, sig: u64, code: i32) -> Siginfo {
+    Siginfo::kill(sig as u32, code, c.task.process.pid as i32, lock(&c.task.process.creds).uid)
+}
+
+/// kill(2): to a process, a process group, or everyone (kernel/signal.c `kill_something_info`).
 fn kill(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     check_sig(a[1])?;
-    let pid = a[0] as i32;
-    let me = c.task.process.pid as i32;
-    if pid == me || pid == 0 || pid == -1 || pid == -me {
-        return signal_self(c, a[1]);
+    let (pid, sig) = (a[0] as i32, a[1]);
+    let info = sender_info(c, sig, 0 /* SI_USER */);
+    let k = c.kernel;
+    match pid {
+        p if p > 0 => {
+            let proc = k.tasks.process(p as u32).ok_or(Errno::ESRCH)?;
+            if proc.zombie.load(Ordering::Acquire) || sig == 0 {
+                return Ok(0);
+            }
+            sigs::send_to_process(k, &proc, info);
+        }
+        0 => {
+            if sig != 0 {
+                sigs::send_to_pgrp(k, c.task.process.pgid.load(Ordering::Relaxed), info)?;
+            }
+        }
+        -1 => {
+            // Everyone but init and the caller.
+            for p in k.tasks.processes() {
+                if p.pid != 1 && p.pid != c.task.process.pid && sig != 0 {
+                    sigs::send_to_process(k, &p, info);
+                }
+            }
+        }
+        p => {
+            if sig != 0 {
+                sigs::send_to_pgrp(k, (-p) as u32, info)?;
+            } else if !k.tasks.processes().iter().any(|x| x.pgid.load(Ordering::Relaxed) == (-p) as u32) {
+                return Err(Errno::ESRCH);
+            }
+        }
     }
-    Err(Errno::ESRCH)
+    Ok(0)
+}
+
+fn to_thread(c: &mut SyscallCtx<'_>, tgid: Option<u32>, tid: u32, sig: u64) -> SysResult {
+    check_sig(sig)?;
+    let t = c.kernel.tasks.get(tid).ok_or(Errno::ESRCH)?;
+    if tgid.is_some_and(|g| g != t.process.pid) || t.exited.load(Ordering::Acquire) {
+        return Err(Errno::ESRCH);
+    }
+    if sig != 0 {
+        let info = sender_info(c, sig, -6 /* SI_TKILL */);
+        sigs::send_to_task(&t, info);
+    }
+    Ok(0)
 }
 
 fn tkill(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    check_sig(a[1])?;
     if a[0] as i32 <= 0 {
         return Err(Errno::EINVAL);
     }
-    if a[0] as u32 != c.task.tid {
-        return Err(Errno::ESRCH);
-    }
-    signal_self(c, a[1])
+    to_thread(c, None, a[0] as u32, a[1])
 }
 
 fn tgkill(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    check_sig(a[2])?;
     if a[0] as i32 <= 0 || a[1] as i32 <= 0 {
         return Err(Errno::EINVAL);
     }
-    if a[0] as u32 != c.task.process.pid || a[1] as u32 != c.task.tid {
+    to_thread(c, Some(a[0] as u32), a[1] as u32, a[2])
+}
+
+fn rt_sigqueueinfo(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    check_sig(a[1])?;
+    let mut info = Siginfo::from_bytes(&c.read_bytes(a[2], 128)?).ok_or(Errno::EFAULT)?;
+    // Only the kernel may claim kernel or kill() codes for someone else's process.
+    if (info.si_code >= 0 || info.si_code == -6) && a[0] as u32 != c.task.process.pid {
+        return Err(Errno::EPERM);
+    }
+    info.si_signo = a[1] as i32;
+    let p = c.kernel.tasks.process(a[0] as u32).ok_or(Errno::ESRCH)?;
+    if a[1] != 0 {
+        sigs::send_to_process(c.kernel, &p, info);
+    }
+    Ok(0)
+}
+
+fn rt_tgsigqueueinfo(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    check_sig(a[2])?;
+    let mut info = Siginfo::from_bytes(&c.read_bytes(a[3], 128)?).ok_or(Errno::EFAULT)?;
+    if (info.si_code >= 0 || info.si_code == -6) && a[0] as u32 != c.task.process.pid {
+        return Err(Errno::EPERM);
+    }
+    info.si_signo = a[2] as i32;
+    let t = c.kernel.tasks.get(a[1] as u32).ok_or(Errno::ESRCH)?;
+    if t.process.pid != a[0] as u32 {
         return Err(Errno::ESRCH);
     }
-    signal_self(c, a[2])
+    if a[2] != 0 {
+        sigs::send_to_task(&t, info);
+    }
+    Ok(0)
+}
+
+fn rt_sigpending(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    if a[1] != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let blocked = *lock(&c.task.sigmask);
+    let p = (lock(&c.task.pending).bits() | lock(&c.task.process.shared_pending).bits()) & blocked;
+    c.write_u64(a[0], p)?;
+    Ok(0)
+}
+
+/// rt_sigreturn: back from a handler, through the frame the kernel built.
+fn rt_sigreturn(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
+    use crate::arch::native::signal as frame;
+    let cur = c.thread.regs;
+    let addr = frame::frame_addr_at_sigreturn(&cur);
+    let bad = |c: &mut SyscallCtx<'_>| {
+        c.action = Action::ExitGroup(ExitStatus::Signaled(11));
+        Ok(0)
+    };
+    let Ok(bytes) = c.read_bytes(addr, frame::FRAME_SIZE as usize) else { return bad(c) };
+    let Some(r) = frame::restore_rt_frame(&cur, &bytes) else { return bad(c) };
+    if r.fpstate_addr != 0 {
+        let Ok(fp) = c.read_bytes(r.fpstate_addr, frame::FPSTATE_SIZE as usize) else { return bad(c) };
+        if c.thread.set_fpregs(&fp).is_err() {
+            return bad(c);
+        }
+    }
+    *lock(&c.task.sigmask) = r.mask & !UNBLOCKABLE;
+    // restore_altstack: errors are ignored, as Linux does.
+    let (sp, flags, size) = r.altstack;
+    if flags & 2 != 0 {
+        *lock(&c.task.altstack) = (0, 0, 2);
+    } else if size >= 2048 {
+        *lock(&c.task.altstack) = (sp, size, flags & (1 << 31));
+    }
+    c.thread.regs = r.regs;
+    c.action = Action::Jump;
+    Ok(0)
+}
+
+/// Sleeps until a signal is delivered, with `mask` in force meanwhile (rt_sigsuspend, pause).
+fn suspend(c: &mut SyscallCtx<'_>, mask: Option<u64>) -> SysResult {
+    if let Some(m) = mask {
+        let old = std::mem::replace(&mut *lock(&c.task.sigmask), m & !UNBLOCKABLE);
+        *lock(&c.task.saved_mask) = Some(old);
+    }
+    let _ = crate::wait::wait_event(c.task, &[], None, || None::<()>);
+    Err(Errno::ERESTARTNOHAND)
+}
+
+fn rt_sigsuspend(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    if a[1] != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let m = c.read_u64(a[0])?;
+    suspend(c, Some(m))
+}
+
+fn pause(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
+    suspend(c, None)
+}
+
+fn rt_sigtimedwait(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (set, info, ts, size) = (a[0], a[1], a[2], a[3]);
+    if size != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let want = c.read_u64(set)? & !UNBLOCKABLE;
+    let deadline = if ts != 0 {
+        let b = c.read_bytes(ts, 16)?;
+        let s = i64::from_le_bytes(b[..8].try_into().map_err(|_| Errno::EFAULT)?);
+        let ns = i64::from_le_bytes(b[8..].try_into().map_err(|_| Errno::EFAULT)?);
+        if s < 0 || !(0..1_000_000_000).contains(&ns) {
+            return Err(Errno::EINVAL);
+        }
+        Some(std::time::Instant::now() + std::time::Duration::new(s as u64, ns as u32))
+    } else {
+        None
+    };
+    let task = c.task.clone();
+    let take = || lock(&task.pending).take(!want).or_else(|| lock(&task.process.shared_pending).take(!want));
+    // Block the waited-for signals meanwhile so they are not delivered to a handler
+    // (kernel/signal.c do_sigtimedwait), and let other signals interrupt the wait.
+    let got = match take() {
+        Some(i) => Some(i),
+        None => {
+            let old = *lock(&task.sigmask);
+            *lock(&task.sigmask) = old & !want;
+            let r = crate::wait::wait_event(&task, &[], deadline, take);
+            *lock(&task.sigmask) = old;
+            match r {
+                Ok(i) => Some(i),
+                Err(crate::wait::WaitError::TimedOut) => return Err(Errno::EAGAIN),
+                Err(crate::wait::WaitError::Interrupted) => return Err(Errno::EINTR),
+            }
+        }
+    };
+    let i = got.ok_or(Errno::EAGAIN)?;
+    if info != 0 {
+        c.write_bytes(info, &i.as_bytes())?;
+    }
+    Ok(i.si_signo as u64)
 }
 
 /// Registers this family.
@@ -158,4 +343,11 @@ pub fn register(t: &mut SyscallTable) {
     t.register("kill", kill);
     t.register("tkill", tkill);
     t.register("tgkill", tgkill);
+    t.register("rt_sigqueueinfo", rt_sigqueueinfo);
+    t.register("rt_tgsigqueueinfo", rt_tgsigqueueinfo);
+    t.register("rt_sigpending", rt_sigpending);
+    t.register("rt_sigreturn", rt_sigreturn);
+    t.register("rt_sigsuspend", rt_sigsuspend);
+    t.register("pause", pause);
+    t.register("rt_sigtimedwait", rt_sigtimedwait);
 }

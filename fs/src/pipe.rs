@@ -1,0 +1,504 @@
+//! Pipes and FIFOs (Linux `fs/pipe.c`, `fs/fifo.c` folded into `fifo_open`).
+//!
+//! A [`Pipe`] is a bounded byte [`Ring`] (64 KiB, `PIPE_DEF_BUFFERS` pages) with reader and
+//! writer counts and two wait queues (`rd_wait`: readers wait for data or for the last writer
+//! to go; `wr_wait`: writers wait for room or for the last reader to go). Each open end is a
+//! [`PipeEnd`] (the `FileOps` behind an `OpenFile`); dropping it (the last `close` of the open
+//! file description) is Linux's `pipe_release`. `pipe(2)`/`pipe2(2)` live in `sys/pipe.rs`;
+//! named FIFOs are opened through [`open_fifo`], keyed by the inode identity the VFS hands in.
+//!
+//! Also here: small helpers for the other pseudo files of this crate (sockets, epoll, eventfd,
+//! timerfd, signalfd): inode numbers ([`next_ino`]), their `Kstat` ([`anon_kstat`]), and the
+//! SIGPIPE a write to a reader-less pipe or socket raises ([`send_sigpipe`]).
+
+use std::any::Any;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use um_kernel::task::{Task, lock};
+use um_kernel::vfs::{FileOps, GuestMem, Kstat, mode};
+use um_kernel::wait::{IoCtx, PollTable, WaitQueue};
+use um_uapi::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use um_uapi::abi::signal::{SI_USER, SIGPIPE, Siginfo};
+use um_uapi::{Errno, SysResult};
+
+/// Writes of at most this many bytes are atomic (`PIPE_BUF`).
+pub const PIPE_BUF: usize = 4096;
+/// Default pipe capacity: 16 pages (`PIPE_DEF_BUFFERS`).
+pub const PIPE_DEF_SIZE: usize = 16 * 4096;
+/// `FIONREAD` / `SIOCINQ`.
+pub const FIONREAD: u32 = 0x541b;
+
+/// A bounded FIFO of bytes.
+#[derive(Debug)]
+pub struct Ring {
+    buf: VecDeque<u8>,
+    cap: usize,
+}
+
+impl Ring {
+    /// An empty ring holding at most `cap` bytes.
+    pub fn new(cap: usize) -> Ring {
+        Ring {
+            buf: VecDeque::new(),
+            cap,
+        }
+    }
+    /// Bytes queued.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+    /// Free space.
+    pub fn room(&self) -> usize {
+        self.cap.saturating_sub(self.buf.len())
+    }
+    /// The capacity.
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+    /// Appends as much of `data` as fits; returns how much.
+    pub fn push(&mut self, data: &[u8]) -> usize {
+        let n = data.len().min(self.room());
+        self.buf.extend(&data[..n]);
+        n
+    }
+    /// Copies up to `out.len()` bytes from the front without consuming them.
+    pub fn peek(&self, out: &mut [u8]) -> usize {
+        let n = out.len().min(self.buf.len());
+        let (a, b) = self.buf.as_slices();
+        if n <= a.len() {
+            out[..n].copy_from_slice(&a[..n]);
+        } else {
+            out[..a.len()].copy_from_slice(a);
+            out[a.len()..n].copy_from_slice(&b[..n - a.len()]);
+        }
+        n
+    }
+    /// Removes and returns up to `out.len()` bytes from the front.
+    pub fn pop(&mut self, out: &mut [u8]) -> usize {
+        let n = self.peek(out);
+        self.buf.drain(..n);
+        n
+    }
+}
+
+/// A fresh inode number for a pseudo file (pipefs, sockfs, anon inodes).
+pub fn next_ino() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1000);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+fn now_realtime() -> (i64, i64) {
+    um_os_linux::host::clock_gettime(libc::CLOCK_REALTIME).unwrap_or((0, 0))
+}
+
+/// The `Kstat` of a pseudo file: `mode` (type and permission bits), owned by `uid:gid`, on the
+/// anonymous device `0:dev_minor`.
+pub fn anon_kstat(mode: u32, ino: u64, dev_minor: u64, uid: u32, gid: u32) -> Kstat {
+    let t = now_realtime();
+    Kstat {
+        dev: dev_minor,
+        ino,
+        mode,
+        nlink: 1,
+        uid,
+        gid,
+        rdev: 0,
+        size: 0,
+        blksize: 4096,
+        blocks: 0,
+        atime: t,
+        mtime: t,
+        ctime: t,
+    }
+}
+
+/// Raises SIGPIPE for `task` (Linux `send_sig(SIGPIPE, current, 0)`: `SI_USER` from itself).
+pub fn send_sigpipe(task: &Arc<Task>) {
+    let uid = lock(&task.process.creds).uid;
+    let info = Siginfo::kill(SIGPIPE, SI_USER, task.process.pid as i32, uid);
+    um_kernel::signal::send_to_task(task, info);
+}
+
+struct State {
+    ring: Ring,
+    readers: usize,
+    writers: usize,
+    /// How many read / write opens there have ever been (FIFO open waits for a change).
+    r_counter: u64,
+    w_counter: u64,
+}
+
+/// A pipe: the buffer both ends share (Linux `struct pipe_inode_info`).
+pub struct Pipe {
+    st: Mutex<State>,
+    rd_wait: WaitQueue,
+    wr_wait: WaitQueue,
+    ino: u64,
+    /// The FIFO registry key, for named pipes.
+    key: Option<u64>,
+    uid: u32,
+    gid: u32,
+}
+
+impl Pipe {
+    fn new(key: Option<u64>, uid: u32, gid: u32) -> Arc<Pipe> {
+        Arc::new(Pipe {
+            st: Mutex::new(State {
+                ring: Ring::new(PIPE_DEF_SIZE),
+                readers: 0,
+                writers: 0,
+                r_counter: 0,
+                w_counter: 0,
+            }),
+            rd_wait: WaitQueue::new(),
+            wr_wait: WaitQueue::new(),
+            ino: key.unwrap_or_else(next_ino),
+            key,
+            uid,
+            gid,
+        })
+    }
+
+    fn wake(&self) {
+        self.rd_wait.wake_all();
+        self.wr_wait.wake_all();
+    }
+}
+
+/// One open end of a pipe or FIFO.
+pub struct PipeEnd {
+    pipe: Arc<Pipe>,
+    read: bool,
+    write: bool,
+    /// `w_counter` when this read end was opened: a FIFO reader that has never seen a writer
+    /// does not report POLLHUP (Linux keeps it in `filp->f_version`).
+    w_seen: u64,
+}
+
+impl Drop for PipeEnd {
+    fn drop(&mut self) {
+        // pipe_release. Registry lock before state lock, as in open_fifo.
+        let mut reg = self.pipe.key.map(|_| lock(fifos()));
+        {
+            let mut st = lock(&self.pipe.st);
+            if self.read {
+                st.readers -= 1;
+            }
+            if self.write {
+                st.writers -= 1;
+            }
+            if st.readers == 0
+                && st.writers == 0
+                && let (Some(k), Some(reg)) = (self.pipe.key, reg.as_mut())
+                && reg.get(&k).is_some_and(|p| Arc::ptr_eq(p, &self.pipe))
+            {
+                reg.remove(&k);
+            }
+        }
+        drop(reg);
+        self.pipe.wake();
+    }
+}
+
+impl PipeEnd {
+    /// Opens a new end on `pipe`, counting it.
+    fn open(pipe: &Arc<Pipe>, read: bool, write: bool) -> PipeEnd {
+        let mut st = lock(&pipe.st);
+        if read {
+            st.readers += 1;
+            st.r_counter += 1;
+        }
+        if write {
+            st.writers += 1;
+            st.w_counter += 1;
+        }
+        let w_seen = if read && pipe.key.is_some() {
+            st.w_counter
+        } else {
+            0
+        };
+        drop(st);
+        pipe.wake();
+        PipeEnd {
+            pipe: pipe.clone(),
+            read,
+            write,
+            w_seen,
+        }
+    }
+
+    /// Queues bytes without waiting (unit tests, which have no task).
+    #[cfg(test)]
+    pub(crate) fn test_push(&self, data: &[u8]) -> usize {
+        let n = lock(&self.pipe.st).ring.push(data);
+        self.pipe.wake();
+        n
+    }
+
+    /// Bytes waiting to be read.
+    pub fn available(&self) -> usize {
+        lock(&self.pipe.st).ring.len()
+    }
+}
+
+/// Makes an anonymous pipe: (read end, write end), owned by `uid:gid`.
+pub fn new_pipe(uid: u32, gid: u32) -> (PipeEnd, PipeEnd) {
+    let p = Pipe::new(None, uid, gid);
+    let r = PipeEnd::open(&p, true, false);
+    let w = PipeEnd::open(&p, false, true);
+    (r, w)
+}
+
+impl FileOps for PipeEnd {
+    /// pipe_read: waits for data or for every writer to be gone (EOF).
+    fn read(&self, io: &IoCtx<'_>, buf: &mut [u8], _off: u64) -> SysResult<usize> {
+        if !self.read {
+            return Err(Errno::EBADF);
+        }
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let p = &self.pipe;
+        let n = io.wait(&[&p.rd_wait], || {
+            let mut st = lock(&p.st);
+            if !st.ring.is_empty() {
+                Some(st.ring.pop(buf))
+            } else if st.writers == 0 {
+                Some(0)
+            } else {
+                None
+            }
+        })?;
+        if n > 0 {
+            p.wr_wait.wake_all();
+        }
+        Ok(n)
+    }
+
+    /// pipe_write: writes of at most `PIPE_BUF` bytes go in whole; larger ones as room allows,
+    /// waiting until everything is written unless non-blocking. No reader: SIGPIPE and EPIPE.
+    fn write(&self, io: &IoCtx<'_>, data: &[u8], _off: u64) -> SysResult<usize> {
+        if !self.write {
+            return Err(Errno::EBADF);
+        }
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let p = &self.pipe;
+        let atomic = data.len() <= PIPE_BUF;
+        let mut done = 0usize;
+        while done < data.len() {
+            let r = io.wait(&[&p.wr_wait], || {
+                let mut st = lock(&p.st);
+                if st.readers == 0 {
+                    return Some(Err(Errno::EPIPE));
+                }
+                let need = if atomic { data.len() } else { 1 };
+                if st.ring.room() >= need {
+                    Some(Ok(st.ring.push(&data[done..])))
+                } else {
+                    None
+                }
+            });
+            match r {
+                Ok(Ok(n)) => {
+                    done += n;
+                    p.rd_wait.wake_all();
+                }
+                Ok(Err(e)) => {
+                    send_sigpipe(io.task);
+                    return if done > 0 { Ok(done) } else { Err(e) };
+                }
+                Err(e) => return if done > 0 { Ok(done) } else { Err(e) },
+            }
+        }
+        Ok(done)
+    }
+
+    fn is_stream(&self) -> bool {
+        true
+    }
+
+    fn stat(&self) -> SysResult<Kstat> {
+        let p = &self.pipe;
+        Ok(anon_kstat(
+            mode::S_IFIFO | 0o600,
+            p.ino,
+            if p.key.is_some() { 0 } else { 0x0c },
+            p.uid,
+            p.gid,
+        ))
+    }
+
+    fn size(&self) -> SysResult<u64> {
+        Ok(0)
+    }
+
+    fn ioctl(&self, _io: &IoCtx<'_>, cmd: u32, arg: u64, mem: &mut dyn GuestMem) -> SysResult<u64> {
+        match cmd {
+            FIONREAD => {
+                let n = self.available() as i32;
+                mem.write(arg, &n.to_le_bytes())?;
+                Ok(0)
+            }
+            _ => Err(Errno::ENOTTY),
+        }
+    }
+
+    /// pipe_poll.
+    fn poll(&self, events: u16, pt: Option<&PollTable<'_>>) -> u16 {
+        let p = &self.pipe;
+        if let Some(pt) = pt {
+            pt.wait_on(&p.rd_wait);
+            pt.wait_on(&p.wr_wait);
+        }
+        let st = lock(&p.st);
+        let mut mask = 0;
+        if self.read {
+            if !st.ring.is_empty() {
+                mask |= POLLIN | POLLRDNORM;
+            }
+            if st.writers == 0 && st.w_counter != self.w_seen {
+                mask |= POLLHUP;
+            }
+        }
+        if self.write {
+            if st.ring.room() >= PIPE_BUF.min(st.ring.capacity()) {
+                mask |= POLLOUT | POLLWRNORM;
+            }
+            if st.readers == 0 {
+                mask |= POLLERR;
+            }
+        }
+        mask & (events | POLLERR | POLLHUP)
+    }
+
+    fn as_any(&self) -> Option<&dyn Any> {
+        Some(self)
+    }
+}
+
+fn fifos() -> &'static Mutex<HashMap<u64, Arc<Pipe>>> {
+    static FIFOS: OnceLock<Mutex<HashMap<u64, Arc<Pipe>>>> = OnceLock::new();
+    FIFOS.get_or_init(Default::default)
+}
+
+/// Opens the FIFO whose inode identity is `key` (Linux `fifo_open`): `O_RDONLY` waits for a
+/// writer (not with `O_NONBLOCK`), `O_WRONLY` waits for a reader (`O_NONBLOCK`: `ENXIO` when
+/// there is none), `O_RDWR` never waits. The pipe lives while any end is open.
+pub fn open_fifo(key: u64, flags: u32, io: &IoCtx<'_>) -> SysResult<Box<dyn FileOps>> {
+    let nonblock = flags & 0o4000 != 0;
+    let (uid, gid) = {
+        let c = lock(&io.task.process.creds);
+        (c.fsuid, c.fsgid)
+    };
+    let mut reg = lock(fifos());
+    let pipe = reg
+        .entry(key)
+        .or_insert_with(|| Pipe::new(Some(key), uid, gid))
+        .clone();
+    match flags & 3 {
+        0 => {
+            let end = PipeEnd::open(&pipe, true, false);
+            drop(reg);
+            let (writers, seen) = {
+                let st = lock(&pipe.st);
+                (st.writers, st.w_counter)
+            };
+            if writers == 0 && !nonblock {
+                // wait_for_partner: until some writer has opened since.
+                io.wait(&[&pipe.rd_wait], || {
+                    (lock(&pipe.st).w_counter != seen).then_some(())
+                })?;
+            }
+            Ok(Box::new(end))
+        }
+        1 => {
+            let readers = lock(&pipe.st).readers;
+            if readers == 0 && nonblock {
+                let st = lock(&pipe.st);
+                if st.readers == 0 && st.writers == 0 {
+                    reg.remove(&key);
+                }
+                return Err(Errno::ENXIO);
+            }
+            let end = PipeEnd::open(&pipe, false, true);
+            drop(reg);
+            let (readers, seen) = {
+                let st = lock(&pipe.st);
+                (st.readers, st.r_counter)
+            };
+            if readers == 0 {
+                io.wait(&[&pipe.wr_wait], || {
+                    (lock(&pipe.st).r_counter != seen).then_some(())
+                })?;
+            }
+            Ok(Box::new(end))
+        }
+        2 => {
+            let end = PipeEnd::open(&pipe, true, true);
+            drop(reg);
+            Ok(Box::new(end))
+        }
+        _ => {
+            let st = lock(&pipe.st);
+            if st.readers == 0 && st.writers == 0 {
+                reg.remove(&key);
+            }
+            Err(Errno::EINVAL)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_wraps_and_bounds() {
+        let mut r = Ring::new(8);
+        assert_eq!(r.push(b"abcdef"), 6);
+        let mut out = [0u8; 4];
+        assert_eq!(r.pop(&mut out), 4);
+        assert_eq!(&out, b"abcd");
+        assert_eq!(r.push(b"ghijklmn"), 6);
+        assert_eq!(r.room(), 0);
+        assert_eq!(r.push(b"x"), 0);
+        let mut all = [0u8; 16];
+        assert_eq!(r.peek(&mut all), 8);
+        assert_eq!(&all[..8], b"efghijkl");
+        assert_eq!(r.len(), 8);
+        assert_eq!(r.pop(&mut all), 8);
+        assert!(r.is_empty());
+        assert_eq!(r.pop(&mut all), 0);
+    }
+
+    #[test]
+    fn counts_follow_ends() {
+        let (r, w) = new_pipe(0, 0);
+        let p = r.pipe.clone();
+        assert_eq!((lock(&p.st).readers, lock(&p.st).writers), (1, 1));
+        drop(w);
+        assert_eq!(lock(&p.st).writers, 0);
+        assert_eq!(r.poll(POLLIN, None), POLLHUP);
+        drop(r);
+        assert_eq!(lock(&p.st).readers, 0);
+    }
+
+    #[test]
+    fn poll_bits() {
+        let (r, w) = new_pipe(0, 0);
+        assert_eq!(r.poll(POLLIN, None), 0);
+        assert_eq!(w.poll(POLLOUT, None), POLLOUT);
+        lock(&r.pipe.st).ring.push(b"hi");
+        assert_eq!(r.poll(POLLIN, None), POLLIN);
+        assert_eq!(r.available(), 2);
+        drop(r);
+        assert_eq!(w.poll(POLLOUT, None), POLLOUT | POLLERR);
+    }
+}

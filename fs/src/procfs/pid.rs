@@ -1,0 +1,1006 @@
+//! `/proc/PID` and `/proc/PID/task/TID` (Linux `fs/proc/base.c`, `fs/proc/array.c`,
+//! `fs/proc/task_mmu.c`, `fs/proc/fd.c`).
+//!
+//! A [`Target`] names a process (and, under `task/`, one of its threads) weakly: the files of
+//! a process that is gone answer `ESRCH`, lookups `ENOENT`. [`PidNode`] says which file or
+//! directory of it an inode is. Contents are gathered from the process's locks one at a time
+//! (never two at once) and formatted by [`super::fmt`]. `cwd`, `root`, `exe` and `fd/N` are
+//! magic links to the process's own dentries (never a host path), and like Linux (ptrace
+//! access mode) only the owner or root may follow or read them.
+//!
+//! Neighbours: [`super`] (the inode type), [`crate::mount`] (`mounts`, `mountinfo`).
+
+use super::{ProcFs, ProcInode, fmt};
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use um_kernel::kernel::Kernel;
+use um_kernel::syscall::lock_mm;
+use um_kernel::task::{JobState, Process, Task, lock};
+use um_kernel::vfs::{Dentry, DirEntry, OpenFile, mode};
+use um_kernel::wait::IoCtx;
+use um_mm::{Backing, MapFlags, Prot};
+use um_uapi::{Errno, SysResult};
+
+/// Which process (and thread) an inode under `/proc/PID` describes.
+#[derive(Clone)]
+pub struct Target {
+    process: Weak<Process>,
+    pid: u32,
+    /// Under `task/TID` (or a hidden `/proc/TID`): that thread.
+    thread: Option<(u32, Weak<Task>)>,
+}
+
+impl Target {
+    /// The whole process.
+    pub fn process(p: &Arc<Process>) -> Target {
+        Target {
+            process: Arc::downgrade(p),
+            pid: p.pid,
+            thread: None,
+        }
+    }
+
+    /// One thread.
+    pub fn thread(t: &Arc<Task>) -> Target {
+        Target {
+            process: Arc::downgrade(&t.process),
+            pid: t.process.pid,
+            thread: Some((t.tid, Arc::downgrade(t))),
+        }
+    }
+
+    fn proc(&self) -> SysResult<Arc<Process>> {
+        self.process.upgrade().ok_or(Errno::ESRCH)
+    }
+
+    fn tid(&self) -> u32 {
+        self.thread.as_ref().map_or(self.pid, |t| t.0)
+    }
+
+    /// The inode owner: the process's effective ids (fs/proc/base.c `task_dump_owner`).
+    pub fn owner(&self) -> SysResult<(u32, u32)> {
+        let p = self.process.upgrade().ok_or(Errno::ENOENT)?;
+        let c = *lock(&p.creds);
+        Ok((c.euid, c.egid))
+    }
+
+    /// The threads this target covers, live ones only.
+    fn tasks(&self, p: &Process) -> Vec<Arc<Task>> {
+        match &self.thread {
+            Some((_, t)) => t
+                .upgrade()
+                .filter(|t| !t.exited.load(Ordering::Acquire))
+                .into_iter()
+                .collect(),
+            None => live_threads(p),
+        }
+    }
+
+    /// The thread whose per-thread state (mask, pending) is shown: the named one, else the
+    /// first live thread.
+    fn main_task(&self, p: &Process) -> Option<Arc<Task>> {
+        self.tasks(p).into_iter().next()
+    }
+}
+
+fn live_threads(p: &Process) -> Vec<Arc<Task>> {
+    lock(&p.threads)
+        .iter()
+        .filter_map(Weak::upgrade)
+        .filter(|t| !t.exited.load(Ordering::Acquire))
+        .collect()
+}
+
+/// What an inode under `/proc/PID` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PidNode {
+    /// `/proc/PID` itself (or `task/TID`).
+    Dir,
+    TaskDir,
+    FdDir,
+    FdInfoDir,
+    Fd(u32),
+    FdInfo(u32),
+    Cwd,
+    Root,
+    Exe,
+    File(PidFile),
+}
+
+/// The generated files of `/proc/PID`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PidFile {
+    Stat,
+    Status,
+    Statm,
+    Cmdline,
+    Environ,
+    Maps,
+    Comm,
+    Limits,
+    Mounts,
+    Mountinfo,
+    Wchan,
+    Cgroup,
+    OomScore,
+    OomAdj,
+    OomScoreAdj,
+    Io,
+}
+
+/// The entries of `/proc/PID`, in Linux's order (`tgid_base_stuff`); the index is part of the
+/// inode number.
+const ENTRIES: &[(&str, PidNode)] = &[
+    ("task", PidNode::TaskDir),
+    ("fd", PidNode::FdDir),
+    ("fdinfo", PidNode::FdInfoDir),
+    ("environ", PidNode::File(PidFile::Environ)),
+    ("status", PidNode::File(PidFile::Status)),
+    ("limits", PidNode::File(PidFile::Limits)),
+    ("comm", PidNode::File(PidFile::Comm)),
+    ("cmdline", PidNode::File(PidFile::Cmdline)),
+    ("stat", PidNode::File(PidFile::Stat)),
+    ("statm", PidNode::File(PidFile::Statm)),
+    ("maps", PidNode::File(PidFile::Maps)),
+    ("cwd", PidNode::Cwd),
+    ("root", PidNode::Root),
+    ("exe", PidNode::Exe),
+    ("mounts", PidNode::File(PidFile::Mounts)),
+    ("mountinfo", PidNode::File(PidFile::Mountinfo)),
+    ("wchan", PidNode::File(PidFile::Wchan)),
+    ("cgroup", PidNode::File(PidFile::Cgroup)),
+    ("oom_score", PidNode::File(PidFile::OomScore)),
+    ("oom_adj", PidNode::File(PidFile::OomAdj)),
+    ("oom_score_adj", PidNode::File(PidFile::OomScoreAdj)),
+    ("io", PidNode::File(PidFile::Io)),
+];
+
+/// `O_CLOEXEC` (the same on x86_64 and arm64).
+const O_CLOEXEC: u32 = 0o2000000;
+
+/// Inode number of a node: pid inodes live above 2^48, the static ones below.
+fn ino(t: &Target, n: PidNode) -> u64 {
+    let (kind, sub) = match n {
+        PidNode::Dir => (0, 0),
+        PidNode::Fd(fd) => (200, fd),
+        PidNode::FdInfo(fd) => (201, fd),
+        other => (
+            ENTRIES
+                .iter()
+                .position(|(_, e)| *e == other)
+                .map_or(255, |i| i as u64 + 1),
+            0,
+        ),
+    };
+    (1 << 48)
+        | (u64::from(t.tid()) << 21)
+        | (u64::from(t.thread.is_some()) << 20)
+        | (kind << 12)
+        | u64::from(sub & 0xfff)
+}
+
+fn mode_of(n: PidNode, fd_flags: u32) -> u32 {
+    match n {
+        PidNode::Dir | PidNode::TaskDir | PidNode::FdInfoDir => mode::S_IFDIR | 0o555,
+        PidNode::FdDir => mode::S_IFDIR | 0o500,
+        PidNode::Cwd | PidNode::Root | PidNode::Exe => mode::S_IFLNK | 0o777,
+        // fs/proc/fd.c tid_fd_update_inode: r-x for reading, -wx for writing, per owner.
+        PidNode::Fd(_) => {
+            let mut m = mode::S_IFLNK;
+            if fd_flags & 3 != 1 {
+                m |= 0o500;
+            }
+            if fd_flags & 3 != 0 {
+                m |= 0o300;
+            }
+            m
+        }
+        PidNode::FdInfo(_) => mode::S_IFREG | 0o444,
+        PidNode::File(PidFile::Environ | PidFile::Io) => mode::S_IFREG | 0o400,
+        PidNode::File(PidFile::Comm | PidFile::OomAdj | PidFile::OomScoreAdj) => {
+            mode::S_IFREG | 0o644
+        }
+        PidNode::File(_) => mode::S_IFREG | 0o444,
+    }
+}
+
+fn make(fs: &Arc<ProcFs>, t: &Target, n: PidNode, fd_flags: u32) -> Arc<ProcInode> {
+    ProcInode::new(
+        fs,
+        ino(t, n),
+        mode_of(n, fd_flags),
+        super::Node::Pid(t.clone(), n),
+    )
+}
+
+/// A process by pid, zombies included (they have left the task table but are still their
+/// parent's children).
+fn find_process(k: &Kernel, pid: u32) -> Option<Arc<Process>> {
+    if let Some(p) = k.tasks.process(pid) {
+        return Some(p);
+    }
+    all_processes(k).into_iter().find(|p| p.pid == pid)
+}
+
+/// Every process: live ones and their unreaped children.
+fn all_processes(k: &Kernel) -> Vec<Arc<Process>> {
+    let mut v = k.tasks.processes();
+    let mut extra = Vec::new();
+    for p in &v {
+        for c in lock(&p.children).iter() {
+            if !v.iter().any(|x| Arc::ptr_eq(x, c)) && !extra.iter().any(|x| Arc::ptr_eq(x, c)) {
+                extra.push(c.clone());
+            }
+        }
+    }
+    v.extend(extra);
+    v.sort_by_key(|p| p.pid);
+    v
+}
+
+/// The pid directories of the root.
+pub fn root_entries(fs: &Arc<ProcFs>) -> SysResult<Vec<DirEntry>> {
+    let k = fs.kernel()?;
+    Ok(all_processes(&k)
+        .iter()
+        .map(|p| DirEntry {
+            ino: ino(&Target::process(p), PidNode::Dir),
+            kind: 4,
+            name: p.pid.to_string().into_bytes(),
+        })
+        .collect())
+}
+
+fn parse_num(name: &[u8]) -> Option<u32> {
+    let s = std::str::from_utf8(name).ok()?;
+    if s.is_empty() || s.len() > 10 || !s.bytes().all(|b| b.is_ascii_digit()) || s.starts_with('0')
+    {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Looks up a pid (or the hidden tid of a non-leader thread) in the root.
+pub fn root_lookup(fs: &Arc<ProcFs>, name: &[u8]) -> SysResult<Arc<ProcInode>> {
+    let id = parse_num(name).ok_or(Errno::ENOENT)?;
+    let k = fs.kernel()?;
+    if let Some(p) = find_process(&k, id) {
+        return Ok(make(fs, &Target::process(&p), PidNode::Dir, 0));
+    }
+    // fs/proc/base.c proc_pid_lookup finds any task; a thread's tid works but is not listed.
+    let t = k.tasks.get(id).ok_or(Errno::ENOENT)?;
+    Ok(make(fs, &Target::thread(&t), PidNode::Dir, 0))
+}
+
+/// Whether the caller may look into `p`'s private parts (fs/proc/base.c `proc_fd_access_allowed`,
+/// ptrace's access mode reduced to: root, or the same user).
+fn may_access(p: &Process) -> SysResult<()> {
+    let Some(cur) = um_kernel::current::current() else {
+        return Ok(());
+    };
+    let me = *lock(&cur.process.creds);
+    let them = *lock(&p.creds);
+    if me.fsuid == 0 || (me.fsuid == them.uid && me.fsuid == them.euid && me.fsuid == them.suid) {
+        Ok(())
+    } else {
+        Err(Errno::EACCES)
+    }
+}
+
+/// Looks up `name` in a directory under `/proc/PID`.
+pub fn lookup(fs: &Arc<ProcFs>, t: &Target, n: PidNode, name: &[u8]) -> SysResult<Arc<ProcInode>> {
+    let p = t.process.upgrade().ok_or(Errno::ENOENT)?;
+    match n {
+        PidNode::Dir => {
+            let (_, node) = ENTRIES
+                .iter()
+                .filter(|(e, _)| t.thread.is_none() || *e != "task")
+                .find(|(e, _)| e.as_bytes() == name)
+                .ok_or(Errno::ENOENT)?;
+            Ok(make(fs, t, *node, 0))
+        }
+        PidNode::TaskDir => {
+            let tid = parse_num(name).ok_or(Errno::ENOENT)?;
+            let task = live_threads(&p)
+                .into_iter()
+                .find(|x| x.tid == tid)
+                .ok_or(Errno::ENOENT)?;
+            Ok(make(fs, &Target::thread(&task), PidNode::Dir, 0))
+        }
+        PidNode::FdDir | PidNode::FdInfoDir => {
+            may_access(&p)?;
+            let fd = parse_num(name).or_else(|| (name == b"0").then_some(0));
+            let fd = fd.ok_or(Errno::ENOENT)?;
+            let file = lock(&p.files()).get(fd as u64).map_err(|_| Errno::ENOENT)?;
+            Ok(if n == PidNode::FdDir {
+                make(fs, t, PidNode::Fd(fd), file.flags())
+            } else {
+                make(fs, t, PidNode::FdInfo(fd), 0)
+            })
+        }
+        _ => Err(Errno::ENOTDIR),
+    }
+}
+
+/// The entries of a directory under `/proc/PID` (without `.` and `..`).
+pub fn entries(_fs: &Arc<ProcFs>, t: &Target, n: PidNode) -> SysResult<Vec<DirEntry>> {
+    let p = t.proc()?;
+    let dir = |name: Vec<u8>, node: PidNode, tt: &Target, flags: u32| DirEntry {
+        ino: ino(tt, node),
+        kind: super::dt_of(mode_of(node, flags)),
+        name,
+    };
+    Ok(match n {
+        PidNode::Dir => ENTRIES
+            .iter()
+            .filter(|(e, _)| t.thread.is_none() || *e != "task")
+            .map(|(e, node)| dir(e.as_bytes().to_vec(), *node, t, 0))
+            .collect(),
+        PidNode::TaskDir => live_threads(&p)
+            .iter()
+            .map(|x| {
+                dir(
+                    x.tid.to_string().into_bytes(),
+                    PidNode::Dir,
+                    &Target::thread(x),
+                    0,
+                )
+            })
+            .collect(),
+        PidNode::FdDir | PidNode::FdInfoDir => {
+            may_access(&p)?;
+            let files = p.files();
+            let table = lock(&files);
+            table
+                .iter()
+                .map(|(fd, e)| {
+                    let node = if n == PidNode::FdDir {
+                        PidNode::Fd(fd)
+                    } else {
+                        PidNode::FdInfo(fd)
+                    };
+                    dir(fd.to_string().into_bytes(), node, t, e.file.flags())
+                })
+                .collect()
+        }
+        _ => return Err(Errno::ENOTDIR),
+    })
+}
+
+/// The open file behind `/proc/PID/fd/N`.
+fn fd_file(p: &Process, fd: u32) -> SysResult<Arc<OpenFile>> {
+    lock(&p.files()).get(fd as u64).map_err(|_| Errno::ENOENT)
+}
+
+/// What `readlink` of `/proc/PID/fd/N` says (fs/d_path.c `d_path` and the `d_dname` of pipes,
+/// sockets and anonymous inodes).
+pub fn fd_name(f: &OpenFile) -> Vec<u8> {
+    if let Some(d) = &f.dentry {
+        return d.path();
+    }
+    let st = f.ops.stat().unwrap_or_default();
+    match st.mode & mode::S_IFMT {
+        mode::S_IFIFO => format!("pipe:[{}]", st.ino).into_bytes(),
+        mode::S_IFSOCK => format!("socket:[{}]", st.ino).into_bytes(),
+        // The boot console is the only character device opened without a name.
+        mode::S_IFCHR => b"/dev/console".to_vec(),
+        _ => format!("anon_inode:{}", f.ops.anon_name().unwrap_or("[unknown]")).into_bytes(),
+    }
+}
+
+/// The dentry a magic link leads to.
+fn link_target(t: &Target, n: PidNode) -> SysResult<Arc<Dentry>> {
+    let p = t.proc()?;
+    may_access(&p)?;
+    match n {
+        PidNode::Cwd => Ok(lock(&p.fs).cwd.clone()),
+        PidNode::Root => Ok(lock(&p.fs).root.clone()),
+        PidNode::Exe => lock(&p.exe).clone().ok_or(Errno::ENOENT),
+        PidNode::Fd(fd) => fd_file(&p, fd)?.dentry.clone().ok_or(Errno::ENOENT),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// `readlink` under `/proc/PID`.
+pub fn readlink(t: &Target, n: PidNode) -> SysResult<Vec<u8>> {
+    if let PidNode::Fd(fd) = n {
+        let p = t.proc()?;
+        may_access(&p)?;
+        return Ok(fd_name(&*fd_file(&p, fd)?));
+    }
+    Ok(link_target(t, n)?.path())
+}
+
+/// Following a magic link.
+pub fn magic_link(t: &Target, n: PidNode) -> Option<Arc<Dentry>> {
+    match n {
+        PidNode::Cwd | PidNode::Root | PidNode::Exe | PidNode::Fd(_) => link_target(t, n).ok(),
+        _ => None,
+    }
+}
+
+/// oom_score_adj values by pid, with the process they belong to (a reused pid starts at 0).
+type OomTable = BTreeMap<u32, (Weak<Process>, i32)>;
+
+/// oom_score_adj values, per process (Linux keeps it in `signal_struct`).
+fn oom_table() -> &'static Mutex<OomTable> {
+    static T: OnceLock<Mutex<OomTable>> = OnceLock::new();
+    T.get_or_init(Default::default)
+}
+
+fn oom_score_adj(p: &Arc<Process>) -> i32 {
+    match lock(oom_table()).get(&p.pid) {
+        Some((w, v)) if w.as_ptr() == Arc::as_ptr(p) => *v,
+        _ => 0,
+    }
+}
+
+fn set_oom_score_adj(p: &Arc<Process>, v: i32) {
+    let mut t = lock(oom_table());
+    t.retain(|_, (w, _)| w.strong_count() > 0);
+    t.insert(p.pid, (Arc::downgrade(p), v));
+}
+
+fn parse_int(data: &[u8]) -> SysResult<i64> {
+    std::str::from_utf8(data)
+        .map_err(|_| Errno::EINVAL)?
+        .trim()
+        .parse()
+        .map_err(|_| Errno::EINVAL)
+}
+
+/// A write to a file under `/proc/PID`.
+pub fn write(
+    _fs: &Arc<ProcFs>,
+    t: &Target,
+    n: PidNode,
+    io: &IoCtx<'_>,
+    data: &[u8],
+) -> SysResult<usize> {
+    let p = t.proc()?;
+    match n {
+        // fs/proc/base.c comm_write: the first 15 bytes, taken as they are (a trailing
+        // newline included), and only for the caller's own thread group.
+        PidNode::File(PidFile::Comm) => {
+            if !Arc::ptr_eq(&io.task.process, &p) {
+                return Err(Errno::EINVAL);
+            }
+            let n = data.len().min(15);
+            let name: Vec<u8> = data[..n].iter().copied().take_while(|&b| b != 0).collect();
+            *lock(&p.comm) = name;
+            Ok(data.len())
+        }
+        PidNode::File(PidFile::OomScoreAdj) => {
+            let v = parse_int(data)?;
+            if !(-1000..=1000).contains(&v) {
+                return Err(Errno::EINVAL);
+            }
+            set_oom_score_adj(&p, v as i32);
+            Ok(data.len())
+        }
+        PidNode::File(PidFile::OomAdj) => {
+            // oom_adj_write: -17..15, scaled to oom_score_adj (15 is the maximum 1000).
+            let v = parse_int(data)?;
+            if !(-17..=15).contains(&v) {
+                return Err(Errno::EINVAL);
+            }
+            let adj = if v == 15 { 1000 } else { v * 1000 / 17 };
+            set_oom_score_adj(&p, adj as i32);
+            Ok(data.len())
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// The state letter (fs/proc/array.c `task_state_array`): R while in the guest or serving
+/// the caller itself, S while sleeping in the kernel, T when job-stopped, Z when exited and
+/// not reaped.
+fn state(t: &Target, p: &Process) -> char {
+    if lock(&p.exit).is_some() {
+        return 'Z';
+    }
+    if matches!(*lock(&p.job), JobState::Stopped { .. }) {
+        return 'T';
+    }
+    let tasks = t.tasks(p);
+    if tasks.is_empty() {
+        return 'Z';
+    }
+    if let Some(cur) = um_kernel::current::current() {
+        if tasks.iter().any(|x| Arc::ptr_eq(x, &cur)) {
+            return 'R';
+        }
+    }
+    if tasks.iter().any(|x| x.in_guest.load(Ordering::Relaxed)) {
+        'R'
+    } else {
+        'S'
+    }
+}
+
+/// User and system clock ticks of a guest thread: those of the host thread that runs it.
+fn host_times(t: &Task) -> (u64, u64) {
+    let (pid, tid) = (
+        t.host_pid.load(Ordering::Relaxed),
+        t.host_tid.load(Ordering::Relaxed),
+    );
+    if pid <= 0 || tid <= 0 {
+        return (0, 0);
+    }
+    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")) else {
+        return (0, 0);
+    };
+    let Some(i) = s.rfind(')') else {
+        return (0, 0);
+    };
+    let f: Vec<&str> = s[i + 1..].split_whitespace().collect();
+    // After the name: field 3 is f[0], so utime (14) is f[11] and stime (15) f[12].
+    let g = |j: usize| f.get(j).and_then(|v| v.parse().ok()).unwrap_or(0);
+    (g(11), g(12))
+}
+
+/// Memory figures of a process, in pages.
+#[derive(Default)]
+struct MmFigures {
+    total: u64,
+    rss: u64,
+    data: u64,
+    stack: u64,
+    exe: u64,
+    lib: u64,
+    code: (u64, u64),
+    start_brk: u64,
+    page_kb: u64,
+}
+
+fn exe_name(p: &Process) -> Option<Vec<u8>> {
+    lock(&p.exe).as_ref().map(|d| d.name.clone())
+}
+
+fn mm_figures(p: &Process) -> MmFigures {
+    let exe = exe_name(p);
+    let mm = lock(&p.mm).clone();
+    let m = lock_mm(&mm);
+    let g = m.granule();
+    let mut f = MmFigures {
+        total: m.total_vm(),
+        rss: m.rss_pages() as u64,
+        start_brk: m.brk_range().0,
+        page_kb: g.size() / 1024,
+        ..Default::default()
+    };
+    for v in m.vmas() {
+        let pages = g.pages(v.len());
+        let stack = v.grows_down() || v.name.as_deref() == Some("[stack]");
+        // mm.h is_data_mapping: writable, private, not stack.
+        if v.prot.contains(Prot::WRITE) && !v.flags.contains(MapFlags::SHARED) && !stack {
+            f.data += pages;
+        }
+        if stack {
+            f.stack += pages;
+        }
+        if v.prot.contains(Prot::EXEC) && !v.prot.contains(Prot::WRITE) {
+            let is_exe = matches!(&v.backing, Backing::File { file, .. }
+                if exe.as_deref() == Some(file.name().as_bytes()));
+            if is_exe {
+                f.exe += pages;
+                if f.code.0 == 0 {
+                    f.code = (v.start, v.end);
+                } else {
+                    f.code.1 = v.end;
+                }
+            } else {
+                f.lib += pages;
+            }
+        }
+    }
+    f
+}
+
+fn sig_sets(p: &Process) -> (u64, u64) {
+    let acts = lock(&p.sigactions);
+    let (mut ign, mut cgt) = (0u64, 0u64);
+    for (i, a) in acts.iter().enumerate() {
+        match a.handler {
+            0 => {}
+            1 => ign |= 1 << i,
+            _ => cgt |= 1 << i,
+        }
+    }
+    (ign, cgt)
+}
+
+fn ticks_since_boot(p: &Process) -> u64 {
+    let up = um_kernel::printk::uptime();
+    (up.saturating_sub(p.start.elapsed()).as_millis() / 10) as u64
+}
+
+fn stat_info(t: &Target, p: &Process) -> fmt::StatInfo {
+    let st = state(t, p);
+    let tasks = t.tasks(p);
+    let (mut ut, mut stt) = (0, 0);
+    for x in &tasks {
+        let (u, s) = host_times(x);
+        ut += u;
+        stt += s;
+    }
+    let zombie = st == 'Z';
+    let mm = if zombie {
+        MmFigures::default()
+    } else {
+        mm_figures(p)
+    };
+    let main = t.main_task(p);
+    let (blocked, pending) = main
+        .as_ref()
+        .map(|m| (*lock(&m.sigmask), lock(&m.pending).bits()))
+        .unwrap_or_default();
+    let (ign, cgt) = sig_sets(p);
+    let (a0, a1, e0, e1) = if zombie {
+        (0, 0, 0, 0)
+    } else {
+        *lock(&p.arg_range)
+    };
+    let exit_code = lock(&p.exit).map_or(0, |e| e.wstatus());
+    fmt::StatInfo {
+        pid: t.tid(),
+        comm: lock(&p.comm).clone(),
+        state: st,
+        ppid: p.ppid.load(Ordering::Relaxed),
+        pgrp: p.pgid.load(Ordering::Relaxed),
+        session: p.sid.load(Ordering::Relaxed),
+        tty_nr: 0,
+        tpgid: -1,
+        // PF_* flags are not tracked (PF_RANDOMIZE would be wrong: there is no ASLR).
+        flags: 0,
+        utime: ut,
+        stime: stt,
+        priority: 20,
+        nice: 0,
+        num_threads: live_threads(p).len() as u64,
+        starttime: ticks_since_boot(p),
+        vsize: mm.total * mm.page_kb * 1024,
+        rss: mm.rss,
+        rsslim: lock(&p.rlimits)[5].0,
+        startcode: mm.code.0,
+        endcode: mm.code.1,
+        startstack: a0,
+        signal: pending | lock(&p.shared_pending).bits(),
+        blocked,
+        sigignore: ign,
+        sigcatch: cgt,
+        sleeping: st == 'S',
+        exit_signal: p.exit_signal.load(Ordering::Relaxed) as i32,
+        start_brk: mm.start_brk,
+        arg_start: a0,
+        arg_end: a1,
+        env_start: e0,
+        env_end: e1,
+        exit_code,
+        ..Default::default()
+    }
+}
+
+/// `FDSize`: the size of the descriptor table as Linux grows it (64, then powers of two).
+fn fd_size(max_fd: Option<u32>) -> u32 {
+    match max_fd {
+        Some(m) if m >= 64 => (m + 1).next_power_of_two().max(256),
+        _ => 64,
+    }
+}
+
+fn status_info(t: &Target, p: &Process) -> fmt::StatusInfo {
+    let st = state(t, p);
+    let creds = *lock(&p.creds);
+    let vm = (st != 'Z').then(|| {
+        let m = mm_figures(p);
+        let kb = |x: u64| x * m.page_kb;
+        fmt::VmInfo {
+            peak: kb(m.total),
+            size: kb(m.total),
+            hwm: kb(m.rss),
+            rss: kb(m.rss),
+            rss_anon: kb(m.rss),
+            rss_file: 0,
+            rss_shmem: 0,
+            data: kb(m.data),
+            stk: kb(m.stack),
+            exe: kb(m.exe),
+            lib: kb(m.lib),
+            pte: 0,
+        }
+    });
+    let max_fd = lock(&p.files()).iter().map(|(fd, _)| fd).max();
+    let main = t.main_task(p);
+    let (blocked, pending) = main
+        .as_ref()
+        .map(|m| (*lock(&m.sigmask), lock(&m.pending).bits()))
+        .unwrap_or_default();
+    let shared = lock(&p.shared_pending).bits();
+    let (ign, cgt) = sig_sets(p);
+    let root = creds.euid == 0;
+    let full = fmt::CAP_FULL;
+    fmt::StatusInfo {
+        name: lock(&p.comm).clone(),
+        umask: Some(lock(&p.fs).umask),
+        state: st,
+        tgid: p.pid,
+        pid: t.tid(),
+        ppid: p.ppid.load(Ordering::Relaxed),
+        tracer: 0,
+        uids: [creds.uid, creds.euid, creds.suid, creds.fsuid],
+        gids: [creds.gid, creds.egid, creds.sgid, creds.fsgid],
+        fdsize: fd_size(max_fd),
+        groups: Vec::new(),
+        pgid: p.pgid.load(Ordering::Relaxed),
+        sid: p.sid.load(Ordering::Relaxed),
+        vm,
+        threads: live_threads(p).len() as u64,
+        sigq: (
+            u64::from((pending | shared).count_ones()),
+            lock(&p.rlimits)[11].0,
+        ),
+        sigpnd: pending,
+        shdpnd: shared,
+        sigblk: blocked,
+        sigign: ign,
+        sigcgt: cgt,
+        caps: if root {
+            [0, full, full, full, 0]
+        } else {
+            [0, 0, 0, full, 0]
+        },
+        ncpus: super::system::ncpus(),
+    }
+}
+
+/// Reads `[start, end)` of the process's memory, at most `cap` bytes; what is unreadable ends it.
+fn read_range(p: &Process, start: u64, end: u64, cap: u64) -> Vec<u8> {
+    if end <= start {
+        return Vec::new();
+    }
+    let len = (end - start).min(cap) as usize;
+    let mm = lock(&p.mm).clone();
+    let mut m = lock_mm(&mm);
+    let mut out = vec![0u8; len];
+    // Page by page, so an unreadable page only cuts the tail.
+    let page = m.granule().size() as usize;
+    let mut done = 0;
+    while done < len {
+        let a = start + done as u64;
+        let n = (page - (a as usize % page)).min(len - done);
+        if m.read_bytes(a, &mut out[done..done + n]).is_err() {
+            break;
+        }
+        done += n;
+    }
+    out.truncate(done);
+    out
+}
+
+/// The most `cmdline`/`environ` returns (Linux pages through any length; we snapshot).
+const ARG_CAP: u64 = 2 << 20;
+
+/// `/proc/PID/cmdline` (fs/proc/base.c `get_mm_cmdline`): the argument strings; if the
+/// program overwrote the final NUL (setproctitle), the text up to the first NUL, running on
+/// into the environment area.
+fn cmdline(p: &Process) -> Vec<u8> {
+    let (a0, a1, e0, e1) = *lock(&p.arg_range);
+    if a1 <= a0 {
+        return Vec::new();
+    }
+    let mut v = read_range(p, a0, a1, ARG_CAP);
+    if v.last().is_some_and(|&b| b != 0) && v.len() as u64 == a1 - a0 {
+        let end = if e0 == a1 && e1 >= e0 { e1 } else { a1 };
+        v = read_range(p, a0, end, ARG_CAP);
+        if let Some(i) = v.iter().position(|&b| b == 0) {
+            v.truncate(i);
+        }
+    }
+    v
+}
+
+fn maps(p: &Process) -> Vec<u8> {
+    let exe = lock(&p.exe).clone();
+    let mm = lock(&p.mm).clone();
+    let vmas = lock_mm(&mm).vmas();
+    let mut s = String::new();
+    for v in vmas {
+        let (dev, ino) = match &v.backing {
+            // The page-cache id of a hostfs file carries its inode number in the low bits.
+            Backing::File { file, .. } => ((0, 0), file.id() & 0xff_ffff_ffff),
+            _ => ((0, 0), 0),
+        };
+        let mut name = v.path();
+        // Files name themselves by their last component; the executable's full path is known.
+        if let (Some(n), Some(e)) = (&name, &exe) {
+            if matches!(v.backing, Backing::File { .. }) && n.as_bytes() == e.name.as_slice() {
+                name = Some(String::from_utf8_lossy(&e.path()).into_owned());
+            }
+        }
+        s.push_str(&fmt::maps_line(
+            v.start,
+            v.end,
+            (
+                v.prot.contains(Prot::READ),
+                v.prot.contains(Prot::WRITE),
+                v.prot.contains(Prot::EXEC),
+            ),
+            v.is_shared(),
+            v.backing.offset(),
+            dev,
+            ino,
+            name.as_deref(),
+        ));
+    }
+    s.into_bytes()
+}
+
+fn mounts_text() -> Vec<u8> {
+    crate::mount::mounts()
+        .iter()
+        .flat_map(|m| m.line())
+        .collect()
+}
+
+/// `/proc/PID/mountinfo` from the mount table: ids in table order, each mount's parent the
+/// closest earlier mount above its target; per-mount flags before the `-`, the file system's
+/// options after it.
+fn mountinfo_text() -> Vec<u8> {
+    let ms = crate::mount::mounts();
+    let mut s = String::new();
+    for (i, m) in ms.iter().enumerate() {
+        let id = 21 + i as u32;
+        let parent = ms[..i]
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| under(&m.target, &x.target))
+            .max_by_key(|(_, x)| x.target.len())
+            .map_or(1, |(j, _)| 21 + j as u32);
+        let mut mnt = Vec::new();
+        let mut sup = Vec::new();
+        for (j, o) in m.options.split(',').enumerate() {
+            if j == 0 {
+                mnt.push(o);
+                sup.push(o);
+            } else if matches!(
+                o,
+                "nosuid"
+                    | "nodev"
+                    | "noexec"
+                    | "noatime"
+                    | "nodiratime"
+                    | "relatime"
+                    | "nosymfollow"
+            ) {
+                mnt.push(o);
+            } else {
+                sup.push(o);
+            }
+        }
+        s.push_str(&fmt::mountinfo_line(
+            id,
+            parent,
+            (0, 20 + i as u32),
+            b"/",
+            &m.target,
+            &mnt.join(","),
+            &m.fstype,
+            m.source.as_bytes(),
+            &sup.join(","),
+        ));
+    }
+    s.into_bytes()
+}
+
+/// Whether path `a` is `b` or below it, component-wise.
+fn under(a: &[u8], b: &[u8]) -> bool {
+    b == b"/" || a == b || (a.starts_with(b) && a.get(b.len()) == Some(&b'/'))
+}
+
+/// The content of a file under `/proc/PID`.
+pub fn generate(_fs: &Arc<ProcFs>, t: &Target, n: PidNode, _io: &IoCtx<'_>) -> SysResult<Vec<u8>> {
+    let p = t.proc()?;
+    let zombie = lock(&p.exit).is_some();
+    Ok(match n {
+        PidNode::File(f) => match f {
+            PidFile::Stat => fmt::stat_line(&stat_info(t, &p)),
+            PidFile::Status => fmt::status_text(&status_info(t, &p)),
+            PidFile::Statm => {
+                if zombie {
+                    fmt::statm_line(0, 0, 0, 0, 0).into_bytes()
+                } else {
+                    let m = mm_figures(&p);
+                    fmt::statm_line(m.total, m.rss, 0, m.exe, m.data + m.stack).into_bytes()
+                }
+            }
+            PidFile::Cmdline if !zombie => cmdline(&p),
+            PidFile::Environ if !zombie => {
+                may_access(&p)?;
+                let (_, _, e0, e1) = *lock(&p.arg_range);
+                read_range(&p, e0, e1, ARG_CAP)
+            }
+            PidFile::Maps if !zombie => maps(&p),
+            PidFile::Cmdline | PidFile::Environ | PidFile::Maps => Vec::new(),
+            PidFile::Comm => {
+                let mut c = lock(&p.comm).clone();
+                c.push(b'\n');
+                c
+            }
+            PidFile::Limits => fmt::limits_text(&lock(&p.rlimits)).into_bytes(),
+            PidFile::Mounts => mounts_text(),
+            PidFile::Mountinfo => mountinfo_text(),
+            PidFile::Wchan => b"0".to_vec(),
+            PidFile::Cgroup => b"0::/\n".to_vec(),
+            PidFile::OomScore => b"0\n".to_vec(),
+            PidFile::OomScoreAdj => format!("{}\n", oom_score_adj(&p)).into_bytes(),
+            PidFile::OomAdj => {
+                // oom_adj_read: the adj scaled back to -17..15.
+                let a = oom_score_adj(&p);
+                let v = if a == 1000 { 15 } else { a * 17 / 1000 };
+                format!("{v}\n").into_bytes()
+            }
+            PidFile::Io => b"rchar: 0\nwchar: 0\nsyscr: 0\nsyscw: 0\nread_bytes: 0\nwrite_bytes: 0\ncancelled_write_bytes: 0\n".to_vec(),
+        },
+        PidNode::FdInfo(fd) => {
+            may_access(&p)?;
+            let (file, cloexec) = {
+                let files = p.files();
+                let table = lock(&files);
+                let e = table
+                    .iter()
+                    .find(|(f, _)| *f == fd)
+                    .map(|(_, e)| (e.file.clone(), e.cloexec));
+                e.ok_or(Errno::ENOENT)?
+            };
+            // Linux reads f_pos unlocked; a reader must not wait on a read in progress.
+            let pos = match file.pos.try_lock() {
+                Ok(g) => *g,
+                Err(std::sync::TryLockError::Poisoned(e)) => *e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => 0,
+            };
+            let flags = file.flags() | if cloexec { O_CLOEXEC } else { 0 };
+            let ino = file.ops.stat().map_or(0, |s| s.ino);
+            let mnt_id = file
+                .dentry
+                .as_ref()
+                .and_then(|d| crate::mount::mount_of(d))
+                .map_or(21, |m| 21 + m.seq as u32);
+            fmt::fdinfo_text(pos, flags, mnt_id, ino).into_bytes()
+        }
+        _ => return Err(Errno::EINVAL),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_numbers() {
+        assert_eq!(parse_num(b"12"), Some(12));
+        assert_eq!(parse_num(b"012"), None);
+        assert_eq!(parse_num(b"self"), None);
+        assert_eq!(parse_num(b""), None);
+        assert_eq!(parse_num(b"99999999999"), None);
+        assert_eq!(fd_size(None), 64);
+        assert_eq!(fd_size(Some(3)), 64);
+        assert_eq!(fd_size(Some(100)), 256);
+        assert_eq!(fd_size(Some(600)), 1024);
+        assert!(under(b"/proc/sys", b"/proc"));
+        assert!(!under(b"/procx", b"/proc"));
+        assert!(under(b"/proc", b"/"));
+    }
+
+    #[test]
+    fn fd_link_modes() {
+        assert_eq!(mode_of(PidNode::Fd(0), 0), mode::S_IFLNK | 0o500);
+        assert_eq!(mode_of(PidNode::Fd(0), 1), mode::S_IFLNK | 0o300);
+        assert_eq!(mode_of(PidNode::Fd(0), 2), mode::S_IFLNK | 0o700);
+        assert_eq!(
+            mode_of(PidNode::File(PidFile::Comm), 0),
+            mode::S_IFREG | 0o644
+        );
+    }
+}

@@ -1,0 +1,372 @@
+//! System-wide procfs files: `meminfo`, `cpuinfo`, `stat`, `uptime`, `loadavg`, `version`,
+//! `filesystems`, `cmdline`, `mounts`, ... and the `/proc/sys` sysctl tree (Linux
+//! `fs/proc/{meminfo,cpuinfo,stat,uptime,loadavg,version,cmdline}.c`, `kernel/sysctl.c`).
+//!
+//! Figures come from the kernel object (frames, page cache, task table, uts). CPU figures
+//! that only the host knows (`cpuinfo`, the per-CPU jiffies of `stat`) are read from the
+//! host's own `/proc` (kernel-side, never on a guest's behalf). Neighbours: [`super::fmt`]
+//! (the formats), [`super::pid`].
+
+use super::{ProcFs, ProcInode, fmt};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+use um_kernel::kernel::Kernel;
+use um_kernel::printk;
+use um_uapi::Errno;
+
+/// The host's `/proc/cpuinfo`, read once.
+fn host_cpuinfo() -> &'static str {
+    static C: OnceLock<String> = OnceLock::new();
+    C.get_or_init(|| std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default())
+}
+
+/// Number of CPUs the guest sees: one per host CPU.
+pub fn ncpus() -> u32 {
+    static N: OnceLock<u32> = OnceLock::new();
+    *N.get_or_init(|| {
+        let n = host_cpuinfo()
+            .lines()
+            .filter(|l| l.starts_with("processor"))
+            .count() as u32;
+        if n > 0 {
+            n
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+        }
+    })
+}
+
+/// `/proc/cpuinfo`: the host's, one block per host CPU; a minimal one if it is unreadable.
+fn cpuinfo() -> Vec<u8> {
+    let h = host_cpuinfo();
+    if !h.is_empty() {
+        return h.as_bytes().to_vec();
+    }
+    let mut s = String::new();
+    for i in 0..ncpus() {
+        s.push_str(&format!(
+            "processor\t: {i}\nvendor_id\t: unknown\nmodel name\t: um\nbogomips\t: 1000.00\n\n"
+        ));
+    }
+    s.into_bytes()
+}
+
+/// The ten jiffy counters of each `cpu` line of the host's `/proc/stat`.
+fn host_cpu_lines() -> Vec<[u64; 10]> {
+    let s = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    s.lines()
+        .filter(|l| l.starts_with("cpu"))
+        .map(|l| {
+            let mut v = [0u64; 10];
+            for (i, f) in l.split_whitespace().skip(1).take(10).enumerate() {
+                v[i] = f.parse().unwrap_or(0);
+            }
+            v
+        })
+        .collect()
+}
+
+/// The host counters when the first procfs was made: `/proc/stat` counts from there, as the
+/// guest's "since boot".
+fn cpu_baseline() -> &'static Vec<[u64; 10]> {
+    static B: OnceLock<Vec<[u64; 10]>> = OnceLock::new();
+    B.get_or_init(host_cpu_lines)
+}
+
+/// Realtime seconds now.
+fn realtime_secs() -> i64 {
+    super::now().0
+}
+
+/// The highest pid in use (Linux prints the last one allocated).
+fn last_pid(k: &Kernel) -> u32 {
+    k.tasks.all().iter().map(|t| t.tid).max().unwrap_or(0)
+}
+
+/// `/proc/stat` (fs/proc/stat.c `show_stat`).
+fn stat(k: &Kernel) -> Vec<u8> {
+    let now = host_cpu_lines();
+    let base = cpu_baseline();
+    let mut s = String::new();
+    let n = ncpus() as usize;
+    for i in 0..=n {
+        let cur = now.get(i).copied().unwrap_or_default();
+        let b = base.get(i).copied().unwrap_or_default();
+        let v: Vec<String> = (0..10)
+            .map(|j| cur[j].saturating_sub(b[j]).to_string())
+            .collect();
+        if i == 0 {
+            s.push_str(&format!("cpu  {}\n", v.join(" ")));
+        } else {
+            s.push_str(&format!("cpu{} {}\n", i - 1, v.join(" ")));
+        }
+    }
+    let tasks = k.tasks.all();
+    let running = tasks
+        .iter()
+        .filter(|t| t.in_guest.load(Ordering::Relaxed))
+        .count()
+        .max(1);
+    let btime = realtime_secs() - printk::uptime().as_secs() as i64;
+    s.push_str("intr 0\nctxt 0\n");
+    s.push_str(&format!(
+        "btime {btime}\nprocesses {}\nprocs_running {running}\nprocs_blocked 0\n",
+        last_pid(k)
+    ));
+    s.push_str("softirq 0 0 0 0 0 0 0 0 0 0 0\n");
+    s.into_bytes()
+}
+
+/// `/proc/meminfo` from the frame allocator and the page cache.
+fn meminfo(k: &Kernel) -> Vec<u8> {
+    let page_kb = k.frames.granule().size() / 1024;
+    let total = k.frames.total_frames() as u64 * page_kb;
+    let free = k.frames.free_frames() as u64 * page_kb;
+    let cached = (k.page_cache.cached_pages() as u64 * page_kb).min(total - free);
+    let anon = (total - free).saturating_sub(cached);
+    fmt::meminfo_text(&fmt::MemInfo {
+        total,
+        free,
+        available: free + cached,
+        cached,
+        shmem: 0,
+        anon,
+        mapped: cached,
+        page_kb,
+    })
+    .into_bytes()
+}
+
+/// `/proc/uptime`: seconds since boot, and idle time summed over CPUs (approximated as all
+/// the time no guest thread ran, i.e. uptime per CPU).
+fn uptime() -> Vec<u8> {
+    let up = printk::uptime().as_millis() as u64 / 10;
+    fmt::uptime_line(up, up * ncpus() as u64).into_bytes()
+}
+
+/// `/proc/loadavg`. Load averages are not tracked: zeros.
+fn loadavg(k: &Kernel) -> Vec<u8> {
+    let tasks = k.tasks.all();
+    let running = tasks
+        .iter()
+        .filter(|t| t.in_guest.load(Ordering::Relaxed))
+        .count()
+        .max(1);
+    fmt::loadavg_line([0, 0, 0], running, tasks.len(), last_pid(k)).into_bytes()
+}
+
+/// `/proc/version` (fs/proc/version.c `linux_proc_banner`).
+fn version(k: &Kernel) -> Vec<u8> {
+    format!(
+        "{} version {} (root@um) (rustc) {}\n",
+        k.uts.sysname, k.uts.release, k.uts.version
+    )
+    .into_bytes()
+}
+
+/// `/proc/filesystems`: `nodev` marks the ones that need no device.
+fn filesystems() -> Vec<u8> {
+    let mut s = String::new();
+    for (nodev, name) in [
+        (true, "sysfs"),
+        (true, "tmpfs"),
+        (true, "bdev"),
+        (true, "proc"),
+        (true, "devtmpfs"),
+        (true, "devpts"),
+        (true, "pipefs"),
+        (true, "sockfs"),
+        (true, "ramfs"),
+        (true, "hostfs"),
+    ] {
+        s.push_str(if nodev { "nodev\t" } else { "\t" });
+        s.push_str(name);
+        s.push('\n');
+    }
+    s.into_bytes()
+}
+
+/// `/proc/cmdline`: the kernel command line, as `linux` was started (UML shows the same), up
+/// to the `--` that starts init's own arguments.
+fn cmdline() -> Vec<u8> {
+    let args: Vec<String> = std::env::args().skip(1).take_while(|a| a != "--").collect();
+    let mut s = args.join(" ");
+    s.push('\n');
+    s.into_bytes()
+}
+
+/// A random UUID as `/proc/sys/kernel/random/uuid` prints it (version 4).
+fn uuid() -> String {
+    let mut b = [0u8; 16];
+    let _ = um_os_linux::host::getrandom(&mut b);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}\n",
+        h[0..4].concat(),
+        h[4..6].concat(),
+        h[6..8].concat(),
+        h[8..10].concat(),
+        h[10..16].concat()
+    )
+}
+
+/// The boot id: one random UUID per boot.
+fn boot_id() -> String {
+    static B: OnceLock<String> = OnceLock::new();
+    B.get_or_init(uuid).clone()
+}
+
+/// A sysctl that accepts writes of anything parseable as an integer and ignores them.
+fn int_knob(fs: &Arc<ProcFs>, v: i64) -> Arc<ProcInode> {
+    ProcInode::file_rw(
+        fs,
+        move |_, _| Ok(format!("{v}\n").into_bytes()),
+        |_, _, data| {
+            let s = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
+            s.trim().parse::<i64>().map_err(|_| Errno::EINVAL)?;
+            Ok(data.len())
+        },
+    )
+}
+
+/// A kernel-object file.
+fn kfile(fs: &Arc<ProcFs>, f: fn(&Kernel) -> Vec<u8>) -> Arc<ProcInode> {
+    ProcInode::file(fs, move |k, _| Ok(f(k)))
+}
+
+/// A uts string file.
+fn uts(fs: &Arc<ProcFs>, f: fn(&Kernel) -> &str) -> Arc<ProcInode> {
+    ProcInode::file(fs, move |k, _| Ok(format!("{}\n", f(k)).into_bytes()))
+}
+
+/// `/proc/sys`.
+fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
+    let random = ProcInode::dir(
+        fs,
+        vec![
+            (
+                "boot_id",
+                ProcInode::file(fs, |_, _| Ok(boot_id().into_bytes())),
+            ),
+            ("entropy_avail", ProcInode::text(fs, "256\n")),
+            ("poolsize", ProcInode::text(fs, "256\n")),
+            ("uuid", ProcInode::file(fs, |_, _| Ok(uuid().into_bytes()))),
+        ],
+    );
+    let kernel = ProcInode::dir(
+        fs,
+        vec![
+            ("cap_last_cap", ProcInode::text(fs, "40\n")),
+            ("domainname", uts(fs, |k| &k.uts.domainname)),
+            ("hostname", uts(fs, |k| &k.uts.nodename)),
+            ("ngroups_max", ProcInode::text(fs, "65536\n")),
+            ("osrelease", uts(fs, |k| &k.uts.release)),
+            ("ostype", uts(fs, |k| &k.uts.sysname)),
+            ("overflowgid", ProcInode::text(fs, "65534\n")),
+            ("overflowuid", ProcInode::text(fs, "65534\n")),
+            ("panic", int_knob(fs, 0)),
+            ("pid_max", ProcInode::text(fs, "4194304\n")),
+            ("printk", ProcInode::text(fs, "7\t4\t1\t7\n")),
+            ("random", random),
+            (
+                "threads-max",
+                ProcInode::file(fs, |k, _| {
+                    // kernel/fork.c set_max_threads: totalram pages / (8 * THREAD_SIZE / PAGE_SIZE).
+                    let pages = k.frames.total_frames() as u64;
+                    Ok(format!("{}\n", (pages / 32).max(20)).into_bytes())
+                }),
+            ),
+            ("version", uts(fs, |k| &k.uts.version)),
+        ],
+    );
+    let vm = ProcInode::dir(
+        fs,
+        vec![
+            ("max_map_count", ProcInode::text(fs, "65530\n")),
+            ("overcommit_memory", int_knob(fs, 0)),
+            ("overcommit_ratio", int_knob(fs, 50)),
+            ("swappiness", int_knob(fs, 60)),
+        ],
+    );
+    let fsdir = ProcInode::dir(
+        fs,
+        vec![
+            (
+                "file-max",
+                ProcInode::file(fs, |k, _| {
+                    // fs/file_table.c files_maxfiles_init: 10% of memory at 1 KiB per file.
+                    let kb = k.frames.total_frames() as u64 * k.frames.granule().size() / 1024;
+                    Ok(format!("{}\n", (kb / 10).max(8192)).into_bytes())
+                }),
+            ),
+            ("nr_open", ProcInode::text(fs, "1048576\n")),
+        ],
+    );
+    ProcInode::dir(fs, vec![("fs", fsdir), ("kernel", kernel), ("vm", vm)])
+}
+
+/// The fixed entries of the procfs root.
+pub fn entries(fs: &Arc<ProcFs>) -> Vec<(Vec<u8>, Arc<ProcInode>)> {
+    let _ = cpu_baseline();
+    let v: Vec<(&str, Arc<ProcInode>)> = vec![
+        ("cmdline", ProcInode::file(fs, |_, _| Ok(cmdline()))),
+        ("cpuinfo", ProcInode::file(fs, |_, _| Ok(cpuinfo()))),
+        ("filesystems", ProcInode::file(fs, |_, _| Ok(filesystems()))),
+        ("loadavg", kfile(fs, loadavg)),
+        ("meminfo", kfile(fs, meminfo)),
+        ("mounts", ProcInode::link(fs, "self/mounts")),
+        (
+            "partitions",
+            ProcInode::text(fs, "major minor  #blocks  name\n\n"),
+        ),
+        ("stat", kfile(fs, stat)),
+        (
+            "swaps",
+            ProcInode::text(fs, "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"),
+        ),
+        ("sys", sys_tree(fs)),
+        ("uptime", ProcInode::file(fs, |_, _| Ok(uptime()))),
+        ("version", kfile(fs, version)),
+    ];
+    v.into_iter()
+        .map(|(n, i)| (n.as_bytes().to_vec(), i))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_shape() {
+        let u = uuid();
+        assert_eq!(u.len(), 37);
+        let parts: Vec<&str> = u.trim_end().split('-').collect();
+        assert_eq!(
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12]
+        );
+        assert!(parts[2].starts_with('4'));
+        assert_eq!(boot_id(), boot_id());
+    }
+
+    #[test]
+    fn filesystems_marks_nodev() {
+        let f = String::from_utf8(filesystems()).unwrap();
+        assert!(f.contains("nodev\tproc\n"));
+        assert!(f.contains("nodev\ttmpfs\n"));
+        assert!(f.lines().all(|l| l.contains('\t')));
+    }
+
+    #[test]
+    fn cpus() {
+        assert!(ncpus() >= 1);
+        assert!(
+            String::from_utf8(cpuinfo())
+                .unwrap()
+                .contains("processor\t: 0")
+        );
+    }
+}

@@ -1,0 +1,299 @@
+//! Sockets: the ABI they share (Linux `include/linux/socket.h`, `include/uapi/linux/un.h`,
+//! `net/core/scm.c`) and the one family we have, AF_UNIX ([`unix`]).
+//!
+//! Key types: [`SockaddrUn`], [`Msghdr`], [`Cmsghdr`], [`Ucred`] (pinned C layouts), the
+//! control-message codec ([`parse_control`], [`put_cmsg`], [`rights_fit`]). The syscalls are in
+//! `sys/socket.rs`; they copy guest memory and call into [`unix::UnixSocket`].
+
+pub mod unix;
+
+use um_uapi::abi::pod::Pod;
+use um_uapi::{Errno, SysResult};
+
+/// `AF_UNSPEC`.
+pub const AF_UNSPEC: u32 = 0;
+/// `AF_UNIX` / `AF_LOCAL`.
+pub const AF_UNIX: u32 = 1;
+/// `AF_INET`.
+pub const AF_INET: u32 = 2;
+/// `AF_INET6`.
+pub const AF_INET6: u32 = 10;
+/// `AF_NETLINK`.
+pub const AF_NETLINK: u32 = 16;
+/// `AF_MAX`.
+pub const AF_MAX: u32 = 46;
+
+/// `SOCK_STREAM`.
+pub const SOCK_STREAM: u32 = 1;
+/// `SOCK_DGRAM`.
+pub const SOCK_DGRAM: u32 = 2;
+/// `SOCK_RAW`.
+pub const SOCK_RAW: u32 = 3;
+/// `SOCK_SEQPACKET`.
+pub const SOCK_SEQPACKET: u32 = 5;
+/// `SOCK_NONBLOCK` (= `O_NONBLOCK`).
+pub const SOCK_NONBLOCK: u32 = 0o4000;
+/// `SOCK_CLOEXEC` (= `O_CLOEXEC`).
+pub const SOCK_CLOEXEC: u32 = 0o2000000;
+
+/// `MSG_OOB`.
+pub const MSG_OOB: u32 = 0x1;
+/// `MSG_PEEK`.
+pub const MSG_PEEK: u32 = 0x2;
+/// `MSG_CTRUNC`.
+pub const MSG_CTRUNC: u32 = 0x8;
+/// `MSG_TRUNC`.
+pub const MSG_TRUNC: u32 = 0x20;
+/// `MSG_DONTWAIT`.
+pub const MSG_DONTWAIT: u32 = 0x40;
+/// `MSG_EOR`.
+pub const MSG_EOR: u32 = 0x80;
+/// `MSG_WAITALL`.
+pub const MSG_WAITALL: u32 = 0x100;
+/// `MSG_NOSIGNAL`.
+pub const MSG_NOSIGNAL: u32 = 0x4000;
+/// `MSG_CMSG_CLOEXEC`.
+pub const MSG_CMSG_CLOEXEC: u32 = 0x4000_0000;
+
+/// `SOL_SOCKET`.
+pub const SOL_SOCKET: i32 = 1;
+/// `SCM_RIGHTS`.
+pub const SCM_RIGHTS: i32 = 1;
+/// `SCM_CREDENTIALS`.
+pub const SCM_CREDENTIALS: i32 = 2;
+/// Most descriptors one `SCM_RIGHTS` message may carry (`SCM_MAX_FD`).
+pub const SCM_MAX_FD: usize = 253;
+
+/// `SHUT_RD`, `SHUT_WR`, `SHUT_RDWR`.
+pub const SHUT_RD: u32 = 0;
+pub const SHUT_WR: u32 = 1;
+pub const SHUT_RDWR: u32 = 2;
+
+/// Socket options at `SOL_SOCKET` (`include/uapi/asm-generic/socket.h`).
+pub mod so {
+    pub const SO_DEBUG: i32 = 1;
+    pub const SO_REUSEADDR: i32 = 2;
+    pub const SO_TYPE: i32 = 3;
+    pub const SO_ERROR: i32 = 4;
+    pub const SO_DONTROUTE: i32 = 5;
+    pub const SO_BROADCAST: i32 = 6;
+    pub const SO_SNDBUF: i32 = 7;
+    pub const SO_RCVBUF: i32 = 8;
+    pub const SO_KEEPALIVE: i32 = 9;
+    pub const SO_OOBINLINE: i32 = 10;
+    pub const SO_LINGER: i32 = 13;
+    pub const SO_REUSEPORT: i32 = 15;
+    pub const SO_PASSCRED: i32 = 16;
+    pub const SO_PEERCRED: i32 = 17;
+    pub const SO_RCVLOWAT: i32 = 18;
+    pub const SO_SNDLOWAT: i32 = 19;
+    pub const SO_RCVTIMEO: i32 = 20;
+    pub const SO_SNDTIMEO: i32 = 21;
+    pub const SO_ACCEPTCONN: i32 = 30;
+    pub const SO_SNDBUFFORCE: i32 = 32;
+    pub const SO_RCVBUFFORCE: i32 = 33;
+    pub const SO_PROTOCOL: i32 = 38;
+    pub const SO_DOMAIN: i32 = 39;
+}
+
+um_uapi::pod_struct! {
+    /// `struct sockaddr_un`: 110 bytes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct SockaddrUn {
+        /// `AF_UNIX`.
+        pub sun_family: u16,
+        /// Path (NUL-terminated unless it fills the array), or an abstract name after a NUL.
+        pub sun_path: [u8; 108],
+    }
+}
+const _: () = assert!(core::mem::size_of::<SockaddrUn>() == 110);
+
+um_uapi::pod_struct! {
+    /// `struct user_msghdr` (64-bit): 56 bytes.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Msghdr {
+        pub msg_name: u64,
+        pub msg_namelen: u32,
+        pub pad0: u32,
+        pub msg_iov: u64,
+        pub msg_iovlen: u64,
+        pub msg_control: u64,
+        pub msg_controllen: u64,
+        pub msg_flags: u32,
+        pub pad1: u32,
+    }
+}
+const _: () = assert!(core::mem::size_of::<Msghdr>() == 56);
+const _: () = assert!(core::mem::offset_of!(Msghdr, msg_controllen) == 40);
+const _: () = assert!(core::mem::offset_of!(Msghdr, msg_flags) == 48);
+
+um_uapi::pod_struct! {
+    /// `struct cmsghdr` header: 16 bytes, data follows (aligned to 8).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Cmsghdr {
+        pub cmsg_len: u64,
+        pub cmsg_level: i32,
+        pub cmsg_type: i32,
+    }
+}
+const _: () = assert!(core::mem::size_of::<Cmsghdr>() == 16);
+
+um_uapi::pod_struct! {
+    /// `struct ucred`: 12 bytes.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Ucred {
+        pub pid: i32,
+        pub uid: u32,
+        pub gid: u32,
+    }
+}
+const _: () = assert!(core::mem::size_of::<Ucred>() == 12);
+
+/// `CMSG_ALIGN`.
+pub const fn cmsg_align(n: usize) -> usize {
+    (n + 7) & !7
+}
+/// `CMSG_LEN`.
+pub const fn cmsg_len(data: usize) -> usize {
+    Cmsghdr::SIZE + data
+}
+/// `CMSG_SPACE`.
+pub const fn cmsg_space(data: usize) -> usize {
+    Cmsghdr::SIZE + cmsg_align(data)
+}
+
+/// The control messages a sender attached (Linux `__scm_send`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Control {
+    /// Descriptors of `SCM_RIGHTS` messages, in order.
+    pub fds: Vec<i32>,
+    /// An explicit `SCM_CREDENTIALS`.
+    pub creds: Option<Ucred>,
+}
+
+/// Parses a `msg_control` buffer. Malformed headers and unknown `SOL_SOCKET` types are
+/// `EINVAL`; other levels are skipped, as `__scm_send` does.
+pub fn parse_control(buf: &[u8]) -> SysResult<Control> {
+    let mut out = Control::default();
+    let mut off = 0usize;
+    while off + Cmsghdr::SIZE <= buf.len() {
+        let h = Cmsghdr::read_le(&buf[off..]);
+        let len = usize::try_from(h.cmsg_len).map_err(|_| Errno::EINVAL)?;
+        if len < Cmsghdr::SIZE || len > buf.len() - off {
+            return Err(Errno::EINVAL);
+        }
+        let data = &buf[off + Cmsghdr::SIZE..off + len];
+        if h.cmsg_level == SOL_SOCKET {
+            match h.cmsg_type {
+                SCM_RIGHTS => {
+                    let n = data.len() / 4;
+                    if out.fds.len() + n > SCM_MAX_FD {
+                        return Err(Errno::EINVAL);
+                    }
+                    for i in 0..n {
+                        out.fds.push(i32::read_le(&data[i * 4..]));
+                    }
+                }
+                SCM_CREDENTIALS => {
+                    if len != cmsg_len(Ucred::SIZE) {
+                        return Err(Errno::EINVAL);
+                    }
+                    out.creds = Some(Ucred::read_le(data));
+                }
+                _ => return Err(Errno::EINVAL),
+            }
+        }
+        off += cmsg_align(len);
+    }
+    Ok(out)
+}
+
+/// Appends one control message to `out`, whose total may not exceed `limit` (Linux
+/// `put_cmsg`). Returns false if it had to be truncated (the caller sets `MSG_CTRUNC`).
+pub fn put_cmsg(out: &mut Vec<u8>, limit: usize, level: i32, ty: i32, data: &[u8]) -> bool {
+    let room = limit.saturating_sub(out.len());
+    if room < Cmsghdr::SIZE {
+        return false;
+    }
+    let full = cmsg_len(data.len());
+    let len = full.min(room);
+    Cmsghdr {
+        cmsg_len: len as u64,
+        cmsg_level: level,
+        cmsg_type: ty,
+    }
+    .write_le(out);
+    out.extend_from_slice(&data[..len - Cmsghdr::SIZE]);
+    let space = cmsg_space(data.len()).min(room);
+    out.resize(out.len() + (space - len), 0);
+    len == full
+}
+
+/// How many descriptors an `SCM_RIGHTS` message can carry in `room` bytes (`scm_detach_fds`).
+pub fn rights_fit(room: usize) -> usize {
+    room.saturating_sub(Cmsghdr::SIZE) / 4
+}
+
+/// Encodes descriptors as `SCM_RIGHTS` data.
+pub fn rights_data(fds: &[i32]) -> Vec<u8> {
+    fds.iter().flat_map(|f| f.to_le_bytes()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmsg(level: i32, ty: i32, data: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        assert!(put_cmsg(&mut v, 1 << 20, level, ty, data));
+        v
+    }
+
+    #[test]
+    fn rights_round_trip() {
+        let mut buf = cmsg(SOL_SOCKET, SCM_RIGHTS, &rights_data(&[3, 7, 9]));
+        assert_eq!(buf.len(), cmsg_space(12));
+        assert_eq!(u64::read_le(&buf), cmsg_len(12) as u64);
+        let cr = Ucred {
+            pid: 5,
+            uid: 1000,
+            gid: 100,
+        };
+        buf.extend(cmsg(SOL_SOCKET, SCM_CREDENTIALS, &cr.as_bytes()));
+        buf.extend(cmsg(6, 1, b"skipped"));
+        let c = parse_control(&buf).unwrap();
+        assert_eq!(c.fds, vec![3, 7, 9]);
+        assert_eq!(c.creds, Some(cr));
+    }
+
+    #[test]
+    fn bad_control() {
+        let mut b = cmsg(SOL_SOCKET, SCM_RIGHTS, &rights_data(&[1]));
+        b[0] = 200; // cmsg_len past the end
+        assert_eq!(parse_control(&b), Err(Errno::EINVAL));
+        let b = cmsg(SOL_SOCKET, 99, &[]);
+        assert_eq!(parse_control(&b), Err(Errno::EINVAL));
+        let b = cmsg(SOL_SOCKET, SCM_CREDENTIALS, &[0; 8]);
+        assert_eq!(parse_control(&b), Err(Errno::EINVAL));
+        let many: Vec<i32> = (0..254).collect();
+        let b = cmsg(SOL_SOCKET, SCM_RIGHTS, &rights_data(&many));
+        assert_eq!(parse_control(&b), Err(Errno::EINVAL));
+        // A short tail that cannot hold a header is ignored, as CMSG_NXTHDR does.
+        assert_eq!(parse_control(&[0; 8]), Ok(Control::default()));
+    }
+
+    #[test]
+    fn truncation() {
+        let mut v = Vec::new();
+        assert!(!put_cmsg(&mut v, 20, SOL_SOCKET, SCM_CREDENTIALS, &[1; 12]));
+        assert_eq!(v.len(), 20);
+        assert_eq!(u64::read_le(&v), 20);
+        let mut v = Vec::new();
+        assert!(!put_cmsg(&mut v, 10, SOL_SOCKET, SCM_RIGHTS, &[0; 4]));
+        assert!(v.is_empty());
+        assert_eq!(rights_fit(16 + 8), 2);
+        assert_eq!(rights_fit(10), 0);
+        assert_eq!(cmsg_space(12), 32);
+        assert_eq!(cmsg_len(12), 28);
+    }
+}

@@ -1,0 +1,116 @@
+//! execve and execveat (Linux `fs/exec.c`): reading the argument vectors, and what the engine
+//! must do around [`crate::exec::do_execve`].
+
+use crate::exec::do_execve;
+use std::sync::atomic::Ordering;
+use um_kernel::engine::ptrace::PtraceThread;
+use um_kernel::syscall::{Action, SyscallCtx, SyscallTable};
+use um_kernel::task::lock;
+use um_uapi::{Errno, SysResult};
+
+/// Reads a NULL-terminated array of string pointers (argv, envp) from the guest, with Linux's
+/// limits (128 KiB per string, 2 MiB in all: a quarter of the default stack limit).
+fn read_strings(c: &SyscallCtx<'_>, mut addr: u64) -> SysResult<Vec<Vec<u8>>> {
+    let mut v = Vec::new();
+    if addr == 0 {
+        return Ok(v);
+    }
+    let mut total = 0usize;
+    loop {
+        let p = c.read_u64(addr)?;
+        if p == 0 {
+            return Ok(v);
+        }
+        let s = c.read_cstr(p, 128 << 10).map_err(|e| {
+            if e == Errno::ENAMETOOLONG {
+                Errno::E2BIG
+            } else {
+                e
+            }
+        })?;
+        total += s.len() + 1 + 8;
+        if total > 2 << 20 {
+            return Err(Errno::E2BIG);
+        }
+        v.push(s);
+        addr += 8;
+    }
+}
+
+fn execve_common(c: &mut SyscallCtx<'_>, path: Vec<u8>, argv: u64, envp: u64) -> SysResult {
+    let argv = read_strings(c, argv)?;
+    let envp = read_strings(c, envp)?;
+    let k = c.kernel.clone();
+    let task = c.task.clone();
+    let ex = do_execve(&k, &task, &path, argv, envp)?;
+    // Other threads of this process end (Linux `de_thread`).
+    for t in task.process.live_threads(&k) {
+        if t.tid != task.tid {
+            t.zap.store(true, Ordering::Release);
+            t.kick();
+        }
+    }
+    // A thread (or vfork child) shares its stub with others: the new program gets a stub
+    // process of its own.
+    if c.thread.shares_stub() {
+        let um_kernel::kernel::EngineKind::Ptrace(intercept) = k.engine;
+        let fresh = PtraceThread::new_process(&k, intercept).map_err(|e| {
+            log::error!("execve: cannot start a stub process: {e}");
+            Errno::ENOMEM
+        })?;
+        *c.thread = fresh;
+        task.host_pid.store(c.thread.pid(), Ordering::Release);
+        task.host_tid.store(c.thread.tid(), Ordering::Release);
+        // The fresh stub has none of the old mappings: nothing to unmap.
+        task.process.exec_unmap.store(false, Ordering::Release);
+    }
+    // A fresh FP state, as a new program gets.
+    let _ = c
+        .thread
+        .set_fpregs(&um_kernel::arch::native::host::initial_fpregs());
+    c.thread.regs = ex.regs;
+    c.action = Action::Jump;
+    Ok(0)
+}
+
+fn execve(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let path = c.read_path(a[0])?;
+    execve_common(c, path, a[1], a[2])
+}
+
+fn execveat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    const AT_EMPTY_PATH: u64 = 0x1000;
+    const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+    if a[4] & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let rel = c.read_cstr(a[1], 4096)?;
+    let path = if rel.first() == Some(&b'/') {
+        rel
+    } else {
+        // Name the directory (or, with AT_EMPTY_PATH, the file itself) by its path.
+        let d = if a[0] as i32 == super::AT_FDCWD {
+            lock(&c.task.process.fs).cwd.clone()
+        } else {
+            let f = lock(&c.task.process.files()).get(a[0] & 0xffff_ffff)?;
+            f.dentry.clone().ok_or(Errno::ENOENT)?
+        };
+        let mut p = d.path();
+        if rel.is_empty() {
+            if a[4] & AT_EMPTY_PATH == 0 {
+                return Err(Errno::ENOENT);
+            }
+        } else {
+            p.push(b'/');
+            p.extend_from_slice(&rel);
+        }
+        p
+    };
+    execve_common(c, path, a[2], a[3])
+}
+
+/// Registers execve and execveat.
+pub fn register(t: &mut SyscallTable) {
+    t.register("execve", execve);
+    t.register("execveat", execveat);
+}

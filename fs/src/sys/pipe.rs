@@ -1,0 +1,69 @@
+//! pipe and pipe2 (Linux `fs/pipe.c`: `do_pipe2`). The pipe itself is [`crate::pipe`].
+
+use crate::pipe::new_pipe;
+use um_kernel::syscall::{SyscallCtx, SyscallTable};
+use um_kernel::task::lock;
+use um_kernel::vfs::OpenFile;
+use um_uapi::{Errno, SysResult};
+
+/// `O_CLOEXEC`.
+const O_CLOEXEC: u32 = 0o2000000;
+/// `O_NONBLOCK`.
+const O_NONBLOCK: u32 = 0o4000;
+
+/// Makes a pipe and installs its ends; returns the two descriptors.
+pub fn make_pipe(c: &SyscallCtx<'_>, flags: u32) -> SysResult<(u32, u32)> {
+    let direct = um_kernel::arch::native::abi::O_DIRECT;
+    if flags & !(O_CLOEXEC | O_NONBLOCK | direct) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if flags & direct != 0 {
+        // Packet mode ("O_DIRECT" pipes, Linux 3.4) is not offered.
+        return Err(Errno::EINVAL);
+    }
+    let (uid, gid) = {
+        let cr = lock(&c.task.process.creds);
+        (cr.fsuid, cr.fsgid)
+    };
+    let (r, w) = new_pipe(uid, gid);
+    let nb = flags & O_NONBLOCK;
+    let rf = OpenFile::new(Box::new(r), nb, None);
+    let wf = OpenFile::new(Box::new(w), 1 | nb, None);
+    let cloexec = flags & O_CLOEXEC != 0;
+    let table = c.task.process.files();
+    let mut files = lock(&table);
+    let rfd = files.install(rf, cloexec, 0)?;
+    let wfd = match files.install(wf, cloexec, 0) {
+        Ok(fd) => fd,
+        Err(e) => {
+            let _ = files.remove(rfd as u64);
+            return Err(e);
+        }
+    };
+    Ok((rfd, wfd))
+}
+
+fn pipe2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (r, w) = make_pipe(c, a[1] as u32)?;
+    let mut b = Vec::with_capacity(8);
+    b.extend_from_slice(&(r as i32).to_le_bytes());
+    b.extend_from_slice(&(w as i32).to_le_bytes());
+    if let Err(e) = c.write_bytes(a[0], &b) {
+        let table = c.task.process.files();
+        let mut files = lock(&table);
+        let _ = files.remove(r as u64);
+        let _ = files.remove(w as u64);
+        return Err(e);
+    }
+    Ok(0)
+}
+
+fn pipe(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    pipe2(c, [a[0], 0, 0, 0, 0, 0])
+}
+
+/// Registers this family.
+pub fn register(t: &mut SyscallTable) {
+    t.register("pipe", pipe);
+    t.register("pipe2", pipe2);
+}

@@ -1,0 +1,86 @@
+//! sysfs, minimal (Linux `fs/sysfs/`, `drivers/base/cpu.c`): the directory skeleton programs
+//! expect, and the CPU masks under `/sys/devices/system/cpu`.
+//!
+//! Built from procfs nodes ([`crate::procfs::ProcInode`]) in an instance of its own, with
+//! sysfs's magic and device number. `/sys/fs/cgroup` is an empty directory to mount a cgroup
+//! file system on; `/sys/module` stays empty until modules exist. Neighbours:
+//! [`crate::procfs`], `crate::mount` (which mounts it).
+
+use crate::procfs::{ProcFs, ProcInode, fmt};
+use std::sync::Arc;
+use um_kernel::kernel::Kernel;
+use um_kernel::vfs::Inode;
+use um_uapi::SysResult;
+
+/// `SYSFS_MAGIC`.
+pub const SYSFS_MAGIC: i64 = 0x6265_6572;
+/// sysfs's anonymous device number.
+pub const SYSFS_DEV: (u32, u32) = (0, 21);
+
+/// The CPU list files: every host CPU is online, possible and present.
+fn cpu_dir(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
+    let n = crate::procfs::ncpus();
+    let list = format!("{}\n", fmt::cpu_list(n));
+    let mut entries: Vec<(String, Arc<ProcInode>)> = (0..n)
+        .map(|i| {
+            (
+                format!("cpu{i}"),
+                ProcInode::dir(fs, vec![("online", ProcInode::text(fs, "1\n"))]),
+            )
+        })
+        .collect();
+    for name in ["online", "possible", "present"] {
+        entries.push((name.to_string(), ProcInode::text(fs, list.clone())));
+    }
+    entries.push((
+        "kernel_max".to_string(),
+        ProcInode::text(fs, format!("{}\n", n.max(1) - 1)),
+    ));
+    entries.push(("offline".to_string(), ProcInode::text(fs, "\n")));
+    let borrowed: Vec<(&str, Arc<ProcInode>)> = entries
+        .iter()
+        .map(|(n, i)| (n.as_str(), i.clone()))
+        .collect();
+    ProcInode::dir(fs, borrowed)
+}
+
+/// Mounts a new sysfs and returns its root inode.
+pub fn mount(k: &Arc<Kernel>) -> SysResult<Arc<dyn Inode>> {
+    let fs = ProcFs::new_instance(k, SYSFS_MAGIC, SYSFS_DEV);
+    let empty = |fs: &Arc<ProcFs>| ProcInode::dir(fs, Vec::new());
+    let system = ProcInode::dir(&fs, vec![("cpu", cpu_dir(&fs))]);
+    let devices = ProcInode::dir(
+        &fs,
+        vec![
+            ("system", system),
+            ("virtual", empty(&fs)),
+            ("platform", empty(&fs)),
+        ],
+    );
+    let kernel = ProcInode::dir(
+        &fs,
+        vec![
+            ("debug", empty(&fs)),
+            ("mm", empty(&fs)),
+            ("security", empty(&fs)),
+            ("uevent_seqnum", ProcInode::text(&fs, "0\n")),
+        ],
+    );
+    let fsdir = ProcInode::dir(&fs, vec![("cgroup", empty(&fs))]);
+    let root = ProcInode::dir(
+        &fs,
+        vec![
+            ("block", empty(&fs)),
+            ("bus", empty(&fs)),
+            ("class", empty(&fs)),
+            ("dev", empty(&fs)),
+            ("devices", devices),
+            ("firmware", empty(&fs)),
+            ("fs", fsdir),
+            ("kernel", kernel),
+            ("module", empty(&fs)),
+            ("power", empty(&fs)),
+        ],
+    );
+    Ok(root)
+}

@@ -1,0 +1,167 @@
+//! clone, clone3, fork, vfork (Linux `kernel/fork.c`).
+//!
+//! A child that shares the address space (CLONE_VM: threads, vfork, posix_spawn's clone)
+//! runs as a new host thread of the same stub process; any other child gets a stub process of
+//! its own and a copy-on-write copy of the address space. Either way a new kernel host thread
+//! serves it ([`crate::run::spawn`]).
+
+use crate::run::{self, Start};
+use crate::syscall::{SyscallCtx, SyscallTable, lock_mm};
+use crate::task::{Process, Task, lock};
+use crate::wait::wait_event;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use um_uapi::abi::sched::CloneFlags;
+use um_uapi::{Errno, SysResult};
+
+/// The arguments of a clone, in clone3's form.
+pub struct CloneArgs {
+    pub flags: u64,
+    pub exit_signal: u64,
+    pub stack: u64,
+    pub parent_tid: u64,
+    pub child_tid: u64,
+    pub tls: u64,
+}
+
+/// Creates a task as `clone` says and starts it; returns its tid.
+pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
+    let f = CloneFlags::from_bits_truncate(a.flags);
+    // Linux copy_process checks.
+    if f.contains(CloneFlags::THREAD) && !f.contains(CloneFlags::SIGHAND) {
+        return Err(Errno::EINVAL);
+    }
+    if f.contains(CloneFlags::SIGHAND) && !f.contains(CloneFlags::VM) {
+        return Err(Errno::EINVAL);
+    }
+    if f.intersects(CloneFlags::NEWNS | CloneFlags::NEWPID | CloneFlags::NEWNET | CloneFlags::NEWUSER | CloneFlags::NEWUTS | CloneFlags::NEWIPC | CloneFlags::NEWCGROUP) {
+        return Err(Errno::EPERM);
+    }
+    if a.exit_signal > 64 {
+        return Err(Errno::EINVAL);
+    }
+    let k = c.kernel;
+    let parent_task = c.task.clone();
+    let pp = &parent_task.process;
+    let tid = k.tasks.alloc_pid();
+
+    // The child's registers: the parent's at this syscall, returning 0, on its own stack.
+    let mut regs = c.thread.regs;
+    regs.set_return(0);
+    if a.stack != 0 {
+        regs.set_sp(a.stack);
+    }
+    if f.contains(CloneFlags::SETTLS) {
+        regs.set_tls(a.tls);
+    }
+    let fp = c.thread.get_fpregs().map_err(|_| Errno::EAGAIN)?;
+
+    let (task, start) = if f.contains(CloneFlags::THREAD) {
+        let host_tid = c.thread.spawn_thread().map_err(|e| {
+            log::warn!("clone: cannot create a stub thread: {e}");
+            Errno::EAGAIN
+        })?;
+        let mask = *lock(&parent_task.sigmask);
+        let t = Task::new(tid, pp.clone(), mask);
+        (t, Start::Thread { seed: c.thread.sibling_template(), host_tid, regs, fp })
+    } else {
+        let mm = if f.contains(CloneFlags::VM) { c.mm() } else { Arc::new(Mutex::new(lock_mm(&c.mm()).fork()?)) };
+        let files = if f.contains(CloneFlags::FILES) { pp.files() } else { Arc::new(Mutex::new(lock(&pp.files()).clone())) };
+        let fs = lock(&pp.fs).clone();
+        let child = Arc::new(Process::new(tid, Some(pp), mm, files, fs));
+        *lock(&child.exe) = lock(&pp.exe).clone();
+        *lock(&child.arg_range) = *lock(&pp.arg_range);
+        child.exit_signal.store(a.exit_signal as u32, Ordering::Relaxed);
+        if f.contains(CloneFlags::PARENT) {
+            if let Some(gp) = lock(&pp.parent).upgrade() {
+                child.ppid.store(gp.pid, Ordering::Relaxed);
+                *lock(&child.parent) = Arc::downgrade(&gp);
+            }
+        }
+        let mask = *lock(&parent_task.sigmask);
+        let t = Task::new(tid, child.clone(), mask);
+        let start = if f.contains(CloneFlags::VM) {
+            let host_tid = c.thread.spawn_thread().map_err(|_| Errno::EAGAIN)?;
+            Start::Thread { seed: c.thread.sibling_template(), host_tid, regs, fp }
+        } else {
+            Start::Fork { regs, fp }
+        };
+        (t, start)
+    };
+    if f.contains(CloneFlags::CHILD_CLEARTID) {
+        *lock(&task.clear_child_tid) = a.child_tid;
+    }
+    if f.contains(CloneFlags::CHILD_SETTID) {
+        lock_mm(&task.mm()).write_bytes(a.child_tid, &tid.to_le_bytes())?;
+    }
+    if f.contains(CloneFlags::PARENT_SETTID) {
+        c.write_u32(a.parent_tid, tid)?;
+    }
+    k.tasks.insert(task.clone());
+    if !f.contains(CloneFlags::THREAD) {
+        let parent_of_child = lock(&task.process.parent).upgrade();
+        if let Some(par) = parent_of_child {
+            lock(&par.children).push(task.process.clone());
+        }
+    }
+    let child_proc = task.process.clone();
+    run::spawn(k, task, start).map_err(|_| Errno::EAGAIN)?;
+    if f.contains(CloneFlags::VFORK) {
+        // The parent sleeps until the child execs or exits (Linux `wait_for_vfork_done`);
+        // a signal does not end that wait, as the child borrows the parent's memory.
+        while !child_proc.vfork_done.load(Ordering::Acquire) {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_millis(100);
+            let _ = wait_event(c.task, &[&child_proc.vfork_wait], Some(deadline), || {
+                child_proc.vfork_done.load(Ordering::Acquire).then_some(())
+            });
+        }
+    }
+    Ok(tid as u64)
+}
+
+fn clone(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    // x86_64: clone(flags, stack, parent_tid, child_tid, tls); arm64 (CLONE_BACKWARDS):
+    // clone(flags, stack, parent_tid, tls, child_tid).
+    let (child_tid, tls) = if cfg!(target_arch = "aarch64") { (a[4], a[3]) } else { (a[3], a[4]) };
+    do_clone(
+        c,
+        CloneArgs { flags: a[0] & !0xff, exit_signal: a[0] & 0xff, stack: a[1], parent_tid: a[2], child_tid, tls },
+    )
+}
+
+fn clone3(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let size = a[1] as usize;
+    if !(64..=4096).contains(&size) {
+        return Err(Errno::EINVAL);
+    }
+    let b = c.read_bytes(a[0], size)?;
+    let w = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+    // Fields past what we know must be zero (kernel/fork.c copy_clone_args_from_user).
+    if b.len() > 88 && b[88..].iter().any(|&x| x != 0) {
+        return Err(Errno::E2BIG);
+    }
+    let (flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls) = (w(0), w(1), w(2), w(3), w(4), w(5), w(6), w(7));
+    let _ = pidfd;
+    if (stack == 0) != (stack_size == 0) || flags & 0xff != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let sp = if stack != 0 { stack + stack_size } else { 0 };
+    do_clone(c, CloneArgs { flags, exit_signal, stack: sp, parent_tid, child_tid, tls })
+}
+
+fn fork(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
+    do_clone(c, CloneArgs { flags: 0, exit_signal: 17, stack: 0, parent_tid: 0, child_tid: 0, tls: 0 })
+}
+
+fn vfork(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
+    let flags = (CloneFlags::VM | CloneFlags::VFORK).bits();
+    do_clone(c, CloneArgs { flags, exit_signal: 17, stack: 0, parent_tid: 0, child_tid: 0, tls: 0 })
+}
+
+/// Registers this family.
+pub fn register(t: &mut SyscallTable) {
+    t.register("clone", clone);
+    t.register("clone3", clone3);
+    t.register("fork", fork);
+    t.register("vfork", vfork);
+}

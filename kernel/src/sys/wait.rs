@@ -1,0 +1,238 @@
+//! wait4 and waitid (Linux `kernel/exit.c` `do_wait`): zombies, stopped and continued
+//! children, reaping.
+
+use crate::syscall::{SyscallCtx, SyscallTable};
+use crate::task::{ExitStatus, JobState, Process, lock};
+use crate::wait::{WaitError, wait_event};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use um_uapi::abi::pod::Pod;
+use um_uapi::abi::signal::Siginfo;
+use um_uapi::{Errno, SysResult};
+
+const WNOHANG: u64 = 1;
+const WUNTRACED: u64 = 2;
+const WEXITED: u64 = 4;
+const WCONTINUED: u64 = 8;
+const WNOWAIT: u64 = 0x0100_0000;
+const WNOTHREAD: u64 = 0x2000_0000;
+const WALL: u64 = 0x4000_0000;
+const WCLONE: u64 = 0x8000_0000;
+
+/// Which children a wait is for.
+#[derive(Clone, Copy)]
+enum Which {
+    Any,
+    Pid(u32),
+    Pgid(u32),
+}
+
+/// What a wait found.
+struct Found {
+    pid: u32,
+    status: i32,
+    /// si_code and si_status for waitid.
+    code: i32,
+    si_status: i32,
+    uid: u32,
+}
+
+fn matches(which: Which, c: &Process) -> bool {
+    match which {
+        Which::Any => true,
+        Which::Pid(p) => c.pid == p,
+        Which::Pgid(g) => c.pgid.load(Ordering::Relaxed) == g,
+    }
+}
+
+/// One look at the children: Some(found), or None if something matches but has nothing to
+/// report. `Err(ECHILD)` if nothing matches at all.
+fn scan(c: &SyscallCtx<'_>, which: Which, opts: u64) -> SysResult<Option<Found>> {
+    let me = &c.task.process;
+    let children: Vec<Arc<Process>> = lock(&me.children).clone();
+    let mut any = false;
+    for ch in children.iter().filter(|ch| matches(which, ch)) {
+        any = true;
+        let uid = lock(&ch.creds).uid;
+        if ch.zombie.load(Ordering::Acquire) && opts & WEXITED != 0 {
+            let st = lock(&ch.exit).unwrap_or(ExitStatus::Exited(0));
+            let (code, si_status) = match st {
+                ExitStatus::Exited(v) => (1, v),
+                ExitStatus::Signaled(s) => (2, s),
+            };
+            if opts & WNOWAIT == 0 {
+                lock(&me.children).retain(|x| !Arc::ptr_eq(x, ch));
+                c.kernel.tasks.remove(ch.pid);
+            }
+            return Ok(Some(Found { pid: ch.pid, status: st.wstatus(), code, si_status, uid }));
+        }
+        let mut job = lock(&ch.job);
+        match *job {
+            JobState::Stopped { sig, reported: false } if opts & WUNTRACED != 0 => {
+                if opts & WNOWAIT == 0 {
+                    *job = JobState::Stopped { sig, reported: true };
+                }
+                return Ok(Some(Found { pid: ch.pid, status: ((sig as i32) << 8) | 0x7f, code: 5, si_status: sig as i32, uid }));
+            }
+            JobState::Continued if opts & WCONTINUED != 0 => {
+                if opts & WNOWAIT == 0 {
+                    *job = JobState::Running;
+                }
+                return Ok(Some(Found { pid: ch.pid, status: 0xffff, code: 6, si_status: 18, uid }));
+            }
+            _ => {}
+        }
+    }
+    if any { Ok(None) } else { Err(Errno::ECHILD) }
+}
+
+fn do_wait(c: &SyscallCtx<'_>, which: Which, opts: u64) -> SysResult<Option<Found>> {
+    let me = c.task.process.clone();
+    if opts & WNOHANG != 0 {
+        return scan(c, which, opts);
+    }
+    let mut err = None;
+    let r = wait_event(c.task, &[&me.child_wait], None, || match scan(c, which, opts) {
+        Ok(Some(f)) => Some(Some(f)),
+        Ok(None) => None,
+        Err(e) => {
+            err = Some(e);
+            Some(None)
+        }
+    });
+    if let Some(e) = err {
+        return Err(e);
+    }
+    match r {
+        Ok(f) => Ok(f),
+        Err(WaitError::Interrupted) => Err(Errno::ERESTARTSYS),
+        Err(WaitError::TimedOut) => Ok(None),
+    }
+}
+
+fn which_from_pid(c: &SyscallCtx<'_>, pid: i32) -> Which {
+    match pid {
+        -1 => Which::Any,
+        0 => Which::Pgid(c.task.process.pgid.load(Ordering::Relaxed)),
+        p if p < 0 => Which::Pgid((-p) as u32),
+        p => Which::Pid(p as u32),
+    }
+}
+
+fn wait4(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (pid, status, opts, rusage) = (a[0] as i32, a[1], a[2], a[3]);
+    if opts & !(WNOHANG | WUNTRACED | WCONTINUED | WNOTHREAD | WALL | WCLONE) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if pid == i32::MIN {
+        return Err(Errno::ESRCH);
+    }
+    let which = which_from_pid(c, pid);
+    match do_wait(c, which, opts | WEXITED)? {
+        None => Ok(0),
+        Some(f) => {
+            if status != 0 {
+                c.write_u32(status, f.status as u32)?;
+            }
+            if rusage != 0 {
+                c.write_bytes(rusage, &[0u8; 144])?;
+            }
+            Ok(f.pid as u64)
+        }
+    }
+}
+
+fn waitid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (idtype, id, infop, opts) = (a[0], a[1] as u32, a[2], a[3]);
+    if opts & !(WNOHANG | WUNTRACED | WEXITED | WCONTINUED | WNOWAIT | WNOTHREAD | WALL | WCLONE) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if opts & (WEXITED | WUNTRACED | WCONTINUED) == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let which = match idtype {
+        0 => Which::Any,                    // P_ALL
+        1 => Which::Pid(id),                // P_PID
+        2 if id == 0 => Which::Pgid(c.task.process.pgid.load(Ordering::Relaxed)),
+        2 => Which::Pgid(id),               // P_PGID
+        _ => return Err(Errno::EINVAL),     // P_PIDFD: not yet
+    };
+    let found = do_wait(c, which, opts)?;
+    if infop != 0 {
+        let info = match &found {
+            Some(f) => Siginfo::chld(f.code, f.pid as i32, f.uid, f.si_status, 0, 0),
+            None => Siginfo::default(),
+        };
+        c.write_bytes(infop, &info.as_bytes())?;
+    }
+    Ok(0)
+}
+
+fn setpgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (pid, pgid) = (a[0] as i32, a[1] as i32);
+    if pgid < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let me = &c.task.process;
+    let target = if pid == 0 || pid as u32 == me.pid {
+        me.clone()
+    } else {
+        let t = lock(&me.children).iter().find(|ch| ch.pid == pid as u32).cloned().ok_or(Errno::ESRCH)?;
+        if t.sid.load(Ordering::Relaxed) != me.sid.load(Ordering::Relaxed) {
+            return Err(Errno::EPERM);
+        }
+        t
+    };
+    // A session leader cannot change its group.
+    if target.sid.load(Ordering::Relaxed) == target.pid {
+        return Err(Errno::EPERM);
+    }
+    let pgid = if pgid == 0 { target.pid } else { pgid as u32 };
+    if pgid != target.pid {
+        // The group must exist in the same session.
+        let sid = target.sid.load(Ordering::Relaxed);
+        let ok = c.kernel.tasks.processes().iter().any(|p| p.pgid.load(Ordering::Relaxed) == pgid && p.sid.load(Ordering::Relaxed) == sid);
+        if !ok {
+            return Err(Errno::EPERM);
+        }
+    }
+    target.pgid.store(pgid, Ordering::Relaxed);
+    Ok(0)
+}
+
+fn getpgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let p = if a[0] == 0 { c.task.process.clone() } else { c.kernel.tasks.process(a[0] as u32).ok_or(Errno::ESRCH)? };
+    Ok(p.pgid.load(Ordering::Relaxed) as u64)
+}
+
+fn getpgrp(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
+    Ok(c.task.process.pgid.load(Ordering::Relaxed) as u64)
+}
+
+fn getsid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let p = if a[0] == 0 { c.task.process.clone() } else { c.kernel.tasks.process(a[0] as u32).ok_or(Errno::ESRCH)? };
+    Ok(p.sid.load(Ordering::Relaxed) as u64)
+}
+
+fn setsid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
+    let me = &c.task.process;
+    // A process group leader cannot start a session (its group would span two sessions).
+    let leads = c.kernel.tasks.processes().iter().any(|p| p.pid != me.pid && p.pgid.load(Ordering::Relaxed) == me.pid);
+    if me.pgid.load(Ordering::Relaxed) == me.pid && leads || me.sid.load(Ordering::Relaxed) == me.pid {
+        return Err(Errno::EPERM);
+    }
+    me.sid.store(me.pid, Ordering::Relaxed);
+    me.pgid.store(me.pid, Ordering::Relaxed);
+    Ok(me.pid as u64)
+}
+
+/// Registers this family.
+pub fn register(t: &mut SyscallTable) {
+    t.register("wait4", wait4);
+    t.register("waitid", waitid);
+    t.register("setpgid", setpgid);
+    t.register("getpgid", getpgid);
+    t.register("getpgrp", getpgrp);
+    t.register("getsid", getsid);
+    t.register("setsid", setsid);
+}
