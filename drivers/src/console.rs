@@ -86,12 +86,14 @@ pub fn start(kernel: &Arc<Kernel>, input: Channel, output: Channel) -> Arc<Tty> 
         return tty;
     };
     match term::make_raw(in_fd) {
-        Ok(true) => log::info!("console: host terminal on fd {} in raw mode", in_fd.as_raw_fd()),
+        Ok(true) => log::info!(
+            "console: host terminal on fd {} in raw mode",
+            in_fd.as_raw_fd()
+        ),
         Ok(false) => {}
         Err(e) => log::warn!("console: cannot put the host terminal in raw mode: {e}"),
     }
-    let tty_is_terminal = term::is_terminal(in_fd)
-        || output.fd().is_some_and(term::is_terminal);
+    let tty_is_terminal = term::is_terminal(in_fd) || output.fd().is_some_and(term::is_terminal);
     let winch = if tty_is_terminal {
         term::watch_winch()
             .map_err(|e| log::warn!("console: no SIGWINCH watch: {e}"))

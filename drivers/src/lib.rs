@@ -49,8 +49,10 @@ pub fn init(kernel: &Arc<Kernel>, input: Channel, output: Channel) -> Box<dyn Fi
         5,
         1,
         Arc::new(move |io: &IoCtx<'_>, flags: u32| {
-            Ok(Box::new(TtyFile::open(c.clone(), console_node(), flags, io.task)?)
-                as Box<dyn FileOps>)
+            Ok(
+                Box::new(TtyFile::open(c.clone(), console_node(), flags, io.task)?)
+                    as Box<dyn FileOps>,
+            )
         }),
     );
     register_chrdev(

@@ -322,10 +322,7 @@ mod tests {
 
     #[test]
     fn epoll_event_layout() {
-        let e = EpollEvent {
-            events: EPOLLIN | EPOLLET,
-            data: 0x1122_3344_5566_7788,
-        };
+        let e = um_kernel::arch::epoll_event(EPOLLIN | EPOLLET, 0x1122_3344_5566_7788);
         let b = e.as_bytes();
         assert_eq!(b.len(), EpollEvent::SIZE);
         assert_eq!(&b[..4], &(EPOLLIN | EPOLLET).to_le_bytes());

@@ -26,6 +26,8 @@ use um_uapi::{Errno, SysResult};
 pub const PIPE_BUF: usize = 4096;
 /// Default pipe capacity: 16 pages (`PIPE_DEF_BUFFERS`).
 pub const PIPE_DEF_SIZE: usize = 16 * 4096;
+/// `/proc/sys/fs/pipe-max-size`.
+pub const PIPE_MAX_SIZE: usize = 1 << 20;
 /// `FIONREAD` / `SIOCINQ`.
 pub const FIONREAD: u32 = 0x541b;
 
@@ -59,6 +61,14 @@ impl Ring {
     /// The capacity.
     pub fn capacity(&self) -> usize {
         self.cap
+    }
+    /// Changes the capacity; never below what is queued.
+    pub fn set_capacity(&mut self, cap: usize) -> bool {
+        if cap < self.buf.len() {
+            return false;
+        }
+        self.cap = cap;
+        true
     }
     /// Appends as much of `data` as fits; returns how much.
     pub fn push(&mut self, data: &[u8]) -> usize {
@@ -236,8 +246,32 @@ impl PipeEnd {
     #[cfg(test)]
     pub(crate) fn test_push(&self, data: &[u8]) -> usize {
         let n = lock(&self.pipe.st).ring.push(data);
-        self.pipe.wake();
+        self.pipe.rd_wait.wake_all();
         n
+    }
+
+    /// The pipe's capacity (`F_GETPIPE_SZ`).
+    pub fn capacity(&self) -> usize {
+        lock(&self.pipe.st).ring.capacity()
+    }
+
+    /// `F_SETPIPE_SZ` (`pipe_set_size`): rounded up to a power-of-two number of pages; above
+    /// `/proc/sys/fs/pipe-max-size` (1 MiB) only for the privileged (`EPERM`); `EBUSY` if the
+    /// queued data would not fit. Returns the new size.
+    pub fn set_capacity(&self, arg: u64, privileged: bool) -> SysResult<usize> {
+        if arg > 1 << 31 {
+            return Err(Errno::EINVAL);
+        }
+        let pages = (arg as usize).div_ceil(4096).max(1).next_power_of_two();
+        let size = pages * 4096;
+        if size > PIPE_MAX_SIZE && !privileged {
+            return Err(Errno::EPERM);
+        }
+        if !lock(&self.pipe.st).ring.set_capacity(size) {
+            return Err(Errno::EBUSY);
+        }
+        self.pipe.wake();
+        Ok(size)
     }
 
     /// Bytes waiting to be read.
@@ -353,9 +387,15 @@ impl FileOps for PipeEnd {
     /// pipe_poll.
     fn poll(&self, events: u16, pt: Option<&PollTable<'_>>) -> u16 {
         let p = &self.pipe;
+        // A reader is woken by writes and closes (rd_wait), a writer by reads and closes
+        // (wr_wait): registering only there keeps writes from waking writers' pollers.
         if let Some(pt) = pt {
-            pt.wait_on(&p.rd_wait);
-            pt.wait_on(&p.wr_wait);
+            if self.read {
+                pt.wait_on(&p.rd_wait);
+            }
+            if self.write {
+                pt.wait_on(&p.wr_wait);
+            }
         }
         let st = lock(&p.st);
         let mut mask = 0;
@@ -381,6 +421,11 @@ impl FileOps for PipeEnd {
     fn as_any(&self) -> Option<&dyn Any> {
         Some(self)
     }
+}
+
+/// The pipe end behind an open file, if it is one (`get_pipe_info`).
+pub fn pipe_of(f: &um_kernel::vfs::OpenFile) -> Option<&PipeEnd> {
+    f.ops.as_any().and_then(|a| a.downcast_ref::<PipeEnd>())
 }
 
 fn fifos() -> &'static Mutex<HashMap<u64, Arc<Pipe>>> {
@@ -482,7 +527,11 @@ mod tests {
     fn counts_follow_ends() {
         let (r, w) = new_pipe(0, 0);
         let p = r.pipe.clone();
-        assert_eq!((lock(&p.st).readers, lock(&p.st).writers), (1, 1));
+        let counts = |p: &Pipe| {
+            let st = lock(&p.st);
+            (st.readers, st.writers)
+        };
+        assert_eq!(counts(&p), (1, 1));
         drop(w);
         assert_eq!(lock(&p.st).writers, 0);
         assert_eq!(r.poll(POLLIN, None), POLLHUP);

@@ -1,5 +1,9 @@
 //! The one place that picks the native architecture. Everything else in the kernel names
 //! `arch::native` (and the re-exports below) and never writes `cfg(target_arch)`.
+//!
+//! Where the two arches need different code behind one kernel call (syscall restart, leaving
+//! a syscall stop), this file gives the arch-neutral function; the x86_64 bodies live here
+//! until `um-arch-x86` grows the same names as `um-arch-arm64`.
 
 #[cfg(target_arch = "aarch64")]
 pub use um_arch_arm64 as native;
@@ -16,4 +20,74 @@ pub const ELF_MACHINE: u16 = native::ELF_MACHINE;
 pub fn stat_bytes(st: &crate::vfs::Kstat) -> Vec<u8> {
     use um_uapi::Pod;
     native::abi::Stat::from_statx(&st.to_statx()).as_bytes()
+}
+
+/// Rewinds a syscall that returned a restart code so it runs again: pc back over the syscall
+/// instruction and the register the result overwrote back to its entry value (x86_64: rax =
+/// orig_rax, the number; arm64: x0 = orig_x0, the first argument).
+pub fn restart_syscall(regs: &mut Regs) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        regs.set_return(regs.syscall_nr());
+        regs.set_pc(regs.pc() - Regs::SYSCALL_INSN_LEN);
+    }
+    #[cfg(target_arch = "aarch64")]
+    regs.restart_syscall();
+}
+
+/// Leaves a syscall-entry stop `s` for the stop at which the kernel answers the call, and
+/// returns that stop with the guest's registers as they were at entry. `neutral`: `None` under
+/// `PTRACE_SYSEMU` (the host skips the call); `Some(nr)` under `PTRACE_SYSCALL`: the call's
+/// number is replaced by `nr` (-1 cancels it, getppid substitutes it) and the host runs that.
+///
+/// x86_64: SYSEMU answers at the entry stop itself; the fallbacks run to the exit stop.
+/// arm64: always a pseudo-step to a SIGTRAP stop, where x7 (hidden at syscall stops) is real
+/// (`um_arch_arm64::host::syscall_stop`).
+pub fn syscall_stop(
+    s: um_os_linux::ptrace::Stopped,
+    neutral: Option<u64>,
+) -> std::io::Result<(um_os_linux::ptrace::Stopped, Regs)> {
+    #[cfg(target_arch = "aarch64")]
+    {
+        native::host::syscall_stop(s, neutral)
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        use um_os_linux::ptrace::{Event, Resume, Stop};
+        let regs = native::host::get_regs(&s)?;
+        let Some(nr) = neutral else {
+            return Ok((s, regs));
+        };
+        let mut n = regs;
+        n.set_syscall_nr(nr);
+        native::host::set_regs(&s, &n)?;
+        match s.resume(Resume::Syscall, 0)?.wait()? {
+            Event::Stopped(e) if e.stop() == Stop::Syscall => Ok((e, regs)),
+            Event::Stopped(e) => Err(std::io::Error::other(format!(
+                "no syscall-exit stop: {:?}",
+                e.stop()
+            ))),
+            Event::Exited(c) => Err(std::io::Error::other(format!("stub exited ({c})"))),
+            Event::Killed(sig) => Err(std::io::Error::other(format!(
+                "stub killed by signal {sig}"
+            ))),
+        }
+    }
+}
+
+/// A `struct epoll_event` of the native arch (packed, 12 bytes, on x86_64; naturally aligned,
+/// 16 bytes with explicit padding, on arm64).
+pub fn epoll_event(events: u32, data: u64) -> native::abi::EpollEvent {
+    #[cfg(target_arch = "x86_64")]
+    {
+        native::abi::EpollEvent { events, data }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        native::abi::EpollEvent {
+            events,
+            pad: 0,
+            data,
+        }
+    }
 }

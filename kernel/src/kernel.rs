@@ -36,6 +36,13 @@ pub struct StubEnv {
     pub va_bits: u32,
 }
 
+/// A function run when `linux` ends.
+pub type ShutdownHook = Box<dyn Fn() + Send + Sync>;
+/// A function run when a guest thread exits.
+pub type ThreadExitHook = Box<dyn Fn(&Arc<Task>) + Send + Sync>;
+/// A function run when a process's last thread is gone.
+pub type ProcessExitHook = Box<dyn Fn(&Arc<Process>) + Send + Sync>;
+
 /// The kernel.
 pub struct Kernel {
     pub phys: Arc<PhysMem>,
@@ -52,9 +59,9 @@ pub struct Kernel {
     /// Registers of a fresh stub, the template for exec'd threads (segments, flags).
     pub exec_template: std::sync::OnceLock<crate::arch::Regs>,
     /// Run when `linux` ends (terminal restore and the like).
-    pub shutdown_hooks: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
-    /// Run when a guest thread exits (robust futexes, clear_child_tid), on its host thread.
-    pub thread_exit_hooks: Mutex<Vec<Box<dyn Fn(&Arc<Task>) + Send + Sync>>>,
-    /// Run when a process's last thread is gone (timers, ...).
-    pub process_exit_hooks: Mutex<Vec<Box<dyn Fn(&Arc<Process>) + Send + Sync>>>,
+    pub shutdown_hooks: Mutex<Vec<ShutdownHook>>,
+    /// Run when a guest thread exits, on its host thread.
+    pub thread_exit_hooks: Mutex<Vec<ThreadExitHook>>,
+    /// Run when a process's last thread is gone.
+    pub process_exit_hooks: Mutex<Vec<ProcessExitHook>>,
 }

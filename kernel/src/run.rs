@@ -44,6 +44,8 @@ const SS_ONSTACK: i32 = 1;
 const SS_DISABLE: i32 = 2;
 
 /// How a new guest thread starts.
+// Each value is built once per task and moved into its host thread: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Start {
     /// init: a fresh stub, then exec of `path`.
     Exec { path: Vec<u8>, argv: Vec<Vec<u8>>, envp: Vec<Vec<u8>>, exec: ExecFn },
@@ -159,6 +161,11 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut PtraceThread) -> Exit {
                 return Exit::Group(ExitStatus::Signaled(sig::SIGKILL as i32));
             }
         };
+        if !matches!(ev, Event::Fault { .. }) {
+            // The guest made progress: a later fault at the same address is a new one (a
+            // fork may have made the page copy-on-write again).
+            repeat = (u64::MAX, 0);
+        }
         match ev {
             Event::Syscall => match dispatch(k, task, th) {
                 Action::Return => syscall_ret = Some(th.regs.return_value()),
@@ -175,6 +182,10 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut PtraceThread) -> Exit {
                     repeat = (addr, 0);
                 }
                 let r = if repeat.1 >= 2 { Err(SegvCode::AccErr) } else { lock_mm(&task.mm()).handle_fault(addr, access) };
+                if log::log_enabled!(log::Level::Debug) {
+                    let pte = lock_mm(&task.mm()).pte(addr);
+                    log::debug!("pid {} fault {addr:#x} {access:?} repeat {} -> {r:?} pte {pte:?}", task.tid, repeat.1);
+                }
                 if let Err(code) = r {
                     let (signo, si_code) = match code {
                         SegvCode::MapErr => (sig::SIGSEGV, 1),
@@ -227,10 +238,7 @@ fn force_signal(task: &Arc<Task>, info: Siginfo, th: &PtraceThread) {
 /// none (None).
 fn restart_syscall(regs: &mut Regs, ret: u64, handler_flags: Option<u64>) {
     let e = -(ret as i64);
-    let restart = |regs: &mut Regs| {
-        regs.set_return(regs.syscall_nr());
-        regs.set_pc(regs.pc() - Regs::SYSCALL_INSN_LEN);
-    };
+    let restart = |regs: &mut Regs| crate::arch::restart_syscall(regs);
     match (e, handler_flags) {
         (512, Some(f)) if f & SA_RESTART != 0 => restart(regs),
         (512 | 514 | 516, Some(_)) => regs.set_return(Errno::EINTR.to_return()),
@@ -265,6 +273,13 @@ fn deliver_signals(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut PtraceThread, mut
         notify_continued(k, p);
         let mask = *lock(&task.sigmask);
         let info = lock(&task.pending).take(mask).or_else(|| lock(&p.shared_pending).take(mask));
+        let info = info.map(|mut i| {
+            if i.si_code == -2 {
+                // SI_TIMER: the timer's overrun count is settled at dequeue.
+                crate::sys::timer::signal_dequeued(p.pid, &mut i);
+            }
+            i
+        });
         let Some(info) = info else {
             if let Some(ret) = syscall_ret {
                 restart_syscall(&mut th.regs, ret, None);
@@ -332,7 +347,7 @@ fn setup_frame(
     old_mask: u64,
 ) -> Result<(), ()> {
     let fp_vec = th.get_fpregs().map_err(|_| ())?;
-    let fp: [u8; 512] = fp_vec.as_slice().try_into().map_err(|_| ())?;
+    let fp: [u8; frame::FPSTATE_SIZE as usize] = fp_vec.as_slice().try_into().map_err(|_| ())?;
     let (ss_sp, ss_size, ss_flags) = *lock(&task.altstack);
     let sp = th.regs.sp();
     let on_alt = ss_flags & SS_DISABLE == 0 && sp > ss_sp && sp <= ss_sp + ss_size;

@@ -43,6 +43,9 @@ pub enum Resume {
     Syscall,
     /// Run freely (`PTRACE_CONT`).
     Cont,
+    /// Single-step (`PTRACE_SINGLESTEP`). From a syscall stop on arm64 this is a pseudo-step:
+    /// a SIGTRAP stop at syscall exit, before any user instruction runs.
+    Step,
 }
 
 /// What a tracee did.
@@ -187,9 +190,11 @@ impl Stopped {
     /// Resumes the tracee, delivering host signal `sig` (0 for none).
     pub fn resume(self, how: Resume, sig: i32) -> io::Result<Running> {
         let req = match how {
-            Resume::Sysemu => PTRACE_SYSEMU,
+            // (`as _`: the request type is c_uint in glibc's libc bindings, c_int in musl's.)
+            Resume::Sysemu => PTRACE_SYSEMU as _,
             Resume::Syscall => libc::PTRACE_SYSCALL,
             Resume::Cont => libc::PTRACE_CONT,
+            Resume::Step => libc::PTRACE_SINGLESTEP,
         };
         // SAFETY: a resume request with a signal number in `data`; no pointers.
         check(unsafe { libc::ptrace(req, self.tid, 0, sig as libc::c_long) })?;

@@ -241,8 +241,9 @@ mod tests {
     fn wait_readable_reports_ready_fds() {
         let (r1, w1) = pipe();
         let (r2, _w2) = pipe();
-        // SAFETY: writes one byte from a local.
-        assert_eq!(unsafe { libc::write(w1.as_raw_fd(), b"x".as_ptr().cast(), 1) }, 1);
+        // SAFETY: writes one byte from a static string.
+        let n = unsafe { libc::write(w1.as_raw_fd(), b"x".as_ptr().cast(), 1) };
+        assert_eq!(n, 1);
         let v = wait_readable(&[r1.as_fd(), r2.as_fd()]).unwrap();
         assert_eq!(v, vec![true, false]);
     }

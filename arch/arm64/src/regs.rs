@@ -128,6 +128,44 @@ impl Regs {
 
     /// Size of the `svc #0` instruction, for restarts.
     pub const SYSCALL_INSN_LEN: u64 = 4;
+
+    /// Rewinds a syscall that returned a restart code so that it runs again
+    /// (arch/arm64/kernel/signal.c `do_signal`): pc back over the `svc`, x0 back to `orig_x0`.
+    /// The number needs no restoring: x8 still holds it and the host reads it again at the `svc`.
+    pub fn restart_syscall(&mut self) {
+        self.w[0] = self.orig_x0;
+        self.w[PC] = self.w[PC].wrapping_sub(Self::SYSCALL_INSN_LEN);
+    }
+}
+
+/// `PSTATE` bits (arch/arm64/include/uapi/asm/ptrace.h).
+pub mod pstate {
+    /// Mode field M[3:0] plus M[4] (AArch32): 0 is EL0t, the only valid user mode here.
+    pub const MODE_MASK: u64 = 0x1f;
+    /// Debug, SError, IRQ and FIQ masks: must be clear in user mode.
+    pub const DAIF: u64 = 0x3c0;
+    /// Software step.
+    pub const SS: u64 = 1 << 21;
+    /// Tag check override (MTE).
+    pub const TCO: u64 = 1 << 25;
+    /// Branch type (BTI).
+    pub const BTYPE_MASK: u64 = 0xc00;
+    /// Condition flags N, Z, C, V.
+    pub const NZCV: u64 = 0xf000_0000;
+    /// `SPSR_EL1_AARCH64_RES0_BITS` (arch/arm64/include/asm/ptrace.h, Linux 6.1): bits a user
+    /// can never set; cleared by `valid_user_regs`.
+    pub const RES0: u64 = 0xffff_ffff_0000_0000 | 0x0c00_0000 | 0x00c0_0000 | 0x001f_e000 | 0x20;
+
+    /// Linux `valid_native_regs` (arch/arm64/kernel/ptrace.c) for a value a user supplied (in a
+    /// signal frame): the RES0 bits and a stale single-step bit are dropped; a value that is not
+    /// EL0t with DAIF clear is rejected (`None`, which makes rt_sigreturn a bad frame).
+    pub fn filter_user(v: u64) -> Option<u64> {
+        let v = v & !RES0 & !SS;
+        if v & MODE_MASK != 0 || v & DAIF != 0 {
+            return None;
+        }
+        Some(v)
+    }
 }
 
 #[cfg(test)]
@@ -148,5 +186,27 @@ mod tests {
         assert_eq!(r.syscall_args(), [7, 101, 102, 103, 104, 105]);
         assert_eq!(r.pc(), 132);
         assert_eq!(r.sp(), 131);
+    }
+
+    #[test]
+    fn restart_rewinds_pc_and_x0() {
+        let mut r = Regs::default();
+        r.w[PC] = 0x40_1004;
+        r.w[0] = (-4i64) as u64; // EINTR-ish result
+        r.orig_x0 = 3;
+        r.syscallno = 63;
+        r.restart_syscall();
+        assert_eq!((r.pc(), r.w[0], r.syscall_nr()), (0x40_1000, 3, 63));
+        assert_eq!(r.syscall_args()[0], 3);
+    }
+
+    #[test]
+    fn pstate_filter() {
+        // NZCV survive, mode/DAIF make a frame bad, RES0 and SS are dropped.
+        assert_eq!(pstate::filter_user(0xf000_0000), Some(0xf000_0000));
+        assert_eq!(pstate::filter_user(0x6000_0000 | (1 << 21) | (1 << 40)), Some(0x6000_0000));
+        assert_eq!(pstate::filter_user(0x5), None); // EL1h
+        assert_eq!(pstate::filter_user(0x80), None); // I bit
+        assert_eq!(pstate::filter_user(0x10), None); // AArch32
     }
 }

@@ -187,6 +187,8 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         process_exit_hooks: Default::default(),
     });
 
+    // File systems that live outside um-fs register with the mount table.
+    um_fs::mount::register_fs("devpts", Arc::new(|_flags, _data| Ok(um_drivers::devpts_root())));
     let root_path = c.rootflags.clone().ok_or("no root")?;
     let root_inode = HostInode::new_root(&root_path, c.readonly, kernel.page_cache.clone())
         .map_err(|e| format!("rootflags={}: {e}", root_path.display()))?;

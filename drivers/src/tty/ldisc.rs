@@ -533,14 +533,12 @@ impl NTty {
                     });
                 } else {
                     if iscntrl(ch) && l & ECHOCTL != 0 {
-                        self.echoes.extend(
-                            [b'\x08', b' ', b'\x08'].iter().map(|&b| EchoOp::Char(b)),
-                        );
+                        self.echoes
+                            .extend([b'\x08', b' ', b'\x08'].iter().map(|&b| EchoOp::Char(b)));
                     }
                     if !iscntrl(ch) || l & ECHOCTL != 0 {
-                        self.echoes.extend(
-                            [b'\x08', b' ', b'\x08'].iter().map(|&b| EchoOp::Char(b)),
-                        );
+                        self.echoes
+                            .extend([b'\x08', b' ', b'\x08'].iter().map(|&b| EchoOp::Char(b)));
                     }
                 }
             }

@@ -450,12 +450,12 @@ impl Tty {
             {
                 let mut st = lock(&self.state);
                 if st.ld.readable() {
-                    let (n, ended) = st.ld.read(&mut buf[got..]);
+                    let (n, _line_end) = st.ld.read(&mut buf[got..]);
                     got += n;
                     drop(st);
                     self.room_wait.wake_all();
+                    // Canonical mode: one line (or what fits) per read.
                     if canon {
-                        let _ = ended;
                         return Ok(got);
                     }
                     if got >= minimum.min(buf.len()) || got == buf.len() {
@@ -525,7 +525,11 @@ impl Tty {
                 return Ok(done);
             }
             if io.nonblock {
-                return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EAGAIN)
+                };
             }
             let r = wait_event(io.task, &[&self.write_wait], None, || {
                 let st = lock(&self.state);
@@ -615,6 +619,14 @@ impl Tty {
         via_master: bool,
         readable: bool,
     ) -> SysResult<u64> {
+        if !via_master && self.hung_up() {
+            // Linux `hung_up_tty_ioctl`.
+            return Err(if cmd == TIOCSPGRP {
+                Errno::ENOTTY
+            } else {
+                Errno::EIO
+            });
+        }
         match cmd {
             TCGETS => {
                 let t = lock(&self.state).termios;
@@ -774,6 +786,9 @@ impl Tty {
                 self.hangup();
                 Ok(0)
             }
+            // Keyboard ioctls belong to virtual consoles; any other tty answers ENOTTY
+            // (tty_ioctl turns the line discipline's ENOIOCTLCMD into ENOTTY).
+            KDGKBTYPE => Err(Errno::ENOTTY),
             _ => Err(Errno::ENOTTY),
         }
     }
@@ -858,10 +873,7 @@ impl Tty {
         if members.is_empty() {
             return Err(Errno::ESRCH);
         }
-        if !members
-            .iter()
-            .any(|q| q.sid.load(Ordering::Relaxed) == sid)
-        {
+        if !members.iter().any(|q| q.sid.load(Ordering::Relaxed) == sid) {
             return Err(Errno::EPERM);
         }
         lock(&self.state).pgrp = pg;

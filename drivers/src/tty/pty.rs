@@ -415,11 +415,13 @@ impl FileOps for PtyMaster {
                 match arg as u32 {
                     TCIFLUSH => lock(&p.shared.inner).out.clear(),
                     TCOFLUSH => {
-                        p.slave.ioctl(io, TCFLSH, TCIFLUSH as u64, mem, true, true)?;
+                        p.slave
+                            .ioctl(io, TCFLSH, TCIFLUSH as u64, mem, true, true)?;
                     }
                     TCIOFLUSH => {
                         lock(&p.shared.inner).out.clear();
-                        p.slave.ioctl(io, TCFLSH, TCIFLUSH as u64, mem, true, true)?;
+                        p.slave
+                            .ioctl(io, TCFLSH, TCIFLUSH as u64, mem, true, true)?;
                     }
                     _ => return Err(Errno::EINVAL),
                 }

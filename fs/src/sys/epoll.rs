@@ -80,11 +80,7 @@ fn do_wait(c: &SyscallCtx<'_>, a: [u64; 6], timeout: Option<Duration>) -> SysRes
     let evs = ep.wait(c.task, max as usize, deadline)?;
     let mut out = Vec::with_capacity(evs.len() * EpollEvent::SIZE);
     for (events, data) in &evs {
-        EpollEvent {
-            events: *events,
-            data: *data,
-        }
-        .write_le(&mut out);
+        um_kernel::arch::epoll_event(*events, *data).write_le(&mut out);
     }
     c.write_bytes(a[1], &out)?;
     Ok(evs.len() as u64)

@@ -64,6 +64,16 @@ fn fcntl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             f.flags.store(new, std::sync::atomic::Ordering::Relaxed);
             Ok(0)
         }
+        // F_SETPIPE_SZ, F_GETPIPE_SZ (fs/pipe.c `pipe_fcntl`).
+        1031 | 1032 => {
+            let f = files.get(a[0])?;
+            let p = crate::pipe::pipe_of(&f).ok_or(Errno::EBADF)?;
+            if a[1] == 1032 {
+                return Ok(p.capacity() as u64);
+            }
+            let privileged = lock(&c.task.process.creds).euid == 0;
+            Ok(p.set_capacity(a[2], privileged)? as u64)
+        }
         _ => {
             files.get(a[0])?;
             Err(Errno::EINVAL)

@@ -322,12 +322,26 @@ impl GuestMem for MmAccess<'_> {
 
 const FIOCLEX: u32 = 0x5451;
 const FIONCLEX: u32 = 0x5450;
+const FIONBIO: u32 = 0x5421;
+const FIOASYNC: u32 = 0x5452;
 
 fn ioctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let cmd = a[1] as u32;
     match cmd {
         FIOCLEX | FIONCLEX => {
             lock(&c.task.process.files()).entry_mut(a[0])?.cloexec = cmd == FIOCLEX;
+            return Ok(0);
+        }
+        // Generic: set or clear O_NONBLOCK / O_ASYNC (fs/ioctl.c do_vfs_ioctl).
+        FIONBIO | FIOASYNC => {
+            let on = c.read_bytes(a[2], 4)?.iter().any(|&b| b != 0);
+            let f = file(c, a[0])?;
+            let bit = if cmd == FIONBIO { 0o4000 } else { 0o20000 };
+            let old = f.flags();
+            f.flags.store(
+                if on { old | bit } else { old & !bit },
+                std::sync::atomic::Ordering::Relaxed,
+            );
             return Ok(0);
         }
         _ => {}
@@ -369,7 +383,9 @@ fn sendfile(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         };
         off += w as u64;
         done += w as u64;
-        if w < r {
+        // A stream (tty, pipe) gives what it has: one read is one transfer, as in Linux's
+        // splice path; looping on would wait for more input the caller never asked to wait for.
+        if w < r || fin.ops.is_stream() {
             break;
         }
     }

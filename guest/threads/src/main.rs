@@ -20,7 +20,12 @@ fn main() {
         }));
     }
     let sum: u64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
-    println!("threads: atomic={} mutex={} joined-sum={}", counter.load(Ordering::Relaxed), *locked.lock().unwrap(), sum);
+    println!(
+        "threads: atomic={} mutex={} joined-sum={}",
+        counter.load(Ordering::Relaxed),
+        *locked.lock().unwrap(),
+        sum
+    );
 
     // A condition variable ping-pong between two threads.
     let pair = Arc::new((Mutex::new(0u32), Condvar::new()));

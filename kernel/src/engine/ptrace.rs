@@ -274,43 +274,18 @@ impl PtraceThread {
         loop {
             match running.wait()? {
                 ptrace::Event::Stopped(s) => match s.stop() {
-                    Stop::Syscall if self.intercept == Intercept::Sysemu => {
-                        self.regs = arch::get_regs(&s)?;
-                        self.stopped = Some(s);
-                        return Ok(Event::Syscall);
-                    }
                     Stop::Syscall => {
-                        // Entry stop: keep the guest's registers, neutralise the call, and run
-                        // to the exit stop, where the kernel's result will be written.
-                        let regs = arch::get_regs(&s)?;
-                        let mut neutral = regs;
-                        neutral.set_syscall_nr(match self.intercept {
-                            Intercept::Substitute => nr("getppid"),
-                            _ => u64::MAX,
-                        });
-                        arch::set_regs(&s, &neutral)?;
-                        let exit = s.resume(Resume::Syscall, 0)?.wait()?;
-                        match exit {
-                            ptrace::Event::Stopped(e) if e.stop() == Stop::Syscall => {
-                                self.regs = regs;
-                                self.stopped = Some(e);
-                                return Ok(Event::Syscall);
-                            }
-                            ptrace::Event::Stopped(e) => {
-                                return Err(io::Error::other(format!(
-                                    "no syscall-exit stop: {:?}",
-                                    e.stop()
-                                )));
-                            }
-                            ptrace::Event::Exited(c) => {
-                                return Err(io::Error::other(format!("stub exited ({c})")));
-                            }
-                            ptrace::Event::Killed(sig) => {
-                                return Err(io::Error::other(format!(
-                                    "stub killed by signal {sig}"
-                                )));
-                            }
-                        }
+                        // Leave the entry stop for the stop where the kernel answers the call
+                        // (the fallbacks neutralise the call first): crate::arch::syscall_stop.
+                        let neutral = match self.intercept {
+                            Intercept::Sysemu => None,
+                            Intercept::Cancel => Some(u64::MAX),
+                            Intercept::Substitute => Some(nr("getppid")),
+                        };
+                        let (e, regs) = crate::arch::syscall_stop(s, neutral)?;
+                        self.regs = regs;
+                        self.stopped = Some(e);
+                        return Ok(Event::Syscall);
                     }
                     Stop::Signal(sig) => {
                         let si = s.get_siginfo()?;

@@ -38,10 +38,21 @@ fn arch_prctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
 }
 
-fn set_robust_list(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    if a[1] != 24 {
-        return Err(Errno::EINVAL);
-    }
+/// sysinfo(2) (kernel/sys.c `do_sysinfo`): uptime, memory from the frame allocator, and the
+/// number of threads.
+fn sysinfo(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    use um_uapi::abi::pod::Pod;
+    let k = c.kernel;
+    let page = k.frames.granule().size();
+    let info = um_uapi::Sysinfo {
+        uptime: crate::printk::uptime().as_secs() as i64,
+        totalram: k.frames.total_frames() as u64 * page,
+        freeram: k.frames.free_frames() as u64 * page,
+        procs: k.tasks.all().len().min(u16::MAX as usize) as u16,
+        mem_unit: 1,
+        ..Default::default()
+    };
+    c.write_bytes(a[0], &info.as_bytes())?;
     Ok(0)
 }
 
@@ -49,5 +60,5 @@ fn set_robust_list(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 pub fn register(t: &mut SyscallTable) {
     t.register("getrandom", getrandom);
     t.register("arch_prctl", arch_prctl);
-    t.register("set_robust_list", set_robust_list);
+    t.register("sysinfo", sysinfo);
 }

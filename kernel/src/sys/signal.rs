@@ -328,7 +328,10 @@ fn rt_sigtimedwait(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             }
         }
     };
-    let i = got.ok_or(Errno::EAGAIN)?;
+    let mut i = got.ok_or(Errno::EAGAIN)?;
+    if i.si_code == -2 {
+        crate::sys::timer::signal_dequeued(task.process.pid, &mut i);
+    }
     if info != 0 {
         c.write_bytes(info, &i.as_bytes())?;
     }

@@ -1,0 +1,262 @@
+//! Differential gate: the guest test programs of guest/ (static musl executables) run natively on
+//! the host and under `linux` (as init, in every engine of [`ENGINES`]); their stdout must be the
+//! same line by line, and end with the program's `UM-<NAME>-OK` marker (issue 3).
+//!
+//! Each program takes a work directory (argv[1]): natively a fresh directory under
+//! build/um-native/, under `linux` a fresh /opt/um/work-<prog>-<engine> in the hostfs rootfs.
+//! After `hostfs` ran, the files it wrote are checked on the host side too.
+//!
+//! One #[test] per program, so `--test-threads=2` runs two at a time.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use um_tests::{Boot, ENGINES, Outcome, guest_program, rootfs, workspace_root};
+
+/// Per-run timeout (native and per boot).
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A fresh, empty directory.
+fn fresh_dir(p: &Path) {
+    let _ = std::fs::remove_dir_all(p);
+    std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("mkdir {}: {e}", p.display()));
+}
+
+/// The console lines of a run: '\r' dropped, kernel-log lines (`[    1.234] ...`) dropped.
+fn lines(s: &str) -> Vec<String> {
+    s.lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !is_kernel_log(l))
+        .map(str::to_string)
+        .collect()
+}
+
+fn is_kernel_log(l: &str) -> bool {
+    let Some(rest) = l.strip_prefix('[') else {
+        return false;
+    };
+    let Some(end) = rest.find(']') else {
+        return false;
+    };
+    let stamp = rest[..end].trim();
+    !stamp.is_empty() && stamp.chars().all(|c| c.is_ascii_digit() || c == '.')
+}
+
+/// Runs the program natively; returns (stdout, exit status description).
+fn run_native(prog: &str, workdir: &Path) -> (String, String) {
+    let exe = rootfs().join("opt/um").join(prog);
+    let mut child = Command::new(&exe)
+        .arg(workdir)
+        .current_dir(workdir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {} natively: {e}", exe.display()));
+    let mut out = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + TIMEOUT;
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{prog} did not finish natively within {TIMEOUT:?}: the program itself hangs \
+                 on this host"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    (reader.join().unwrap_or_default(), format!("{status}"))
+}
+
+/// First differing line, with context, or None if equal.
+fn diff(native: &[String], guest: &[String]) -> Option<String> {
+    let n = native.len().max(guest.len());
+    for i in 0..n {
+        let a = native.get(i).map(String::as_str);
+        let b = guest.get(i).map(String::as_str);
+        if a != b {
+            return Some(format!(
+                "first difference at line {}:\n  native: {}\n  linux:  {}",
+                i + 1,
+                a.unwrap_or("<end of output>"),
+                b.unwrap_or("<end of output>")
+            ));
+        }
+    }
+    None
+}
+
+fn marker(prog: &str) -> String {
+    format!("UM-{}-OK", prog.to_ascii_uppercase())
+}
+
+/// The host directory for the guest's work dir of this program and engine.
+fn guest_workdir(prog: &str, engine_idx: usize) -> (PathBuf, String) {
+    let name = format!("work-{prog}-{engine_idx}");
+    (
+        rootfs().join("opt/um").join(&name),
+        format!("/opt/um/{name}"),
+    )
+}
+
+/// Runs `prog` natively and in every engine, compares, asserts the marker; `after` checks the
+/// work directory of each run (native and guest) on the host.
+fn differential(prog: &str, after: impl Fn(&Path, &str)) {
+    let init = guest_program(prog);
+    let native_dir = workspace_root().join("build/um-native").join(prog);
+    fresh_dir(&native_dir);
+    let (native_out, native_status) = run_native(prog, &native_dir);
+    let native = lines(&native_out);
+    let want = marker(prog);
+    if native.last().map(String::as_str) != Some(want.as_str()) {
+        panic!(
+            "{prog} fails natively on this host ({native_status}), so there is no baseline; \
+             its output:\n{native_out}"
+        );
+    }
+    after(&native_dir, "native");
+    let _ = std::fs::remove_dir_all(&native_dir);
+
+    for (i, engine) in ENGINES.iter().enumerate() {
+        eprintln!("um-tests: {prog}: engine: {}", engine.join(" "));
+        let (host_dir, guest_dir) = guest_workdir(prog, i);
+        fresh_dir(&host_dir);
+        let out: Outcome = Boot::new()
+            .engine(engine)
+            .init(&init)
+            .args(&[guest_dir.as_str()])
+            .timeout(TIMEOUT)
+            .run();
+        let guest = lines(&out.stdout);
+        if let Some(d) = diff(&native, &guest) {
+            panic!(
+                "{prog} under linux ({}) differs from the native run\n{d}\n\
+                 ---- native output:\n{}\n{}",
+                engine.join(" "),
+                native.join("\n"),
+                out.report()
+            );
+        }
+        out.assert_ok(&want);
+        out.assert_exit_code(0);
+        after(&host_dir, &format!("linux {}", engine.join(" ")));
+        let _ = std::fs::remove_dir_all(&host_dir);
+    }
+}
+
+fn no_check(_: &Path, _: &str) {}
+
+#[test]
+fn threads() {
+    differential("threads", no_check);
+}
+
+#[test]
+fn futex() {
+    differential("futex", no_check);
+}
+
+#[test]
+fn signals() {
+    differential("signals", no_check);
+}
+
+#[test]
+fn procs() {
+    differential("procs", no_check);
+}
+
+#[test]
+fn pipes() {
+    differential("pipes", no_check);
+}
+
+#[test]
+fn unixsock() {
+    differential("unixsock", no_check);
+}
+
+#[test]
+fn epoll() {
+    differential("epoll", no_check);
+}
+
+#[test]
+fn timers() {
+    differential("timers", no_check);
+}
+
+#[test]
+fn mmapfile() {
+    differential("mmapfile", no_check);
+}
+
+/// What guest/hostfs leaves in its work directory (see its module docs).
+fn check_hostfs_files(dir: &Path, run: &str) {
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .unwrap_or_else(|e| panic!("hostfs ({run}): {name} not on the host: {e}"))
+    };
+    let expect = |name: &str, want: &str| {
+        let got = read(name);
+        assert_eq!(
+            got, want,
+            "hostfs ({run}): host file {name} has the wrong content"
+        );
+    };
+    expect("out.txt", "line one\nLINE TWO\nline three\nappended\n");
+    expect("renamed.txt", "moved\n");
+    expect("hard", "moved\n");
+    expect("sub/dir/file", "nested\n");
+    assert!(
+        !dir.join("tmp.txt").exists(),
+        "hostfs ({run}): tmp.txt still exists on the host after rename"
+    );
+    assert!(
+        !dir.join("gone.txt").exists(),
+        "hostfs ({run}): gone.txt still exists on the host after unlink"
+    );
+    let link = std::fs::read_link(dir.join("link"))
+        .unwrap_or_else(|e| panic!("hostfs ({run}): link is not a symlink on the host: {e}"));
+    assert_eq!(link, Path::new("out.txt"), "hostfs ({run}): symlink target");
+    use std::os::unix::fs::MetadataExt;
+    let md = std::fs::metadata(dir.join("renamed.txt")).expect("stat renamed.txt");
+    assert_eq!(
+        md.nlink(),
+        2,
+        "hostfs ({run}): link count of renamed.txt on the host"
+    );
+    let md = std::fs::metadata(dir.join("mode600")).expect("stat mode600");
+    assert_eq!(
+        md.mode() & 0o7777,
+        0o600,
+        "hostfs ({run}): mode of mode600 on the host"
+    );
+}
+
+#[test]
+fn hostfs() {
+    differential("hostfs", check_hostfs_files);
+}
+
+#[test]
+fn kernel_log_lines_are_dropped() {
+    assert_eq!(
+        lines("a\r\n[    0.123456] Kernel panic - x\n[x] y\nb\n"),
+        ["a", "[x] y", "b"]
+    );
+    assert_eq!(
+        diff(&["a".into()], &["a".into(), "b".into()]).as_deref(),
+        Some("first difference at line 2:\n  native: <end of output>\n  linux:  b")
+    );
+}

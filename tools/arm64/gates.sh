@@ -1,0 +1,125 @@
+#!/bin/sh
+# The arm64 lane's gate script: runs inside qemu-system-aarch64 as part of the initramfs's /init
+# (busybox sh on the Alpine aarch64 minirootfs). Knobs from the kernel command line:
+#   lane.modes=sysemu,nosysemu,nocancel   ptrace interception modes to run every gate in
+#   lane.set=full|smoke                   which gates
+#   lane.timeout=SECONDS                  per gate
+#   lane.extra=PROG,PROG,...              guest test programs (guest/PROG) to run too, in every
+#                                         mode, reported as `LANE-INFO` lines: not verdicts
+# Prints `LANE-EXPECT N`, then one `LANE-RESULT gate/mode PASS|FAIL [why]` per gate and mode.
+# A gate passes when each of its markers is on the guest console (`linux`'s stdout) and the kernel
+# log (`linux`'s stderr) has no BUG:/WARNING:/Oops/panic line (other than init's expected exit)
+# and no unimplemented-syscall line; on failure the tails of both are printed, indented.
+
+MODES=sysemu
+SET=full
+TMO=120
+EXTRA_PROGS=""
+for w in $(cat /proc/cmdline); do
+    case "$w" in
+    lane.modes=*) MODES="${w#lane.modes=}" ;;
+    lane.set=*) SET="${w#lane.set=}" ;;
+    lane.timeout=*) TMO="${w#lane.timeout=}" ;;
+    lane.extra=*) EXTRA_PROGS="${w#lane.extra=}" ;;
+    esac
+done
+MODES=$(echo "$MODES" | tr ',' ' ')
+
+echo "LANE: host $(uname -r) $(uname -m), $(grep -c ^processor /proc/cpuinfo) cpus"
+echo "LANE: cpu features: $(grep -m1 Features /proc/cpuinfo | cut -d: -f2)"
+
+# The guest root: a pristine copy of the Alpine rootfs, plus the guest programs.
+mkdir -p /guest
+tar xzf /opt/um/alpine.tar.gz -C /guest
+mkdir -p /guest/opt/um
+cp /opt/um/guest/* /guest/opt/um/
+
+for x in /opt/um/extra/*; do
+    [ -x "$x" ] || continue
+    echo "LANE: running $x"
+    "$x" --test-threads=1 2>&1 | sed 's/^/EXTRA| /'
+done
+
+NGATES=0
+gate_names=""
+add() { # name
+    gate_names="$gate_names $1"
+    NGATES=$((NGATES + 1))
+}
+add echo
+add os-release
+add ls
+add uname
+add sh
+add hello
+if [ "$SET" = smoke ]; then
+    gate_names=" echo sh hello"
+    NGATES=3
+fi
+NMODES=$(echo $MODES | wc -w)
+echo "LANE-EXPECT $((NGATES * NMODES)) gates x modes"
+
+# run NAME MODE MARKERS(|-separated) INIT [ARGS...]
+RESULT=LANE-RESULT
+run() {
+    name="$1"
+    mode="$2"
+    markers="$3"
+    init="$4"
+    shift 4
+    case "$mode" in
+    sysemu) opt="" ;;
+    *) opt="$mode" ;;
+    esac
+    t0=$(date +%s)
+    timeout "$TMO" /opt/um/linux rootfstype=hostfs rootflags=/guest seccomp=off $opt \
+        init="$init" -- "$@" </dev/null >/tmp/out 2>/tmp/log
+    rc=$?
+    secs=$(($(date +%s) - t0))
+    why=""
+    [ "$rc" = 124 ] || [ "$rc" = 143 ] && why="$why timeout(${TMO}s);"
+    old_ifs="$IFS"
+    IFS='|'
+    for m in $markers; do
+        grep -qF -- "$m" /tmp/out || why="$why missing '$m';"
+    done
+    IFS="$old_ifs"
+    bad=$(grep -E 'BUG:|WARNING:|Oops|panicked at|Kernel panic' /tmp/log |
+        grep -v 'Kernel panic - not syncing: Attempted to kill init! exitcode=' | head -3)
+    [ -n "$bad" ] && why="$why log: $(echo "$bad" | head -1);"
+    unimpl=$(grep 'unimplemented syscall' /tmp/log | head -3)
+    [ -n "$unimpl" ] && why="$why $(echo "$unimpl" | head -1);"
+    if [ -z "$why" ]; then
+        echo "$RESULT $name/$mode PASS (exit $rc, ${secs}s)"
+    else
+        echo "$RESULT $name/$mode FAIL (exit $rc, ${secs}s):$why"
+        echo "  --- console (tail) ---"
+        tail -n 15 /tmp/out | sed 's/^/  | /'
+        echo "  --- kernel log (tail) ---"
+        tail -n 25 /tmp/log | sed 's/^/  | /'
+    fi
+}
+
+for mode in $MODES; do
+    for g in $gate_names; do
+        case "$g" in
+        echo) run echo "$mode" "lane-echo-ok" /bin/busybox echo lane-echo-ok ;;
+        os-release) run os-release "$mode" 'NAME="Alpine Linux"|VERSION_ID=3.20.3' /bin/busybox cat /etc/os-release ;;
+        ls) run ls "$mode" "alpine-release|os-release|passwd" /bin/busybox ls /etc ;;
+        uname) run uname "$mode" "Linux (none)|aarch64" /bin/busybox uname -a ;;
+        sh) run sh "$mode" "words=3|rc=3|sub=forked|pid-differs" /bin/busybox sh -c \
+            'echo "words=$(echo one two three | wc -w)"; (exit 3); echo "rc=$?"; echo "sub=$(echo forked)"; p=$$; c=$(sh -c "echo \$\$"); [ "$c" != "$p" ] && echo pid-differs' ;;
+        hello) run hello "$mode" "UM-HELLO-OK argc=3|argv[1]=a|argv[2]=b|hello: stderr ok" /opt/um/hello a b ;;
+        esac
+    done
+done
+
+# Informational: the other guest test programs (each prints UM-NAME-OK when all its checks pass).
+RESULT=LANE-INFO
+for mode in $MODES; do
+    for p in $(echo "$EXTRA_PROGS" | tr ',' ' '); do
+        up=$(echo "$p" | tr a-z A-Z)
+        mkdir -p "/guest/opt/um/work-$p-$mode"
+        run "$p" "$mode" "UM-$up-OK" "/opt/um/$p" "/opt/um/work-$p-$mode"
+    done
+done
