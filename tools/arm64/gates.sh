@@ -57,7 +57,22 @@ if [ "$SET" = smoke ]; then
     NGATES=3
 fi
 NMODES=$(echo $MODES | wc -w)
-echo "LANE-EXPECT $((NGATES * NMODES)) gates x modes"
+NUNIT=$(ls /opt/um/unit 2>/dev/null | wc -l)
+echo "LANE-EXPECT $((NGATES * NMODES + NUNIT)) gates x modes + unit-test binaries"
+
+# The arch crate's unit tests, on the real arm64 host: register sets, the live interception
+# probes (SYSEMU, cancel, substitute, each checking that x7 survives), the stub code bytes.
+for u in /opt/um/unit/*; do
+    [ -x "$u" ] || continue
+    "$u" --test-threads=1 >/tmp/unit 2>&1
+    rc=$?
+    if [ "$rc" = 0 ] && grep -q "^test result: ok" /tmp/unit; then
+        echo "LANE-RESULT unit/$(basename "$u") PASS ($(grep '^test result' /tmp/unit))"
+    else
+        echo "LANE-RESULT unit/$(basename "$u") FAIL (exit $rc)"
+        grep -E "FAILED|panicked|^  |^[A-Z][a-z]+:" /tmp/unit | head -20 | sed 's/^/  | /'
+    fi
+done
 
 # run NAME MODE MARKERS(|-separated) INIT [ARGS...]
 RESULT=LANE-RESULT

@@ -399,7 +399,13 @@ pub fn probe_detail(mode: ProbeMode) -> Result<(), String> {
                 inlateout("x7") 0x7777_u64 => x7,
                 options(nostack),
             );
-            libc::_exit(if r != 4242 { 1 } else if x7 != 0x7777 { 2 } else { 0 });
+            libc::_exit(if r != 4242 {
+                1
+            } else if x7 != 0x7777 {
+                2
+            } else {
+                0
+            });
         }
     }
     let how = if mode == ProbeMode::Sysemu {
@@ -475,7 +481,10 @@ mod tests {
         assert!(c.syscall < c.clone && c.clone < c.batch && (c.batch as usize) < c.code.len());
         // `svc #0; brk #0` at the gadget.
         let s = c.syscall as usize;
-        assert_eq!(&c.code[s..s + 8], &[0x01, 0x00, 0x00, 0xd4, 0x00, 0x00, 0x20, 0xd4]);
+        assert_eq!(
+            &c.code[s..s + 8],
+            &[0x01, 0x00, 0x00, 0xd4, 0x00, 0x00, 0x20, 0xd4]
+        );
     }
 
     #[test]

@@ -204,7 +204,10 @@ mod tests {
     fn pstate_filter() {
         // NZCV survive, mode/DAIF make a frame bad, RES0 and SS are dropped.
         assert_eq!(pstate::filter_user(0xf000_0000), Some(0xf000_0000));
-        assert_eq!(pstate::filter_user(0x6000_0000 | (1 << 21) | (1 << 40)), Some(0x6000_0000));
+        assert_eq!(
+            pstate::filter_user(0x6000_0000 | (1 << 21) | (1 << 40)),
+            Some(0x6000_0000)
+        );
         assert_eq!(pstate::filter_user(0x5), None); // EL1h
         assert_eq!(pstate::filter_user(0x80), None); // I bit
         assert_eq!(pstate::filter_user(0x10), None); // AArch32

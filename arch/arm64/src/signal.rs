@@ -167,7 +167,11 @@ pub fn setup_rt_frame(regs: &Regs, fp: &[u8; FPSTATE_SIZE as usize], d: &Deliver
     // synchronous fault signals (si_addr, kernel si_code > 0).
     let si_code = i32::from_le_bytes([d.info[8], d.info[9], d.info[10], d.info[11]]);
     let fault = matches!(d.signo, 4 | 5 | 7 | 8 | 11) && si_code > 0;
-    put(&mut b, MCONTEXT_OFF, if fault { get(d.info, 16) } else { 0 });
+    put(
+        &mut b,
+        MCONTEXT_OFF,
+        if fault { get(d.info, 16) } else { 0 },
+    );
     for i in 0..31 {
         put(&mut b, MCONTEXT_OFF + 8 + i as u64 * 8, regs.w[i]);
     }
@@ -346,7 +350,10 @@ mod tests {
             (f.regs.w[0], f.regs.w[1], f.regs.w[2]),
             (11, f.addr, f.addr + 128)
         );
-        assert_eq!((f.regs.pc(), f.regs.w[30], f.regs.sp()), (0x4000, 0x5000, f.addr));
+        assert_eq!(
+            (f.regs.pc(), f.regs.w[30], f.regs.sp()),
+            (0x4000, 0x5000, f.addr)
+        );
         assert_eq!(f.regs.w[PSTATE] & pstate::BTYPE_MASK, 0);
         assert_eq!(&f.bytes[..128], &info[..]);
         assert_eq!(get(&f.bytes, MCONTEXT_OFF), 0xdead_b000); // fault_address
