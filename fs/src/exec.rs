@@ -108,11 +108,12 @@ pub fn do_execve(
     envp: Vec<Vec<u8>>,
 ) -> SysResult<Exec> {
     let fs = lock(&task.process.fs).clone();
+    let creds = *lock(&task.process.creds);
     let mut argv = argv;
     let mut path = path.to_vec();
     let mut depth = 0;
     let (dentry, exe) = loop {
-        let d = namei::walk(&fs, &fs.cwd, &path, Last::Follow)?;
+        let d = namei::walk_with(&fs, &creds, &fs.cwd, &path, Last::Follow)?;
         let exe = open_exec(&d, task)?;
         let mut head = [0u8; 256];
         let n = exe.read_at(0, &mut head)?;
@@ -137,7 +138,6 @@ pub fn do_execve(
         // fs/exec.c: an empty argv gets "" as argv[0].
         argv.push(Vec::new());
     }
-    let creds = *lock(&task.process.creds);
     let mut random = [0u8; 16];
     um_os_linux::host::getrandom(&mut random).map_err(|_| Errno::EIO)?;
     let mut mm = Mm::new(k.frames.clone(), k.page_cache.clone(), k.layout);
@@ -160,7 +160,7 @@ pub fn do_execve(
         minsigstksz: None,
     };
     let mut open_interp = |p: &[u8]| -> Result<Box<dyn ExecSource>, Errno> {
-        let d = namei::walk(&fs, &fs.cwd, p, Last::Follow)?;
+        let d = namei::walk_with(&fs, &creds, &fs.cwd, p, Last::Follow)?;
         Ok(Box::new(open_exec(&d, task)?))
     };
     let img = binfmt_elf::load_elf(&mut mm, &exe, &mut open_interp, &params)?;

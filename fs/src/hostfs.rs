@@ -506,6 +506,8 @@ impl FileOps for HostFile {
         let vm = ino.vm.get_or_init(|| {
             Arc::new(HostVmFile {
                 fd: ino.open_host(libc::O_RDONLY).ok(),
+                wfd: OnceLock::new(),
+                inode: Arc::downgrade(ino),
                 id: Inode::id(&**ino),
                 name: ino.path_name(),
             })
@@ -518,6 +520,10 @@ impl FileOps for HostFile {
 /// The page-cache side of a hostfs file.
 struct HostVmFile {
     fd: Option<OwnedFd>,
+    /// Opened read-write on the first write-back (MAP_SHARED + msync/munmap).
+    wfd: OnceLock<Option<OwnedFd>>,
+    /// Weak: the inode owns this object.
+    inode: Weak<HostInode>,
     id: u64,
     name: String,
 }
@@ -549,8 +555,32 @@ impl VmFile for HostVmFile {
         Ok(done)
     }
 
-    fn write_page(&self, _offset: u64, _data: &[u8]) -> Result<(), Errno> {
-        Err(Errno::EROFS)
+    /// Writes a dirty shared page back, never past the end of the file (Linux writeback
+    /// writes only up to i_size; the rest of the last page is not part of the file).
+    fn write_page(&self, offset: u64, data: &[u8]) -> Result<(), Errno> {
+        let size = self.size();
+        if offset >= size {
+            return Ok(());
+        }
+        let n = ((size - offset) as usize).min(data.len());
+        if self
+            .inode
+            .upgrade()
+            .is_none_or(|i| i.fs.readonly.load(Ordering::Relaxed))
+        {
+            return Err(Errno::EROFS);
+        }
+        let fd = self
+            .wfd
+            .get_or_init(|| self.inode.upgrade()?.open_host(libc::O_RDWR).ok())
+            .as_ref()
+            .ok_or(Errno::EROFS)?;
+        let mut done = 0;
+        while done < n {
+            done += host::pwrite(fd.as_fd(), &data[done..n], offset + done as u64)
+                .map_err(host_errno)?;
+        }
+        Ok(())
     }
 
     fn name(&self) -> String {

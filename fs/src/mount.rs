@@ -430,14 +430,15 @@ pub fn do_mount(
                 Errno::EISDIR
             });
         }
-        let (fstype, data) = match mount_of(s) {
-            Some(m) => (m.fstype.clone(), m.data.clone()),
-            None => ("none".to_string(), String::new()),
+        // /proc/mounts shows a bind mount with the source and type of the mount it came from.
+        let (source, fstype, data) = match mount_of(s) {
+            Some(m) => (m.source.clone(), m.fstype.clone(), m.data.clone()),
+            None => (src, "none".to_string(), String::new()),
         };
         add(
             point,
             s.inode.clone(),
-            &String::from_utf8_lossy(&s.path()),
+            &source,
             tpath,
             &fstype,
             flags,

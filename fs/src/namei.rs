@@ -235,3 +235,172 @@ pub fn walk_parent_with(
     }
     Ok((parent, name.to_vec()))
 }
+
+#[cfg(test)]
+mod tests {
+    //! Confinement on hostfs: nothing a guest path says can name a host file outside the root.
+    use super::*;
+    use crate::hostfs::HostInode;
+    use um_kernel::vfs::Owner;
+    use um_mm::{FrameAllocator, Granule, PageCache};
+    use um_os_linux::physmem::PhysMem;
+
+    struct Tree {
+        dir: std::path::PathBuf,
+        fs: FsContext,
+    }
+
+    impl Drop for Tree {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    /// `<tmp>/outside` (a host file outside the root) and `<tmp>/root/{etc -> /, up ->
+    /// ../../.., sub/}` with `<tmp>/root` as the guest root.
+    fn tree(tag: &str) -> Tree {
+        let dir = std::env::temp_dir().join(format!("um-namei-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let root = dir.join("root");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(dir.join("outside"), b"host").unwrap();
+        std::os::unix::fs::symlink("/", root.join("etc")).unwrap();
+        std::os::unix::fs::symlink("../../..", root.join("sub/up")).unwrap();
+        std::fs::write(root.join("inside"), b"guest").unwrap();
+        let phys = Arc::new(PhysMem::new(4 << 20).unwrap());
+        let frames = Arc::new(FrameAllocator::new(phys, Granule::K4));
+        let cache = Arc::new(PageCache::new(frames));
+        let ino = HostInode::new_root(&root, false, cache).unwrap();
+        let r = Dentry::root(ino);
+        Tree {
+            dir,
+            fs: FsContext {
+                root: r.clone(),
+                cwd: r,
+                umask: 0o022,
+            },
+        }
+    }
+
+    fn names(d: &Dentry) -> Vec<Vec<u8>> {
+        let st = d.inode.stat().unwrap();
+        assert_eq!(st.mode & mode::S_IFMT, mode::S_IFDIR);
+        let mut v: Vec<Vec<u8>> = ["etc", "inside", "sub"]
+            .iter()
+            .filter(|n| d.inode.lookup(n.as_bytes()).is_ok())
+            .map(|n| n.as_bytes().to_vec())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn dotdot_at_root_stays() {
+        let t = tree("dotdot");
+        let fs = &t.fs;
+        for p in [&b"/.."[..], b"../../..", b"/sub/../../..", b"sub/../../../"] {
+            let d = walk(fs, &fs.cwd, p, Last::Follow).unwrap();
+            assert_eq!(d.path(), b"/".to_vec());
+            assert_eq!(names(&d).len(), 3);
+        }
+        assert_eq!(
+            walk(fs, &fs.root, b"../outside", Last::Follow).err(),
+            Some(Errno::ENOENT)
+        );
+    }
+
+    #[test]
+    fn absolute_symlink_resolves_inside() {
+        let t = tree("abs");
+        let fs = &t.fs;
+        let d = walk(fs, &fs.root, b"/etc", Last::Follow).unwrap();
+        assert_eq!(d.path(), b"/".to_vec());
+        let d = walk(fs, &fs.root, b"/etc/inside", Last::Follow).unwrap();
+        assert_eq!(d.inode.stat().unwrap().size, 5);
+        assert!(walk(fs, &fs.root, b"/etc/outside", Last::Follow).is_err());
+    }
+
+    #[test]
+    fn relative_symlink_up_stays_inside() {
+        let t = tree("rel");
+        let fs = &t.fs;
+        let d = walk(fs, &fs.root, b"/sub/up", Last::Follow).unwrap();
+        assert_eq!(d.path(), b"/".to_vec());
+        assert!(walk(fs, &fs.root, b"/sub/up/outside", Last::Follow).is_err());
+        assert!(walk(fs, &fs.root, b"sub/up/inside", Last::Follow).is_ok());
+    }
+
+    #[test]
+    fn create_and_rename_outside_stay_inside() {
+        let t = tree("rename");
+        let fs = &t.fs;
+        let (parent, name) = walk_parent(fs, &fs.root, b"../x").unwrap();
+        assert_eq!(parent.path(), b"/".to_vec());
+        parent.inode.create(&name, 0o644, Owner::default()).unwrap();
+        assert!(t.dir.join("root/x").exists());
+        assert!(!t.dir.join("x").exists());
+        // rename("/x", "../../y"): the new parent is the root too.
+        let (np, nn) = walk_parent(fs, &fs.root, b"../../y").unwrap();
+        parent.inode.rename(&name, &np.inode, &nn, 0).unwrap();
+        assert!(t.dir.join("root/y").exists());
+        assert!(!t.dir.join("y").exists());
+        // Through the absolute symlink: still the root.
+        let (np, nn) = walk_parent(fs, &fs.root, b"/etc/z").unwrap();
+        parent.inode.rename(b"y", &np.inode, &nn, 0).unwrap();
+        assert!(t.dir.join("root/z").exists());
+        // Names with a slash or `..` never reach the host.
+        assert_eq!(
+            fs.root.inode.mkdir(b"..", 0o755, Owner::default()).err(),
+            Some(Errno::EINVAL)
+        );
+        assert_eq!(
+            fs.root.inode.unlink(b"../outside").err(),
+            Some(Errno::EINVAL)
+        );
+        assert!(t.dir.join("outside").exists());
+        // unlink of a directory is EISDIR, rmdir of a non-empty one ENOTEMPTY.
+        assert_eq!(fs.root.inode.unlink(b"sub").err(), Some(Errno::EISDIR));
+        assert_eq!(fs.root.inode.rmdir(b"sub").err(), Some(Errno::ENOTEMPTY));
+        // Device nodes cannot be made on hostfs.
+        assert_eq!(
+            fs.root
+                .inode
+                .mknod(b"null", mode::S_IFCHR | 0o666, 0x103, Owner::default())
+                .err(),
+            Some(Errno::EPERM)
+        );
+    }
+
+    #[test]
+    fn permission_bits() {
+        let st = Kstat {
+            mode: mode::S_IFREG | 0o640,
+            uid: 10,
+            gid: 20,
+            ..Default::default()
+        };
+        let user = |uid, gid| Creds {
+            fsuid: uid,
+            fsgid: gid,
+            ..ROOT
+        };
+        assert!(permission(&st, &user(10, 0), MAY_READ | MAY_WRITE).is_ok());
+        assert!(permission(&st, &user(11, 20), MAY_READ).is_ok());
+        assert_eq!(
+            permission(&st, &user(11, 20), MAY_WRITE).err(),
+            Some(Errno::EACCES)
+        );
+        assert_eq!(
+            permission(&st, &user(11, 21), MAY_READ).err(),
+            Some(Errno::EACCES)
+        );
+        // Root: anything but executing a file without x bits.
+        assert!(permission(&st, &ROOT, MAY_READ | MAY_WRITE).is_ok());
+        assert_eq!(permission(&st, &ROOT, MAY_EXEC).err(), Some(Errno::EACCES));
+        let dir = Kstat {
+            mode: mode::S_IFDIR,
+            ..st
+        };
+        assert!(permission(&dir, &ROOT, MAY_EXEC).is_ok());
+    }
+}

@@ -42,7 +42,11 @@ impl log::Log for Printk {
 pub fn line(msg: &str) {
     let t = BOOT.get_or_init(Instant::now).elapsed();
     // A host terminal in raw mode (the console) does not turn \n into \r\n.
-    let nl = if um_os_linux::term::raw_active() { "\r\n" } else { "\n" };
+    let nl = if um_os_linux::term::raw_active() {
+        "\r\n"
+    } else {
+        "\n"
+    };
     let s = format!("[{:5}.{:06}] {}{nl}", t.as_secs(), t.subsec_micros(), msg);
     let _ = std::io::stderr().lock().write_all(s.as_bytes());
 }

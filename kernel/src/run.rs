@@ -48,15 +48,26 @@ const SS_DISABLE: i32 = 2;
 #[allow(clippy::large_enum_variant)]
 pub enum Start {
     /// init: a fresh stub, then exec of `path`.
-    Exec { path: Vec<u8>, argv: Vec<Vec<u8>>, envp: Vec<Vec<u8>>, exec: ExecFn },
+    Exec {
+        path: Vec<u8>,
+        argv: Vec<Vec<u8>>,
+        envp: Vec<Vec<u8>>,
+        exec: ExecFn,
+    },
     /// A forked process: a fresh stub, these registers and FP state.
     Fork { regs: Regs, fp: Vec<u8> },
     /// A thread (or vfork child) in an existing stub: its host thread and registers.
-    Thread { seed: SiblingSeed, host_tid: libc::pid_t, regs: Regs, fp: Vec<u8> },
+    Thread {
+        seed: SiblingSeed,
+        host_tid: libc::pid_t,
+        regs: Regs,
+        fp: Vec<u8>,
+    },
 }
 
 /// The exec entry point (lives in `um-fs`, which the kernel cannot name).
-pub type ExecFn = fn(&Arc<Kernel>, &Arc<Task>, &[u8], Vec<Vec<u8>>, Vec<Vec<u8>>) -> Result<Regs, Errno>;
+pub type ExecFn =
+    fn(&Arc<Kernel>, &Arc<Task>, &[u8], Vec<Vec<u8>>, Vec<Vec<u8>>) -> Result<Regs, Errno>;
 
 fn intercept(k: &Kernel) -> crate::engine::ptrace::Intercept {
     match k.engine {
@@ -65,27 +76,45 @@ fn intercept(k: &Kernel) -> crate::engine::ptrace::Intercept {
 }
 
 /// Starts a host thread that serves `task` from `start` to its exit.
-pub fn spawn(k: &Arc<Kernel>, task: Arc<Task>, start: Start) -> std::io::Result<std::thread::JoinHandle<()>> {
+pub fn spawn(
+    k: &Arc<Kernel>,
+    task: Arc<Task>,
+    start: Start,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
     let k = k.clone();
-    std::thread::Builder::new().name(format!("task-{}", task.tid)).stack_size(256 << 10).spawn(move || {
-        crate::current::set_current(Some(task.clone()));
-        let mut th = match start_thread(&k, &task, start) {
-            Ok(th) => th,
-            Err(e) => {
-                log::error!("pid {}: cannot start: {e}", task.tid);
-                exit_task(&k, &task, None, Exit::Group(ExitStatus::Signaled(sig::SIGKILL as i32)));
-                return;
-            }
-        };
-        let exit = serve(&k, &task, &mut th);
-        exit_task(&k, &task, Some(th), exit);
-    })
+    std::thread::Builder::new()
+        .name(format!("task-{}", task.tid))
+        .stack_size(256 << 10)
+        .spawn(move || {
+            crate::current::set_current(Some(task.clone()));
+            let mut th = match start_thread(&k, &task, start) {
+                Ok(th) => th,
+                Err(e) => {
+                    log::error!("pid {}: cannot start: {e}", task.tid);
+                    exit_task(
+                        &k,
+                        &task,
+                        None,
+                        Exit::Group(ExitStatus::Signaled(sig::SIGKILL as i32)),
+                    );
+                    return;
+                }
+            };
+            let exit = serve(&k, &task, &mut th);
+            exit_task(&k, &task, Some(th), exit);
+        })
 }
 
 fn start_thread(k: &Arc<Kernel>, task: &Arc<Task>, start: Start) -> Result<PtraceThread, String> {
     let th = match start {
-        Start::Exec { path, argv, envp, exec } => {
-            let mut th = PtraceThread::new_process(k, intercept(k)).map_err(|e| format!("stub: {e}"))?;
+        Start::Exec {
+            path,
+            argv,
+            envp,
+            exec,
+        } => {
+            let mut th =
+                PtraceThread::new_process(k, intercept(k)).map_err(|e| format!("stub: {e}"))?;
             let _ = k.exec_template.set(*th.template());
             publish(task, &th);
             th.regs = match exec(k, task, &path, argv, envp) {
@@ -102,13 +131,21 @@ fn start_thread(k: &Arc<Kernel>, task: &Arc<Task>, start: Start) -> Result<Ptrac
             th
         }
         Start::Fork { regs, fp } => {
-            let mut th = PtraceThread::new_process(k, intercept(k)).map_err(|e| format!("stub: {e}"))?;
+            let mut th =
+                PtraceThread::new_process(k, intercept(k)).map_err(|e| format!("stub: {e}"))?;
             th.set_fpregs(&fp).map_err(|e| format!("fp: {e}"))?;
             th.regs = regs;
             th
         }
-        Start::Thread { seed, host_tid, regs, fp } => {
-            let th = seed.attach(host_tid, regs).map_err(|e| format!("attach: {e}"))?;
+        Start::Thread {
+            seed,
+            host_tid,
+            regs,
+            fp,
+        } => {
+            let th = seed
+                .attach(host_tid, regs)
+                .map_err(|e| format!("attach: {e}"))?;
             th.set_fpregs(&fp).map_err(|e| format!("fp: {e}"))?;
             th
         }
@@ -145,12 +182,22 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut PtraceThread) -> Exit {
         }
         let mut ops = lock_mm(&task.mm()).take_host_ops();
         if task.process.exec_unmap.swap(false, Ordering::AcqRel) {
-            ops.insert(0, HostOp::Unmap { addr: 0, len: k.layout.task_size });
+            ops.insert(
+                0,
+                HostOp::Unmap {
+                    addr: 0,
+                    len: k.layout.task_size,
+                },
+            );
         }
         task.in_guest.store(true, Ordering::Release);
         // A signal that arrived between the check above and now: the kick is a host signal,
         // which stays pending on the stub thread and interrupts it right away.
-        let ev = th.switch(&ops, || task.signal_pending() || lock(&task.process.exit).is_some() || task.zap.load(Ordering::Acquire));
+        let ev = th.switch(&ops, || {
+            task.signal_pending()
+                || lock(&task.process.exit).is_some()
+                || task.zap.load(Ordering::Acquire)
+        });
         task.in_guest.store(false, Ordering::Release);
         let ev = match ev {
             Ok(ev) => ev,
@@ -175,16 +222,28 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut PtraceThread) -> Exit {
             },
             Event::Interrupted => {}
             Event::Fault { addr, not_present } => {
-                let access = if not_present { Access::Read } else { Access::Write };
+                let access = if not_present {
+                    Access::Read
+                } else {
+                    Access::Write
+                };
                 if !not_present && repeat.0 == addr {
                     repeat.1 += 1;
                 } else {
                     repeat = (addr, 0);
                 }
-                let r = if repeat.1 >= 2 { Err(SegvCode::AccErr) } else { lock_mm(&task.mm()).handle_fault(addr, access) };
+                let r = if repeat.1 >= 2 {
+                    Err(SegvCode::AccErr)
+                } else {
+                    lock_mm(&task.mm()).handle_fault(addr, access)
+                };
                 if log::log_enabled!(log::Level::Debug) {
                     let pte = lock_mm(&task.mm()).pte(addr);
-                    log::debug!("pid {} fault {addr:#x} {access:?} repeat {} -> {r:?} pte {pte:?}", task.tid, repeat.1);
+                    log::debug!(
+                        "pid {} fault {addr:#x} {access:?} repeat {} -> {r:?} pte {pte:?}",
+                        task.tid,
+                        repeat.1
+                    );
                 }
                 if let Err(code) = r {
                     let (signo, si_code) = match code {
@@ -223,7 +282,11 @@ fn force_signal(task: &Arc<Task>, info: Siginfo, th: &PtraceThread) {
         log::info!(
             "{comm}[{}]: {} at {:#x} ip {:#x} sp {:#x} (si_code {})",
             task.tid,
-            if signo == sig::SIGSEGV { "segfault" } else { "fatal signal" },
+            if signo == sig::SIGSEGV {
+                "segfault"
+            } else {
+                "fatal signal"
+            },
             info.addr(),
             th.regs.pc(),
             th.regs.sp(),
@@ -250,7 +313,12 @@ fn restart_syscall(regs: &mut Regs, ret: u64, handler_flags: Option<u64>) {
 
 /// Delivers what is pending for `task` before it returns to the guest: default actions,
 /// job-control stops, and handler frames. Returns an exit if a signal ends the process.
-fn deliver_signals(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut PtraceThread, mut syscall_ret: Option<u64>) -> Option<Exit> {
+fn deliver_signals(
+    k: &Arc<Kernel>,
+    task: &Arc<Task>,
+    th: &mut PtraceThread,
+    mut syscall_ret: Option<u64>,
+) -> Option<Exit> {
     let p = &task.process;
     loop {
         if let Some(st) = *lock(&p.exit) {
@@ -264,7 +332,9 @@ fn deliver_signals(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut PtraceThread, mut
         if stopped {
             task.waker.reset();
             let still = matches!(*lock(&p.job), JobState::Stopped { .. });
-            let killed = (lock(&task.pending).bits() | lock(&p.shared_pending).bits()) & sigbit(sig::SIGKILL) != 0;
+            let killed = (lock(&task.pending).bits() | lock(&p.shared_pending).bits())
+                & sigbit(sig::SIGKILL)
+                != 0;
             if still && !killed && lock(&p.exit).is_none() {
                 task.waker.sleep(None);
                 continue;
@@ -272,7 +342,9 @@ fn deliver_signals(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut PtraceThread, mut
         }
         notify_continued(k, p);
         let mask = *lock(&task.sigmask);
-        let info = lock(&task.pending).take(mask).or_else(|| lock(&p.shared_pending).take(mask));
+        let info = lock(&task.pending)
+            .take(mask)
+            .or_else(|| lock(&p.shared_pending).take(mask));
         let info = info.map(|mut i| {
             if i.si_code == -2 {
                 // SI_TIMER: the timer's overrun count is settled at dequeue.
@@ -328,7 +400,11 @@ fn deliver_signals(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut PtraceThread, mut
                     Err(()) => {
                         // The frame could not be written (bad stack): SIGSEGV, uncatchable now.
                         let comm = String::from_utf8_lossy(&lock(&p.comm)).into_owned();
-                        log::info!("{comm}[{}]: cannot deliver signal {signo}: bad stack {:#x}", task.tid, th.regs.sp());
+                        log::info!(
+                            "{comm}[{}]: cannot deliver signal {signo}: bad stack {:#x}",
+                            task.tid,
+                            th.regs.sp()
+                        );
                         return Some(Exit::Group(ExitStatus::Signaled(sig::SIGSEGV as i32)));
                     }
                 }
@@ -351,7 +427,11 @@ fn setup_frame(
     let (ss_sp, ss_size, ss_flags) = *lock(&task.altstack);
     let sp = th.regs.sp();
     let on_alt = ss_flags & SS_DISABLE == 0 && sp > ss_sp && sp <= ss_sp + ss_size;
-    let stack_top = if act.flags & SA_ONSTACK != 0 && ss_flags & SS_DISABLE == 0 && !on_alt { Some(ss_sp + ss_size) } else { None };
+    let stack_top = if act.flags & SA_ONSTACK != 0 && ss_flags & SS_DISABLE == 0 && !on_alt {
+        Some(ss_sp + ss_size)
+    } else {
+        None
+    };
     let info_bytes: [u8; 128] = info.as_bytes().try_into().map_err(|_| ())?;
     if act.flags & SA_RESTORER == 0 {
         // x86_64 has no vDSO trampoline here: a handler without SA_RESTORER cannot return.
@@ -367,7 +447,9 @@ fn setup_frame(
         altstack: (ss_sp, if on_alt { SS_ONSTACK } else { ss_flags }, ss_size),
     };
     let f = frame::setup_rt_frame(&th.regs, &fp, &d);
-    lock_mm(&task.mm()).write_bytes(f.addr, &f.bytes).map_err(|_| ())?;
+    lock_mm(&task.mm())
+        .write_bytes(f.addr, &f.bytes)
+        .map_err(|_| ())?;
     th.regs = f.regs;
     Ok(())
 }
@@ -379,7 +461,10 @@ fn group_stop(k: &Arc<Kernel>, p: &Arc<Process>, signo: u32) {
         if matches!(*j, JobState::Stopped { .. }) {
             return;
         }
-        *j = JobState::Stopped { sig: signo, reported: false };
+        *j = JobState::Stopped {
+            sig: signo,
+            reported: false,
+        };
     }
     for t in p.live_threads(k) {
         t.kick();
@@ -388,7 +473,18 @@ fn group_stop(k: &Arc<Kernel>, p: &Arc<Process>, signo: u32) {
         let act = lock(&parent.sigactions)[(sig::SIGCHLD - 1) as usize];
         if act.flags & SA_NOCLDSTOP == 0 {
             let uid = lock(&p.creds).uid;
-            sig::send_to_process(k, &parent, Siginfo::chld(5 /* CLD_STOPPED */, p.pid as i32, uid, signo as i32, 0, 0));
+            sig::send_to_process(
+                k,
+                &parent,
+                Siginfo::chld(
+                    5, /* CLD_STOPPED */
+                    p.pid as i32,
+                    uid,
+                    signo as i32,
+                    0,
+                    0,
+                ),
+            );
         }
         parent.child_wait.wake_all();
     }
@@ -403,7 +499,18 @@ fn notify_continued(k: &Arc<Kernel>, p: &Arc<Process>) {
         let act = lock(&parent.sigactions)[(sig::SIGCHLD - 1) as usize];
         if act.flags & SA_NOCLDSTOP == 0 {
             let uid = lock(&p.creds).uid;
-            sig::send_to_process(k, &parent, Siginfo::chld(6 /* CLD_CONTINUED */, p.pid as i32, uid, sig::SIGCONT as i32, 0, 0));
+            sig::send_to_process(
+                k,
+                &parent,
+                Siginfo::chld(
+                    6, /* CLD_CONTINUED */
+                    p.pid as i32,
+                    uid,
+                    sig::SIGCONT as i32,
+                    0,
+                    0,
+                ),
+            );
         }
         parent.child_wait.wake_all();
     }
@@ -436,7 +543,10 @@ pub fn exit_task(k: &Arc<Kernel>, task: &Arc<Task>, th: Option<PtraceThread>, ex
     let last = {
         let threads = lock(&p.threads);
         task.exited.store(true, Ordering::Release);
-        !threads.iter().filter_map(std::sync::Weak::upgrade).any(|t| !t.exited.load(Ordering::Acquire))
+        !threads
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .any(|t| !t.exited.load(Ordering::Acquire))
     };
     if task.tid != p.pid {
         k.tasks.remove(task.tid);
@@ -463,9 +573,16 @@ fn exit_process(k: &Arc<Kernel>, p: &Arc<Process>, st: ExitStatus) {
     }
     // Drop what the process holds: descriptors (closing pipes wakes readers), memory.
     lock(&p.files()).clear();
-    *lock(&p.mm) = Arc::new(Mutex::new(um_mm::Mm::new(k.frames.clone(), k.page_cache.clone(), k.layout)));
+    *lock(&p.mm) = Arc::new(Mutex::new(um_mm::Mm::new(
+        k.frames.clone(),
+        k.page_cache.clone(),
+        k.layout,
+    )));
     if p.pid == 1 {
-        crate::printk::line(&format!("Kernel panic - not syncing: Attempted to kill init! exitcode=0x{:08x}", st.wstatus()));
+        crate::printk::line(&format!(
+            "Kernel panic - not syncing: Attempted to kill init! exitcode=0x{:08x}",
+            st.wstatus()
+        ));
         let code = match st {
             ExitStatus::Exited(c) => c,
             ExitStatus::Signaled(s) => 128 + s,
@@ -491,7 +608,8 @@ fn exit_process(k: &Arc<Kernel>, p: &Arc<Process>, st: ExitStatus) {
     let act = lock(&parent.sigactions)[(sig::SIGCHLD - 1) as usize];
     let exit_signal = p.exit_signal.load(Ordering::Relaxed);
     // A parent that ignores SIGCHLD (or says SA_NOCLDWAIT) does not get zombies.
-    let autoreap = exit_signal == sig::SIGCHLD && (act.handler == 1 || act.flags & SA_NOCLDWAIT != 0);
+    let autoreap =
+        exit_signal == sig::SIGCHLD && (act.handler == 1 || act.flags & SA_NOCLDWAIT != 0);
     if autoreap {
         lock(&parent.children).retain(|c| !Arc::ptr_eq(c, p));
         k.tasks.remove(p.pid);

@@ -169,11 +169,22 @@ pub fn dispatch(kernel: &Arc<Kernel>, task: &Arc<Task>, thread: &mut PtraceThrea
         thread.regs.set_return(Errno::ENOSYS.to_return());
         return Action::Return;
     };
-    let mut ctx = SyscallCtx { kernel, task, thread, action: Action::Return };
+    let mut ctx = SyscallCtx {
+        kernel,
+        task,
+        thread,
+        action: Action::Return,
+    };
     let r = handler(&mut ctx, args);
     let action = ctx.action;
     if log::log_enabled!(log::Level::Trace) {
-        log::trace!("pid {} {name}({:#x}, {:#x}, {:#x}) = {r:?}", task.tid, args[0], args[1], args[2]);
+        log::trace!(
+            "pid {} {name}({:#x}, {:#x}, {:#x}) = {r:?}",
+            task.tid,
+            args[0],
+            args[1],
+            args[2]
+        );
     }
     if action == Action::Return {
         thread.regs.set_return(match r {

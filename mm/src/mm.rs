@@ -1028,6 +1028,12 @@ impl Mm {
             },
             Backing::File { file, offset } => {
                 let pgoff = (offset + (va - vma.start)) >> shift;
+                // A page wholly past the end of the file is SIGBUS (mm/filemap.c
+                // filemap_fault: VM_FAULT_SIGBUS beyond i_size); a partial last page reads
+                // zeros past EOF.
+                if pgoff << shift >= file.size() {
+                    return Err(SegvCode::Bus);
+                }
                 let frame = self.cache.get_page(file, pgoff).map_err(|e| {
                     if e == Errno::ENOMEM {
                         SegvCode::Oom

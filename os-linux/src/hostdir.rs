@@ -126,7 +126,10 @@ pub fn chmod_fd(fd: BorrowedFd<'_>, mode: u32) -> io::Result<()> {
 /// (`AT_EMPTY_PATH`). `u32::MAX` leaves an id unchanged.
 pub fn fchownat(dir: BorrowedFd<'_>, name: &[u8], uid: u32, gid: u32) -> io::Result<()> {
     let (c, flags) = if name.is_empty() {
-        (CString::default(), libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW)
+        (
+            CString::default(),
+            libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+        )
     } else {
         (comp(name)?, libc::AT_SYMLINK_NOFOLLOW)
     };
@@ -139,7 +142,12 @@ pub type HostTime = Option<Option<(i64, i64)>>;
 
 /// `utimensat(dir, name, times, AT_SYMLINK_NOFOLLOW)`; an empty name changes `dir` itself
 /// (through `/proc/self/fd/N`, as `O_PATH` fds cannot be used directly).
-pub fn utimensat(dir: BorrowedFd<'_>, name: &[u8], atime: HostTime, mtime: HostTime) -> io::Result<()> {
+pub fn utimensat(
+    dir: BorrowedFd<'_>,
+    name: &[u8],
+    atime: HostTime,
+    mtime: HostTime,
+) -> io::Result<()> {
     let ts = |t: HostTime| match t {
         None => libc::timespec {
             tv_sec: 0,

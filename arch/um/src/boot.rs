@@ -188,7 +188,10 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     });
 
     // File systems that live outside um-fs register with the mount table.
-    um_fs::mount::register_fs("devpts", Arc::new(|_flags, _data| Ok(um_drivers::devpts_root())));
+    um_fs::mount::register_fs(
+        "devpts",
+        Arc::new(|_flags, _data| Ok(um_drivers::devpts_root())),
+    );
     let root_path = c.rootflags.clone().ok_or("no root")?;
     let root_inode = HostInode::new_root(&root_path, c.readonly, kernel.page_cache.clone())
         .map_err(|e| format!("rootflags={}: {e}", root_path.display()))?;
@@ -197,6 +200,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         "VFS: Mounted root (hostfs filesystem) {} on device 0:0.",
         if c.readonly { "readonly" } else { "read-write" }
     );
+    um_fs::mount::boot_mounts(&kernel, &root);
 
     let chan = |ch: ConChannel| match ch {
         ConChannel::Null => Channel::Null,
@@ -234,9 +238,17 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     let envp = vec![b"HOME=/".to_vec(), b"TERM=linux".to_vec()];
     let path = c.init.clone().into_bytes();
     log::info!("Run {} as init process", c.init);
-    let start = run::Start::Exec { path, argv, envp, exec: um_fs::exec::exec_init };
-    let handle = run::spawn(&kernel, task, start).map_err(|e| format!("cannot start the init thread: {e}"))?;
+    let start = run::Start::Exec {
+        path,
+        argv,
+        envp,
+        exec: um_fs::exec::exec_init,
+    };
+    let handle = run::spawn(&kernel, task, start)
+        .map_err(|e| format!("cannot start the init thread: {e}"))?;
     // init's exit ends `linux` from its own thread (run::shutdown); this thread only waits.
     let _ = handle.join();
-    Err(String::from("the init thread ended without shutting the kernel down"))
+    Err(String::from(
+        "the init thread ended without shutting the kernel down",
+    ))
 }

@@ -108,7 +108,8 @@ pub fn setup_rt_frame(regs: &Regs, fp: &[u8; 512], d: &Delivery<'_>) -> Frame {
     put(&mut b, 8, UC_FLAGS);
     put(&mut b, 16, 0); // uc_link
     put(&mut b, STACK_OFF, d.altstack.0);
-    b[(STACK_OFF + 8) as usize..(STACK_OFF + 12) as usize].copy_from_slice(&d.altstack.1.to_le_bytes());
+    b[(STACK_OFF + 8) as usize..(STACK_OFF + 12) as usize]
+        .copy_from_slice(&d.altstack.1.to_le_bytes());
     put(&mut b, STACK_OFF + 16, d.altstack.2);
     for (i, r) in SC_ORDER.iter().enumerate() {
         put(&mut b, MCONTEXT_OFF + i as u64 * 8, regs.w[*r]);
@@ -135,7 +136,11 @@ pub fn setup_rt_frame(regs: &Regs, fp: &[u8; 512], d: &Delivery<'_>) -> Frame {
     // Clear DF, TF and RF for the handler.
     r.w[idx::EFLAGS] &= !(0x400 | 0x100 | 0x10000);
     r.w[idx::ORIG_RAX] = u64::MAX;
-    Frame { addr: frame, bytes: b, regs: r }
+    Frame {
+        addr: frame,
+        bytes: b,
+        regs: r,
+    }
 }
 
 /// What rt_sigreturn restores.
@@ -168,7 +173,11 @@ pub fn restore_rt_frame(current: &Regs, b: &[u8]) -> Option<Restored> {
     }
     // The user code and stack segments are the only valid ones; keep the current values.
     r.w[idx::ORIG_RAX] = u64::MAX;
-    let stack_flags = i32::from_le_bytes(b[(STACK_OFF + 8) as usize..(STACK_OFF + 12) as usize].try_into().ok()?);
+    let stack_flags = i32::from_le_bytes(
+        b[(STACK_OFF + 8) as usize..(STACK_OFF + 12) as usize]
+            .try_into()
+            .ok()?,
+    );
     Some(Restored {
         regs: r,
         fpstate_addr: get(b, MCONTEXT_OFF + 184),
@@ -217,7 +226,10 @@ mod tests {
         assert_eq!(f.regs.w[idx::RSI], f.addr + INFO_OFF);
         assert_eq!(f.regs.w[idx::RDX], f.addr + 8);
         assert_eq!(get(&f.bytes, 0), 0x5000);
-        assert_eq!(&f.bytes[INFO_OFF as usize..INFO_OFF as usize + 128], &info[..]);
+        assert_eq!(
+            &f.bytes[INFO_OFF as usize..INFO_OFF as usize + 128],
+            &info[..]
+        );
         let fpa = get(&f.bytes, MCONTEXT_OFF + 184);
         assert_eq!(fpa % 64, 0);
         assert_eq!(f.bytes[(fpa - f.addr) as usize], 0x7f);

@@ -17,10 +17,10 @@ use crate::arch::native::host as arch;
 use crate::arch::native::stub as layout;
 use crate::kernel::Kernel;
 use std::io;
+use std::sync::{Arc, Mutex};
 use um_mm::{HostOp, Prot};
 use um_os_linux::ptrace::{self, Resume, Stop, Stopped};
 use um_os_linux::shared::SharedPages;
-use std::sync::{Arc, Mutex};
 
 /// Host syscall numbers the stub makes for the kernel, from the native table.
 fn nr(name: &str) -> u64 {
@@ -100,10 +100,22 @@ impl PtraceThread {
         let data = SharedPages::new(layout::DATA_SIZE as usize)?;
         let pid = um_os_linux::stub::spawn(&k.stub.image, &[k.phys.fd(), data.fd()])?;
         let base = k.stub.base;
-        let stub = Arc::new(StubProcess { pid, base, data, batch: Mutex::new(()) });
+        let stub = Arc::new(StubProcess {
+            pid,
+            base,
+            data,
+            batch: Mutex::new(()),
+        });
         let t = ptrace::seize(pid, 0)?;
         let template = arch::get_regs(&t)?;
-        let mut th = PtraceThread { stopped: Some(t), regs: template, template, stub, tid: pid, intercept };
+        let mut th = PtraceThread {
+            stopped: Some(t),
+            regs: template,
+            template,
+            stub,
+            tid: pid,
+            intercept,
+        };
         let top = 1u64 << k.stub.va_bits;
         let page = um_os_linux::probe::page_size() as u64;
         let data_addr = base + layout::DATA_OFFSET;
@@ -121,7 +133,17 @@ impl PtraceThread {
             ),
             (nr("close"), [4, 0, 0, 0, 0, 0]),
             (nr("munmap"), [0, base, 0, 0, 0, 0]),
-            (nr("munmap"), [base + layout::STUB_REGION, top - page - (base + layout::STUB_REGION), 0, 0, 0, 0]),
+            (
+                nr("munmap"),
+                [
+                    base + layout::STUB_REGION,
+                    top - page - (base + layout::STUB_REGION),
+                    0,
+                    0,
+                    0,
+                    0,
+                ],
+            ),
         ];
         for (n, args) in setup {
             let r = th.inject(n, args)?;
@@ -150,7 +172,11 @@ impl PtraceThread {
     /// A handle to this thread's stub process, for attaching new threads from another host
     /// thread.
     pub fn sibling_template(&self) -> SiblingSeed {
-        SiblingSeed { template: self.template, stub: self.stub.clone(), intercept: self.intercept }
+        SiblingSeed {
+            template: self.template,
+            stub: self.stub.clone(),
+            intercept: self.intercept,
+        }
     }
 
     /// The stub's host pid.
@@ -175,19 +201,29 @@ impl PtraceThread {
 
     /// The guest's FP/SIMD registers (x86: the FXSAVE image).
     pub fn get_fpregs(&self) -> io::Result<Vec<u8>> {
-        let t = self.stopped.as_ref().ok_or_else(|| io::Error::other("stub is not stopped"))?;
+        let t = self
+            .stopped
+            .as_ref()
+            .ok_or_else(|| io::Error::other("stub is not stopped"))?;
         Ok(arch::get_fpregs(t)?.to_vec())
     }
 
     /// Sets the guest's FP/SIMD registers.
     pub fn set_fpregs(&self, b: &[u8]) -> io::Result<()> {
-        let t = self.stopped.as_ref().ok_or_else(|| io::Error::other("stub is not stopped"))?;
-        let img: &[u8; arch::FPREGS_SIZE] = b.try_into().map_err(|_| io::Error::other("bad FP image size"))?;
+        let t = self
+            .stopped
+            .as_ref()
+            .ok_or_else(|| io::Error::other("stub is not stopped"))?;
+        let img: &[u8; arch::FPREGS_SIZE] = b
+            .try_into()
+            .map_err(|_| io::Error::other("bad FP image size"))?;
         arch::set_fpregs(t, img)
     }
 
     fn take(&mut self) -> io::Result<Stopped> {
-        self.stopped.take().ok_or_else(|| io::Error::other("stub is not stopped"))
+        self.stopped
+            .take()
+            .ok_or_else(|| io::Error::other("stub is not stopped"))
     }
 
     fn inject(&mut self, n: u64, args: [u64; 6]) -> io::Result<i64> {
@@ -237,7 +273,9 @@ impl PtraceThread {
             let t = arch::stub_batch(t, stub.base, &self.template)?;
             self.stopped = Some(t);
             for (i, op) in chunk.iter().enumerate() {
-                let res = stub.data.load(layout::OPS + i * layout::OP_SIZE + layout::RESULT_OFF)
+                let res = stub
+                    .data
+                    .load(layout::OPS + i * layout::OP_SIZE + layout::RESULT_OFF)
                     as i64;
                 // mm only protects pages it has PTEs for; if the host never had one mapped,
                 // mprotect says ENOMEM and the next access simply faults it in.
@@ -339,7 +377,9 @@ impl PtraceThread {
     /// Ends this host thread: the whole stub process if no other guest thread uses it,
     /// else just this thread (it makes an exit call). Waits until it is gone.
     pub fn kill(&mut self) -> io::Result<()> {
-        let Some(s) = self.stopped.take() else { return Ok(()) };
+        let Some(s) = self.stopped.take() else {
+            return Ok(());
+        };
         let running = if self.shares_stub() {
             let mut r = self.template;
             r.set_syscall_nr(u64::MAX);
@@ -383,7 +423,14 @@ impl SiblingSeed {
     /// Seizes host thread `tid` of the seed's stub process on the calling host thread.
     pub fn attach(&self, tid: libc::pid_t, regs: Regs) -> io::Result<PtraceThread> {
         let t = ptrace::seize(tid, 0)?;
-        Ok(PtraceThread { stopped: Some(t), regs, template: self.template, stub: self.stub.clone(), tid, intercept: self.intercept })
+        Ok(PtraceThread {
+            stopped: Some(t),
+            regs,
+            template: self.template,
+            stub: self.stub.clone(),
+            tid,
+            intercept: self.intercept,
+        })
     }
 }
 

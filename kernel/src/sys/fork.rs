@@ -34,7 +34,15 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
     if f.contains(CloneFlags::SIGHAND) && !f.contains(CloneFlags::VM) {
         return Err(Errno::EINVAL);
     }
-    if f.intersects(CloneFlags::NEWNS | CloneFlags::NEWPID | CloneFlags::NEWNET | CloneFlags::NEWUSER | CloneFlags::NEWUTS | CloneFlags::NEWIPC | CloneFlags::NEWCGROUP) {
+    if f.intersects(
+        CloneFlags::NEWNS
+            | CloneFlags::NEWPID
+            | CloneFlags::NEWNET
+            | CloneFlags::NEWUSER
+            | CloneFlags::NEWUTS
+            | CloneFlags::NEWIPC
+            | CloneFlags::NEWCGROUP,
+    ) {
         return Err(Errno::EPERM);
     }
     if a.exit_signal > 64 {
@@ -63,15 +71,33 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
         })?;
         let mask = *lock(&parent_task.sigmask);
         let t = Task::new(tid, pp.clone(), mask);
-        (t, Start::Thread { seed: c.thread.sibling_template(), host_tid, regs, fp })
+        (
+            t,
+            Start::Thread {
+                seed: c.thread.sibling_template(),
+                host_tid,
+                regs,
+                fp,
+            },
+        )
     } else {
-        let mm = if f.contains(CloneFlags::VM) { c.mm() } else { Arc::new(Mutex::new(lock_mm(&c.mm()).fork()?)) };
-        let files = if f.contains(CloneFlags::FILES) { pp.files() } else { Arc::new(Mutex::new(lock(&pp.files()).clone())) };
+        let mm = if f.contains(CloneFlags::VM) {
+            c.mm()
+        } else {
+            Arc::new(Mutex::new(lock_mm(&c.mm()).fork()?))
+        };
+        let files = if f.contains(CloneFlags::FILES) {
+            pp.files()
+        } else {
+            Arc::new(Mutex::new(lock(&pp.files()).clone()))
+        };
         let fs = lock(&pp.fs).clone();
         let child = Arc::new(Process::new(tid, Some(pp), mm, files, fs));
         *lock(&child.exe) = lock(&pp.exe).clone();
         *lock(&child.arg_range) = *lock(&pp.arg_range);
-        child.exit_signal.store(a.exit_signal as u32, Ordering::Relaxed);
+        child
+            .exit_signal
+            .store(a.exit_signal as u32, Ordering::Relaxed);
         if f.contains(CloneFlags::PARENT) {
             if let Some(gp) = lock(&pp.parent).upgrade() {
                 child.ppid.store(gp.pid, Ordering::Relaxed);
@@ -82,7 +108,12 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
         let t = Task::new(tid, child.clone(), mask);
         let start = if f.contains(CloneFlags::VM) {
             let host_tid = c.thread.spawn_thread().map_err(|_| Errno::EAGAIN)?;
-            Start::Thread { seed: c.thread.sibling_template(), host_tid, regs, fp }
+            Start::Thread {
+                seed: c.thread.sibling_template(),
+                host_tid,
+                regs,
+                fp,
+            }
         } else {
             Start::Fork { regs, fp }
         };
@@ -122,10 +153,21 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
 fn clone(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     // x86_64: clone(flags, stack, parent_tid, child_tid, tls); arm64 (CLONE_BACKWARDS):
     // clone(flags, stack, parent_tid, tls, child_tid).
-    let (child_tid, tls) = if cfg!(target_arch = "aarch64") { (a[4], a[3]) } else { (a[3], a[4]) };
+    let (child_tid, tls) = if cfg!(target_arch = "aarch64") {
+        (a[4], a[3])
+    } else {
+        (a[3], a[4])
+    };
     do_clone(
         c,
-        CloneArgs { flags: a[0] & !0xff, exit_signal: a[0] & 0xff, stack: a[1], parent_tid: a[2], child_tid, tls },
+        CloneArgs {
+            flags: a[0] & !0xff,
+            exit_signal: a[0] & 0xff,
+            stack: a[1],
+            parent_tid: a[2],
+            child_tid,
+            tls,
+        },
     )
 }
 
@@ -140,22 +182,53 @@ fn clone3(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if b.len() > 88 && b[88..].iter().any(|&x| x != 0) {
         return Err(Errno::E2BIG);
     }
-    let (flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls) = (w(0), w(1), w(2), w(3), w(4), w(5), w(6), w(7));
+    let (flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls) =
+        (w(0), w(1), w(2), w(3), w(4), w(5), w(6), w(7));
     let _ = pidfd;
     if (stack == 0) != (stack_size == 0) || flags & 0xff != 0 {
         return Err(Errno::EINVAL);
     }
     let sp = if stack != 0 { stack + stack_size } else { 0 };
-    do_clone(c, CloneArgs { flags, exit_signal, stack: sp, parent_tid, child_tid, tls })
+    do_clone(
+        c,
+        CloneArgs {
+            flags,
+            exit_signal,
+            stack: sp,
+            parent_tid,
+            child_tid,
+            tls,
+        },
+    )
 }
 
 fn fork(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
-    do_clone(c, CloneArgs { flags: 0, exit_signal: 17, stack: 0, parent_tid: 0, child_tid: 0, tls: 0 })
+    do_clone(
+        c,
+        CloneArgs {
+            flags: 0,
+            exit_signal: 17,
+            stack: 0,
+            parent_tid: 0,
+            child_tid: 0,
+            tls: 0,
+        },
+    )
 }
 
 fn vfork(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
     let flags = (CloneFlags::VM | CloneFlags::VFORK).bits();
-    do_clone(c, CloneArgs { flags, exit_signal: 17, stack: 0, parent_tid: 0, child_tid: 0, tls: 0 })
+    do_clone(
+        c,
+        CloneArgs {
+            flags,
+            exit_signal: 17,
+            stack: 0,
+            parent_tid: 0,
+            child_tid: 0,
+            tls: 0,
+        },
+    )
 }
 
 /// Registers this family.

@@ -183,25 +183,48 @@ fn prctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             if a[1] > 64 {
                 return Err(Errno::EINVAL);
             }
-            c.task.pdeath_signal.store(a[1] as u32, std::sync::atomic::Ordering::Relaxed);
+            c.task
+                .pdeath_signal
+                .store(a[1] as u32, std::sync::atomic::Ordering::Relaxed);
             Ok(0)
         }
         PR_GET_PDEATHSIG => {
-            let v = c.task.pdeath_signal.load(std::sync::atomic::Ordering::Relaxed);
+            let v = c
+                .task
+                .pdeath_signal
+                .load(std::sync::atomic::Ordering::Relaxed);
             c.write_u32(a[1], v)?;
             Ok(0)
         }
         PR_GET_DUMPABLE => Ok(1),
-        PR_SET_DUMPABLE => if a[1] > 1 { Err(Errno::EINVAL) } else { Ok(0) },
+        PR_SET_DUMPABLE => {
+            if a[1] > 1 {
+                Err(Errno::EINVAL)
+            } else {
+                Ok(0)
+            }
+        }
         PR_GET_SECCOMP => Ok(0),
         // Root has every capability; cap_last_cap is 40 (CAP_CHECKPOINT_RESTORE).
-        PR_CAPBSET_READ => if a[1] > 40 { Err(Errno::EINVAL) } else { Ok(1) },
+        PR_CAPBSET_READ => {
+            if a[1] > 40 {
+                Err(Errno::EINVAL)
+            } else {
+                Ok(1)
+            }
+        }
         PR_SET_CHILD_SUBREAPER => Ok(0),
         PR_GET_CHILD_SUBREAPER => {
             c.write_u32(a[1], 0)?;
             Ok(0)
         }
-        PR_SET_NO_NEW_PRIVS => if a[1] != 1 || a[2] != 0 { Err(Errno::EINVAL) } else { Ok(0) },
+        PR_SET_NO_NEW_PRIVS => {
+            if a[1] != 1 || a[2] != 0 {
+                Err(Errno::EINVAL)
+            } else {
+                Ok(0)
+            }
+        }
         PR_GET_NO_NEW_PRIVS => Ok(0),
         PR_SET_VMA => Ok(0),
         _ => Err(Errno::EINVAL),
@@ -213,8 +236,15 @@ fn sched_getaffinity(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if len < 8 || len % 8 != 0 {
         return Err(Errno::EINVAL);
     }
-    let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(64);
-    let mask: u64 = if ncpu >= 64 { u64::MAX } else { (1u64 << ncpu) - 1 };
+    let ncpu = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(64);
+    let mask: u64 = if ncpu >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << ncpu) - 1
+    };
     c.write_bytes(a[2], &mask.to_le_bytes())?;
     Ok(8)
 }
@@ -263,9 +293,19 @@ fn setpriority(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 /// Changes credentials as set*id(2) allow: root may set anything; others only among their
 /// real, effective and saved ids (kernel/sys.c).
-fn set_ids(c: &mut SyscallCtx<'_>, group: bool, r: Option<u32>, e: Option<u32>, s: Option<u32>) -> SysResult {
+fn set_ids(
+    c: &mut SyscallCtx<'_>,
+    group: bool,
+    r: Option<u32>,
+    e: Option<u32>,
+    s: Option<u32>,
+) -> SysResult {
     let mut cr = lock(&c.task.process.creds);
-    let (cur_r, cur_e, cur_s) = if group { (cr.gid, cr.egid, cr.sgid) } else { (cr.uid, cr.euid, cr.suid) };
+    let (cur_r, cur_e, cur_s) = if group {
+        (cr.gid, cr.egid, cr.sgid)
+    } else {
+        (cr.uid, cr.euid, cr.suid)
+    };
     let privileged = cr.euid == 0;
     let allowed = |v: u32| privileged || v == cur_r || v == cur_e || v == cur_s;
     for v in [r, e, s].into_iter().flatten() {
@@ -295,12 +335,20 @@ fn id_arg(v: u64) -> Option<u32> {
 
 fn setuid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let v = a[0] as u32;
-    if lock(&c.task.process.creds).euid == 0 { set_ids(c, false, Some(v), Some(v), Some(v)) } else { set_ids(c, false, None, Some(v), None) }
+    if lock(&c.task.process.creds).euid == 0 {
+        set_ids(c, false, Some(v), Some(v), Some(v))
+    } else {
+        set_ids(c, false, None, Some(v), None)
+    }
 }
 
 fn setgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let v = a[0] as u32;
-    if lock(&c.task.process.creds).euid == 0 { set_ids(c, true, Some(v), Some(v), Some(v)) } else { set_ids(c, true, None, Some(v), None) }
+    if lock(&c.task.process.creds).euid == 0 {
+        set_ids(c, true, Some(v), Some(v), Some(v))
+    } else {
+        set_ids(c, true, None, Some(v), None)
+    }
 }
 
 fn setreuid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
@@ -345,7 +393,10 @@ fn setgroups(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         return Err(Errno::EPERM);
     }
     let b = c.read_bytes(a[1], a[0] as usize * 4)?;
-    *lock(&c.task.process.groups) = b.chunks(4).map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]])).collect();
+    *lock(&c.task.process.groups) = b
+        .chunks(4)
+        .map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]))
+        .collect();
     Ok(0)
 }
 

@@ -131,7 +131,12 @@ fn check_sig(sig: u64) -> SysResult<()> {
 }
 
 fn sender_info(c: &SyscallCtx<'_>, sig: u64, code: i32) -> Siginfo {
-    Siginfo::kill(sig as u32, code, c.task.process.pid as i32, lock(&c.task.process.creds).uid)
+    Siginfo::kill(
+        sig as u32,
+        code,
+        c.task.process.pid as i32,
+        lock(&c.task.process.creds).uid,
+    )
 }
 
 /// kill(2): to a process, a process group, or everyone (kernel/signal.c `kill_something_info`).
@@ -164,7 +169,12 @@ fn kill(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         p => {
             if sig != 0 {
                 sigs::send_to_pgrp(k, (-p) as u32, info)?;
-            } else if !k.tasks.processes().iter().any(|x| x.pgid.load(Ordering::Relaxed) == (-p) as u32) {
+            } else if !k
+                .tasks
+                .processes()
+                .iter()
+                .any(|x| x.pgid.load(Ordering::Relaxed) == (-p) as u32)
+            {
                 return Err(Errno::ESRCH);
             }
         }
@@ -250,10 +260,16 @@ fn rt_sigreturn(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
         c.action = Action::ExitGroup(ExitStatus::Signaled(11));
         Ok(0)
     };
-    let Ok(bytes) = c.read_bytes(addr, frame::FRAME_SIZE as usize) else { return bad(c) };
-    let Some(r) = frame::restore_rt_frame(&cur, &bytes) else { return bad(c) };
+    let Ok(bytes) = c.read_bytes(addr, frame::FRAME_SIZE as usize) else {
+        return bad(c);
+    };
+    let Some(r) = frame::restore_rt_frame(&cur, &bytes) else {
+        return bad(c);
+    };
     if r.fpstate_addr != 0 {
-        let Ok(fp) = c.read_bytes(r.fpstate_addr, frame::FPSTATE_SIZE as usize) else { return bad(c) };
+        let Ok(fp) = c.read_bytes(r.fpstate_addr, frame::FPSTATE_SIZE as usize) else {
+            return bad(c);
+        };
         if c.thread.set_fpregs(&fp).is_err() {
             return bad(c);
         }
@@ -311,7 +327,11 @@ fn rt_sigtimedwait(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         None
     };
     let task = c.task.clone();
-    let take = || lock(&task.pending).take(!want).or_else(|| lock(&task.process.shared_pending).take(!want));
+    let take = || {
+        lock(&task.pending)
+            .take(!want)
+            .or_else(|| lock(&task.process.shared_pending).take(!want))
+    };
     // Block the waited-for signals meanwhile so they are not delivered to a handler
     // (kernel/signal.c do_sigtimedwait), and let other signals interrupt the wait.
     let got = match take() {

@@ -64,21 +64,45 @@ fn scan(c: &SyscallCtx<'_>, which: Which, opts: u64) -> SysResult<Option<Found>>
                 lock(&me.children).retain(|x| !Arc::ptr_eq(x, ch));
                 c.kernel.tasks.remove(ch.pid);
             }
-            return Ok(Some(Found { pid: ch.pid, status: st.wstatus(), code, si_status, uid }));
+            return Ok(Some(Found {
+                pid: ch.pid,
+                status: st.wstatus(),
+                code,
+                si_status,
+                uid,
+            }));
         }
         let mut job = lock(&ch.job);
         match *job {
-            JobState::Stopped { sig, reported: false } if opts & WUNTRACED != 0 => {
+            JobState::Stopped {
+                sig,
+                reported: false,
+            } if opts & WUNTRACED != 0 => {
                 if opts & WNOWAIT == 0 {
-                    *job = JobState::Stopped { sig, reported: true };
+                    *job = JobState::Stopped {
+                        sig,
+                        reported: true,
+                    };
                 }
-                return Ok(Some(Found { pid: ch.pid, status: ((sig as i32) << 8) | 0x7f, code: 5, si_status: sig as i32, uid }));
+                return Ok(Some(Found {
+                    pid: ch.pid,
+                    status: ((sig as i32) << 8) | 0x7f,
+                    code: 5,
+                    si_status: sig as i32,
+                    uid,
+                }));
             }
             JobState::Continued if opts & WCONTINUED != 0 => {
                 if opts & WNOWAIT == 0 {
                     *job = JobState::Running;
                 }
-                return Ok(Some(Found { pid: ch.pid, status: 0xffff, code: 6, si_status: 18, uid }));
+                return Ok(Some(Found {
+                    pid: ch.pid,
+                    status: 0xffff,
+                    code: 6,
+                    si_status: 18,
+                    uid,
+                }));
             }
             _ => {}
         }
@@ -92,12 +116,14 @@ fn do_wait(c: &SyscallCtx<'_>, which: Which, opts: u64) -> SysResult<Option<Foun
         return scan(c, which, opts);
     }
     let mut err = None;
-    let r = wait_event(c.task, &[&me.child_wait], None, || match scan(c, which, opts) {
-        Ok(Some(f)) => Some(Some(f)),
-        Ok(None) => None,
-        Err(e) => {
-            err = Some(e);
-            Some(None)
+    let r = wait_event(c.task, &[&me.child_wait], None, || {
+        match scan(c, which, opts) {
+            Ok(Some(f)) => Some(Some(f)),
+            Ok(None) => None,
+            Err(e) => {
+                err = Some(e);
+                Some(None)
+            }
         }
     });
     if let Some(e) = err {
@@ -144,18 +170,20 @@ fn wait4(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 fn waitid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let (idtype, id, infop, opts) = (a[0], a[1] as u32, a[2], a[3]);
-    if opts & !(WNOHANG | WUNTRACED | WEXITED | WCONTINUED | WNOWAIT | WNOTHREAD | WALL | WCLONE) != 0 {
+    if opts & !(WNOHANG | WUNTRACED | WEXITED | WCONTINUED | WNOWAIT | WNOTHREAD | WALL | WCLONE)
+        != 0
+    {
         return Err(Errno::EINVAL);
     }
     if opts & (WEXITED | WUNTRACED | WCONTINUED) == 0 {
         return Err(Errno::EINVAL);
     }
     let which = match idtype {
-        0 => Which::Any,                    // P_ALL
-        1 => Which::Pid(id),                // P_PID
+        0 => Which::Any,     // P_ALL
+        1 => Which::Pid(id), // P_PID
         2 if id == 0 => Which::Pgid(c.task.process.pgid.load(Ordering::Relaxed)),
-        2 => Which::Pgid(id),               // P_PGID
-        _ => return Err(Errno::EINVAL),     // P_PIDFD: not yet
+        2 => Which::Pgid(id),           // P_PGID
+        _ => return Err(Errno::EINVAL), // P_PIDFD: not yet
     };
     let found = do_wait(c, which, opts)?;
     if infop != 0 {
@@ -177,7 +205,11 @@ fn setpgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let target = if pid == 0 || pid as u32 == me.pid {
         me.clone()
     } else {
-        let t = lock(&me.children).iter().find(|ch| ch.pid == pid as u32).cloned().ok_or(Errno::ESRCH)?;
+        let t = lock(&me.children)
+            .iter()
+            .find(|ch| ch.pid == pid as u32)
+            .cloned()
+            .ok_or(Errno::ESRCH)?;
         if t.sid.load(Ordering::Relaxed) != me.sid.load(Ordering::Relaxed) {
             return Err(Errno::EPERM);
         }
@@ -191,7 +223,9 @@ fn setpgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if pgid != target.pid {
         // The group must exist in the same session.
         let sid = target.sid.load(Ordering::Relaxed);
-        let ok = c.kernel.tasks.processes().iter().any(|p| p.pgid.load(Ordering::Relaxed) == pgid && p.sid.load(Ordering::Relaxed) == sid);
+        let ok = c.kernel.tasks.processes().iter().any(|p| {
+            p.pgid.load(Ordering::Relaxed) == pgid && p.sid.load(Ordering::Relaxed) == sid
+        });
         if !ok {
             return Err(Errno::EPERM);
         }
@@ -201,7 +235,11 @@ fn setpgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn getpgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let p = if a[0] == 0 { c.task.process.clone() } else { c.kernel.tasks.process(a[0] as u32).ok_or(Errno::ESRCH)? };
+    let p = if a[0] == 0 {
+        c.task.process.clone()
+    } else {
+        c.kernel.tasks.process(a[0] as u32).ok_or(Errno::ESRCH)?
+    };
     Ok(p.pgid.load(Ordering::Relaxed) as u64)
 }
 
@@ -210,15 +248,26 @@ fn getpgrp(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
 }
 
 fn getsid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let p = if a[0] == 0 { c.task.process.clone() } else { c.kernel.tasks.process(a[0] as u32).ok_or(Errno::ESRCH)? };
+    let p = if a[0] == 0 {
+        c.task.process.clone()
+    } else {
+        c.kernel.tasks.process(a[0] as u32).ok_or(Errno::ESRCH)?
+    };
     Ok(p.sid.load(Ordering::Relaxed) as u64)
 }
 
 fn setsid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
     let me = &c.task.process;
     // A process group leader cannot start a session (its group would span two sessions).
-    let leads = c.kernel.tasks.processes().iter().any(|p| p.pid != me.pid && p.pgid.load(Ordering::Relaxed) == me.pid);
-    if me.pgid.load(Ordering::Relaxed) == me.pid && leads || me.sid.load(Ordering::Relaxed) == me.pid {
+    let leads = c
+        .kernel
+        .tasks
+        .processes()
+        .iter()
+        .any(|p| p.pid != me.pid && p.pgid.load(Ordering::Relaxed) == me.pid);
+    if me.pgid.load(Ordering::Relaxed) == me.pid && leads
+        || me.sid.load(Ordering::Relaxed) == me.pid
+    {
         return Err(Errno::EPERM);
     }
     me.sid.store(me.pid, Ordering::Relaxed);
