@@ -163,10 +163,16 @@ pub const KICK_SIGNAL: i32 = um_os_linux::ptrace::KICK_SIGNAL;
 /// Whether `sig`, with its current action, would be ignored if sent to `p` (so it need not
 /// even be queued, as Linux `sig_ignored` decides).
 fn ignored(p: &Process, sig: u32) -> bool {
+    let act = lock(&p.sigactions)[(sig - 1) as usize];
+    // init is unkillable (SIGNAL_UNKILLABLE, kernel/signal.c `sig_task_ignored`): a signal
+    // with the default action, SIGKILL and SIGSTOP included, does not reach it. Faults the
+    // kernel forces on init's own instructions bypass this path.
+    if p.pid == 1 && act.handler == 0 {
+        return true;
+    }
     if sig == SIGKILL || sig == SIGSTOP {
         return false;
     }
-    let act = lock(&p.sigactions)[(sig - 1) as usize];
     act.handler == 1 || (act.handler == 0 && default_action(sig) == DefaultAction::Ign)
 }
 

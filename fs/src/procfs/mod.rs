@@ -16,6 +16,7 @@
 //! the system-wide files and `/proc/sys`. Neighbours: `crate::mount` (mounts it, and gives
 //! `/proc/mounts` its content), [`crate::sysfs`].
 
+mod config;
 pub mod fmt;
 mod pid;
 mod system;

@@ -312,6 +312,10 @@ pub fn entries(fs: &Arc<ProcFs>) -> Vec<(Vec<u8>, Arc<ProcInode>)> {
     let _ = cpu_baseline();
     let v: Vec<(&str, Arc<ProcInode>)> = vec![
         ("cmdline", ProcInode::file(fs, |_, _| Ok(cmdline()))),
+        (
+            "config.gz",
+            ProcInode::file(fs, |_, _| Ok(super::config::config_gz())),
+        ),
         ("cpuinfo", ProcInode::file(fs, |_, _| Ok(cpuinfo()))),
         ("filesystems", ProcInode::file(fs, |_, _| Ok(filesystems()))),
         ("loadavg", kfile(fs, loadavg)),

@@ -29,10 +29,9 @@ pub fn io<'a>(c: &'a SyscallCtx<'_>, f: &OpenFile) -> IoCtx<'a> {
 
 fn readable(f: &OpenFile) -> SysResult<()> {
     if f.flags() & 3 == 1 {
-        Err(Errno::EBADF)
-    } else {
-        Ok(())
+        return Err(Errno::EBADF);
     }
+    Ok(())
 }
 
 fn writable(f: &OpenFile) -> SysResult<()> {
@@ -70,6 +69,12 @@ fn read_into(
         let mut kbuf = vec![0u8; n];
         let r = match f.ops.read(&io(c, f), &mut kbuf, off) {
             Ok(r) => r,
+            // read(2) on a directory is EISDIR (a directory's file has no read method).
+            Err(Errno::EINVAL)
+                if done == 0 && f.ops.stat().is_ok_and(|st| st.mode & 0o170000 == 0o040000) =>
+            {
+                return Err(Errno::EISDIR);
+            }
             Err(e) if done == 0 => return Err(e),
             Err(_) => break,
         };
@@ -253,6 +258,118 @@ fn writev(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(n as u64)
 }
 
+/// preadv/pwritev and the v2 variants (fs/read_write.c): vectored I/O at an offset; offset -1
+/// in the v2 calls means the file position. RWF_* flags other than the hints are EOPNOTSUPP.
+fn do_preadv(
+    c: &mut SyscallCtx<'_>,
+    fd: u64,
+    iov: u64,
+    n: u64,
+    off: i64,
+    flags: u64,
+    write: bool,
+) -> SysResult {
+    // RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND: accepted as hints except
+    // RWF_NOWAIT/APPEND, which change semantics.
+    if flags & !0x1f != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let f = file(c, fd)?;
+    // A positioned call on a stream is ESPIPE before anything else (fs/read_write.c
+    // do_preadv: FMODE_PREAD is checked first).
+    if off != -1 && f.ops.is_stream() {
+        return Err(if off < 0 {
+            Errno::EINVAL
+        } else {
+            Errno::ESPIPE
+        });
+    }
+    if write {
+        writable(&f)?
+    } else {
+        readable(&f)?
+    }
+    let vecs = iovecs(c, iov, n)?;
+    if off == -1 {
+        let mut total = 0;
+        for (base, len) in vecs {
+            if len == 0 {
+                continue;
+            }
+            let r = if write {
+                write_from(c, &f, base, len, None)
+            } else {
+                read_into(c, &f, base, len, None)
+            };
+            let got = match r {
+                Ok(v) => v,
+                Err(e) if total == 0 => return Err(e),
+                Err(_) => break,
+            };
+            total += got;
+            if got < len {
+                break;
+            }
+        }
+        return Ok(total);
+    }
+    if off < 0 {
+        return Err(Errno::EINVAL);
+    }
+    if f.ops.is_stream() {
+        return Err(Errno::ESPIPE);
+    }
+    let mut pos = off as u64;
+    let mut total = 0;
+    for (base, len) in vecs {
+        if len == 0 {
+            continue;
+        }
+        let r = if write {
+            write_from(c, &f, base, len, Some(pos))
+        } else {
+            read_into(c, &f, base, len, Some(pos))
+        };
+        let got = match r {
+            Ok(v) => v,
+            Err(e) if total == 0 => return Err(e),
+            Err(_) => break,
+        };
+        total += got;
+        pos += got;
+        if got < len {
+            break;
+        }
+    }
+    Ok(total)
+}
+
+fn preadv(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    // pos_l is the whole offset on 64-bit ABIs (pos_from_hilo shifts pos_h out entirely).
+    let off = a[3] as i64;
+    if off < 0 {
+        return Err(Errno::EINVAL);
+    }
+    do_preadv(c, a[0], a[1], a[2], off, 0, false)
+}
+
+fn pwritev(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    // pos_l is the whole offset on 64-bit ABIs (pos_from_hilo shifts pos_h out entirely).
+    let off = a[3] as i64;
+    if off < 0 {
+        return Err(Errno::EINVAL);
+    }
+    do_preadv(c, a[0], a[1], a[2], off, 0, true)
+}
+
+fn preadv2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    do_preadv(c, a[0], a[1], a[2], a[3] as i64, a[5], false)
+}
+
+fn pwritev2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    do_preadv(c, a[0], a[1], a[2], a[3] as i64, a[5], true)
+}
+
 fn lseek(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let f = file(c, a[0])?;
     if f.ops.is_stream() {
@@ -406,6 +523,10 @@ pub fn register(t: &mut SyscallTable) {
     t.register("readv", readv);
     t.register("writev", writev);
     t.register("lseek", lseek);
+    t.register("preadv", preadv);
+    t.register("pwritev", pwritev);
+    t.register("preadv2", preadv2);
+    t.register("pwritev2", pwritev2);
     t.register("getdents64", getdents64);
     t.register("ioctl", ioctl);
     t.register("sendfile", sendfile);

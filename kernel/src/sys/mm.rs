@@ -67,6 +67,76 @@ fn msync(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// Checks that `[addr, addr+len)` is entirely mapped (ENOMEM otherwise), as mlock and
+/// mincore require; returns the page-aligned start and end.
+fn mapped_range(c: &SyscallCtx<'_>, addr: u64, len: u64) -> SysResult<(u64, u64)> {
+    let mm = c.mm();
+    let m = lock_mm(&mm);
+    let g = m.granule();
+    let start = g.align_down(addr);
+    let end = addr
+        .checked_add(len)
+        .and_then(|e| g.align_up(e))
+        .ok_or(Errno::ENOMEM)?;
+    let mut a = start;
+    while a < end {
+        let v = m.find_vma(a).ok_or(Errno::ENOMEM)?;
+        a = v.end;
+    }
+    Ok((start, end))
+}
+
+/// mlock, munlock, mlock2 (mm/mlock.c): guest memory is never paged out here, so locking is
+/// only the argument checks.
+fn mlock(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    mapped_range(c, a[0], a[1])?;
+    Ok(0)
+}
+
+fn mlock2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    // MLOCK_ONFAULT is the only flag.
+    if a[2] & !1 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    mapped_range(c, a[0], a[1])?;
+    Ok(0)
+}
+
+fn mlockall(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    // MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT; ONFAULT alone is invalid.
+    let f = a[0];
+    if f == 0 || f & !7 != 0 || f == 4 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
+fn munlockall(_c: &mut SyscallCtx<'_>, _a: [u64; 6]) -> SysResult {
+    Ok(0)
+}
+
+/// mincore (mm/mincore.c): one byte per page, 1 if the page is resident (has a PTE here).
+fn mincore(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (addr, len, vec) = (a[0], a[1], a[2]);
+    let g = lock_mm(&c.mm()).granule();
+    if !g.is_aligned(addr) {
+        return Err(Errno::EINVAL);
+    }
+    if len == 0 {
+        return Ok(0);
+    }
+    let (start, end) = mapped_range(c, addr, len)?;
+    let mm = c.mm();
+    let out: Vec<u8> = {
+        let m = lock_mm(&mm);
+        (0..(end - start) / g.size())
+            .map(|i| u8::from(m.pte(start + i * g.size()).is_some()))
+            .collect()
+    };
+    c.write_bytes(vec, &out)?;
+    Ok(0)
+}
+
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
     t.register("mmap", mmap);
@@ -76,4 +146,10 @@ pub fn register(t: &mut SyscallTable) {
     t.register("madvise", madvise);
     t.register("mremap", mremap);
     t.register("msync", msync);
+    t.register("mlock", mlock);
+    t.register("munlock", mlock);
+    t.register("mlock2", mlock2);
+    t.register("mlockall", mlockall);
+    t.register("munlockall", munlockall);
+    t.register("mincore", mincore);
 }
