@@ -15,6 +15,7 @@ pub mod eventfd;
 pub mod exec;
 pub mod exec_stack;
 pub mod hostfs;
+pub mod locks;
 pub mod mount;
 pub mod namei;
 pub mod pipe;

@@ -186,6 +186,17 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         thread_exit_hooks: Default::default(),
         process_exit_hooks: Default::default(),
     });
+    // A process's locks go with it: its POSIX record locks, and the OFD/flock locks of the
+    // descriptions it held the last descriptor of (the hook runs before its table is emptied).
+    um_kernel::task::lock(&kernel.process_exit_hooks).push(Box::new(|p| {
+        let table = p.files();
+        let files = um_kernel::task::lock(&table);
+        for (_, e) in files.iter() {
+            um_fs::locks::on_close(&e.file, p.pid, Arc::strong_count(&e.file) == 1);
+        }
+        drop(files);
+        um_fs::locks::release_process(p.pid);
+    }));
 
     // File systems that live outside um-fs register with the mount table.
     um_fs::mount::register_fs(

@@ -42,7 +42,120 @@ fn dup2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     dup3(c, [a[0], a[1], 0, 0, 0, 0])
 }
 
+/// F_GETLK/F_SETLK/F_SETLKW and the OFD variants (fs/locks.c `fcntl_getlk`/`fcntl_setlk`).
+fn record_lock(c: &mut SyscallCtx<'_>, fd: u64, cmd: u64, arg: u64) -> SysResult {
+    use crate::locks::{self, F_RDLCK, F_UNLCK, F_WRLCK, Family, Lock, Owner};
+    use um_uapi::abi::fcntl::Flock;
+    use um_uapi::abi::pod::Pod;
+    let f = lock(&c.task.process.files()).get(fd)?;
+    let mut fl = Flock::from_bytes(&c.read_bytes(arg, Flock::SIZE)?).ok_or(Errno::EFAULT)?;
+    let ofd = matches!(cmd, 36..=38);
+    if ofd && fl.l_pid != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let key = locks::file_key(&f).ok_or(Errno::EBADF)?;
+    // The range: l_start from SEEK_SET/CUR/END, l_len 0 = to EOF and beyond, negative = before.
+    let base: i64 = match fl.l_whence {
+        0 => 0,
+        1 => *lock(&f.pos) as i64,
+        2 => f.ops.size()? as i64,
+        _ => return Err(Errno::EINVAL),
+    };
+    let start = base.checked_add(fl.l_start).ok_or(Errno::EOVERFLOW)?;
+    let (start, end) = match fl.l_len {
+        0 => (start, u64::MAX as i64),
+        n if n > 0 => (start, start.checked_add(n - 1).ok_or(Errno::EOVERFLOW)?),
+        n => (start.checked_add(n).ok_or(Errno::EINVAL)?, start - 1),
+    };
+    if start < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let owner = if ofd {
+        locks::description_owner(&f)
+    } else {
+        Owner::Process(c.task.process.pid)
+    };
+    let want = Lock {
+        owner,
+        family: Family::Posix,
+        write: fl.l_type == F_WRLCK,
+        start: start as u64,
+        end: end as u64,
+        pid: c.task.process.pid,
+    };
+    match cmd {
+        5 | 36 => {
+            if fl.l_type != F_RDLCK && fl.l_type != F_WRLCK {
+                return Err(Errno::EINVAL);
+            }
+            match locks::test_lock(key, &want) {
+                None => fl.l_type = F_UNLCK,
+                Some(l) => {
+                    fl.l_type = if l.write { F_WRLCK } else { F_RDLCK };
+                    fl.l_whence = 0;
+                    fl.l_start = l.start as i64;
+                    fl.l_len = if l.end == u64::MAX {
+                        0
+                    } else {
+                        (l.end - l.start + 1) as i64
+                    };
+                    fl.l_pid = match l.owner {
+                        Owner::Process(_) => l.pid as i32,
+                        Owner::File(_) => -1,
+                    };
+                }
+            }
+            c.write_bytes(arg, &fl.as_bytes())?;
+            Ok(0)
+        }
+        _ => {
+            let acc = f.flags() & 3;
+            match fl.l_type {
+                F_RDLCK if acc == 1 => return Err(Errno::EBADF),
+                F_WRLCK if acc == 0 => return Err(Errno::EBADF),
+                F_RDLCK | F_WRLCK | F_UNLCK => {}
+                _ => return Err(Errno::EINVAL),
+            }
+            let wait = matches!(cmd, 7 | 38);
+            locks::set_lock(c.task, key, want, fl.l_type == F_UNLCK, wait)?;
+            Ok(0)
+        }
+    }
+}
+
+/// flock(2) (fs/locks.c): whole-file locks owned by the open file description.
+fn flock(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    use crate::locks::{self, Family, Lock};
+    const LOCK_SH: u64 = 1;
+    const LOCK_EX: u64 = 2;
+    const LOCK_NB: u64 = 4;
+    const LOCK_UN: u64 = 8;
+    let f = lock(&c.task.process.files()).get(a[0])?;
+    let op = a[1] & !LOCK_NB;
+    if op != LOCK_SH && op != LOCK_EX && op != LOCK_UN {
+        return Err(Errno::EINVAL);
+    }
+    let key = locks::file_key(&f).ok_or(Errno::EBADF)?;
+    let want = Lock {
+        owner: locks::description_owner(&f),
+        family: Family::Flock,
+        write: op == LOCK_EX,
+        start: 0,
+        end: u64::MAX,
+        pid: c.task.process.pid,
+    };
+    // Converting a lock drops the old one first (flock is not atomic about conversions).
+    if op != LOCK_UN {
+        locks::set_lock(c.task, key, want, true, false)?;
+    }
+    locks::set_lock(c.task, key, want, op == LOCK_UN, a[1] & LOCK_NB == 0)?;
+    Ok(0)
+}
+
 fn fcntl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    if matches!(a[1], 5..=7 | 36..=38) {
+        return record_lock(c, a[0], a[1], a[2]);
+    }
     let table = c.task.process.files();
     let mut files = lock(&table);
     match a[1] {
@@ -87,4 +200,5 @@ pub fn register(t: &mut SyscallTable) {
     t.register("dup2", dup2);
     t.register("dup3", dup3);
     t.register("fcntl", fcntl);
+    t.register("flock", flock);
 }

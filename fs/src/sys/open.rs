@@ -221,7 +221,11 @@ fn open(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn close(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    lock(&c.task.process.files()).remove(a[0])?;
+    let entry = lock(&c.task.process.files()).remove(a[0])?;
+    // POSIX locks of this process on the file go with any close; the description's own
+    // (OFD, flock) locks with its last descriptor.
+    let last = std::sync::Arc::strong_count(&entry.file) == 1;
+    crate::locks::on_close(&entry.file, c.task.process.pid, last);
     Ok(0)
 }
 
