@@ -589,8 +589,17 @@ fn exit_process(k: &Arc<Kernel>, p: &Arc<Process>, st: ExitStatus) {
         };
         shutdown(k, code);
     }
-    // Orphans go to init (Linux `forget_original_parent`).
+    // Orphans go to init (Linux `forget_original_parent`), and those that asked for it
+    // (PR_SET_PDEATHSIG) get their signal.
     let orphans = std::mem::take(&mut *lock(&p.children));
+    for c in &orphans {
+        for t in c.live_threads(k) {
+            let s = t.pdeath_signal.load(Ordering::Relaxed);
+            if s != 0 {
+                sig::send_to_process(k, c, Siginfo::kill(s, 0x80 /* SI_KERNEL */, 0, 0));
+            }
+        }
+    }
     if !orphans.is_empty() {
         if let Some(init) = k.tasks.process(1) {
             for c in orphans {

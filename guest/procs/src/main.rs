@@ -8,6 +8,8 @@
 //!   missing file fails with ENOENT, an O_CLOEXEC descriptor is closed in the new image while a
 //!   plain one stays open.
 //!
+//! * PR_SET_PDEATHSIG: an orphaned grandchild gets its signal when its parent exits.
+//!
 //! Differential: prints the same lines natively and under the user-mode kernel, then UM-PROCS-OK.
 //! Usage: procs WORKDIR (unused, for symmetry with the others). Internally re-executed as
 //! `procs --exec-child CODE CLOEXEC_FD KEPT_FD`.
@@ -310,6 +312,62 @@ fn exec_child(args: &[String]) -> ! {
     umt::exit_now(code);
 }
 
+/// PR_SET_PDEATHSIG: a grandchild that asked for SIGUSR1 gets it when its parent exits, and
+/// reports through a pipe (it is no longer our child, so we cannot wait for it).
+fn pdeath_signal() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static GOT: AtomicBool = AtomicBool::new(false);
+    extern "C" fn on_usr1(_: i32) {
+        GOT.store(true, Ordering::SeqCst);
+    }
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe/fork/prctl/signal/usleep/write/read/_exit with valid arguments; the children
+    // only make async-signal-safe calls before they exit.
+    let verdict = unsafe {
+        ok(libc::pipe(fds.as_mut_ptr()) as i64, "pipe");
+        let mid = libc::fork();
+        if mid == 0 {
+            let g = libc::fork();
+            if g == 0 {
+                libc::signal(libc::SIGUSR1, on_usr1 as extern "C" fn(i32) as usize);
+                libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGUSR1 as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                );
+                let mut v = b'N';
+                for _ in 0..300 {
+                    if GOT.load(Ordering::SeqCst) {
+                        v = b'Y';
+                        break;
+                    }
+                    libc::usleep(10_000);
+                }
+                libc::write(fds[1], (&v as *const u8).cast(), 1);
+                libc::_exit(0);
+            }
+            // Give the grandchild time to arm, then die.
+            libc::usleep(200_000);
+            libc::_exit(0);
+        }
+        libc::close(fds[1]);
+        let mut st = 0;
+        libc::waitpid(mid, &mut st, 0);
+        let mut v = 0u8;
+        let n = libc::read(fds[0], (&mut v as *mut u8).cast(), 1);
+        libc::close(fds[0]);
+        if n == 1 { v } else { b'?' }
+    };
+    check_eq(
+        verdict,
+        b'Y',
+        "PR_SET_PDEATHSIG delivers SIGUSR1 when the parent exits",
+    );
+    say("pdeathsig: the orphaned grandchild got its signal");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--exec-child") && args.len() >= 5 {
@@ -320,5 +378,6 @@ fn main() {
     killed();
     stop_continue();
     exec_tests();
+    pdeath_signal();
     umt::done("procs");
 }
