@@ -13,6 +13,7 @@
 //! `UM_ROOTFS` (default `<workspace>/build/rootfs-<host arch>`); `UM_TIMEOUT_SECS` overrides the
 //! default per-boot timeout. A missing binary or rootfs fails the gate with instructions; gates are
 //! never skipped.
+#![forbid(unsafe_code)]
 
 use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -634,10 +635,7 @@ pub fn send_signal(pid: i32, sig: i32) {
     if pid <= 0 {
         return; // Never signal "every process" or our own group by accident.
     }
-    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
-    unsafe {
-        libc::kill(pid, sig);
-    }
+    signal_pid(nix::unistd::Pid::from_raw(pid), sig);
 }
 
 /// kill(2) to a whole process group. Errors (ESRCH: group empty) are ignored.
@@ -645,10 +643,13 @@ pub fn kill_group(pgid: i32, sig: i32) {
     if pgid <= 1 {
         return;
     }
-    // SAFETY: kill(2) with a negative pid signals a process group; plain integers, no memory.
-    unsafe {
-        libc::kill(-pgid, sig);
-    }
+    signal_pid(nix::unistd::Pid::from_raw(-pgid), sig);
+}
+
+/// kill(2) through nix (a negative pid names a process group); errors are ignored.
+fn signal_pid(pid: nix::unistd::Pid, sig: i32) {
+    let sig = nix::sys::signal::Signal::try_from(sig).ok();
+    let _ = nix::sys::signal::kill(pid, sig);
 }
 
 /// One host process, identified by pid and start time (so a reused pid is not mistaken for it).
