@@ -27,68 +27,8 @@
 
 use um_uapi::Errno;
 
-/// Auxiliary vector keys (`include/uapi/linux/auxvec.h`, `arch/*/include/uapi/asm/auxvec.h`).
-/// They would equally belong in `um-uapi`; they live here until another user needs them.
-pub mod auxv {
-    /// End of vector.
-    pub const AT_NULL: u64 = 0;
-    /// Entry should be ignored.
-    pub const AT_IGNORE: u64 = 1;
-    /// File descriptor of program (binfmt_misc `O` flag).
-    pub const AT_EXECFD: u64 = 2;
-    /// Program headers of the program.
-    pub const AT_PHDR: u64 = 3;
-    /// Size of one program header entry.
-    pub const AT_PHENT: u64 = 4;
-    /// Number of program headers.
-    pub const AT_PHNUM: u64 = 5;
-    /// System page size.
-    pub const AT_PAGESZ: u64 = 6;
-    /// Base address of the interpreter.
-    pub const AT_BASE: u64 = 7;
-    /// Flags (`AT_FLAGS_PRESERVE_ARGV0`).
-    pub const AT_FLAGS: u64 = 8;
-    /// Entry point of the program.
-    pub const AT_ENTRY: u64 = 9;
-    /// Program is not ELF.
-    pub const AT_NOTELF: u64 = 10;
-    /// Real uid.
-    pub const AT_UID: u64 = 11;
-    /// Effective uid.
-    pub const AT_EUID: u64 = 12;
-    /// Real gid.
-    pub const AT_GID: u64 = 13;
-    /// Effective gid.
-    pub const AT_EGID: u64 = 14;
-    /// String identifying the CPU, for the dynamic loader's search paths.
-    pub const AT_PLATFORM: u64 = 15;
-    /// Architecture-dependent hints at CPU capabilities.
-    pub const AT_HWCAP: u64 = 16;
-    /// Frequency at which `times()` increments.
-    pub const AT_CLKTCK: u64 = 17;
-    /// Secure mode boolean.
-    pub const AT_SECURE: u64 = 23;
-    /// String identifying the real platform.
-    pub const AT_BASE_PLATFORM: u64 = 24;
-    /// Address of 16 random bytes.
-    pub const AT_RANDOM: u64 = 25;
-    /// Extension of AT_HWCAP.
-    pub const AT_HWCAP2: u64 = 26;
-    /// rseq supported feature size.
-    pub const AT_RSEQ_FEATURE_SIZE: u64 = 27;
-    /// rseq allocation alignment.
-    pub const AT_RSEQ_ALIGN: u64 = 28;
-    /// Extension of AT_HWCAP.
-    pub const AT_HWCAP3: u64 = 29;
-    /// Extension of AT_HWCAP.
-    pub const AT_HWCAP4: u64 = 30;
-    /// Filename of the program.
-    pub const AT_EXECFN: u64 = 31;
-    /// Address of the vDSO ELF header.
-    pub const AT_SYSINFO_EHDR: u64 = 33;
-    /// Minimal stack size for signal delivery.
-    pub const AT_MINSIGSTKSZ: u64 = 51;
-}
+/// Auxiliary vector keys: the uapi's (`include/uapi/linux/auxvec.h`).
+pub use um_uapi::abi::auxv;
 
 use auxv::{AT_EXECFN, AT_NULL, AT_PLATFORM, AT_RANDOM, AT_SECURE};
 
