@@ -127,17 +127,18 @@ fn epipe() {
     umt::close(w);
     say("no readers, SIGPIPE handler: handler ran, EPIPE");
 
+    // The read end is closed before the fork: had the parent still held it while the child
+    // wrote, the write would find a reader (a race the test must not have).
     let (r, w) = umt::pipe2(0);
+    umt::close(r);
     let pid = umt::fork();
     if pid == 0 {
         // SAFETY: default disposition.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-        umt::close(r);
         // SAFETY: valid buffer.
         unsafe { libc::write(w, b"x".as_ptr().cast(), 1) };
         umt::exit_now(1);
     }
-    umt::close(r);
     umt::close(w);
     check_eq(
         umt::describe_status(umt::waitpid(pid, 0)),
