@@ -321,10 +321,12 @@ fn pdeath_signal() {
         GOT.store(true, Ordering::SeqCst);
     }
     let mut fds = [0i32; 2];
+    let mut armed = [0i32; 2];
     // SAFETY: pipe/fork/prctl/signal/usleep/write/read/_exit with valid arguments; the children
     // only make async-signal-safe calls before they exit.
     let verdict = unsafe {
         ok(libc::pipe(fds.as_mut_ptr()) as i64, "pipe");
+        ok(libc::pipe(armed.as_mut_ptr()) as i64, "pipe");
         let mid = libc::fork();
         if mid == 0 {
             let g = libc::fork();
@@ -337,8 +339,10 @@ fn pdeath_signal() {
                     0,
                     0,
                 );
+                // Armed: the parent may die now.
+                libc::write(armed[1], b"a".as_ptr().cast(), 1);
                 let mut v = b'N';
-                for _ in 0..300 {
+                for _ in 0..500 {
                     if GOT.load(Ordering::SeqCst) {
                         v = b'Y';
                         break;
@@ -348,11 +352,14 @@ fn pdeath_signal() {
                 libc::write(fds[1], (&v as *const u8).cast(), 1);
                 libc::_exit(0);
             }
-            // Give the grandchild time to arm, then die.
-            libc::usleep(200_000);
+            // Die once the grandchild has armed its parent-death signal.
+            let mut b = 0u8;
+            libc::read(armed[0], (&mut b as *mut u8).cast(), 1);
             libc::_exit(0);
         }
         libc::close(fds[1]);
+        libc::close(armed[0]);
+        libc::close(armed[1]);
         let mut st = 0;
         libc::waitpid(mid, &mut st, 0);
         let mut v = 0u8;
