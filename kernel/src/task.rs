@@ -121,6 +121,8 @@ pub struct Process {
     pub zombie: AtomicBool,
     /// The parent has been told about the last SIGCONT.
     pub cont_notified: AtomicBool,
+    /// personality(2) flags (inherited; only recorded).
+    pub personality: AtomicU32,
     /// A vfork parent waits for this: set at the child's exec or exit.
     pub vfork_done: AtomicBool,
     pub vfork_wait: WaitQueue,
@@ -182,6 +184,11 @@ impl Process {
             start: std::time::Instant::now(),
             zombie: AtomicBool::new(false),
             cont_notified: AtomicBool::new(false),
+            personality: AtomicU32::new(
+                parent
+                    .map(|p| p.personality.load(Ordering::Relaxed))
+                    .unwrap_or(0),
+            ),
             vfork_done: AtomicBool::new(false),
             vfork_wait: WaitQueue::new(),
         }

@@ -259,6 +259,7 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
         fs,
         vec![
             ("cap_last_cap", ProcInode::text(fs, "40\n")),
+            ("core_pattern", ProcInode::text(fs, "core\n")),
             ("domainname", uts(fs, |k| &k.uts.domainname)),
             ("hostname", uts(fs, |k| &k.uts.nodename)),
             ("ngroups_max", ProcInode::text(fs, "65536\n")),
@@ -270,6 +271,7 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
             ("pid_max", ProcInode::text(fs, "4194304\n")),
             ("printk", ProcInode::text(fs, "7\t4\t1\t7\n")),
             ("random", random),
+            ("tainted", int_knob(fs, 0)),
             (
                 "threads-max",
                 ProcInode::file(fs, |k, _| {
@@ -284,7 +286,7 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
     let vm = ProcInode::dir(
         fs,
         vec![
-            ("max_map_count", ProcInode::text(fs, "65530\n")),
+            ("max_map_count", int_knob(fs, 65530)),
             ("overcommit_memory", int_knob(fs, 0)),
             ("overcommit_ratio", int_knob(fs, 50)),
             ("swappiness", int_knob(fs, 60)),
@@ -302,6 +304,10 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
                 }),
             ),
             ("nr_open", ProcInode::text(fs, "1048576\n")),
+            // fs/pipe.c limits (the pipe code enforces its own 1 MiB ceiling for non-root).
+            ("pipe-max-size", int_knob(fs, 1_048_576)),
+            ("pipe-user-pages-hard", int_knob(fs, 0)),
+            ("pipe-user-pages-soft", int_knob(fs, 16384)),
         ],
     );
     ProcInode::dir(fs, vec![("fs", fsdir), ("kernel", kernel), ("vm", vm)])

@@ -229,6 +229,42 @@ fn close(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// close_range(2) (fs/file.c): closes, or marks close-on-exec, every descriptor in
+/// `[first, last]`.
+fn close_range(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    const CLOSE_RANGE_UNSHARE: u64 = 2;
+    const CLOSE_RANGE_CLOEXEC: u64 = 4;
+    let (first, last, flags) = (a[0] as u32, a[1] as u32, a[2]);
+    if flags & !(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) != 0 || first > last {
+        return Err(Errno::EINVAL);
+    }
+    if flags & CLOSE_RANGE_UNSHARE != 0 {
+        // A table shared through CLONE_FILES is copied first: the closes affect only ours.
+        let copy = lock(&c.task.process.files()).clone();
+        *lock(&c.task.process.files) = std::sync::Arc::new(std::sync::Mutex::new(copy));
+    }
+    let table = c.task.process.files();
+    let fds: Vec<u32> = lock(&table)
+        .iter()
+        .map(|(fd, _)| fd)
+        .filter(|fd| (first..=last).contains(fd))
+        .collect();
+    for fd in fds {
+        if flags & CLOSE_RANGE_CLOEXEC != 0 {
+            if let Ok(e) = lock(&table).entry_mut(fd as u64) {
+                e.cloexec = true;
+            }
+            continue;
+        }
+        let removed = lock(&table).remove(fd as u64);
+        if let Ok(entry) = removed {
+            let last_ref = std::sync::Arc::strong_count(&entry.file) == 1;
+            crate::locks::on_close(&entry.file, c.task.process.pid, last_ref);
+        }
+    }
+    Ok(0)
+}
+
 fn getcwd(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let cwd = lock(&c.task.process.fs).cwd.clone();
     let mut p = cwd.path();
@@ -356,6 +392,7 @@ pub fn register(t: &mut SyscallTable) {
     t.register("openat", openat);
     t.register("open", open);
     t.register("close", close);
+    t.register("close_range", close_range);
     t.register("getcwd", getcwd);
     t.register("chdir", chdir);
     t.register("fchdir", fchdir);

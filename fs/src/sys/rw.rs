@@ -514,6 +514,20 @@ fn sendfile(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(done)
 }
 
+/// fadvise64 (mm/fadvise.c): advice is accepted (there is no readahead to tune), after
+/// Linux's checks.
+fn fadvise64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let f = file(c, a[0])?;
+    if f.ops.is_stream() {
+        return Err(Errno::ESPIPE);
+    }
+    // POSIX_FADV_NORMAL .. POSIX_FADV_NOREUSE (0..=5); len < 0 is EINVAL.
+    if a[3] > 5 || (a[2] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
     t.register("read", read);
@@ -530,4 +544,5 @@ pub fn register(t: &mut SyscallTable) {
     t.register("getdents64", getdents64);
     t.register("ioctl", ioctl);
     t.register("sendfile", sendfile);
+    t.register("fadvise64", fadvise64);
 }

@@ -464,6 +464,22 @@ fn reboot(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     crate::run::shutdown(c.kernel, 0)
 }
 
+/// personality(2) (kernel/exec_domain.c): only PER_LINUX exists here; 0xffffffff queries.
+fn personality(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let old = c
+        .task
+        .process
+        .personality
+        .load(std::sync::atomic::Ordering::Relaxed);
+    if a[0] as u32 != u32::MAX {
+        c.task
+            .process
+            .personality
+            .store(a[0] as u32, std::sync::atomic::Ordering::Relaxed);
+    }
+    Ok(old as u64)
+}
+
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
     t.register("getpid", getpid);
@@ -506,4 +522,5 @@ pub fn register(t: &mut SyscallTable) {
     t.register("capget", capget);
     t.register("capset", capset);
     t.register("reboot", reboot);
+    t.register("personality", personality);
 }
