@@ -20,6 +20,21 @@ fn cname(name: &[u8]) -> io::Result<CString> {
     CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
 }
 
+/// Runs a byte-count system call until it is not interrupted (`EINTR`): a negative result is
+/// the host errno, anything else the count.
+fn retry_eintr(mut call: impl FnMut() -> isize) -> io::Result<usize> {
+    loop {
+        let r = call();
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
 /// Reads a host clock (`CLOCK_REALTIME`, `CLOCK_MONOTONIC`, ...) as (seconds, nanoseconds).
 pub fn clock_gettime(clock: libc::clockid_t) -> io::Result<(i64, i64)> {
     let mut ts = libc::timespec {
@@ -35,16 +50,10 @@ pub fn clock_gettime(clock: libc::clockid_t) -> io::Result<(i64, i64)> {
 pub fn getrandom(buf: &mut [u8]) -> io::Result<()> {
     let mut done = 0;
     while done < buf.len() {
+        let rest = &mut buf[done..];
         // SAFETY: getrandom writes at most len bytes into the buffer.
-        let r = unsafe { libc::getrandom(buf[done..].as_mut_ptr().cast(), buf.len() - done, 0) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return Err(e);
-        }
-        done += r as usize;
+        done +=
+            retry_eintr(|| unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) })?;
     }
     Ok(())
 }
@@ -53,79 +62,44 @@ pub fn getrandom(buf: &mut [u8]) -> io::Result<()> {
 pub fn write_all(fd: BorrowedFd<'_>, mut data: &[u8]) -> io::Result<()> {
     while !data.is_empty() {
         // SAFETY: write reads at most len bytes from the buffer.
-        let r = unsafe { libc::write(fd.as_raw_fd(), data.as_ptr().cast(), data.len()) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return Err(e);
-        }
-        data = &data[r as usize..];
+        let n = retry_eintr(|| unsafe {
+            libc::write(fd.as_raw_fd(), data.as_ptr().cast(), data.len())
+        })?;
+        data = &data[n..];
     }
     Ok(())
 }
 
 /// Reads from a host fd; `Ok(0)` is end of file.
 pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        // SAFETY: read writes at most len bytes into the buffer.
-        let r = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return Err(e);
-        }
-        return Ok(r as usize);
-    }
+    // SAFETY: read writes at most len bytes into the buffer.
+    retry_eintr(|| unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) })
 }
 
 /// `pread` on a host file.
 pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], off: u64) -> io::Result<usize> {
-    loop {
-        // SAFETY: pread writes at most len bytes into the buffer.
-        let r = unsafe {
-            libc::pread(
-                fd.as_raw_fd(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                off as libc::off_t,
-            )
-        };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return Err(e);
-        }
-        return Ok(r as usize);
-    }
+    // SAFETY: pread writes at most len bytes into the buffer.
+    retry_eintr(|| unsafe {
+        libc::pread(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            off as libc::off_t,
+        )
+    })
 }
 
 /// `pwrite` on a host file.
 pub fn pwrite(fd: BorrowedFd<'_>, data: &[u8], off: u64) -> io::Result<usize> {
-    loop {
-        // SAFETY: pwrite reads at most len bytes from the buffer.
-        let r = unsafe {
-            libc::pwrite(
-                fd.as_raw_fd(),
-                data.as_ptr().cast(),
-                data.len(),
-                off as libc::off_t,
-            )
-        };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return Err(e);
-        }
-        return Ok(r as usize);
-    }
+    // SAFETY: pwrite reads at most len bytes from the buffer.
+    retry_eintr(|| unsafe {
+        libc::pwrite(
+            fd.as_raw_fd(),
+            data.as_ptr().cast(),
+            data.len(),
+            off as libc::off_t,
+        )
+    })
 }
 
 /// Whether a host fd is a terminal.
