@@ -7,6 +7,7 @@
 //! [`WaitError::Interrupted`], which syscalls turn into `ERESTARTSYS`/`EINTR`).
 
 use crate::task::{Task, lock};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Instant;
 use um_uapi::{Errno, SysResult};
@@ -16,6 +17,11 @@ use um_uapi::{Errno, SysResult};
 pub struct Waker {
     woken: Mutex<bool>,
     cv: Condvar,
+    /// Inside [`Waker::sleep`]: what `/proc/PID/stat` reports as `S`. A task that is serving a
+    /// syscall but not blocked is running (`R`), as on Linux: LTP's `TST_PROCESS_STATE_WAIT`
+    /// sends its signal once it sees `S`, and must not see it while the task is still on its
+    /// way into the sleep it means.
+    sleeping: AtomicBool,
 }
 
 impl Waker {
@@ -30,9 +36,28 @@ impl Waker {
         *lock(&self.woken) = false;
     }
 
+    /// Whether the task is blocked in [`Waker::sleep`] now.
+    pub fn is_sleeping(&self) -> bool {
+        self.sleeping.load(Ordering::Acquire)
+    }
+
     /// Sleeps until woken or `deadline`; returns whether it was woken.
     pub fn sleep(&self, deadline: Option<Instant>) -> bool {
-        let mut w = lock(&self.woken);
+        let w = lock(&self.woken);
+        if *w {
+            return true;
+        }
+        self.sleeping.store(true, Ordering::Release);
+        let woken = self.sleep_locked(w, deadline);
+        self.sleeping.store(false, Ordering::Release);
+        woken
+    }
+
+    fn sleep_locked(
+        &self,
+        mut w: std::sync::MutexGuard<'_, bool>,
+        deadline: Option<Instant>,
+    ) -> bool {
         while !*w {
             match deadline {
                 None => w = self.cv.wait(w).unwrap_or_else(|e| e.into_inner()),

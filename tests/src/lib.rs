@@ -134,6 +134,7 @@ pub struct Boot {
     extra: Vec<String>,
     stdin: Vec<u8>,
     timeout: Duration,
+    quiet: bool,
 }
 
 impl Default for Boot {
@@ -156,6 +157,7 @@ impl Boot {
             extra: Vec::new(),
             stdin: Vec::new(),
             timeout: timeout_from_env(),
+            quiet: false,
         }
     }
 
@@ -215,6 +217,13 @@ impl Boot {
         self
     }
 
+    /// Do not print the `um-tests: running:` line (for gates that boot hundreds of times and
+    /// name the failing boots themselves).
+    pub fn quiet(mut self) -> Self {
+        self.quiet = true;
+        self
+    }
+
     /// The argument vector (without the binary).
     pub fn argv(&self) -> Vec<String> {
         if let Some(raw) = &self.raw {
@@ -246,7 +255,9 @@ impl Boot {
         let bin = linux_binary();
         let argv = self.argv();
         let cmdline = shell_line(&bin, &argv);
-        eprintln!("um-tests: running: {cmdline}");
+        if !self.quiet {
+            eprintln!("um-tests: running: {cmdline}");
+        }
         let mut cmd = Command::new(&bin);
         cmd.args(&argv)
             .stdout(Stdio::piped())

@@ -182,6 +182,7 @@ fn remove_dev_junk(dev: &Path, since: std::time::SystemTime) -> Vec<String> {
 /// Runs one test; `Err` says why it failed.
 fn run_one(engine: &[&str], t: &LtpTest) -> Result<(), String> {
     let boot = Boot::new()
+        .quiet()
         .engine(engine)
         .mem("1G")
         .args(&["sh".to_string(), "-c".to_string(), guest_script(&t.argv)])

@@ -493,9 +493,9 @@ pub fn write(
     }
 }
 
-/// The state letter (fs/proc/array.c `task_state_array`): R while in the guest or serving
-/// the caller itself, S while sleeping in the kernel, T when job-stopped, Z when exited and
-/// not reaped.
+/// The state letter (fs/proc/array.c `task_state_array`): S while every thread sleeps in the
+/// kernel, T when job-stopped, Z when exited and not reaped, else R (in the guest, or serving a
+/// syscall without blocking).
 fn state(t: &Target, p: &Process) -> char {
     if lock(&p.exit).is_some() {
         return 'Z';
@@ -512,10 +512,10 @@ fn state(t: &Target, p: &Process) -> char {
             return 'R';
         }
     }
-    if tasks.iter().any(|x| x.in_guest.load(Ordering::Relaxed)) {
-        'R'
-    } else {
+    if tasks.iter().all(|x| x.waker.is_sleeping()) {
         'S'
+    } else {
+        'R'
     }
 }
 
