@@ -35,6 +35,22 @@ pub fn restart_syscall(regs: &mut Regs) {
     regs.restart_syscall();
 }
 
+/// The host call that gives a stub thread the guest's TLS value `v` (seccomp engine: the
+/// host frame does not carry it). x86_64: `arch_prctl(ARCH_SET_FS, v)`. arm64: tpidr_el0 is
+/// set by the stub with `msr` (not a syscall), so none.
+pub fn set_tls_call(v: u64) -> Option<(u64, [u64; 6])> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        const ARCH_SET_FS: u64 = 0x1002;
+        syscalls::number("arch_prctl").map(|n| (u64::from(n), [ARCH_SET_FS, v, 0, 0, 0, 0]))
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let _ = v;
+        None
+    }
+}
+
 /// Leaves a syscall-entry stop `s` for the stop at which the kernel answers the call, and
 /// returns that stop with the guest's registers as they were at entry. `neutral`: `None` under
 /// `PTRACE_SYSEMU` (the host skips the call); `Some(nr)` under `PTRACE_SYSCALL`: the call's

@@ -14,6 +14,8 @@ use um_os_linux::stub::StubImage;
 pub enum EngineKind {
     /// ptrace, syscalls intercepted as the mode says.
     Ptrace(crate::engine::ptrace::Intercept),
+    /// seccomp filter and signal handler in the stub, futex handoff.
+    Seccomp(crate::engine::seccomp::Tuning),
 }
 
 /// `uname` strings.

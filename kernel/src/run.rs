@@ -10,8 +10,8 @@
 use crate::arch::Regs;
 use crate::arch::native::signal as frame;
 use crate::engine::Event;
-use crate::engine::ptrace::{PtraceThread, SiblingSeed};
-use crate::kernel::{EngineKind, Kernel};
+use crate::engine::{GuestThread, SiblingSeed};
+use crate::kernel::Kernel;
 use crate::signal::{self as sig, DefaultAction, sigbit};
 use crate::syscall::{Action, dispatch, lock_mm};
 use crate::task::{ExitStatus, JobState, Process, Task, lock};
@@ -69,12 +69,6 @@ pub enum Start {
 pub type ExecFn =
     fn(&Arc<Kernel>, &Arc<Task>, &[u8], Vec<Vec<u8>>, Vec<Vec<u8>>) -> Result<Regs, Errno>;
 
-fn intercept(k: &Kernel) -> crate::engine::ptrace::Intercept {
-    match k.engine {
-        EngineKind::Ptrace(i) => i,
-    }
-}
-
 /// Starts a host thread that serves `task` from `start` to its exit.
 pub fn spawn(
     k: &Arc<Kernel>,
@@ -105,7 +99,7 @@ pub fn spawn(
         })
 }
 
-fn start_thread(k: &Arc<Kernel>, task: &Arc<Task>, start: Start) -> Result<PtraceThread, String> {
+fn start_thread(k: &Arc<Kernel>, task: &Arc<Task>, start: Start) -> Result<GuestThread, String> {
     let th = match start {
         Start::Exec {
             path,
@@ -113,8 +107,7 @@ fn start_thread(k: &Arc<Kernel>, task: &Arc<Task>, start: Start) -> Result<Ptrac
             envp,
             exec,
         } => {
-            let mut th =
-                PtraceThread::new_process(k, intercept(k)).map_err(|e| format!("stub: {e}"))?;
+            let mut th = GuestThread::new_process(k).map_err(|e| format!("stub: {e}"))?;
             let _ = k.exec_template.set(*th.template());
             publish(task, &th);
             th.regs = match exec(k, task, &path, argv, envp) {
@@ -131,8 +124,7 @@ fn start_thread(k: &Arc<Kernel>, task: &Arc<Task>, start: Start) -> Result<Ptrac
             th
         }
         Start::Fork { regs, fp } => {
-            let mut th =
-                PtraceThread::new_process(k, intercept(k)).map_err(|e| format!("stub: {e}"))?;
+            let mut th = GuestThread::new_process(k).map_err(|e| format!("stub: {e}"))?;
             th.set_fpregs(&fp).map_err(|e| format!("fp: {e}"))?;
             th.regs = regs;
             th
@@ -155,7 +147,7 @@ fn start_thread(k: &Arc<Kernel>, task: &Arc<Task>, start: Start) -> Result<Ptrac
 }
 
 /// Tells the task which host thread runs it (for kicks).
-fn publish(task: &Task, th: &PtraceThread) {
+fn publish(task: &Task, th: &GuestThread) {
     task.host_pid.store(th.pid(), Ordering::Release);
     task.host_tid.store(th.tid(), Ordering::Release);
 }
@@ -169,7 +161,7 @@ pub fn shutdown(k: &Kernel, code: i32) -> ! {
 }
 
 /// Serves `task` on the current host thread until it exits.
-pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut PtraceThread) -> Exit {
+pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
     // Consecutive protection faults at one address: without the access type (the ptrace
     // engine does not get it), a fault that resolving cannot fix (exec of a non-exec page)
     // would otherwise loop forever.
@@ -267,7 +259,7 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut PtraceThread) -> Exit {
 
 /// A synchronous signal caused by the thread's own instruction (Linux `force_sig_info`): if it
 /// is blocked or ignored it cannot be delivered, so the default action (death) applies.
-fn force_signal(task: &Arc<Task>, info: Siginfo, th: &PtraceThread) {
+fn force_signal(task: &Arc<Task>, info: Siginfo, th: &GuestThread) {
     let signo = info.si_signo as u32;
     let mut acts = lock(&task.process.sigactions);
     let blocked = *lock(&task.sigmask) & sigbit(signo) != 0;
@@ -293,7 +285,7 @@ fn force_signal(task: &Arc<Task>, info: Siginfo, th: &PtraceThread) {
             info.si_code
         );
     }
-    lock(&task.pending).push(info);
+    let _ = lock(&task.pending).push(info);
 }
 
 /// The syscall restart rules (arch/x86/kernel/signal.c `handle_signal`/`arch_do_signal_or_restart`)
@@ -316,7 +308,7 @@ fn restart_syscall(regs: &mut Regs, ret: u64, handler_flags: Option<u64>) {
 fn deliver_signals(
     k: &Arc<Kernel>,
     task: &Arc<Task>,
-    th: &mut PtraceThread,
+    th: &mut GuestThread,
     mut syscall_ret: Option<u64>,
 ) -> Option<Exit> {
     let p = &task.process;
@@ -415,7 +407,7 @@ fn deliver_signals(
 
 fn setup_frame(
     task: &Arc<Task>,
-    th: &mut PtraceThread,
+    th: &mut GuestThread,
     signo: u32,
     handler: u64,
     act: &crate::task::SigAction,
@@ -517,7 +509,7 @@ fn notify_continued(k: &Arc<Kernel>, p: &Arc<Process>) {
 }
 
 /// The exit path of one thread, on its own host thread.
-pub fn exit_task(k: &Arc<Kernel>, task: &Arc<Task>, th: Option<PtraceThread>, exit: Exit) {
+pub fn exit_task(k: &Arc<Kernel>, task: &Arc<Task>, th: Option<GuestThread>, exit: Exit) {
     let p = task.process.clone();
     if let Exit::Group(st) = exit {
         let mut e = lock(&p.exit);

@@ -61,17 +61,19 @@ impl SigQueue {
         self.bits
     }
 
-    /// Adds a signal. A standard signal already pending is not queued twice.
-    pub fn push(&mut self, info: Siginfo) {
+    /// Adds a signal; false if it was not queued (a standard signal already pending is not
+    /// queued twice: kernel/signal.c `legacy_queue`).
+    pub fn push(&mut self, info: Siginfo) -> bool {
         let sig = info.si_signo as u32;
         if sig == 0 || sig > NSIG {
-            return;
+            return false;
         }
         if sig < SIGRTMIN && self.bits & sigbit(sig) != 0 {
-            return;
+            return false;
         }
         self.bits |= sigbit(sig);
         self.infos.push_back(info);
+        true
     }
 
     /// Takes the lowest-numbered pending signal not in `blocked` (synchronous signals first,
@@ -156,8 +158,11 @@ pub fn send_to_task(t: &Arc<Task>, info: Siginfo) {
         return;
     }
     prepare(&t.process, sig);
-    lock(&t.pending).push(info);
-    t.kick();
+    // A signal that coalesced with one already pending wakes nobody (Linux returns before
+    // `complete_signal`): a storm of them must not keep interrupting the target's guest code.
+    if lock(&t.pending).push(info) {
+        t.kick();
+    }
 }
 
 /// Sends `info` to a process: queued for the group, and one thread that does not block it is
@@ -168,7 +173,9 @@ pub fn send_to_process(k: &Kernel, p: &Arc<Process>, info: Siginfo) {
         return;
     }
     prepare(p, sig);
-    lock(&p.shared_pending).push(info);
+    if !lock(&p.shared_pending).push(info) {
+        return;
+    }
     let threads = p.live_threads(k);
     let target = threads
         .iter()

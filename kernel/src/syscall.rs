@@ -6,7 +6,7 @@
 //! installed. An unregistered number is `ENOSYS` and one log line naming it, once per name.
 
 use crate::arch::{Regs, syscalls};
-use crate::engine::ptrace::PtraceThread;
+use crate::engine::GuestThread;
 use crate::kernel::Kernel;
 use crate::task::{ExitStatus, Task};
 use std::collections::HashSet;
@@ -33,7 +33,7 @@ pub struct SyscallCtx<'a> {
     pub kernel: &'a Arc<Kernel>,
     pub task: &'a Arc<Task>,
     /// The calling guest thread's engine state (registers, FP state, its stub).
-    pub thread: &'a mut PtraceThread,
+    pub thread: &'a mut GuestThread,
     pub action: Action,
 }
 
@@ -161,7 +161,7 @@ pub fn lock_mm(m: &Arc<Mutex<Mm>>) -> MutexGuard<'_, Mm> {
 
 /// Runs the syscall in the thread's registers for `task`: sets the return register unless
 /// the handler says otherwise, and returns what the run loop must do next.
-pub fn dispatch(kernel: &Arc<Kernel>, task: &Arc<Task>, thread: &mut PtraceThread) -> Action {
+pub fn dispatch(kernel: &Arc<Kernel>, task: &Arc<Task>, thread: &mut GuestThread) -> Action {
     let nr = thread.regs.syscall_nr();
     let args = thread.regs.syscall_args();
     let Some((name, handler)) = kernel.syscalls.get(nr) else {

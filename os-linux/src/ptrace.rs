@@ -201,6 +201,13 @@ impl Stopped {
         Ok(Running { tid: self.tid })
     }
 
+    /// Detaches from the tracee, letting it run on untraced (`PTRACE_DETACH`, no signal).
+    pub fn detach(self) -> io::Result<()> {
+        // SAFETY: PTRACE_DETACH with a pid and signal 0; no pointers.
+        check(unsafe { libc::ptrace(libc::PTRACE_DETACH, self.tid, 0, 0) })?;
+        Ok(())
+    }
+
     /// Gives up the handle without resuming (the caller kills the tracee).
     pub fn into_tid(self) -> libc::pid_t {
         self.tid

@@ -220,18 +220,26 @@ unsafe fn child(
         }
         libc::setsid();
         // Move the fds out of the way first, then into place: 3, 4, ... and the exe after them.
-        const HIGH: RawFd = 200;
+        // "Out of the way" is above every source fd, so no dup2 clobbers one not yet moved
+        // (a kernel with many stubs has fds in the hundreds).
+        let mut high: RawFd = 3 + fds.len() as RawFd + 1;
+        for &fd in fds.iter().chain(std::iter::once(&exe)) {
+            if fd >= high {
+                high = fd + 1;
+            }
+        }
+        let high_base = high;
         for (i, &fd) in fds.iter().enumerate() {
-            if libc::dup2(fd, HIGH + i as RawFd) < 0 {
+            if libc::dup2(fd, high_base + i as RawFd) < 0 {
                 libc::_exit(125);
             }
         }
-        let exe_high = HIGH + fds.len() as RawFd;
+        let exe_high = high_base + fds.len() as RawFd;
         if libc::dup2(exe, exe_high) < 0 {
             libc::_exit(125);
         }
         for i in 0..fds.len() {
-            if libc::dup2(HIGH + i as RawFd, 3 + i as RawFd) < 0 {
+            if libc::dup2(high_base + i as RawFd, 3 + i as RawFd) < 0 {
                 libc::_exit(125);
             }
         }
@@ -262,4 +270,40 @@ unsafe fn child(
 pub fn kill(pid: libc::pid_t) {
     // SAFETY: kill takes two integers.
     unsafe { libc::kill(pid, libc::SIGKILL) };
+}
+
+/// Sends SIGCONT to a stub that stopped itself, so that it stays running once it is detached
+/// (a detached tracee goes back into a group-stop that is still in effect: ptrace(2)).
+pub fn cont(pid: libc::pid_t) {
+    // SAFETY: kill takes two integers.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+}
+
+/// Whether stub process `pid` (a child of this process) has exited, without reaping it.
+pub fn exited(pid: libc::pid_t) -> bool {
+    // SAFETY: waitid writes a siginfo_t into our zeroed local.
+    unsafe {
+        let mut si: libc::siginfo_t = std::mem::zeroed();
+        let r = libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut si,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT | libc::__WALL,
+        );
+        // ECHILD: already reaped (gone); a filled-in si_pid: a zombie.
+        r < 0 || si.si_pid() != 0
+    }
+}
+
+/// Kills stub process `pid` and reaps it (for stubs the kernel does not trace).
+pub fn kill_and_reap(pid: libc::pid_t) {
+    kill(pid);
+    loop {
+        let mut st = 0;
+        // SAFETY: waitpid into a local.
+        let r = unsafe { libc::waitpid(pid, &mut st, libc::__WALL) };
+        if r >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+    }
 }

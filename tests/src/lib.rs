@@ -27,6 +27,8 @@ use std::time::{Duration, Instant};
 ///
 /// The seccomp engine (`&["seccomp=on"]`) joins when it lands.
 pub const ENGINES: &[&[&str]] = &[
+    // seccomp filter in the stub, futex handoff
+    &["seccomp=on"],
     // ptrace with PTRACE_SYSEMU
     &["seccomp=off"],
     // ptrace with PTRACE_SYSCALL, the call cancelled with -1

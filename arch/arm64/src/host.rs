@@ -147,7 +147,26 @@ pub struct StubCode {
     pub batch: u64,
     /// Offset of the thread-creating gadget (clone; the new thread parks in ppoll()).
     pub clone: u64,
+    /// Seccomp engine entry points (handler, restorer, trap trampoline): not written for
+    /// arm64 yet, so 0 and [`SECCOMP_STUB`] is false.
+    pub handler: u64,
+    /// See `handler`.
+    pub restorer: u64,
+    /// See `handler`.
+    pub trap: u64,
 }
+
+/// Ticks of the stub's spin clock (CNTVCT_EL0) per microsecond: CNTFRQ_EL0 / 10^6.
+pub fn spin_ticks_per_us() -> u64 {
+    let frq: u64;
+    // SAFETY: reading CNTFRQ_EL0 is allowed at EL0 on Linux (CNTKCTL_EL1.EL0PCTEN/EL0VCTEN).
+    unsafe { core::arch::asm!("mrs {}, cntfrq_el0", out(reg) frq) };
+    (frq / 1_000_000).max(1)
+}
+
+/// Whether this arch's stub has the seccomp engine's signal handler. Not yet on arm64: the
+/// boot uses the ptrace engine (`seccomp=on` is refused with a clear line).
+pub const SECCOMP_STUB: bool = false;
 
 /// The stub code of this kernel binary.
 pub fn stub_code() -> StubCode {
@@ -163,6 +182,9 @@ pub fn stub_code() -> StubCode {
             syscall: (addr(&um_arm64_stub_syscall) - start) as u64,
             batch: (addr(&um_arm64_stub_batch) - start) as u64,
             clone: (addr(&um_arm64_stub_clone) - start) as u64,
+            handler: 0,
+            restorer: 0,
+            trap: 0,
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod regs;
 pub mod signal;
 pub mod stub;
 pub mod syscalls;
+pub mod ucontext;
 
 /// ELF `e_machine` of arm64 executables (`EM_AARCH64`).
 pub const ELF_MACHINE: u16 = 183;

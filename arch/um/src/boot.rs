@@ -79,15 +79,40 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         works(substitute)
     );
 
-    match c.seccomp {
-        SeccompMode::On => {
+    let seccomp_usable = seccomp_ok && native::host::SECCOMP_STUB;
+    let use_seccomp = match c.seccomp {
+        SeccompMode::On if c.nosysemu => {
             return Err(String::from(
-                "seccomp=on: this kernel has no seccomp engine yet; use seccomp=off",
+                "seccomp=on with nosysemu/nocancel: those are ptrace engine options",
             ));
         }
-        SeccompMode::Auto => log::info!("engine: seccomp engine not built yet, using ptrace"),
-        SeccompMode::Off => {}
-    }
+        SeccompMode::On if !native::host::SECCOMP_STUB => {
+            return Err(String::from(
+                "seccomp=on: the seccomp engine is not built for this architecture yet; use seccomp=off",
+            ));
+        }
+        SeccompMode::On if !seccomp_ok => {
+            return Err(String::from(
+                "seccomp=on: this host cannot install seccomp filters with SECCOMP_RET_TRAP",
+            ));
+        }
+        SeccompMode::On => true,
+        SeccompMode::Auto if c.nosysemu => false,
+        SeccompMode::Auto => {
+            if !seccomp_usable {
+                log::info!(
+                    "engine: seccomp unusable here ({}); falling back to ptrace",
+                    if seccomp_ok {
+                        "no seccomp stub for this architecture yet"
+                    } else {
+                        "no SECCOMP_RET_TRAP filters"
+                    }
+                );
+            }
+            seccomp_usable
+        }
+        SeccompMode::Off => false,
+    };
     let intercept = if c.nocancel {
         if !substitute {
             return Err(String::from(
@@ -113,14 +138,31 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
             "this host can neither emulate, cancel nor substitute syscalls under ptrace",
         ));
     };
-    log::info!(
-        "engine: ptrace ({})",
-        match intercept {
-            Intercept::Sysemu => "PTRACE_SYSEMU",
-            Intercept::Cancel => "PTRACE_SYSCALL, cancelling with -1",
-            Intercept::Substitute => "PTRACE_SYSCALL, substituting getppid",
-        }
-    );
+    let engine = if use_seccomp {
+        let per_us = native::host::spin_ticks_per_us();
+        let tuning = um_kernel::engine::seccomp::Tuning {
+            spin: std::time::Duration::from_micros(c.seccomp_spin_us),
+            spin_ticks: c.seccomp_spin_us * per_us,
+        };
+        log::info!(
+            "engine: seccomp (stub filter + futex handoff, spin {} us = {} ticks)",
+            c.seccomp_spin_us,
+            tuning.spin_ticks
+        );
+        EngineKind::Seccomp(tuning)
+    } else {
+        EngineKind::Ptrace(intercept)
+    };
+    if !use_seccomp {
+        log::info!(
+            "engine: ptrace ({})",
+            match intercept {
+                Intercept::Sysemu => "PTRACE_SYSEMU",
+                Intercept::Cancel => "PTRACE_SYSCALL, cancelling with -1",
+                Intercept::Substitute => "PTRACE_SYSCALL, substituting getppid",
+            }
+        );
+    }
 
     let granule = Granule::K4;
     if (granule.size() as usize) < host_page {
@@ -179,7 +221,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
             machine: native::abi::UTS_MACHINE.into(),
             domainname: "(none)".into(),
         },
-        engine: EngineKind::Ptrace(intercept),
+        engine,
         hwcap: 0,
         exec_template: OnceLock::new(),
         shutdown_hooks: Default::default(),

@@ -32,6 +32,8 @@ pub struct Cmdline {
     pub seccomp: SeccompMode,
     pub nosysemu: bool,
     pub nocancel: bool,
+    /// `seccomp_spin=`: microseconds either side of the seccomp handoff spins before parking.
+    pub seccomp_spin_us: u64,
     pub loglevel: u32,
     pub stub_exe: Option<PathBuf>,
     pub help: bool,
@@ -52,6 +54,7 @@ impl Default for Cmdline {
             seccomp: SeccompMode::Auto,
             nosysemu: false,
             nocancel: false,
+            seccomp_spin_us: DEFAULT_SECCOMP_SPIN_US,
             loglevel: 7,
             stub_exe: None,
             help: false,
@@ -168,6 +171,15 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
                 c.nocancel = true;
                 c.nosysemu = true;
             }
+            ("seccomp_spin", v) => {
+                c.seccomp_spin_us = need(k, v)?
+                    .parse()
+                    .ok()
+                    .filter(|&n: &u64| n <= 1_000_000)
+                    .ok_or_else(|| {
+                        format!("seccomp_spin={}: microseconds, 0..1000000", v.unwrap_or(""))
+                    })?;
+            }
             ("loglevel", v) => {
                 let n: u32 = need(k, v)?
                     .parse()
@@ -186,6 +198,9 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
     Ok(c)
 }
 
+/// Default of `seccomp_spin=` (the C port's default).
+pub const DEFAULT_SECCOMP_SPIN_US: u64 = 10;
+
 /// `linux --help`.
 pub const HELP: &str = "\
 Usage: linux [options] [-- init arguments]
@@ -201,6 +216,8 @@ A Linux kernel that runs as an ordinary process. Options (User Mode Linux conven
   con0=IN,OUT           console channels: fd:N or null (default fd:0,fd:1);
                         con0=null,fd:1 when stdin is not usable
   seccomp=on|auto|off   the seccomp engine: required, if available (default), or never
+  seccomp_spin=US       how long the seccomp handoff spins before it sleeps, in
+                        microseconds (default 10; 0 = always sleep)
   nosysemu              ptrace engine without PTRACE_SYSEMU (cancel the call at the stop)
   nocancel              ptrace engine substituting getppid instead of cancelling (implies
                         nosysemu)

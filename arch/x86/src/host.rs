@@ -64,6 +64,154 @@ core::arch::global_asm!(
     "    inc r14",
     "    jmp 3b",
     "5:  int3",
+    // ---- seccomp engine ----
+    // The restorer of the stub's signal handler: back to the (edited) frame.
+    ".globl um_x86_stub_restorer",
+    "um_x86_stub_restorer:",
+    "    mov eax, 15",          // rt_sigreturn
+    "    syscall",
+    "    ud2",
+    // The handler of every host signal the stub takes (SIGSYS for guest syscalls, SIGSEGV and
+    // the other synchronous signals, the kick), on the alternate stack inside this thread's
+    // slot, with every signal blocked. rdi = signo, rsi = siginfo, rdx = ucontext.
+    ".globl um_x86_stub_handler",
+    "um_x86_stub_handler:",
+    "    mov rbx, rsp",
+    "    and rbx, {slot_mask}",  // the slot: the stack pointer rounded down
+    "    mov [rbx + {signo}], rdi",
+    "    mov [rbx + {siginfo}], rsi",
+    "    mov [rbx + {uctx}], rdx",
+    "    mov qword ptr [rbx + {reason}], {r_signal}",
+    // Hand the thread to the kernel: the xchg (a full barrier on x86) publishes every store
+    // above before the owner bit; a FUTEX_WAKE only if the kernel had parked (WAITER).
+    "10: mov eax, {owner_kernel}",
+    "    xchg [rbx + {futex}], eax",
+    "    test eax, {waiter}",
+    "    jz 11f",
+    "    lea rdi, [rbx + {futex}]",
+    "    mov esi, 1",           // FUTEX_WAKE (shared: the kernel maps the slot too)
+    "    mov edx, 1",
+    "    mov eax, 202",         // futex
+    "    syscall",
+    // Wait until the kernel hands the thread back: spin for SLOT_SPIN TSC ticks, then park.
+    "11: mov r12, [rbx + {spin}]",
+    "    test r12, r12",
+    "    jz 13f",
+    "    rdtsc",
+    "    shl rdx, 32",
+    "    or rax, rdx",
+    "    add r12, rax",
+    "12: mov eax, [rbx + {futex}]",
+    "    test eax, {owner_kernel}",
+    "    jz 20f",
+    "    pause",
+    "    rdtsc",
+    "    shl rdx, 32",
+    "    or rax, rdx",
+    "    cmp rax, r12",
+    "    jb 12b",
+    // Park: set WAITER while the kernel still owns the thread, then FUTEX_WAIT on exactly that
+    // value (a handback between the two makes the wait return EAGAIN: nothing is lost).
+    "13: mov eax, [rbx + {futex}]",
+    "    test eax, {owner_kernel}",
+    "    jz 20f",
+    "    mov ecx, eax",
+    "    or ecx, {waiter}",
+    "    lock cmpxchg [rbx + {futex}], ecx",
+    "    jnz 13b",
+    "    lea rdi, [rbx + {futex}]",
+    "    xor esi, esi",         // FUTEX_WAIT
+    "    mov edx, ecx",
+    "    xor r10d, r10d",
+    "    mov eax, 202",
+    "    syscall",
+    "    jmp 13b",
+    // Ours again (the load of the futex word is ordered before the loads below: x86 TSO).
+    // Run the queued host calls; the first failure is reported and stops the rest.
+    "20: mov r12, [rbx + {slot_count}]",
+    "    lea r13, [rbx + {slot_ops}]",
+    "    xor r14d, r14d",
+    "21: cmp r14, r12",
+    "    jae 23f",
+    "    mov rax, [r13]",
+    "    mov rdi, [r13 + 8]",
+    "    mov rsi, [r13 + 16]",
+    "    mov rdx, [r13 + 24]",
+    "    mov r10, [r13 + 32]",
+    "    mov r8,  [r13 + 40]",
+    "    mov r9,  [r13 + 48]",
+    "    syscall",
+    "    mov [r13 + 56], rax",
+    "    cmp rax, -4095",
+    "    jae 22f",
+    "    add r13, {opsize}",
+    "    inc r14",
+    "    jmp 21b",
+    "22: mov [rbx + {failed}], r14",
+    "    mov qword ptr [rbx + {slot_count}], 0",
+    "    mov qword ptr [rbx + {reason}], {r_failed}",
+    "    jmp 10b",
+    "23: mov qword ptr [rbx + {slot_count}], 0",
+    "    mov rax, [rbx + {cmd}]",
+    "    test rax, rax",
+    "    jz 30f",
+    "    cmp rax, {cmd_clone}",
+    "    je 40f",
+    "    cmp rax, {cmd_ops}",
+    "    je 24f",
+    // CMD_EXIT: this host thread ends (its CLONE_CHILD_CLEARTID word tells the kernel).
+    "    xor edi, edi",
+    "    mov eax, 60",          // exit
+    "    syscall",
+    "    ud2",
+    "24: mov qword ptr [rbx + {cmd}], 0",
+    "    mov qword ptr [rbx + {reason}], {r_done}",
+    "    jmp 10b",
+    "30: ret",                 // to the restorer
+    // CMD_CLONE: a new host thread on the slot at SLOT_CMD_ARG.
+    "40: mov qword ptr [rbx + {cmd}], 0",
+    "    mov rdi, {clone_flags}",
+    "    mov rsi, [rbx + {cmd_arg}]",
+    "    lea r10, [rsi + {tid}]",  // child_tid: CLONE_CHILD_SETTID/CLEARTID word
+    "    add rsi, {boot_stack}",
+    "    xor edx, edx",
+    "    xor r8d, r8d",
+    "    mov eax, 56",          // clone
+    "    syscall",
+    "    test rax, rax",
+    "    jz 50f",
+    "    mov [rbx + {cmd_result}], rax",
+    "    mov qword ptr [rbx + {reason}], {r_done}",
+    "    jmp 10b",
+    // The new thread: its alternate stack, every signal unblocked (it inherited the handler's
+    // full mask), then a trapped syscall hands it to its kernel thread.
+    "50: mov rbx, rsp",
+    "    and rbx, {slot_mask}",
+    "    sub rsp, 32",
+    "    lea rax, [rbx + {altstack}]",
+    "    mov [rsp], rax",
+    "    mov qword ptr [rsp + 8], 0",
+    "    mov qword ptr [rsp + 16], {altstack_size}",
+    "    mov rdi, rsp",
+    "    xor esi, esi",
+    "    mov eax, 131",         // sigaltstack
+    "    syscall",
+    "    mov qword ptr [rsp], 0",
+    "    mov edi, 2",           // SIG_SETMASK
+    "    mov rsi, rsp",
+    "    xor edx, edx",
+    "    mov r10d, 8",
+    "    mov eax, 14",          // rt_sigprocmask
+    "    syscall",
+    "    jmp um_x86_stub_trap",
+    // The second code page: outside the filter's stub page, so a syscall here traps like a
+    // guest's. A thread starts its life in the seccomp engine by jumping here.
+    ".p2align 12",
+    ".globl um_x86_stub_trap",
+    "um_x86_stub_trap:",
+    "    mov eax, 39",          // getpid: any number; the kernel replaces the frame
+    "    syscall",
+    "    ud2",
     ".globl um_x86_stub_end",
     "um_x86_stub_end:",
     ".popsection",
@@ -71,7 +219,43 @@ core::arch::global_asm!(
     count = const stub::COUNT,
     ops = const stub::OPS,
     opsize = const stub::OP_SIZE,
+    slot_mask = const (!(stub::SLOT_SIZE - 1)) as i64,
+    signo = const stub::SLOT_SIGNO,
+    siginfo = const stub::SLOT_SIGINFO,
+    uctx = const stub::SLOT_UCONTEXT,
+    reason = const stub::SLOT_REASON,
+    r_signal = const stub::REASON_SIGNAL,
+    r_failed = const stub::REASON_OP_FAILED,
+    r_done = const stub::REASON_DONE,
+    owner_kernel = const stub::OWNER_KERNEL,
+    waiter = const stub::WAITER,
+    futex = const stub::SLOT_FUTEX,
+    spin = const stub::SLOT_SPIN,
+    slot_ops = const stub::SLOT_OPS,
+    slot_count = const stub::SLOT_COUNT,
+    failed = const stub::SLOT_FAILED,
+    cmd = const stub::SLOT_CMD,
+    cmd_clone = const stub::CMD_CLONE,
+    cmd_ops = const stub::CMD_OPS_ONLY,
+    cmd_arg = const stub::SLOT_CMD_ARG,
+    cmd_result = const stub::SLOT_CMD_RESULT,
+    tid = const stub::SLOT_TID,
+    boot_stack = const stub::SLOT_BOOT_STACK,
+    altstack = const stub::SLOT_ALTSTACK,
+    altstack_size = const stub::SLOT_SIZE as usize - stub::SLOT_ALTSTACK,
+    clone_flags = const CLONE_THREAD_FLAGS,
 );
+
+/// clone flags of a stub thread in the seccomp engine: a thread of the stub process whose tid
+/// word in its slot the host sets and clears (CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID).
+const CLONE_THREAD_FLAGS: u64 = (libc::CLONE_VM
+    | libc::CLONE_FS
+    | libc::CLONE_FILES
+    | libc::CLONE_SIGHAND
+    | libc::CLONE_THREAD
+    | libc::CLONE_SYSVSEM
+    | libc::CLONE_CHILD_SETTID
+    | libc::CLONE_CHILD_CLEARTID) as u64;
 
 unsafe extern "C" {
     static um_x86_stub_start: u8;
@@ -80,11 +264,31 @@ unsafe extern "C" {
     static um_x86_stub_syscall: u8;
     static um_x86_stub_batch: u8;
     static um_x86_stub_clone: u8;
+    static um_x86_stub_restorer: u8;
+    static um_x86_stub_handler: u8;
+    static um_x86_stub_trap: u8;
 }
 
 fn addr(sym: &u8) -> usize {
     sym as *const u8 as usize
 }
+
+/// Ticks of the stub's spin clock (the TSC) per microsecond, measured against the host's
+/// monotonic clock over a few milliseconds (the TSC rate is not architecturally known).
+pub fn spin_ticks_per_us() -> u64 {
+    // SAFETY: RDTSC has no preconditions on x86_64 (user mode may read the TSC unless the
+    // host set CR4.TSD, which Linux does not for processes that did not ask for it).
+    let tsc = || unsafe { core::arch::x86_64::_rdtsc() };
+    let t0 = std::time::Instant::now();
+    let c0 = tsc();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let c1 = tsc();
+    let us = t0.elapsed().as_micros().max(1) as u64;
+    (c1.wrapping_sub(c0) / us).max(1)
+}
+
+/// Whether this arch's stub has the seccomp engine's signal handler (x86_64: yes).
+pub const SECCOMP_STUB: bool = true;
 
 /// The stub's machine code and the offsets of its entry points.
 pub struct StubCode {
@@ -98,6 +302,12 @@ pub struct StubCode {
     pub batch: u64,
     /// Offset of the thread-creating gadget (clone; the new thread parks in pause()).
     pub clone: u64,
+    /// Seccomp engine: offset of the signal handler.
+    pub handler: u64,
+    /// Seccomp engine: offset of the handler's restorer (rt_sigreturn).
+    pub restorer: u64,
+    /// Seccomp engine: offset of the trapping syscall a thread starts with (second page).
+    pub trap: u64,
 }
 
 /// The stub code of this kernel binary.
@@ -114,6 +324,9 @@ pub fn stub_code() -> StubCode {
             syscall: (addr(&um_x86_stub_syscall) - start) as u64,
             batch: (addr(&um_x86_stub_batch) - start) as u64,
             clone: (addr(&um_x86_stub_clone) - start) as u64,
+            handler: (addr(&um_x86_stub_handler) - start) as u64,
+            restorer: (addr(&um_x86_stub_restorer) - start) as u64,
+            trap: (addr(&um_x86_stub_trap) - start) as u64,
         }
     }
 }
@@ -343,7 +556,11 @@ mod tests {
     #[test]
     fn stub_code_is_small_and_ordered() {
         let c = stub_code();
-        assert!(c.code.len() < 4096);
+        // Everything but the trap trampoline fits the first page (the filter's stub page);
+        // the trampoline starts the second.
+        assert_eq!(c.trap, 0x1000);
+        assert!(c.code.len() < 0x1100);
+        assert!(c.handler < 0x1000 && c.restorer < 0x1000);
         assert_eq!(c.entry, 0);
         assert!(c.syscall < c.batch && (c.batch as usize) < c.code.len());
         // `syscall; int3` at the gadget.

@@ -19,6 +19,7 @@ pub mod regs;
 pub mod signal;
 pub mod stub;
 pub mod syscalls;
+pub mod ucontext;
 
 /// ELF `e_machine` of x86_64 executables (`EM_X86_64`).
 pub const ELF_MACHINE: u16 = 62;

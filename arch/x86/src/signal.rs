@@ -38,7 +38,7 @@ const UC_FLAGS: u64 = 0x2 | 0x4;
 
 /// Order of the general registers in `struct sigcontext` (r8..r15, rdi, rsi, rbp, rbx, rdx,
 /// rax, rcx, rsp, rip, eflags), as indexes into `user_regs_struct`.
-const SC_ORDER: [usize; 18] = [
+pub(crate) const SC_ORDER: [usize; 18] = [
     idx::R8,
     idx::R9,
     idx::R10,

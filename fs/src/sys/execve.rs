@@ -3,7 +3,7 @@
 
 use crate::exec::do_execve;
 use std::sync::atomic::Ordering;
-use um_kernel::engine::ptrace::PtraceThread;
+use um_kernel::engine::GuestThread;
 use um_kernel::syscall::{Action, SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
 use um_uapi::{Errno, SysResult};
@@ -53,8 +53,7 @@ fn execve_common(c: &mut SyscallCtx<'_>, path: Vec<u8>, argv: u64, envp: u64) ->
     // A thread (or vfork child) shares its stub with others: the new program gets a stub
     // process of its own.
     if c.thread.shares_stub() {
-        let um_kernel::kernel::EngineKind::Ptrace(intercept) = k.engine;
-        let fresh = PtraceThread::new_process(&k, intercept).map_err(|e| {
+        let fresh = GuestThread::new_process(&k).map_err(|e| {
             log::error!("execve: cannot start a stub process: {e}");
             Errno::ENOMEM
         })?;

@@ -1,10 +1,17 @@
 //! Engines: how a guest thread is run until it needs the kernel.
 //!
 //! `switch` runs the guest thread (after replaying the queued host mapping changes in its stub)
-//! until one [`Event`]. Two engines will implement it (DESIGN.md): ptrace ([`ptrace`], here) and
-//! seccomp. The run loop in [`crate::run`] is the same for both.
+//! until one [`Event`]. Two engines implement it (DESIGN.md): ptrace ([`ptrace`]) and seccomp
+//! ([`seccomp`]). The run loop in [`crate::run`] is the same for both: it holds a
+//! [`GuestThread`], whose `regs` are the guest registers whenever the kernel owns the thread.
 
 pub mod ptrace;
+pub mod seccomp;
+
+use crate::arch::Regs;
+use crate::kernel::{EngineKind, Kernel};
+use std::io;
+use um_mm::HostOp;
 
 /// Why a guest thread stopped running.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,4 +25,140 @@ pub enum Event {
     Signal { signo: i32, addr: u64, code: i32 },
     /// The kernel interrupted it (a signal is pending for it).
     Interrupted,
+}
+
+enum Engine {
+    Ptrace(ptrace::PtraceThread),
+    Seccomp(seccomp::SeccompThread),
+}
+
+/// One guest thread as the run loop sees it, in whichever engine runs it.
+pub struct GuestThread {
+    /// The guest registers (valid whenever the guest is not running).
+    pub regs: Regs,
+    engine: Engine,
+}
+
+/// What a new host thread of an existing stub needs to be attached from another kernel thread.
+#[derive(Clone)]
+pub enum SiblingSeed {
+    Ptrace(ptrace::SiblingSeed),
+    Seccomp(seccomp::SeccompSeed),
+}
+
+impl SiblingSeed {
+    /// Takes over host thread `tid` of the seed's stub process on the calling host thread.
+    pub fn attach(&self, tid: libc::pid_t, regs: Regs) -> io::Result<GuestThread> {
+        let engine = match self {
+            SiblingSeed::Ptrace(s) => Engine::Ptrace(s.attach(tid, regs)?),
+            SiblingSeed::Seccomp(s) => Engine::Seccomp(s.attach(tid, regs)?),
+        };
+        Ok(GuestThread { regs, engine })
+    }
+}
+
+impl GuestThread {
+    /// Starts a fresh stub process in the kernel's engine. Must run on the host thread that
+    /// will serve it.
+    pub fn new_process(k: &Kernel) -> io::Result<GuestThread> {
+        let engine = match k.engine {
+            EngineKind::Ptrace(i) => Engine::Ptrace(ptrace::PtraceThread::new_process(k, i)?),
+            EngineKind::Seccomp(t) => Engine::Seccomp(seccomp::SeccompThread::new_process(k, t)?),
+        };
+        let regs = *match &engine {
+            Engine::Ptrace(p) => p.template(),
+            Engine::Seccomp(s) => s.template(),
+        };
+        Ok(GuestThread { regs, engine })
+    }
+
+    /// Replays `ops`, then runs the guest until the next event. `interrupted` is asked once
+    /// the stub is ready: a signal that arrived meanwhile is served before the guest runs.
+    pub fn switch(&mut self, ops: &[HostOp], interrupted: impl Fn() -> bool) -> io::Result<Event> {
+        match &mut self.engine {
+            Engine::Ptrace(p) => {
+                p.regs = self.regs;
+                let r = p.switch(ops, interrupted);
+                self.regs = p.regs;
+                r
+            }
+            Engine::Seccomp(s) => {
+                s.regs = self.regs;
+                let r = s.switch(ops, interrupted);
+                self.regs = s.regs;
+                r
+            }
+        }
+    }
+
+    /// Creates a new host thread in this thread's stub process, for a guest thread that shares
+    /// the address space: its host tid and the seed its serving thread attaches with.
+    pub fn spawn_thread(&mut self) -> io::Result<(libc::pid_t, SiblingSeed)> {
+        match &mut self.engine {
+            Engine::Ptrace(p) => {
+                let tid = p.spawn_thread()?;
+                Ok((tid, SiblingSeed::Ptrace(p.sibling_template())))
+            }
+            Engine::Seccomp(s) => {
+                let (tid, seed) = s.spawn_thread()?;
+                Ok((tid, SiblingSeed::Seccomp(seed)))
+            }
+        }
+    }
+
+    /// The stub's host pid.
+    pub fn pid(&self) -> libc::pid_t {
+        match &self.engine {
+            Engine::Ptrace(p) => p.pid(),
+            Engine::Seccomp(s) => s.pid(),
+        }
+    }
+
+    /// This thread's host tid.
+    pub fn tid(&self) -> libc::pid_t {
+        match &self.engine {
+            Engine::Ptrace(p) => p.tid(),
+            Engine::Seccomp(s) => s.tid(),
+        }
+    }
+
+    /// Whether other guest threads run in the same stub process.
+    pub fn shares_stub(&self) -> bool {
+        match &self.engine {
+            Engine::Ptrace(p) => p.shares_stub(),
+            Engine::Seccomp(s) => s.shares_stub(),
+        }
+    }
+
+    /// The register template of this stub (for building exec registers).
+    pub fn template(&self) -> &Regs {
+        match &self.engine {
+            Engine::Ptrace(p) => p.template(),
+            Engine::Seccomp(s) => s.template(),
+        }
+    }
+
+    /// The guest's FP/SIMD registers (the `NT_PRFPREG` image).
+    pub fn get_fpregs(&self) -> io::Result<Vec<u8>> {
+        match &self.engine {
+            Engine::Ptrace(p) => p.get_fpregs(),
+            Engine::Seccomp(s) => s.get_fpregs(),
+        }
+    }
+
+    /// Sets the guest's FP/SIMD registers.
+    pub fn set_fpregs(&self, b: &[u8]) -> io::Result<()> {
+        match &self.engine {
+            Engine::Ptrace(p) => p.set_fpregs(b),
+            Engine::Seccomp(s) => s.set_fpregs(b),
+        }
+    }
+
+    /// Ends this host thread (the whole stub process if no other guest thread uses it).
+    pub fn kill(&mut self) -> io::Result<()> {
+        match &mut self.engine {
+            Engine::Ptrace(p) => p.kill(),
+            Engine::Seccomp(s) => s.kill(),
+        }
+    }
 }

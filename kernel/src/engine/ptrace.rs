@@ -93,12 +93,41 @@ fn prot_bits(p: Prot) -> u64 {
     v as u64
 }
 
+/// The host call (number and arguments) the stub makes for one mapping change: mmap of the
+/// physical memory fd (3 in every stub), munmap or mprotect. Shared with the seccomp engine.
+pub(crate) fn host_call(op: &HostOp) -> (u64, [u64; 6]) {
+    match *op {
+        HostOp::Map {
+            addr,
+            len,
+            prot,
+            phys_offset,
+        } => (
+            nr("mmap"),
+            [
+                addr,
+                len,
+                prot_bits(prot),
+                (libc::MAP_SHARED | libc::MAP_FIXED) as u64,
+                3,
+                phys_offset,
+            ],
+        ),
+        HostOp::Unmap { addr, len } => (nr("munmap"), [addr, len, 0, 0, 0, 0]),
+        HostOp::Protect { addr, len, prot } => {
+            (nr("mprotect"), [addr, len, prot_bits(prot), 0, 0, 0])
+        }
+    }
+}
+
 impl PtraceThread {
     /// Starts a fresh stub process and makes it ready: its data area mapped, everything the
     /// host put in it (stack, vDSO) unmapped. Must run on the host thread that will serve it.
     pub fn new_process(k: &Kernel, intercept: Intercept) -> io::Result<PtraceThread> {
-        let data = SharedPages::new(layout::DATA_SIZE as usize)?;
+        let mut data = SharedPages::new(layout::DATA_SIZE as usize)?;
         let pid = um_os_linux::stub::spawn(&k.stub.image, &[k.phys.fd(), data.fd()])?;
+        // The stub has its copy (fd 4, until setup maps and closes it).
+        data.close_fd();
         let base = k.stub.base;
         let stub = Arc::new(StubProcess {
             pid,
@@ -235,33 +264,11 @@ impl PtraceThread {
 
     /// Replays host mapping changes in the stub.
     fn flush(&mut self, ops: &[HostOp]) -> io::Result<()> {
-        let (mmap, munmap, mprotect) = (nr("mmap"), nr("munmap"), nr("mprotect"));
         let stub = self.stub.clone();
         let _batch = stub.batch.lock().unwrap_or_else(|e| e.into_inner());
         for chunk in ops.chunks(layout::MAX_OPS) {
             for (i, op) in chunk.iter().enumerate() {
-                let (n, a): (u64, [u64; 6]) = match *op {
-                    HostOp::Map {
-                        addr,
-                        len,
-                        prot,
-                        phys_offset,
-                    } => (
-                        mmap,
-                        [
-                            addr,
-                            len,
-                            prot_bits(prot),
-                            (libc::MAP_SHARED | libc::MAP_FIXED) as u64,
-                            3,
-                            phys_offset,
-                        ],
-                    ),
-                    HostOp::Unmap { addr, len } => (munmap, [addr, len, 0, 0, 0, 0]),
-                    HostOp::Protect { addr, len, prot } => {
-                        (mprotect, [addr, len, prot_bits(prot), 0, 0, 0])
-                    }
-                };
+                let (n, a) = host_call(op);
                 let off = layout::OPS + i * layout::OP_SIZE;
                 stub.data.store(off, n);
                 for (j, v) in a.iter().enumerate() {

@@ -65,7 +65,7 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
     let fp = c.thread.get_fpregs().map_err(|_| Errno::EAGAIN)?;
 
     let (task, start) = if f.contains(CloneFlags::THREAD) {
-        let host_tid = c.thread.spawn_thread().map_err(|e| {
+        let (host_tid, seed) = c.thread.spawn_thread().map_err(|e| {
             log::warn!("clone: cannot create a stub thread: {e}");
             Errno::EAGAIN
         })?;
@@ -74,7 +74,7 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
         (
             t,
             Start::Thread {
-                seed: c.thread.sibling_template(),
+                seed,
                 host_tid,
                 regs,
                 fp,
@@ -107,9 +107,9 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
         let mask = *lock(&parent_task.sigmask);
         let t = Task::new(tid, child.clone(), mask);
         let start = if f.contains(CloneFlags::VM) {
-            let host_tid = c.thread.spawn_thread().map_err(|_| Errno::EAGAIN)?;
+            let (host_tid, seed) = c.thread.spawn_thread().map_err(|_| Errno::EAGAIN)?;
             Start::Thread {
-                seed: c.thread.sibling_template(),
+                seed,
                 host_tid,
                 regs,
                 fp,

@@ -1,0 +1,113 @@
+//! The host's signal frame as a seccomp-engine stub handler receives it on arm64: the
+//! `ucontext` whose address the host passes in x2 (arch/arm64/include/uapi/asm/ucontext.h,
+//! sigcontext.h), in the shared slot where the kernel reads and edits it in place. The same
+//! API as `um_arch_x86::ucontext`. (The arm64 stub handler itself is not written yet: the
+//! boot refuses `seccomp=on` on arm64, see `host::SECCOMP_STUB`.)
+
+use crate::regs::{PC, PSTATE, Regs, SP};
+use crate::signal::{
+    FPSIMD_MAGIC, FPSTATE_SIZE, UC_MCONTEXT_OFF, image_to_regset, regset_to_image,
+};
+
+/// Offset of `uc_mcontext` in `struct ucontext`.
+pub const UC_MCONTEXT: usize = UC_MCONTEXT_OFF as usize;
+/// Offset of `uc_sigmask`.
+pub const UC_SIGMASK: usize = 40;
+/// Offset of `sigcontext.regs[0]`.
+const SC_REGS: usize = UC_MCONTEXT + 8;
+/// Offset of `sigcontext.__reserved`: the first record is the `fpsimd_context`.
+const SC_RESERVED: usize = UC_MCONTEXT + 288;
+/// Bytes of the ucontext the kernel reads and writes (up to the reserved area).
+pub const UC_SIZE: usize = SC_RESERVED;
+/// `siginfo_t` offsets: `si_code`, `si_addr` (SIGSYS: `_call_addr`), SIGSYS `_syscall`.
+pub const SI_CODE: usize = 8;
+/// `si_addr`.
+pub const SI_ADDR: usize = 16;
+/// SIGSYS `_syscall`.
+pub const SI_SYSCALL: usize = 24;
+
+fn get(b: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(b[off..off + 8].try_into().unwrap_or([0; 8]))
+}
+
+fn put(b: &mut [u8], off: usize, v: u64) {
+    b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Loads x0..x30, sp, pc and pstate from `uc` into `r` (the syscall number and TLS keep
+/// their values).
+pub fn load_regs(uc: &[u8], r: &mut Regs) {
+    for i in 0..=PSTATE {
+        r.w[i] = get(uc, SC_REGS + i * 8);
+    }
+    const { assert!(SP == 31 && PC == 32) };
+}
+
+/// Stores `r` into `uc` and clears `uc_sigmask`.
+pub fn store_regs(r: &Regs, uc: &mut [u8]) {
+    for i in 0..=PSTATE {
+        put(uc, SC_REGS + i * 8, r.w[i]);
+    }
+    put(uc, UC_SIGMASK, 0);
+}
+
+/// The FP state: the `fpsimd_context` record at the start of `__reserved`.
+pub fn fp_window(_uc: &[u8], uc_addr: u64) -> (u64, usize) {
+    (uc_addr + SC_RESERVED as u64, FPSTATE_SIZE as usize)
+}
+
+/// The `NT_PRFPREG` regset from the record; None if the record is not an fpsimd_context.
+pub fn fp_regset(window: &[u8]) -> Option<Vec<u8>> {
+    image_to_regset(window).map(|r| r.to_vec())
+}
+
+/// Writes an `NT_PRFPREG` regset into the record; false on a wrong size or record.
+pub fn set_fp_regset(window: &mut [u8], regset: &[u8]) -> bool {
+    let Ok(r) = <&[u8; FPSTATE_SIZE as usize]>::try_from(regset) else {
+        return false;
+    };
+    if window.len() != FPSTATE_SIZE as usize
+        || u32::from_le_bytes(window[0..4].try_into().unwrap_or([0; 4])) != FPSIMD_MAGIC
+    {
+        return false;
+    }
+    window.copy_from_slice(&regset_to_image(r));
+    true
+}
+
+/// The guest syscall a SIGSYS frame reports: registers as at entry, the number from siginfo.
+pub fn syscall_regs(uc: &[u8], siginfo: &[u8], r: &mut Regs) {
+    load_regs(uc, r);
+    let nr = i32::from_le_bytes(
+        siginfo[SI_SYSCALL..SI_SYSCALL + 4]
+            .try_into()
+            .unwrap_or([0; 4]),
+    );
+    r.set_syscall_nr(nr as i64 as u64);
+    r.orig_x0 = r.w[0];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout() {
+        assert_eq!(UC_MCONTEXT, 176);
+        assert_eq!(SC_RESERVED, 464);
+    }
+
+    #[test]
+    fn regs_round_trip() {
+        let mut uc = vec![0x55u8; UC_SIZE];
+        let mut r = Regs::default();
+        for i in 0..=PSTATE {
+            r.w[i] = 0x1000 + i as u64;
+        }
+        store_regs(&r, &mut uc);
+        assert_eq!(get(&uc, UC_SIGMASK), 0);
+        let mut back = Regs::default();
+        load_regs(&uc, &mut back);
+        assert_eq!(back.w[..=PSTATE], r.w[..=PSTATE]);
+    }
+}

@@ -1,0 +1,729 @@
+//! The seccomp engine: guest syscalls and faults arrive as host signals in the stub itself,
+//! and the stub hands the thread to the kernel through a futex word in shared memory; no
+//! ptrace stop, no context switch through a tracer (DESIGN.md, "The run loop").
+//!
+//! A stub process is set up like the ptrace engine's (spawned, seized, its address space
+//! cleaned by injected calls), and then given: a second shared memfd of per-thread *slots*
+//! (`stub::SLOTS_OFFSET`), one signal handler for SIGSYS, SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+//! SIGTRAP and the kick signal, running on an alternate stack inside the thread's slot, and a
+//! seccomp filter that traps every syscall made outside the stub's first code page and allows
+//! only the handler's own few calls from inside it (`stub::stub_filter`). Then the kernel
+//! detaches and the stub jumps to a trapping syscall on its second page: from here on, every
+//! event is the handler writing its signal number and frame addresses into the slot and
+//! handing the thread over. The kernel reads the frame (registers, FP state) from the shared
+//! slot, serves the event, writes the registers back, queues host mapping changes as ops in
+//! the slot, and hands the thread back; the handler runs the ops and returns into the edited
+//! frame (rt_sigreturn).
+//!
+//! The handoff word (`stub::SLOT_FUTEX`): bit `OWNER_KERNEL` set while the kernel owns the
+//! thread; bit `WAITER` set by whichever side parked in `FUTEX_WAIT` waiting for ownership.
+//! Handing over is one atomic exchange that writes the new owner and clears `WAITER`; the
+//! side handing over issues `FUTEX_WAKE` only if the old value had `WAITER`. Waiting spins on
+//! the word for a bounded *time* (`seccomp_spin=`), then sets `WAITER` with a compare-exchange
+//! (only while the peer still owns the thread) and sleeps on exactly that value, so a handback
+//! between the check and the sleep makes `FUTEX_WAIT` return at once: no wakeup is lost.
+//! Ordering: the exchange is AcqRel (x86: `xchg`, a full barrier), so everything written to
+//! the slot before handing over is visible to the side that sees the new owner with an
+//! Acquire load.
+//!
+//! Neighbours: [`super::ptrace`] (shared stub code and setup injection), `crate::run` (the run
+//! loop, engine-neutral through [`super::GuestThread`]), the arch crates (`stub` layout and
+//! filter, `host` stub code, `ucontext` frame layout), `um_os_linux::shared` (the memfds and
+//! futex calls).
+
+use super::Event;
+use crate::arch::Regs;
+use crate::arch::native::host as arch;
+use crate::arch::native::stub as layout;
+use crate::arch::native::ucontext as uc;
+use crate::kernel::Kernel;
+use std::io;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use um_mm::HostOp;
+use um_os_linux::ptrace::{self, Stopped};
+use um_os_linux::shared::{SharedPages, futex_wait, futex_wake};
+
+fn nr(name: &str) -> u64 {
+    crate::arch::syscalls::number(name)
+        .map(u64::from)
+        .unwrap_or(u64::MAX)
+}
+
+/// The calls the stub makes from its code page (the filter allows exactly these there).
+const STUB_CALLS: [&str; 11] = [
+    "futex",
+    "mmap",
+    "munmap",
+    "mprotect",
+    "rt_sigreturn",
+    "clone",
+    "exit",
+    "rt_sigprocmask",
+    "sigaltstack",
+    "close",
+    "arch_prctl",
+];
+
+/// How long the kernel waits on a parked handoff before it checks that the stub still lives.
+const LIVENESS_PERIOD: Duration = Duration::from_millis(200);
+
+/// Handoff tuning, from the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tuning {
+    /// How long either side spins for the handoff before parking.
+    pub spin: Duration,
+    /// The same bound in the stub's clock ticks (x86_64: TSC).
+    pub spin_ticks: u64,
+}
+
+/// One stub process in the seccomp engine.
+pub struct SeccompProcess {
+    pid: libc::pid_t,
+    base: u64,
+    _data: SharedPages,
+    slots: SharedPages,
+    /// Which slots hold a live thread (slot 0, the first thread, is never reused: it was not
+    /// made by clone, so no CLEARTID word says when it is gone).
+    used: Mutex<Vec<bool>>,
+    tuning: Tuning,
+}
+
+impl Drop for SeccompProcess {
+    fn drop(&mut self) {
+        um_os_linux::stub::kill_and_reap(self.pid);
+    }
+}
+
+impl SeccompProcess {
+    /// Stub address of slot `i`.
+    fn slot_addr(&self, i: usize) -> u64 {
+        self.base + layout::SLOTS_OFFSET + i as u64 * layout::SLOT_SIZE
+    }
+
+    /// Offset in `slots` of a stub address, if it lies inside slot `i`.
+    fn slot_off(&self, i: usize, addr: u64, len: usize) -> Option<usize> {
+        let start = self.slot_addr(i);
+        (addr >= start && addr + len as u64 <= start + layout::SLOT_SIZE)
+            .then(|| (addr - self.base - layout::SLOTS_OFFSET) as usize)
+    }
+
+    fn word(&self, i: usize, off: usize) -> usize {
+        i * layout::SLOT_SIZE as usize + off
+    }
+
+    /// Claims a free slot for a new thread and resets it.
+    fn alloc_slot(&self) -> Option<usize> {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        let i = (1..layout::MAX_SLOTS).find(|&i| {
+            !used[i]
+                && self
+                    .slots
+                    .atomic32(self.word(i, layout::SLOT_TID))
+                    .load(Ordering::Acquire)
+                    == 0
+        })?;
+        used[i] = true;
+        for off in [
+            layout::SLOT_REASON,
+            layout::SLOT_COUNT,
+            layout::SLOT_CMD,
+            layout::SLOT_CMD_RESULT,
+        ] {
+            self.slots.store(self.word(i, off), 0);
+        }
+        self.slots
+            .store(self.word(i, layout::SLOT_SPIN), self.tuning.spin_ticks);
+        self.slots
+            .atomic32(self.word(i, layout::SLOT_FUTEX))
+            .store(0, Ordering::Release);
+        Some(i)
+    }
+
+    fn free_slot(&self, i: usize) {
+        if i != 0 {
+            self.used.lock().unwrap_or_else(|e| e.into_inner())[i] = false;
+        }
+    }
+}
+
+/// One guest thread in the seccomp engine: a host thread of a stub process and its slot.
+pub struct SeccompThread {
+    proc: Arc<SeccompProcess>,
+    slot: usize,
+    tid: libc::pid_t,
+    /// The guest registers (valid while the kernel owns the thread).
+    pub regs: Regs,
+    template: Regs,
+    /// The frame of the signal being served: its stub address and a copy of its ucontext.
+    uc_addr: u64,
+    ucontext: Vec<u8>,
+    /// The TLS value the host thread has (None: unknown, set it before the guest runs).
+    host_tls: Option<u64>,
+    /// The host thread is gone (told to exit, or its process killed).
+    ended: bool,
+}
+
+/// Which of the stub's calls set up the seccomp engine, with their arguments.
+fn setup_calls(data_addr: u64, slots_addr: u64) -> Vec<(u64, [u64; 6])> {
+    let mut v = vec![
+        (
+            nr("mmap"),
+            [
+                slots_addr,
+                layout::SLOT_SIZE * layout::MAX_SLOTS as u64,
+                (libc::PROT_READ | libc::PROT_WRITE) as u64,
+                (libc::MAP_SHARED | libc::MAP_FIXED) as u64,
+                5,
+                0,
+            ],
+        ),
+        (nr("close"), [5, 0, 0, 0, 0, 0]),
+    ];
+    let kick = crate::signal::KICK_SIGNAL as u64;
+    for sig in [
+        libc::SIGSYS as u64,
+        libc::SIGSEGV as u64,
+        libc::SIGBUS as u64,
+        libc::SIGILL as u64,
+        libc::SIGFPE as u64,
+        libc::SIGTRAP as u64,
+        kick,
+    ] {
+        v.push((
+            nr("rt_sigaction"),
+            [sig, data_addr + layout::SETUP_SIGACTION as u64, 0, 8, 0, 0],
+        ));
+    }
+    v.push((
+        nr("sigaltstack"),
+        [data_addr + layout::SETUP_STACK as u64, 0, 0, 0, 0, 0],
+    ));
+    v.push((
+        nr("rt_sigprocmask"),
+        [
+            libc::SIG_SETMASK as u64,
+            data_addr + layout::SETUP_SIGSET as u64,
+            0,
+            8,
+            0,
+            0,
+        ],
+    ));
+    v.push((
+        nr("prctl"),
+        [libc::PR_SET_NO_NEW_PRIVS as u64, 1, 0, 0, 0, 0],
+    ));
+    v
+}
+
+impl SeccompThread {
+    /// Starts a stub process in the seccomp engine and waits for its first handoff. Must run on
+    /// the host thread that will serve it (it traces the stub during setup).
+    pub fn new_process(k: &Kernel, tuning: Tuning) -> io::Result<SeccompThread> {
+        let code = arch::stub_code();
+        let data = SharedPages::new(layout::DATA_SIZE as usize)?;
+        let slots = SharedPages::new((layout::SLOT_SIZE as usize) * layout::MAX_SLOTS)?;
+        let pid = um_os_linux::stub::spawn(&k.stub.image, &[k.phys.fd(), data.fd(), slots.fd()])?;
+        // The stub has its copies (fds 4 and 5, until setup maps and closes them).
+        let (mut data, mut slots) = (data, slots);
+        data.close_fd();
+        slots.close_fd();
+        let base = k.stub.base;
+        let proc = Arc::new(SeccompProcess {
+            pid,
+            base,
+            _data: data,
+            slots,
+            used: Mutex::new({
+                let mut v = vec![false; layout::MAX_SLOTS];
+                v[0] = true;
+                v
+            }),
+            tuning,
+        });
+        // The stub stopped itself; continue it first (a detached tracee would go back into a
+        // group-stop still in effect), then seize it where it waits in pause().
+        um_os_linux::stub::cont(pid);
+        let t = ptrace::seize(pid, 0)?;
+        let template = arch::get_regs(&t)?;
+
+        // What the injected calls read: the handler's sigaction, slot 0's alternate stack, an
+        // empty mask, the filter.
+        let data = &proc._data;
+        let data_addr = base + layout::DATA_OFFSET;
+        let act = [
+            base + code.handler,
+            (libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_NODEFER) as u64 | 0x0400_0000, // SA_RESTORER
+            base + code.restorer,
+            u64::MAX,
+        ];
+        for (i, w) in act.iter().enumerate() {
+            data.store(layout::SETUP_SIGACTION + i * 8, *w);
+        }
+        let slot0 = base + layout::SLOTS_OFFSET;
+        data.store(layout::SETUP_STACK, slot0 + layout::SLOT_ALTSTACK as u64);
+        data.store(layout::SETUP_STACK + 8, 0);
+        data.store(
+            layout::SETUP_STACK + 16,
+            layout::SLOT_SIZE - layout::SLOT_ALTSTACK as u64,
+        );
+        data.store(layout::SETUP_SIGSET, 0);
+        let allowed: Vec<u32> = STUB_CALLS
+            .iter()
+            .filter_map(|n| crate::arch::syscalls::number(n))
+            .collect();
+        let audit_arch = u32::from(crate::arch::ELF_MACHINE) | 0x8000_0000 | 0x4000_0000;
+        let filter = layout::stub_filter(audit_arch, base, 0x1000, &allowed);
+        let mut bytes = Vec::with_capacity(filter.len() * 8);
+        for ins in &filter {
+            bytes.extend_from_slice(&ins.to_bytes());
+        }
+        while bytes.len() % 8 != 0 {
+            bytes.push(0);
+        }
+        for (i, c) in bytes.chunks(8).enumerate() {
+            data.store(
+                layout::SETUP_FILTER + i * 8,
+                u64::from_le_bytes(c.try_into().unwrap_or([0; 8])),
+            );
+        }
+        data.store(layout::SETUP_FPROG, filter.len() as u64);
+        data.store(
+            layout::SETUP_FPROG + 8,
+            data_addr + layout::SETUP_FILTER as u64,
+        );
+        proc.slots.store(layout::SLOT_SPIN, tuning.spin_ticks);
+
+        let top = 1u64 << k.stub.va_bits;
+        let page = um_os_linux::probe::page_size() as u64;
+        let mut calls = vec![
+            (
+                nr("mmap"),
+                [
+                    data_addr,
+                    layout::DATA_SIZE,
+                    (libc::PROT_READ | libc::PROT_WRITE) as u64,
+                    (libc::MAP_SHARED | libc::MAP_FIXED) as u64,
+                    4,
+                    0,
+                ],
+            ),
+            (nr("close"), [4, 0, 0, 0, 0, 0]),
+            (nr("munmap"), [0, base, 0, 0, 0, 0]),
+            (
+                nr("munmap"),
+                [
+                    base + layout::STUB_REGION,
+                    top - page - (base + layout::STUB_REGION),
+                    0,
+                    0,
+                    0,
+                    0,
+                ],
+            ),
+        ];
+        calls.extend(setup_calls(data_addr, slot0));
+        // SECCOMP_SET_MODE_FILTER with SECCOMP_FILTER_FLAG_SPEC_ALLOW (no forced speculative
+        // store bypass mitigation, which would slow the guest), else without flags.
+        calls.push((
+            nr("seccomp"),
+            [1, 4, data_addr + layout::SETUP_FPROG as u64, 0, 0, 0],
+        ));
+        let mut t = t;
+        for (n, args) in calls {
+            let (s, mut r) = arch::stub_syscall(t, base, &template, n, args)?;
+            t = s;
+            if r == -(libc::EINVAL as i64) && n == nr("seccomp") {
+                let (s, r2) = arch::stub_syscall(t, base, &template, n, [1, 0, args[2], 0, 0, 0])?;
+                t = s;
+                r = r2;
+            }
+            if r < 0 && n != nr("close") {
+                return Err(io::Error::other(format!(
+                    "seccomp stub setup call {n} failed: {}",
+                    io::Error::from_raw_os_error(-r as i32)
+                )));
+            }
+        }
+        // Off it goes: to the trapping syscall, whose SIGSYS is the first handoff.
+        let mut r = template;
+        r.set_pc(base + code.trap);
+        r.set_sp(slot0 + layout::SLOT_BOOT_STACK as u64);
+        r.set_syscall_nr(u64::MAX);
+        arch::set_regs(&t, &r)?;
+        detach(t)?;
+        let mut th = SeccompThread {
+            proc,
+            slot: 0,
+            tid: pid,
+            regs: template,
+            template,
+            uc_addr: 0,
+            ucontext: vec![0; uc::UC_SIZE],
+            host_tls: None,
+            ended: false,
+        };
+        th.first_handoff()?;
+        Ok(th)
+    }
+
+    fn off(&self, w: usize) -> usize {
+        self.proc.word(self.slot, w)
+    }
+
+    fn futex(&self) -> &AtomicU32 {
+        self.proc.slots.atomic32(self.off(layout::SLOT_FUTEX))
+    }
+
+    fn load(&self, w: usize) -> u64 {
+        self.proc.slots.load(self.off(w))
+    }
+
+    fn store(&self, w: usize, v: u64) {
+        self.proc.slots.store(self.off(w), v)
+    }
+
+    /// Gives the thread to the stub (release: the slot's contents go with it).
+    fn hand_to_stub(&self) {
+        let old = self.futex().swap(0, Ordering::AcqRel);
+        if old & layout::WAITER != 0 {
+            futex_wake(self.futex(), 1);
+        }
+    }
+
+    /// Waits until the stub hands the thread back: a bounded spin, then parking, checking now
+    /// and then that the stub process still lives.
+    fn wait_for_stub(&self) -> io::Result<()> {
+        let w = self.futex();
+        let spin_until = Instant::now() + self.proc.tuning.spin;
+        loop {
+            if w.load(Ordering::Acquire) & layout::OWNER_KERNEL != 0 {
+                return Ok(());
+            }
+            if Instant::now() >= spin_until {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        loop {
+            let v = w.load(Ordering::Acquire);
+            if v & layout::OWNER_KERNEL != 0 {
+                return Ok(());
+            }
+            if v & layout::WAITER == 0
+                && w.compare_exchange(v, v | layout::WAITER, Ordering::AcqRel, Ordering::Acquire)
+                    .is_err()
+            {
+                continue;
+            }
+            let woke = futex_wait(w, v | layout::WAITER, LIVENESS_PERIOD)?;
+            if !woke && um_os_linux::stub::exited(self.proc.pid) {
+                return Err(io::Error::other("stub process died"));
+            }
+        }
+    }
+
+    /// Waits for a new thread's first trap and takes its frame.
+    fn first_handoff(&mut self) -> io::Result<()> {
+        self.wait_for_stub()?;
+        if self.load(layout::SLOT_REASON) != layout::REASON_SIGNAL
+            || self.load(layout::SLOT_SIGNO) != libc::SIGSYS as u64
+        {
+            return Err(io::Error::other(format!(
+                "stub thread started with reason {} signal {}",
+                self.load(layout::SLOT_REASON),
+                self.load(layout::SLOT_SIGNO)
+            )));
+        }
+        self.take_frame()?;
+        Ok(())
+    }
+
+    /// Copies the current frame's ucontext out of the slot; returns the siginfo bytes.
+    fn take_frame(&mut self) -> io::Result<[u8; 128]> {
+        let uc_addr = self.load(layout::SLOT_UCONTEXT);
+        let si_addr = self.load(layout::SLOT_SIGINFO);
+        let p = &self.proc;
+        let (Some(uo), Some(so)) = (
+            p.slot_off(self.slot, uc_addr, uc::UC_SIZE),
+            p.slot_off(self.slot, si_addr, 128),
+        ) else {
+            return Err(io::Error::other(format!(
+                "stub frame outside its slot: ucontext {uc_addr:#x} siginfo {si_addr:#x}"
+            )));
+        };
+        let mut si = [0u8; 128];
+        p.slots.read(so, &mut si);
+        p.slots.read(uo, &mut self.ucontext);
+        self.uc_addr = uc_addr;
+        Ok(si)
+    }
+
+    /// Writes the registers back into the frame.
+    fn put_frame(&mut self) -> io::Result<()> {
+        let uo = self
+            .proc
+            .slot_off(self.slot, self.uc_addr, uc::UC_SIZE)
+            .ok_or_else(|| io::Error::other("no frame"))?;
+        uc::store_regs(&self.regs, &mut self.ucontext);
+        self.proc.slots.write(uo, &self.ucontext);
+        Ok(())
+    }
+
+    fn fp_off(&self) -> io::Result<(usize, usize)> {
+        let (addr, len) = uc::fp_window(&self.ucontext, self.uc_addr);
+        self.proc
+            .slot_off(self.slot, addr, len)
+            .map(|o| (o, len))
+            .ok_or_else(|| io::Error::other(format!("FP state at {addr:#x} outside the slot")))
+    }
+
+    /// The guest's FP/SIMD registers (the `NT_PRFPREG` format).
+    pub fn get_fpregs(&self) -> io::Result<Vec<u8>> {
+        let (o, len) = self.fp_off()?;
+        let mut w = vec![0u8; len];
+        self.proc.slots.read(o, &mut w);
+        uc::fp_regset(&w).ok_or_else(|| io::Error::other("no FP state in the frame"))
+    }
+
+    /// Sets the guest's FP/SIMD registers.
+    pub fn set_fpregs(&self, b: &[u8]) -> io::Result<()> {
+        let (o, len) = self.fp_off()?;
+        let mut w = vec![0u8; len];
+        self.proc.slots.read(o, &mut w);
+        if !uc::set_fp_regset(&mut w, b) {
+            return Err(io::Error::other("bad FP image"));
+        }
+        self.proc.slots.write(o, &w);
+        Ok(())
+    }
+
+    /// Hands the thread over with `cmd` after `ops` and waits for it to come back; returns the
+    /// reason. A failed op that `ignorable` accepts is skipped and the rest run.
+    fn run(
+        &mut self,
+        ops: &[(u64, [u64; 6])],
+        cmd: u64,
+        ignorable: &dyn Fn(usize, i64) -> bool,
+    ) -> io::Result<u64> {
+        let mut done = 0;
+        loop {
+            let chunk = (ops.len() - done).min(layout::SLOT_MAX_OPS);
+            let last = done + chunk == ops.len();
+            for (i, (n, a)) in ops[done..done + chunk].iter().enumerate() {
+                let off = layout::SLOT_OPS + i * layout::OP_SIZE;
+                self.store(off, *n);
+                for (j, v) in a.iter().enumerate() {
+                    self.store(off + 8 + j * 8, *v);
+                }
+            }
+            self.store(layout::SLOT_COUNT, chunk as u64);
+            self.store(
+                layout::SLOT_CMD,
+                if last { cmd } else { layout::CMD_OPS_ONLY },
+            );
+            if last && cmd == layout::CMD_RESUME {
+                self.put_frame()?;
+            }
+            self.hand_to_stub();
+            if last && cmd == layout::CMD_EXIT {
+                return Ok(layout::REASON_DONE);
+            }
+            self.wait_for_stub()?;
+            match self.load(layout::SLOT_REASON) {
+                layout::REASON_OP_FAILED => {
+                    let i = self.load(layout::SLOT_FAILED) as usize;
+                    let res = self.load(layout::SLOT_OPS + i * layout::OP_SIZE + layout::RESULT_OFF)
+                        as i64;
+                    if i >= chunk || !ignorable(done + i, res) {
+                        return Err(io::Error::other(format!(
+                            "host call {:?} in the stub failed: {}",
+                            ops.get(done + i),
+                            io::Error::from_raw_os_error(-res as i32)
+                        )));
+                    }
+                    // Skip it; the rest of the chunk and the command are still to do.
+                    let rest: Vec<(u64, [u64; 6])> = ops[done + i + 1..].to_vec();
+                    return self.run(&rest, cmd, &|j, r| ignorable(done + i + 1 + j, r));
+                }
+                layout::REASON_DONE if !last => done += chunk,
+                reason => return Ok(reason),
+            }
+        }
+    }
+
+    /// Replays `ops`, then runs the guest until the next event.
+    pub fn switch(&mut self, ops: &[HostOp], interrupted: impl Fn() -> bool) -> io::Result<Event> {
+        let mut calls: Vec<(u64, [u64; 6])> = ops.iter().map(super::ptrace::host_call).collect();
+        let tls = self.regs.tls();
+        if self.host_tls != Some(tls) {
+            if let Some(c) = crate::arch::set_tls_call(tls) {
+                calls.push(c);
+            }
+            self.host_tls = Some(tls);
+        }
+        let protect_enomem = |i: usize, r: i64| {
+            // mm only protects pages it has PTEs for; if the host never had one mapped,
+            // mprotect says ENOMEM and the next access simply faults it in.
+            matches!(ops.get(i), Some(HostOp::Protect { .. })) && r == -(libc::ENOMEM as i64)
+        };
+        if interrupted() {
+            if !calls.is_empty() {
+                self.run(&calls, layout::CMD_OPS_ONLY, &protect_enomem)?;
+            }
+            return Ok(Event::Interrupted);
+        }
+        let reason = self.run(&calls, layout::CMD_RESUME, &protect_enomem)?;
+        if reason != layout::REASON_SIGNAL {
+            return Err(io::Error::other(format!(
+                "stub came back with reason {reason}"
+            )));
+        }
+        let signo = self.load(layout::SLOT_SIGNO) as i32;
+        let si = self.take_frame()?;
+        let code = i32::from_le_bytes(
+            si[uc::SI_CODE..uc::SI_CODE + 4]
+                .try_into()
+                .unwrap_or([0; 4]),
+        );
+        let addr = u64::from_le_bytes(
+            si[uc::SI_ADDR..uc::SI_ADDR + 8]
+                .try_into()
+                .unwrap_or([0; 8]),
+        );
+        match signo {
+            libc::SIGSYS => {
+                uc::syscall_regs(&self.ucontext, &si, &mut self.regs);
+                Ok(Event::Syscall)
+            }
+            libc::SIGSEGV | libc::SIGILL | libc::SIGFPE | libc::SIGBUS | libc::SIGTRAP => {
+                uc::load_regs(&self.ucontext, &mut self.regs);
+                if signo == libc::SIGSEGV && code > 0 && code != 0x80 {
+                    return Ok(Event::Fault {
+                        addr,
+                        not_present: code == 1,
+                    });
+                }
+                Ok(Event::Signal { signo, addr, code })
+            }
+            _ => {
+                uc::load_regs(&self.ucontext, &mut self.regs);
+                Ok(Event::Interrupted)
+            }
+        }
+    }
+
+    /// Creates a host thread in this thread's stub process for a new guest thread; returns its
+    /// host tid and what its serving thread attaches with.
+    pub fn spawn_thread(&mut self) -> io::Result<(libc::pid_t, SeccompSeed)> {
+        let slot = self
+            .proc
+            .alloc_slot()
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EAGAIN))?;
+        self.store(layout::SLOT_CMD_ARG, self.proc.slot_addr(slot));
+        let r = self.run(&[], layout::CMD_CLONE, &|_, _| false);
+        let res = self.load(layout::SLOT_CMD_RESULT) as i64;
+        match r {
+            Ok(layout::REASON_DONE) if res > 0 => Ok((
+                res as libc::pid_t,
+                SeccompSeed {
+                    proc: self.proc.clone(),
+                    slot,
+                    template: self.template,
+                },
+            )),
+            Ok(_) if res < 0 => {
+                self.proc.free_slot(slot);
+                Err(io::Error::from_raw_os_error(-res as i32))
+            }
+            Ok(reason) => {
+                self.proc.free_slot(slot);
+                Err(io::Error::other(format!(
+                    "stub clone came back with reason {reason}"
+                )))
+            }
+            Err(e) => {
+                self.proc.free_slot(slot);
+                Err(e)
+            }
+        }
+    }
+
+    /// The stub's host pid.
+    pub fn pid(&self) -> libc::pid_t {
+        self.proc.pid
+    }
+
+    /// This thread's host tid.
+    pub fn tid(&self) -> libc::pid_t {
+        self.tid
+    }
+
+    /// Whether other guest threads run in the same stub process.
+    pub fn shares_stub(&self) -> bool {
+        Arc::strong_count(&self.proc) > 1
+    }
+
+    /// The register template of this stub.
+    pub fn template(&self) -> &Regs {
+        &self.template
+    }
+
+    /// Ends this host thread: the whole stub process if no other guest thread uses it, else
+    /// just this thread.
+    pub fn kill(&mut self) -> io::Result<()> {
+        if self.ended {
+            return Ok(());
+        }
+        self.ended = true;
+        if self.shares_stub() {
+            let _ = self.run(&[], layout::CMD_EXIT, &|_, _| false);
+        } else {
+            um_os_linux::stub::kill(self.proc.pid);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SeccompThread {
+    fn drop(&mut self) {
+        let _ = self.kill();
+        self.proc.free_slot(self.slot);
+    }
+}
+
+/// What a new host thread of an existing seccomp stub needs to be served from another kernel
+/// thread.
+#[derive(Clone)]
+pub struct SeccompSeed {
+    proc: Arc<SeccompProcess>,
+    slot: usize,
+    template: Regs,
+}
+
+impl SeccompSeed {
+    /// Takes over the new thread `tid` (waits for its first trap) with guest registers `regs`.
+    pub fn attach(&self, tid: libc::pid_t, regs: Regs) -> io::Result<SeccompThread> {
+        let mut th = SeccompThread {
+            proc: self.proc.clone(),
+            slot: self.slot,
+            tid,
+            regs,
+            template: self.template,
+            uc_addr: 0,
+            ucontext: vec![0; uc::UC_SIZE],
+            host_tls: None,
+            ended: false,
+        };
+        th.first_handoff()?;
+        th.regs = regs;
+        Ok(th)
+    }
+}
+
+/// Detaches from the stub so that it runs untraced (into its first trap).
+fn detach(t: Stopped) -> io::Result<()> {
+    t.detach()
+}
