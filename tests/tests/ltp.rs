@@ -3,9 +3,9 @@
 //! The list is `tools/ltp/must-pass-<arch>.txt` (`name command args` lines, made by
 //! `tools/ltp/run`; see docs/ltp.md), or `$UM_LTP_LIST`. The binaries come from `$UM_LTP_DIR`, else
 //! `build/ltp-<arch>/bin` (`tools/ltp/build <arch>` makes them; tools/test does this). They are
-//! hard-linked (or copied) into the rootfs at `/opt/ltp/`. Each test is one boot in the first
-//! engine of [`um_tests::ENGINES`], run like `tools/ltp/run` does: /proc, a tmpfs on /tmp and
-//! devtmpfs mounted, a scratch directory, `TMPDIR=/tmp`, the guest's `timeout`, and the exit
+//! hard-linked (or copied) into the rootfs at `/opt/ltp/`. Each test is one boot, in the
+//! seccomp engine and again in the ptrace engine (two gates), run like `tools/ltp/run` does:
+//! /proc, a tmpfs on /tmp and devtmpfs mounted, a scratch directory, `TMPDIR=/tmp`, the guest's `timeout`, and the exit
 //! status printed as a marker. A test passes when it exits 0 and the kernel log is clean; a
 //! failing test is run once more and counts as a regression only if it fails again (one that
 //! passes on the retry is reported as flaky). Two boots run at a time; every regression is
@@ -205,8 +205,20 @@ fn run_one(engine: &[&str], t: &LtpTest) -> Result<(), String> {
     }
 }
 
+/// The must-pass list in the seccomp engine (`ENGINES[0]`).
 #[test]
-fn ltp_must_pass() {
+fn ltp_must_pass_seccomp() {
+    must_pass(ENGINES[0]);
+}
+
+/// The must-pass list in the ptrace engine with PTRACE_SYSEMU (`ENGINES[1]`). (The ptrace
+/// fallbacks differ from it only in how a syscall stop is left, which the other gates cover.)
+#[test]
+fn ltp_must_pass_ptrace() {
+    must_pass(ENGINES[1]);
+}
+
+fn must_pass(engine: &[&str]) {
     let list_path = match std::env::var_os("UM_LTP_LIST") {
         Some(p) if !p.is_empty() => PathBuf::from(p),
         _ => workspace_root().join(format!("tools/ltp/must-pass-{}.txt", arch())),
@@ -228,7 +240,6 @@ fn ltp_must_pass() {
     install(&src, &rootfs());
     let gate_start = std::time::SystemTime::now();
 
-    let engine = ENGINES[0];
     let started = Instant::now();
     let queue = Arc::new(Mutex::new(tests.iter().cloned().collect::<VecDeque<_>>()));
     let failures = Arc::new(Mutex::new(Vec::new()));
