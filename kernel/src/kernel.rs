@@ -58,6 +58,8 @@ pub struct Kernel {
     pub engine: EngineKind,
     /// AT_HWCAP for guests.
     pub hwcap: u64,
+    /// Fault-around window for sequential anonymous faults, in pages (`prefault=`; 0: off).
+    pub prefault_pages: usize,
     /// Registers of a fresh stub, the template for exec'd threads (segments, flags).
     pub exec_template: std::sync::OnceLock<crate::arch::Regs>,
     /// Run when `linux` ends (terminal restore and the like).

@@ -160,12 +160,38 @@ pub fn shutdown(k: &Kernel, code: i32) -> ! {
     std::process::exit(code)
 }
 
+/// The fault-around ramp of one guest thread (DESIGN.md, "Faults"): 0, 4, 16, then 32 pages
+/// (at most `prefault=`), stepping up only while each fault lands right after the previous
+/// window, back to 0 on any other fault.
+#[derive(Default)]
+struct FaultAround {
+    /// The page a sequential writer faults on next.
+    next: u64,
+    step: usize,
+}
+
+impl FaultAround {
+    const RAMP: [usize; 4] = [0, 4, 16, 32];
+
+    /// The window for a not-present fault on `page`, and the ramp moved on.
+    fn window(&mut self, page: u64, max: usize) -> usize {
+        self.step = if page == self.next && self.next != 0 {
+            (self.step + 1).min(Self::RAMP.len() - 1)
+        } else {
+            0
+        };
+        Self::RAMP[self.step].min(max)
+    }
+}
+
 /// Serves `task` on the current host thread until it exits.
 pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
     // Consecutive protection faults at one address: without the access type (the ptrace
     // engine does not get it), a fault that resolving cannot fix (exec of a non-exec page)
     // would otherwise loop forever.
     let mut repeat: (u64, u32) = (u64::MAX, 0);
+    // Fault-around for sequential anonymous faults (`prefault=`).
+    let mut around = FaultAround::default();
     // The result of the syscall just served, for the restart rules at signal delivery.
     let mut syscall_ret: Option<u64> = None;
     loop {
@@ -227,7 +253,20 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
                 let r = if repeat.1 >= 2 {
                     Err(SegvCode::AccErr)
                 } else {
-                    lock_mm(&task.mm()).handle_fault(addr, access)
+                    let mm_arc = task.mm();
+                    let mut mm = lock_mm(&mm_arc);
+                    let r = mm.handle_fault(addr, access);
+                    if not_present && r.is_ok() {
+                        let page = mm.granule().size();
+                        let window = around.window(addr & !(page - 1), k.prefault_pages);
+                        let n = if window > 0 {
+                            mm.fault_around(addr, window)
+                        } else {
+                            0
+                        };
+                        around.next = (addr & !(page - 1)) + (n as u64 + 1) * page;
+                    }
+                    r
                 };
                 if log::log_enabled!(log::Level::Debug) {
                     let pte = lock_mm(&task.mm()).pte(addr);
@@ -628,4 +667,28 @@ fn exit_process(k: &Arc<Kernel>, p: &Arc<Process>, st: ExitStatus) {
         }
     }
     parent.child_wait.wake_all();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FaultAround;
+
+    #[test]
+    fn fault_around_ramp_steps_up_while_sequential_and_resets() {
+        let mut a = FaultAround::default();
+        assert_eq!(a.window(0x1000, 32), 0);
+        a.next = 0x2000;
+        assert_eq!(a.window(0x2000, 32), 4);
+        a.next = 0x7000;
+        assert_eq!(a.window(0x7000, 32), 16);
+        a.next = 0x18000;
+        assert_eq!(a.window(0x18000, 32), 32);
+        a.next = 0x39000;
+        assert_eq!(a.window(0x39000, 32), 32);
+        assert_eq!(a.window(0x9000_0000, 32), 0, "elsewhere: back to 0");
+        a.next = 0x9000_1000;
+        assert_eq!(a.window(0x9000_1000, 2), 2, "capped by prefault=");
+        a.next = 0x9000_4000;
+        assert_eq!(a.window(0x9000_4000, 0), 0, "prefault=0 disables");
+    }
 }

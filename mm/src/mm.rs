@@ -1156,6 +1156,37 @@ impl Mm {
         self.fault_page(addr, access, false).map(|_| ())
     }
 
+    /// Fault-around for sequential anonymous faults: after a fault at `addr`, maps up to
+    /// `pages` more pages right after it, as a write fault would (zero-filled, writable), while
+    /// they lie in the same private anonymous writable vma and have no PTE yet. Returns how
+    /// many it mapped. (Linux `do_fault_around` does this for file pages; for anonymous memory
+    /// the effect is what THP would give a sequential writer: one fault per window.)
+    pub fn fault_around(&mut self, addr: u64, pages: usize) -> usize {
+        let page = self.granule.size();
+        let Some(vma) = self.vma_at(addr).cloned() else {
+            return 0;
+        };
+        if !matches!(vma.backing, crate::Backing::Anon)
+            || vma.is_shared()
+            || !vma.prot.contains(Prot::WRITE)
+        {
+            return 0;
+        }
+        let mut va = self.granule.align_down(addr);
+        let mut done = 0;
+        while done < pages {
+            va += page;
+            if va >= vma.end || self.pt.get(va).is_some() {
+                break;
+            }
+            if self.fault_page(va, Access::Write, false).is_err() {
+                break;
+            }
+            done += 1;
+        }
+        done
+    }
+
     /// The PTE for `addr`, for callers that need to know without faulting (e.g. the engine
     /// deciding whether a fault was a write to a read-only page).
     pub fn pte(&self, addr: u64) -> Option<Pte> {

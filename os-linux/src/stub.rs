@@ -17,6 +17,8 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Mutex;
 use std::sync::mpsc;
 
+use crate::shared::SharedPages;
+
 /// Builds a minimal static ELF executable: one read+execute `PT_LOAD` holding `code` at
 /// `load_addr`, entry at `load_addr + entry_off`. (Layout: ELF header, one program header, code
 /// at file offset 0x1000 so offset and address agree modulo any page size up to 4K; callers
@@ -114,28 +116,37 @@ impl StubImage {
 
 struct Request {
     exe: RawFd,
-    fds: Vec<RawFd>,
-    reply: mpsc::Sender<io::Result<libc::pid_t>>,
+    phys: RawFd,
+    areas: Vec<usize>,
+    reply: mpsc::Sender<io::Result<Spawned>>,
+}
+
+/// A stub process that has stopped itself, ready to be seized, with its shared areas.
+pub struct Spawned {
+    /// Host pid.
+    pub pid: libc::pid_t,
+    /// The shared areas, in the order asked for (the stub has them as fds 4, 5, ...; their
+    /// descriptors here are already closed).
+    pub areas: Vec<SharedPages>,
 }
 
 static SPAWNER: Mutex<Option<mpsc::Sender<Request>>> = Mutex::new(None);
 
-/// Starts a stub process from `image` with `fds` as its descriptors 3, 4, ... (nothing else
-/// open), in a session of its own, dying with the kernel. Returns once the stub has stopped
-/// itself (group-stop) and is ready to be seized by the thread that will serve it.
-pub fn spawn(image: &StubImage, fds: &[BorrowedFd<'_>]) -> io::Result<libc::pid_t> {
+/// Starts a stub process from `image` with the physical-memory fd `phys` as its descriptor 3
+/// and a new shared area of each size in `areas` as 4, 5, ... (nothing else open), in a session
+/// of its own, dying with the kernel. Returns once the stub has stopped itself (group-stop) and
+/// is ready to be seized by the thread that will serve it.
+///
+/// The spawner keeps one such stub ready ahead (a *warm spare*, for the last `areas` asked
+/// for), so that fork and exec seldom wait for a host fork+exec.
+pub fn spawn(image: &StubImage, phys: BorrowedFd<'_>, areas: &[usize]) -> io::Result<Spawned> {
     let tx = {
         let mut g = SPAWNER.lock().unwrap_or_else(|e| e.into_inner());
         if g.is_none() {
             let (tx, rx) = mpsc::channel::<Request>();
             std::thread::Builder::new()
                 .name("stub-spawner".into())
-                .spawn(move || {
-                    for req in rx {
-                        let r = spawn_now(req.exe, &req.fds);
-                        let _ = req.reply.send(r);
-                    }
-                })?;
+                .spawn(move || spawner(rx))?;
             *g = Some(tx);
         }
         g.as_ref()
@@ -145,12 +156,52 @@ pub fn spawn(image: &StubImage, fds: &[BorrowedFd<'_>]) -> io::Result<libc::pid_
     let (rtx, rrx) = mpsc::channel();
     tx.send(Request {
         exe: image.raw(),
-        fds: fds.iter().map(|f| f.as_raw_fd()).collect(),
+        phys: phys.as_raw_fd(),
+        areas: areas.to_vec(),
         reply: rtx,
     })
     .map_err(|_| io::Error::other("stub spawner thread is gone"))?;
     rrx.recv()
         .map_err(|_| io::Error::other("stub spawner thread is gone"))?
+}
+
+/// The spawner thread: serves requests, from the spare when it fits, and makes the next spare
+/// once the requester has its stub.
+fn spawner(rx: mpsc::Receiver<Request>) {
+    let mut spare: Option<(Vec<usize>, Spawned)> = None;
+    for req in rx {
+        let r = match spare.take() {
+            Some((sizes, s)) if sizes == req.areas && !exited(s.pid) => Ok(s),
+            other => {
+                if let Some((_, s)) = other {
+                    kill_and_reap(s.pid);
+                }
+                spawn_with_areas(req.exe, req.phys, &req.areas)
+            }
+        };
+        let ok = r.is_ok();
+        let _ = req.reply.send(r);
+        if ok {
+            spare = spawn_with_areas(req.exe, req.phys, &req.areas)
+                .ok()
+                .map(|s| (req.areas.clone(), s));
+        }
+    }
+}
+
+fn spawn_with_areas(exe: RawFd, phys: RawFd, sizes: &[usize]) -> io::Result<Spawned> {
+    let mut areas = sizes
+        .iter()
+        .map(|&n| SharedPages::new(n))
+        .collect::<io::Result<Vec<_>>>()?;
+    let mut fds = vec![phys];
+    fds.extend(areas.iter().map(|a| a.fd().as_raw_fd()));
+    let pid = spawn_now(exe, &fds)?;
+    // The stub has its copies (until its setup maps and closes them).
+    for a in &mut areas {
+        a.close_fd();
+    }
+    Ok(Spawned { pid, areas })
 }
 
 /// Runs on the spawner thread.

@@ -814,7 +814,7 @@ mod tests {
                 "rw",
                 "init=/opt/um/hello",
                 "con0=fd:0,fd:1",
-                "seccomp=off",
+                "seccomp=on",
                 "loglevel=7",
                 "--",
                 "a",

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The arm64 lane's gate script: runs inside qemu-system-aarch64 as part of the initramfs's /init
 # (busybox sh on the Alpine aarch64 minirootfs). Knobs from the kernel command line:
-#   lane.modes=sysemu,nosysemu,nocancel   ptrace interception modes to run every gate in
+#   lane.modes=seccomp,sysemu,nosysemu,nocancel   engines to run every gate in: the seccomp
+#                                         engine, and the three ptrace interception modes
 #   lane.set=full|smoke                   which gates
 #   lane.timeout=SECONDS                  per gate
 #   lane.extra=PROG,PROG,...              guest test programs (guest/PROG) to run too, in every
@@ -52,9 +53,14 @@ add ls
 add uname
 add sh
 add hello
+# The guest test programs (guest/NAME, each prints UM-NAME-OK when all its checks pass).
+PROGS="threads futex signals procs pipes unixsock epoll timers mmapfile"
+for p in $PROGS; do
+    add "$p"
+done
 if [ "$SET" = smoke ]; then
-    gate_names=" echo sh hello"
-    NGATES=3
+    gate_names=" echo sh hello threads signals"
+    NGATES=5
 fi
 NMODES=$(echo $MODES | wc -w)
 NUNIT=$(ls /opt/um/unit 2>/dev/null | wc -l)
@@ -83,11 +89,12 @@ run() {
     init="$4"
     shift 4
     case "$mode" in
-    sysemu) opt="" ;;
-    *) opt="$mode" ;;
+    seccomp) opt="seccomp=on" ;;
+    sysemu) opt="seccomp=off" ;;
+    *) opt="seccomp=off $mode" ;;
     esac
     t0=$(date +%s)
-    timeout "$TMO" /opt/um/linux rootfstype=hostfs rootflags=/guest seccomp=off $opt \
+    timeout "$TMO" /opt/um/linux rootfstype=hostfs rootflags=/guest $opt \
         init="$init" -- "$@" </dev/null >/tmp/out 2>/tmp/log
     rc=$?
     secs=$(($(date +%s) - t0))
@@ -125,6 +132,11 @@ for mode in $MODES; do
         sh) run sh "$mode" "words=3|rc=3|sub=forked|pid-differs" /bin/busybox sh -c \
             'echo "words=$(echo one two three | wc -w)"; (exit 3); echo "rc=$?"; echo "sub=$(echo forked)"; p=$$; c=$(sh -c "echo \$\$"); [ "$c" != "$p" ] && echo pid-differs' ;;
         hello) run hello "$mode" "UM-HELLO-OK argc=3|argv[1]=a|argv[2]=b|hello: stderr ok" /opt/um/hello a b ;;
+        *)
+            up=$(echo "$g" | tr a-z A-Z)
+            mkdir -p "/guest/opt/um/work-$g-$mode"
+            run "$g" "$mode" "UM-$up-OK" "/opt/um/$g" "/opt/um/work-$g-$mode"
+            ;;
         esac
     done
 done

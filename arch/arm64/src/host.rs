@@ -112,6 +112,145 @@ core::arch::global_asm!(
     "    add x22, x22, #1",
     "    b 3b",
     "5:  brk #0",
+    // ---- seccomp engine (the same protocol as the x86_64 stub; see um_arch_x86::host) ----
+    ".globl um_arm64_stub_restorer",
+    "um_arm64_stub_restorer:",
+    "    mov x8, #139",         // rt_sigreturn
+    "    svc #0",
+    "    brk #0",
+    // The handler: x0 = signo, x1 = siginfo, x2 = ucontext, sp on the slot's alternate stack,
+    // x30 = the restorer, every signal blocked. It saves and restores tpidr_el0 through the
+    // slot (the guest sets it without a syscall, and the frame does not carry it).
+    ".globl um_arm64_stub_handler",
+    "um_arm64_stub_handler:",
+    "    mov x19, sp",
+    "    lsr x19, x19, #{slot_shift}",
+    "    lsl x19, x19, #{slot_shift}",
+    "    str x0, [x19, #{signo}]",
+    "    str x1, [x19, #{siginfo}]",
+    "    str x2, [x19, #{uctx}]",
+    "    mrs x3, tpidr_el0",
+    "    str x3, [x19, #{tls}]",
+    "    mov x3, #{r_signal}",
+    "    str x3, [x19, #{reason}]",
+    // Hand over: an exchange with release (the slot's stores before it) and acquire.
+    "10: ldaxr w3, [x19]",
+    "    mov w4, #{owner_kernel}",
+    "    stlxr w5, w4, [x19]",
+    "    cbnz w5, 10b",
+    "    tbz w3, #1, 11f",      // WAITER: the kernel parked, wake it
+    "    mov x0, x19",
+    "    mov x1, #1",           // FUTEX_WAKE (shared)
+    "    mov x2, #1",
+    "    mov x8, #98",          // futex
+    "    svc #0",
+    // Spin on CNTVCT_EL0 for SLOT_SPIN ticks, then park.
+    "11: ldr x21, [x19, #{spin}]",
+    "    cbz x21, 13f",
+    "    mrs x22, cntvct_el0",
+    "    add x21, x21, x22",
+    "12: ldar w3, [x19]",
+    "    tbz w3, #0, 20f",
+    "    yield",
+    "    mrs x22, cntvct_el0",
+    "    cmp x22, x21",
+    "    b.lo 12b",
+    "13: ldaxr w3, [x19]",
+    "    tbz w3, #0, 14f",
+    "    orr w4, w3, #{waiter}",
+    "    stlxr w5, w4, [x19]",
+    "    cbnz w5, 13b",
+    "    mov x0, x19",
+    "    mov x1, #0",           // FUTEX_WAIT on exactly the value with WAITER
+    "    mov w2, w4",
+    "    mov x3, #0",
+    "    mov x8, #98",
+    "    svc #0",
+    "    b 13b",
+    "14: clrex",
+    // Ours again: run the ops; the first failure is reported and stops the rest.
+    "20: ldr x21, [x19, #{slot_count}]",
+    "    add x22, x19, #{slot_ops}",
+    "    mov x23, #0",
+    "21: cmp x23, x21",
+    "    b.hs 23f",
+    "    ldr x8, [x22]",
+    "    ldp x0, x1, [x22, #8]",
+    "    ldp x2, x3, [x22, #24]",
+    "    ldp x4, x5, [x22, #40]",
+    "    svc #0",
+    "    str x0, [x22, #{result}]",
+    "    cmn x0, #4095",
+    "    b.hs 22f",
+    "    add x22, x22, #{opsize}",
+    "    add x23, x23, #1",
+    "    b 21b",
+    "22: str x23, [x19, #{failed}]",
+    "    str xzr, [x19, #{slot_count}]",
+    "    mov x3, #{r_failed}",
+    "    str x3, [x19, #{reason}]",
+    "    b 10b",
+    "23: str xzr, [x19, #{slot_count}]",
+    "    ldr x3, [x19, #{cmd}]",
+    "    cbz x3, 30f",
+    "    cmp x3, #{cmd_clone}",
+    "    b.eq 40f",
+    "    cmp x3, #{cmd_ops}",
+    "    b.eq 24f",
+    "    mov x0, #0",           // CMD_EXIT
+    "    mov x8, #93",          // exit
+    "    svc #0",
+    "    brk #0",
+    "24: str xzr, [x19, #{cmd}]",
+    "    mov x3, #{r_done}",
+    "    str x3, [x19, #{reason}]",
+    "    b 10b",
+    "30: ldr x3, [x19, #{tls}]",
+    "    msr tpidr_el0, x3",
+    "    ret",                  // to the restorer (x30)
+    // CMD_CLONE: clone(flags, stack, ptid, tls, ctid) onto the slot at SLOT_CMD_ARG.
+    "40: str xzr, [x19, #{cmd}]",
+    "    ldr x1, [x19, #{cmd_arg}]",
+    "    add x4, x1, #{tid}",
+    "    add x1, x1, #{boot_stack}",
+    "    movz x0, #{flags_lo}",
+    "    movk x0, #{flags_hi}, lsl #16",
+    "    mov x2, #0",
+    "    mov x3, #0",
+    "    mov x8, #220",         // clone
+    "    svc #0",
+    "    cbz x0, 50f",
+    "    str x0, [x19, #{cmd_result}]",
+    "    mov x3, #{r_done}",
+    "    str x3, [x19, #{reason}]",
+    "    b 10b",
+    "50: mov x19, sp",
+    "    lsr x19, x19, #{slot_shift}",
+    "    lsl x19, x19, #{slot_shift}",
+    "    sub sp, sp, #32",
+    "    add x0, x19, #{altstack}",
+    "    str x0, [sp]",
+    "    str xzr, [sp, #8]",
+    "    mov x0, #{altstack_size}",
+    "    str x0, [sp, #16]",
+    "    mov x0, sp",
+    "    mov x1, #0",
+    "    mov x8, #132",         // sigaltstack
+    "    svc #0",
+    "    str xzr, [sp]",
+    "    mov x0, #2",           // SIG_SETMASK
+    "    mov x1, sp",
+    "    mov x2, #0",
+    "    mov x3, #8",
+    "    mov x8, #135",         // rt_sigprocmask
+    "    svc #0",
+    "    b um_arm64_stub_trap",
+    ".p2align 12",
+    ".globl um_arm64_stub_trap",
+    "um_arm64_stub_trap:",
+    "    mov x8, #172",         // getpid: any number; the kernel replaces the frame
+    "    svc #0",
+    "    brk #0",
     ".globl um_arm64_stub_end",
     "um_arm64_stub_end:",
     ".popsection",
@@ -120,7 +259,44 @@ core::arch::global_asm!(
     ops = const stub::OPS,
     opsize = const stub::OP_SIZE,
     result = const stub::RESULT_OFF,
+    slot_shift = const stub::SLOT_SIZE.trailing_zeros(),
+    signo = const stub::SLOT_SIGNO,
+    siginfo = const stub::SLOT_SIGINFO,
+    uctx = const stub::SLOT_UCONTEXT,
+    tls = const stub::SLOT_TLS,
+    reason = const stub::SLOT_REASON,
+    r_signal = const stub::REASON_SIGNAL,
+    r_failed = const stub::REASON_OP_FAILED,
+    r_done = const stub::REASON_DONE,
+    owner_kernel = const stub::OWNER_KERNEL,
+    waiter = const stub::WAITER,
+    spin = const stub::SLOT_SPIN,
+    slot_ops = const stub::SLOT_OPS,
+    slot_count = const stub::SLOT_COUNT,
+    failed = const stub::SLOT_FAILED,
+    cmd = const stub::SLOT_CMD,
+    cmd_clone = const stub::CMD_CLONE,
+    cmd_ops = const stub::CMD_OPS_ONLY,
+    cmd_arg = const stub::SLOT_CMD_ARG,
+    cmd_result = const stub::SLOT_CMD_RESULT,
+    tid = const stub::SLOT_TID,
+    boot_stack = const stub::SLOT_BOOT_STACK,
+    altstack = const stub::SLOT_ALTSTACK,
+    altstack_size = const stub::SLOT_SIZE as usize - stub::SLOT_ALTSTACK,
+    flags_lo = const CLONE_THREAD_FLAGS & 0xffff,
+    flags_hi = const CLONE_THREAD_FLAGS >> 16,
 );
+
+/// clone flags of a stub thread in the seccomp engine (as on x86_64): a thread of the stub
+/// process whose tid word in its slot the host sets and clears.
+const CLONE_THREAD_FLAGS: u64 = (libc::CLONE_VM
+    | libc::CLONE_FS
+    | libc::CLONE_FILES
+    | libc::CLONE_SIGHAND
+    | libc::CLONE_THREAD
+    | libc::CLONE_SYSVSEM
+    | libc::CLONE_CHILD_SETTID
+    | libc::CLONE_CHILD_CLEARTID) as u64;
 
 unsafe extern "C" {
     static um_arm64_stub_start: u8;
@@ -129,6 +305,9 @@ unsafe extern "C" {
     static um_arm64_stub_syscall: u8;
     static um_arm64_stub_batch: u8;
     static um_arm64_stub_clone: u8;
+    static um_arm64_stub_restorer: u8;
+    static um_arm64_stub_handler: u8;
+    static um_arm64_stub_trap: u8;
 }
 
 fn addr(sym: &u8) -> usize {
@@ -147,12 +326,11 @@ pub struct StubCode {
     pub batch: u64,
     /// Offset of the thread-creating gadget (clone; the new thread parks in ppoll()).
     pub clone: u64,
-    /// Seccomp engine entry points (handler, restorer, trap trampoline): not written for
-    /// arm64 yet, so 0 and [`SECCOMP_STUB`] is false.
+    /// Seccomp engine: offset of the signal handler.
     pub handler: u64,
-    /// See `handler`.
+    /// Seccomp engine: offset of the handler's restorer (rt_sigreturn).
     pub restorer: u64,
-    /// See `handler`.
+    /// Seccomp engine: offset of the trapping syscall a thread starts with (second page).
     pub trap: u64,
 }
 
@@ -164,9 +342,12 @@ pub fn spin_ticks_per_us() -> u64 {
     (frq / 1_000_000).max(1)
 }
 
-/// Whether this arch's stub has the seccomp engine's signal handler. Not yet on arm64: the
-/// boot uses the ptrace engine (`seccomp=on` is refused with a clear line).
-pub const SECCOMP_STUB: bool = false;
+/// Whether this arch's stub has the seccomp engine's signal handler (arm64: yes).
+pub const SECCOMP_STUB: bool = true;
+
+/// The seccomp engine keeps the guest's TLS register (tpidr_el0) in the slot: the handler
+/// saves it on entry and restores it on return (`stub::SLOT_TLS`).
+pub const TLS_IN_SLOT: bool = true;
 
 /// The stub code of this kernel binary.
 pub fn stub_code() -> StubCode {
@@ -182,9 +363,9 @@ pub fn stub_code() -> StubCode {
             syscall: (addr(&um_arm64_stub_syscall) - start) as u64,
             batch: (addr(&um_arm64_stub_batch) - start) as u64,
             clone: (addr(&um_arm64_stub_clone) - start) as u64,
-            handler: 0,
-            restorer: 0,
-            trap: 0,
+            handler: (addr(&um_arm64_stub_handler) - start) as u64,
+            restorer: (addr(&um_arm64_stub_restorer) - start) as u64,
+            trap: (addr(&um_arm64_stub_trap) - start) as u64,
         }
     }
 }
@@ -498,7 +679,11 @@ mod tests {
     #[test]
     fn stub_code_is_small_and_ordered() {
         let c = stub_code();
-        assert!(c.code.len() < 4096);
+        // Everything but the trap trampoline fits the first page (the seccomp filter's stub
+        // page); the trampoline starts the second.
+        assert_eq!(c.trap, 0x1000);
+        assert!(c.code.len() < 0x1100);
+        assert!(c.handler < 0x1000 && c.restorer < 0x1000);
         assert_eq!(c.entry, 0);
         assert!(c.syscall < c.clone && c.clone < c.batch && (c.batch as usize) < c.code.len());
         // `svc #0; brk #0` at the gadget.

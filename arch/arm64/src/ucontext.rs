@@ -5,9 +5,7 @@
 //! boot refuses `seccomp=on` on arm64, see `host::SECCOMP_STUB`.)
 
 use crate::regs::{PC, PSTATE, Regs, SP};
-use crate::signal::{
-    FPSIMD_MAGIC, FPSTATE_SIZE, UC_MCONTEXT_OFF, image_to_regset, regset_to_image,
-};
+use crate::signal::{FPSIMD_MAGIC, FPSTATE_SIZE, UC_MCONTEXT_OFF, image_to_regset};
 
 /// Offset of `uc_mcontext` in `struct ucontext`.
 pub const UC_MCONTEXT: usize = UC_MCONTEXT_OFF as usize;
@@ -56,22 +54,23 @@ pub fn fp_window(_uc: &[u8], uc_addr: u64) -> (u64, usize) {
     (uc_addr + SC_RESERVED as u64, FPSTATE_SIZE as usize)
 }
 
-/// The `NT_PRFPREG` regset from the record; None if the record is not an fpsimd_context.
+/// The FP registers in the kernel's arm64 format (`host::get_fpregs`: the `fpsimd_context`
+/// record image, header included), which is exactly the frame's record; None if the record
+/// there is not an fpsimd_context.
 pub fn fp_regset(window: &[u8]) -> Option<Vec<u8>> {
-    image_to_regset(window).map(|r| r.to_vec())
+    image_to_regset(window).map(|_| window.to_vec())
 }
 
-/// Writes an `NT_PRFPREG` regset into the record; false on a wrong size or record.
-pub fn set_fp_regset(window: &mut [u8], regset: &[u8]) -> bool {
-    let Ok(r) = <&[u8; FPSTATE_SIZE as usize]>::try_from(regset) else {
-        return false;
-    };
+/// Writes an FP image (the format of [`fp_regset`]) into the record; false on a wrong size or
+/// record, on either side.
+pub fn set_fp_regset(window: &mut [u8], image: &[u8]) -> bool {
     if window.len() != FPSTATE_SIZE as usize
         || u32::from_le_bytes(window[0..4].try_into().unwrap_or([0; 4])) != FPSIMD_MAGIC
+        || image_to_regset(image).is_none()
     {
         return false;
     }
-    window.copy_from_slice(&regset_to_image(r));
+    window.copy_from_slice(image);
     true
 }
 
@@ -109,5 +108,21 @@ mod tests {
         let mut back = Regs::default();
         load_regs(&uc, &mut back);
         assert_eq!(back.w[..=PSTATE], r.w[..=PSTATE]);
+    }
+
+    #[test]
+    fn fp_window_is_the_record_image() {
+        let mut img = crate::signal::initial_fp_image();
+        img[16] = 0x42; // v0's low byte
+        img[8] = 0x10; // fpsr
+        let mut window = crate::signal::initial_fp_image().to_vec();
+        assert!(set_fp_regset(&mut window, &img));
+        assert_eq!(window, img.to_vec());
+        assert_eq!(fp_regset(&window).unwrap(), img.to_vec());
+        // Not an fpsimd record: refused both ways.
+        let mut bad = vec![0u8; FPSTATE_SIZE as usize];
+        assert!(fp_regset(&bad).is_none());
+        assert!(!set_fp_regset(&mut bad, &img));
+        assert!(!set_fp_regset(&mut window, &[0u8; 528]));
     }
 }

@@ -223,6 +223,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         },
         engine,
         hwcap: 0,
+        prefault_pages: (c.prefault / granule.size()) as usize,
         exec_template: OnceLock::new(),
         shutdown_hooks: Default::default(),
         thread_exit_hooks: Default::default(),

@@ -34,6 +34,8 @@ pub struct Cmdline {
     pub nocancel: bool,
     /// `seccomp_spin=`: microseconds either side of the seccomp handoff spins before parking.
     pub seccomp_spin_us: u64,
+    /// `prefault=`: the fault-around window for sequential anonymous faults, in bytes.
+    pub prefault: u64,
     pub loglevel: u32,
     pub stub_exe: Option<PathBuf>,
     pub help: bool,
@@ -55,6 +57,7 @@ impl Default for Cmdline {
             nosysemu: false,
             nocancel: false,
             seccomp_spin_us: DEFAULT_SECCOMP_SPIN_US,
+            prefault: DEFAULT_PREFAULT,
             loglevel: 7,
             stub_exe: None,
             help: false,
@@ -171,6 +174,13 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
                 c.nocancel = true;
                 c.nosysemu = true;
             }
+            ("prefault", v) => {
+                let n = parse_size(need(k, v)?).map_err(|e| format!("prefault: {e}"))?;
+                if n > 16 << 20 {
+                    return Err(format!("prefault={n}: at most 16M"));
+                }
+                c.prefault = n;
+            }
             ("seccomp_spin", v) => {
                 c.seccomp_spin_us = need(k, v)?
                     .parse()
@@ -198,6 +208,9 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
     Ok(c)
 }
 
+/// Default of `prefault=`: 32 pages of 4 KiB (the C port's default window).
+pub const DEFAULT_PREFAULT: u64 = 128 << 10;
+
 /// Default of `seccomp_spin=` (the C port's default).
 pub const DEFAULT_SECCOMP_SPIN_US: u64 = 10;
 
@@ -216,6 +229,8 @@ A Linux kernel that runs as an ordinary process. Options (User Mode Linux conven
   con0=IN,OUT           console channels: fd:N or null (default fd:0,fd:1);
                         con0=null,fd:1 when stdin is not usable
   seccomp=on|auto|off   the seccomp engine: required, if available (default), or never
+  prefault=SIZE         fault-around window for sequential anonymous page faults
+                        (default 128K; 0 disables)
   seccomp_spin=US       how long the seccomp handoff spins before it sleeps, in
                         microseconds (default 10; 0 = always sleep)
   nosysemu              ptrace engine without PTRACE_SYSEMU (cancel the call at the stop)
@@ -282,6 +297,12 @@ mod tests {
     fn errors() {
         assert!(p("frobnicate=1").unwrap_err().contains("unknown option"));
         assert!(p("seccomp=maybe").is_err());
+        assert_eq!(p("prefault=64K").unwrap().prefault, 64 << 10);
+        assert_eq!(p("prefault=0").unwrap().prefault, 0);
+        assert!(p("prefault=1G").is_err());
+        assert!(p("prefault=lots").is_err());
+        assert_eq!(p("seccomp_spin=0").unwrap().seccomp_spin_us, 0);
+        assert!(p("seccomp_spin=x").is_err());
         assert!(p("rootfstype=ext4").is_err());
         assert!(p("con0=tty:1").is_err());
         assert!(p("init=relative").is_err());

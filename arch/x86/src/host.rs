@@ -290,6 +290,10 @@ pub fn spin_ticks_per_us() -> u64 {
 /// Whether this arch's stub has the seccomp engine's signal handler (x86_64: yes).
 pub const SECCOMP_STUB: bool = true;
 
+/// x86_64 does not keep the guest's TLS in the slot: the FS base is set by an `arch_prctl` op
+/// when it changes (`crate::...` the kernel's `set_tls_call`).
+pub const TLS_IN_SLOT: bool = false;
+
 /// The stub's machine code and the offsets of its entry points.
 pub struct StubCode {
     /// The code bytes.

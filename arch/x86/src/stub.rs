@@ -88,6 +88,9 @@ pub const SLOT_CMD_RESULT: usize = 0x78;
 pub const SLOT_SPIN: usize = 0x80;
 /// Slot word: index of the op that failed (with `REASON_OP_FAILED`).
 pub const SLOT_FAILED: usize = 0x88;
+/// Slot word: the guest's TLS register where the frame does not carry it (arm64 tpidr_el0,
+/// saved by the handler on entry and restored on return).
+pub const SLOT_TLS: usize = 0x90;
 /// Slot: the first op (same format as the data area's).
 pub const SLOT_OPS: usize = 0x100;
 /// Ops per slot handoff.

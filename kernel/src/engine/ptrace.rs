@@ -124,10 +124,14 @@ impl PtraceThread {
     /// Starts a fresh stub process and makes it ready: its data area mapped, everything the
     /// host put in it (stack, vDSO) unmapped. Must run on the host thread that will serve it.
     pub fn new_process(k: &Kernel, intercept: Intercept) -> io::Result<PtraceThread> {
-        let mut data = SharedPages::new(layout::DATA_SIZE as usize)?;
-        let pid = um_os_linux::stub::spawn(&k.stub.image, &[k.phys.fd(), data.fd()])?;
-        // The stub has its copy (fd 4, until setup maps and closes it).
-        data.close_fd();
+        let spawned =
+            um_os_linux::stub::spawn(&k.stub.image, k.phys.fd(), &[layout::DATA_SIZE as usize])?;
+        let pid = spawned.pid;
+        let data = spawned
+            .areas
+            .into_iter()
+            .next()
+            .ok_or_else(|| io::Error::other("no data area"))?;
         let base = k.stub.base;
         let stub = Arc::new(StubProcess {
             pid,

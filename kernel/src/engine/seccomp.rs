@@ -223,13 +223,19 @@ impl SeccompThread {
     /// the host thread that will serve it (it traces the stub during setup).
     pub fn new_process(k: &Kernel, tuning: Tuning) -> io::Result<SeccompThread> {
         let code = arch::stub_code();
-        let data = SharedPages::new(layout::DATA_SIZE as usize)?;
-        let slots = SharedPages::new((layout::SLOT_SIZE as usize) * layout::MAX_SLOTS)?;
-        let pid = um_os_linux::stub::spawn(&k.stub.image, &[k.phys.fd(), data.fd(), slots.fd()])?;
-        // The stub has its copies (fds 4 and 5, until setup maps and closes them).
-        let (mut data, mut slots) = (data, slots);
-        data.close_fd();
-        slots.close_fd();
+        let spawned = um_os_linux::stub::spawn(
+            &k.stub.image,
+            k.phys.fd(),
+            &[
+                layout::DATA_SIZE as usize,
+                layout::SLOT_SIZE as usize * layout::MAX_SLOTS,
+            ],
+        )?;
+        let pid = spawned.pid;
+        let mut areas = spawned.areas.into_iter();
+        let (Some(data), Some(slots)) = (areas.next(), areas.next()) else {
+            return Err(io::Error::other("no data or slot area"));
+        };
         let base = k.stub.base;
         let proc = Arc::new(SeccompProcess {
             pid,
@@ -557,8 +563,12 @@ impl SeccompThread {
     /// Replays `ops`, then runs the guest until the next event.
     pub fn switch(&mut self, ops: &[HostOp], interrupted: impl Fn() -> bool) -> io::Result<Event> {
         let mut calls: Vec<(u64, [u64; 6])> = ops.iter().map(super::ptrace::host_call).collect();
+        // The guest's TLS register: arm64 keeps it in the slot (the handler restores it);
+        // x86_64 sets the FS base with an op when it changed.
         let tls = self.regs.tls();
-        if self.host_tls != Some(tls) {
+        if arch::TLS_IN_SLOT {
+            self.store(layout::SLOT_TLS, tls);
+        } else if self.host_tls != Some(tls) {
             if let Some(c) = crate::arch::set_tls_call(tls) {
                 calls.push(c);
             }
@@ -583,6 +593,9 @@ impl SeccompThread {
         }
         let signo = self.load(layout::SLOT_SIGNO) as i32;
         let si = self.take_frame()?;
+        if arch::TLS_IN_SLOT {
+            self.regs.set_tls(self.load(layout::SLOT_TLS));
+        }
         let code = i32::from_le_bytes(
             si[uc::SI_CODE..uc::SI_CODE + 4]
                 .try_into()

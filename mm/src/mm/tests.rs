@@ -81,6 +81,56 @@ fn mm_is_send_and_sync() {
 }
 
 #[test]
+fn fault_around_maps_the_following_anonymous_pages_only() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut mm = env.mm();
+        let ps = g.size();
+        let a = mm.mmap(0, 8 * ps, RW, ANON_PRIV, Backing::Anon).unwrap();
+        mm.handle_fault(a, Access::Write).unwrap();
+        // Page 3 is already present: the window stops before it.
+        mm.handle_fault(a + 3 * ps, Access::Write).unwrap();
+        let _ = mm.take_host_ops();
+        assert_eq!(mm.fault_around(a, 4), 2);
+        // (Maps of contiguous frames may be merged into one op.)
+        let mapped: u64 = mm
+            .take_host_ops()
+            .iter()
+            .map(|op| match op {
+                HostOp::Map { len, .. } => len / ps,
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(mapped, 2);
+        assert!(mm.pte(a + ps).unwrap().flags.contains(PteFlags::WRITE));
+        assert!(mm.pte(a + 2 * ps).is_some());
+        // Bounded by the window and by the vma's end.
+        assert_eq!(mm.fault_around(a + 3 * ps, 2), 2);
+        assert!(mm.pte(a + 6 * ps).is_none());
+        assert_eq!(mm.fault_around(a + 5 * ps, 100), 2);
+        assert_eq!(mm.rss_pages(), 8);
+        // Not for read-only or file-backed memory.
+        let r = mm
+            .mmap(0, 4 * ps, Prot::READ, ANON_PRIV, Backing::Anon)
+            .unwrap();
+        mm.handle_fault(r, Access::Read).unwrap();
+        assert_eq!(mm.fault_around(r, 4), 0);
+        let (_ff, f) = file(9, 4 * ps as usize);
+        let m = mm
+            .mmap(
+                0,
+                4 * ps,
+                RW,
+                MapFlags::PRIVATE,
+                Backing::File { file: f, offset: 0 },
+            )
+            .unwrap();
+        mm.handle_fault(m, Access::Read).unwrap();
+        assert_eq!(mm.fault_around(m, 4), 0);
+    });
+}
+
+#[test]
 fn anon_fault_zero_fill_and_host_ops() {
     both(|g| {
         let env = Env::new(g);
