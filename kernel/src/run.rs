@@ -481,6 +481,11 @@ fn setup_frame(
     lock_mm(&task.mm())
         .write_bytes(f.addr, &f.bytes)
         .map_err(|_| ())?;
+    // x86: a handler starts with the reset FP control state (Linux `handle_signal` ->
+    // `fpu__clear_user_states`); arm64 keeps it.
+    if let Some(init) = frame::handler_fp_image() {
+        th.set_fpregs(&init).map_err(|_| ())?;
+    }
     th.regs = f.regs;
     Ok(())
 }

@@ -201,6 +201,13 @@ fn mmapfile() {
     differential("mmapfile", no_check);
 }
 
+/// FP/SIMD and FP control/status registers of threads (and a forked process) survive clobbering
+/// signal handlers, preemption, sched_yield and nanosleep (guest/fptorture).
+#[test]
+fn fptorture() {
+    differential("fptorture", no_check);
+}
+
 /// What guest/hostfs leaves in its work directory (see its module docs).
 fn check_hostfs_files(dir: &Path, run: &str) {
     let read = |name: &str| {

@@ -121,6 +121,13 @@ pub fn initial_fp_image() -> [u8; FPSTATE_SIZE as usize] {
     b
 }
 
+/// The FP state a handler starts with, if it is not the interrupted one: `None`, because
+/// arm64 keeps V0-V31, FPSR and FPCR for the handler (arch/arm64/kernel/signal.c
+/// `setup_return` resets only SME streaming mode, ZA and FPMR, none of which exist here).
+pub fn handler_fp_image() -> Option<[u8; FPSTATE_SIZE as usize]> {
+    None
+}
+
 /// Converts an `NT_PRFPREG` regset (`user_fpsimd_state`: vregs[32], fpsr, fpcr, reserved[2])
 /// into the FP image (an `fpsimd_context` record).
 pub fn regset_to_image(r: &[u8; FPSTATE_SIZE as usize]) -> [u8; FPSTATE_SIZE as usize] {
@@ -316,6 +323,11 @@ mod tests {
         assert!(image_to_regset(&bad).is_none());
         assert!(image_to_regset(&img[..520]).is_none());
         assert!(image_to_regset(&initial_fp_image()).is_some());
+    }
+
+    #[test]
+    fn handler_keeps_the_fp_state() {
+        assert!(handler_fp_image().is_none());
     }
 
     #[test]

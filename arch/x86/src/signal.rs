@@ -143,6 +143,18 @@ pub fn setup_rt_frame(regs: &Regs, fp: &[u8; 512], d: &Delivery<'_>) -> Frame {
     }
 }
 
+/// The FP state a handler starts with, to load once the frame is written: the init state
+/// (arch/x86/kernel/signal.c `handle_signal` calls `fpu__clear_user_states` after
+/// `setup_rt_frame`): FCW 0x37f, MXCSR 0x1f80, all registers zero, all x87 tags empty. The
+/// interrupted state is in the frame, and rt_sigreturn brings it back.
+pub fn handler_fp_image() -> Option<[u8; FPSTATE_SIZE as usize]> {
+    let mut b = [0u8; FPSTATE_SIZE as usize];
+    b[0..2].copy_from_slice(&0x37fu16.to_le_bytes()); // cwd
+    b[24..28].copy_from_slice(&0x1f80u32.to_le_bytes()); // mxcsr
+    b[28..32].copy_from_slice(&0xffffu32.to_le_bytes()); // mxcsr_mask
+    Some(b)
+}
+
 /// What rt_sigreturn restores.
 pub struct Restored {
     pub regs: Regs,
@@ -246,6 +258,17 @@ mod tests {
         assert_eq!(back.regs.w[idx::EFLAGS] & FIX_EFLAGS, 0x246 & FIX_EFLAGS);
         assert_eq!(back.mask, 0xdead);
         assert_eq!(back.fpstate_addr, fpa);
+    }
+
+    #[test]
+    fn handler_starts_with_the_init_fp_state() {
+        let img = handler_fp_image().expect("x86 resets the FP state for a handler");
+        assert_eq!(u16::from_le_bytes([img[0], img[1]]), 0x37f);
+        assert_eq!(get(&img, 24) as u32, 0x1f80);
+        assert!(
+            img[32..].iter().all(|&b| b == 0),
+            "st, xmm and sw_reserved zero"
+        );
     }
 
     #[test]

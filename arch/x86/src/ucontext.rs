@@ -91,7 +91,10 @@ pub fn set_fp_regset(window: &mut [u8], regset: &[u8]) -> bool {
     if regset.len() != FP_LEGACY_SIZE || window.len() < FP_WINDOW {
         return false;
     }
-    window[..FP_LEGACY_SIZE].copy_from_slice(regset);
+    // Not sw_reserved (464..512): that is the host's description of its XSAVE frame (magic1,
+    // sizes, xfeatures); a zeroed or guest-written one makes the host's sigreturn restore only
+    // the legacy area and reset AVX and later state to init.
+    window[..464].copy_from_slice(&regset[..464]);
     mark_legacy_present(window);
     true
 }

@@ -163,7 +163,17 @@ pub struct SeccompThread {
     host_tls: Option<u64>,
     /// The host thread is gone (told to exit, or its process killed).
     ended: bool,
+    /// Adaptive spinning (DESIGN.md, "The handoff"): handoffs left for which the kernel parks
+    /// at once (its last spin missed), and for which the stub is told to (the last serve took
+    /// longer than the stub's spin, so the stub parked anyway).
+    kernel_backoff: u32,
+    stub_backoff: u32,
+    /// When the kernel last took the thread over (how long it served it).
+    owned_since: Instant,
 }
+
+/// How many handoffs a missed spin makes the waiting side park at once.
+const BACKOFF: u32 = 16;
 
 /// Which of the stub's calls set up the seccomp engine, with their arguments.
 fn setup_calls(data_addr: u64, slots_addr: u64) -> Vec<(u64, [u64; 6])> {
@@ -370,6 +380,9 @@ impl SeccompThread {
             ucontext: vec![0; uc::UC_SIZE],
             host_tls: None,
             ended: false,
+            kernel_backoff: 0,
+            stub_backoff: 0,
+            owned_since: Instant::now(),
         };
         th.first_handoff()?;
         Ok(th)
@@ -391,27 +404,55 @@ impl SeccompThread {
         self.proc.slots.store(self.off(w), v)
     }
 
-    /// Gives the thread to the stub (release: the slot's contents go with it).
-    fn hand_to_stub(&self) {
+    /// Gives the thread to the stub (release: the slot's contents go with it). Before that,
+    /// tunes the stub's spin for its next handoff: if serving took longer than the stub spins,
+    /// the stub parked, so for the next `BACKOFF` handoffs it parks at once instead of burning
+    /// its spin (a thread that blocks in the kernel, e.g. in read or wait4, keeps doing so).
+    fn hand_to_stub(&mut self) {
+        let tuning = self.proc.tuning;
+        if tuning.spin_ticks != 0 {
+            if self.owned_since.elapsed() > tuning.spin {
+                if self.stub_backoff == 0 {
+                    self.store(layout::SLOT_SPIN, 0);
+                }
+                self.stub_backoff = BACKOFF;
+            } else if self.stub_backoff > 0 {
+                self.stub_backoff -= 1;
+                if self.stub_backoff == 0 {
+                    self.store(layout::SLOT_SPIN, tuning.spin_ticks);
+                }
+            }
+        }
         let old = self.futex().swap(0, Ordering::AcqRel);
         if old & layout::WAITER != 0 {
             futex_wake(self.futex(), 1);
         }
     }
 
-    /// Waits until the stub hands the thread back: a bounded spin, then parking, checking now
-    /// and then that the stub process still lives.
-    fn wait_for_stub(&self) -> io::Result<()> {
-        let w = self.futex();
-        let spin_until = Instant::now() + self.proc.tuning.spin;
-        loop {
-            if w.load(Ordering::Acquire) & layout::OWNER_KERNEL != 0 {
-                return Ok(());
+    /// Waits until the stub hands the thread back: a bounded spin (skipped while backing off
+    /// after a miss), then parking, checking now and then that the stub process still lives.
+    fn wait_for_stub(&mut self) -> io::Result<()> {
+        let r = self.wait_inner();
+        self.owned_since = Instant::now();
+        r
+    }
+
+    fn wait_inner(&mut self) -> io::Result<()> {
+        let w = self.proc.slots.atomic32(self.off(layout::SLOT_FUTEX));
+        if self.kernel_backoff > 0 {
+            self.kernel_backoff -= 1;
+        } else if !self.proc.tuning.spin.is_zero() {
+            let spin_until = Instant::now() + self.proc.tuning.spin;
+            loop {
+                if w.load(Ordering::Acquire) & layout::OWNER_KERNEL != 0 {
+                    return Ok(());
+                }
+                if Instant::now() >= spin_until {
+                    break;
+                }
+                std::hint::spin_loop();
             }
-            if Instant::now() >= spin_until {
-                break;
-            }
-            std::hint::spin_loop();
+            self.kernel_backoff = BACKOFF;
         }
         loop {
             let v = w.load(Ordering::Acquire);
@@ -729,6 +770,9 @@ impl SeccompSeed {
             ucontext: vec![0; uc::UC_SIZE],
             host_tls: None,
             ended: false,
+            kernel_backoff: 0,
+            stub_backoff: 0,
+            owned_since: Instant::now(),
         };
         th.first_handoff()?;
         th.regs = regs;
