@@ -163,10 +163,8 @@ pub struct SeccompThread {
     host_tls: Option<u64>,
     /// The host thread is gone (told to exit, or its process killed).
     ended: bool,
-    /// Adaptive spinning (DESIGN.md, "The handoff"): handoffs left for which the kernel parks
-    /// at once (its last spin missed), and for which the stub is told to (the last serve took
-    /// longer than the stub's spin, so the stub parked anyway).
-    kernel_backoff: u32,
+    /// Adaptive spinning (DESIGN.md, "The handoff"): handoffs left for which the stub is told
+    /// to park at once (the last serve took longer than the stub's spin, so it parked anyway).
     stub_backoff: u32,
     /// When the kernel last took the thread over (how long it served it).
     owned_since: Instant,
@@ -380,7 +378,6 @@ impl SeccompThread {
             ucontext: vec![0; uc::UC_SIZE],
             host_tls: None,
             ended: false,
-            kernel_backoff: 0,
             stub_backoff: 0,
             owned_since: Instant::now(),
         };
@@ -417,10 +414,9 @@ impl SeccompThread {
                 }
                 self.stub_backoff = BACKOFF;
             } else if self.stub_backoff > 0 {
-                self.stub_backoff -= 1;
-                if self.stub_backoff == 0 {
-                    self.store(layout::SLOT_SPIN, tuning.spin_ticks);
-                }
+                // A serve short enough for the spin to have caught it: spin again.
+                self.stub_backoff = 0;
+                self.store(layout::SLOT_SPIN, tuning.spin_ticks);
             }
         }
         let old = self.futex().swap(0, Ordering::AcqRel);
@@ -429,8 +425,8 @@ impl SeccompThread {
         }
     }
 
-    /// Waits until the stub hands the thread back: a bounded spin (skipped while backing off
-    /// after a miss), then parking, checking now and then that the stub process still lives.
+    /// Waits until the stub hands the thread back: a bounded spin, then parking, checking now
+    /// and then that the stub process still lives.
     fn wait_for_stub(&mut self) -> io::Result<()> {
         let r = self.wait_inner();
         self.owned_since = Instant::now();
@@ -439,10 +435,12 @@ impl SeccompThread {
 
     fn wait_inner(&mut self) -> io::Result<()> {
         let w = self.proc.slots.atomic32(self.off(layout::SLOT_FUTEX));
-        if self.kernel_backoff > 0 {
-            self.kernel_backoff -= 1;
-        } else if !self.proc.tuning.spin.is_zero() {
-            let spin_until = Instant::now() + self.proc.tuning.spin;
+        // The kernel always spins first (bounded): a miss costs at most `spin` of a core that
+        // would otherwise idle, while parking costs a wakeup (tens of microseconds) on every
+        // handoff. (Only the stub backs off, on the evidence of how long the kernel served.)
+        let spin = self.proc.tuning.spin;
+        if !spin.is_zero() {
+            let spin_until = Instant::now() + spin;
             loop {
                 if w.load(Ordering::Acquire) & layout::OWNER_KERNEL != 0 {
                     return Ok(());
@@ -452,8 +450,12 @@ impl SeccompThread {
                 }
                 std::hint::spin_loop();
             }
-            self.kernel_backoff = BACKOFF;
         }
+        self.park(w)
+    }
+
+    /// Parks until the stub hands the thread back (see the module docs for the protocol).
+    fn park(&self, w: &AtomicU32) -> io::Result<()> {
         loop {
             let v = w.load(Ordering::Acquire);
             if v & layout::OWNER_KERNEL != 0 {
@@ -770,7 +772,6 @@ impl SeccompSeed {
             ucontext: vec![0; uc::UC_SIZE],
             host_tls: None,
             ended: false,
-            kernel_backoff: 0,
             stub_backoff: 0,
             owned_since: Instant::now(),
         };
