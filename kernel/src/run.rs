@@ -160,6 +160,10 @@ pub fn shutdown(k: &Kernel, code: i32) -> ! {
     std::process::exit(code)
 }
 
+/// Pages around a file-page read fault that are mapped with it (Linux `fault_around_bytes`,
+/// 64 KiB, in 4 KiB pages).
+const FILE_FAULT_AROUND_PAGES: usize = 16;
+
 /// The fault-around ramp of one guest thread (DESIGN.md, "Faults"): 0, 4, 16, then 32 pages
 /// (at most `prefault=`), stepping up only while each fault lands right after the previous
 /// window, back to 0 on any other fault.
@@ -265,6 +269,8 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
                             0
                         };
                         around.next = (addr & !(page - 1)) + (n as u64 + 1) * page;
+                        // File pages: the 64 KiB window around the fault (no ramp, as Linux).
+                        mm.fault_around_file(addr, FILE_FAULT_AROUND_PAGES);
                     }
                     r
                 };

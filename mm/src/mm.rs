@@ -1187,6 +1187,40 @@ impl Mm {
         done
     }
 
+    /// Fault-around for file pages (mm/memory.c `do_fault_around`, `fault_around_bytes` = 64
+    /// KiB): after a read fault at `addr` in a file-backed vma, maps the other pages of the
+    /// `pages`-page aligned window around it that lie in the vma, within the file and have no
+    /// PTE yet, read-only as a read fault would (private pages stay copy-on-write). Linux maps
+    /// only pages already in the page cache; this one reads them in (read-ahead). Returns how
+    /// many it mapped.
+    pub fn fault_around_file(&mut self, addr: u64, pages: usize) -> usize {
+        let page = self.granule.size();
+        let Some(vma) = self.vma_at(addr).cloned() else {
+            return 0;
+        };
+        if !matches!(vma.backing, crate::Backing::File { .. }) || pages < 2 {
+            return 0;
+        }
+        let span = page * pages as u64;
+        let start = (addr / span * span).max(vma.start);
+        let end = (addr / span * span + span).min(vma.end);
+        let here = self.granule.align_down(addr);
+        let mut done = 0;
+        let mut va = start;
+        while va < end {
+            if va != here && self.pt.get(va).is_none() {
+                match self.fault_page(va, Access::Read, false) {
+                    Ok(_) => done += 1,
+                    // Past the end of the file: nothing further maps either.
+                    Err(_) if va > here => break,
+                    Err(_) => {}
+                }
+            }
+            va += page;
+        }
+        done
+    }
+
     /// The PTE for `addr`, for callers that need to know without faulting (e.g. the engine
     /// deciding whether a fault was a write to a read-only page).
     pub fn pte(&self, addr: u64) -> Option<Pte> {

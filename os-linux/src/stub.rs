@@ -118,7 +118,16 @@ struct Request {
     exe: RawFd,
     phys: RawFd,
     areas: Vec<usize>,
+    setup: Option<SelfSetup>,
     reply: mpsc::Sender<io::Result<Spawned>>,
+}
+
+/// A stub that sets itself up instead of stopping for a tracer (the seccomp engine): it is
+/// exec'd with a second argument, and its entry code runs the calls the kernel wrote into its
+/// first shared area before exec. `init` is what to write there: (offset, bytes) pairs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SelfSetup {
+    pub init: Vec<(usize, Vec<u8>)>,
 }
 
 /// A stub process that has stopped itself, ready to be seized, with its shared areas.
@@ -135,11 +144,17 @@ static SPAWNER: Mutex<Option<mpsc::Sender<Request>>> = Mutex::new(None);
 /// Starts a stub process from `image` with the physical-memory fd `phys` as its descriptor 3
 /// and a new shared area of each size in `areas` as 4, 5, ... (nothing else open), in a session
 /// of its own, dying with the kernel. Returns once the stub has stopped itself (group-stop) and
-/// is ready to be seized by the thread that will serve it.
+/// is ready to be seized by the thread that will serve it; with `setup`, at once (the stub
+/// sets itself up: see [`SelfSetup`]).
 ///
 /// The spawner keeps one such stub ready ahead (a *warm spare*, for the last `areas` asked
 /// for), so that fork and exec seldom wait for a host fork+exec.
-pub fn spawn(image: &StubImage, phys: BorrowedFd<'_>, areas: &[usize]) -> io::Result<Spawned> {
+pub fn spawn(
+    image: &StubImage,
+    phys: BorrowedFd<'_>,
+    areas: &[usize],
+    setup: Option<&SelfSetup>,
+) -> io::Result<Spawned> {
     let tx = {
         let mut g = SPAWNER.lock().unwrap_or_else(|e| e.into_inner());
         if g.is_none() {
@@ -158,6 +173,7 @@ pub fn spawn(image: &StubImage, phys: BorrowedFd<'_>, areas: &[usize]) -> io::Re
         exe: image.raw(),
         phys: phys.as_raw_fd(),
         areas: areas.to_vec(),
+        setup: setup.cloned(),
         reply: rtx,
     })
     .map_err(|_| io::Error::other("stub spawner thread is gone"))?;
@@ -168,35 +184,47 @@ pub fn spawn(image: &StubImage, phys: BorrowedFd<'_>, areas: &[usize]) -> io::Re
 /// The spawner thread: serves requests, from the spare when it fits, and makes the next spare
 /// once the requester has its stub.
 fn spawner(rx: mpsc::Receiver<Request>) {
-    let mut spare: Option<(Vec<usize>, Spawned)> = None;
+    type Key = (Vec<usize>, Option<SelfSetup>);
+    let mut spare: Option<(Key, Spawned)> = None;
     for req in rx {
+        let key: Key = (req.areas.clone(), req.setup.clone());
         let r = match spare.take() {
-            Some((sizes, s)) if sizes == req.areas && !exited(s.pid) => Ok(s),
+            Some((k, s)) if k == key && !exited(s.pid) => Ok(s),
             other => {
                 if let Some((_, s)) = other {
                     kill_and_reap(s.pid);
                 }
-                spawn_with_areas(req.exe, req.phys, &req.areas)
+                spawn_with_areas(req.exe, req.phys, &req.areas, req.setup.as_ref())
             }
         };
         let ok = r.is_ok();
         let _ = req.reply.send(r);
         if ok {
-            spare = spawn_with_areas(req.exe, req.phys, &req.areas)
+            spare = spawn_with_areas(req.exe, req.phys, &req.areas, req.setup.as_ref())
                 .ok()
-                .map(|s| (req.areas.clone(), s));
+                .map(|s| (key, s));
         }
     }
 }
 
-fn spawn_with_areas(exe: RawFd, phys: RawFd, sizes: &[usize]) -> io::Result<Spawned> {
+fn spawn_with_areas(
+    exe: RawFd,
+    phys: RawFd,
+    sizes: &[usize],
+    setup: Option<&SelfSetup>,
+) -> io::Result<Spawned> {
     let mut areas = sizes
         .iter()
         .map(|&n| SharedPages::new(n))
         .collect::<io::Result<Vec<_>>>()?;
+    if let (Some(st), Some(first)) = (setup, areas.first()) {
+        for (off, bytes) in &st.init {
+            first.write(*off, bytes);
+        }
+    }
     let mut fds = vec![phys];
     fds.extend(areas.iter().map(|a| a.fd().as_raw_fd()));
-    let pid = spawn_now(exe, &fds)?;
+    let pid = spawn_now(exe, &fds, setup.is_some())?;
     // The stub has its copies (until its setup maps and closes them).
     for a in &mut areas {
         a.close_fd();
@@ -205,12 +233,22 @@ fn spawn_with_areas(exe: RawFd, phys: RawFd, sizes: &[usize]) -> io::Result<Spaw
 }
 
 /// Runs on the spawner thread.
-fn spawn_now(exe: RawFd, fds: &[RawFd]) -> io::Result<libc::pid_t> {
+fn spawn_now(exe: RawFd, fds: &[RawFd], self_setup: bool) -> io::Result<libc::pid_t> {
     // Everything the child needs is prepared before fork: after fork it may only make raw
     // system calls (async-signal-safe), since other threads' locks are frozen in its copy.
     let empty = CString::default();
     let argv0 = CString::new("um-stub").unwrap_or_default();
-    let argv = [argv0.as_ptr(), std::ptr::null()];
+    let argv1 = CString::new("setup").unwrap_or_default();
+    // argc 2 tells the stub's entry code to set itself up (the seccomp engine).
+    let argv = [
+        argv0.as_ptr(),
+        if self_setup {
+            argv1.as_ptr()
+        } else {
+            std::ptr::null()
+        },
+        std::ptr::null(),
+    ];
     let envp = [std::ptr::null::<libc::c_char>()];
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
@@ -223,6 +261,11 @@ fn spawn_now(exe: RawFd, fds: &[RawFd]) -> io::Result<libc::pid_t> {
     if pid == 0 {
         // SAFETY: we are the child of fork; `child` never returns.
         unsafe { child(parent, exe, fds, &empty, &argv, &envp) }
+    }
+    if self_setup {
+        // It sets itself up and reports through its shared area; the kernel notices if it
+        // dies on the way (its first handoff never comes, `exited` says so).
+        return Ok(pid);
     }
     // Wait until the stub has stopped itself (or died trying).
     loop {
@@ -259,7 +302,7 @@ unsafe fn child(
     exe: RawFd,
     fds: &[RawFd],
     empty: &CString,
-    argv: &[*const libc::c_char; 2],
+    argv: &[*const libc::c_char; 3],
     envp: &[*const libc::c_char; 1],
 ) -> ! {
     // SAFETY: raw system calls with integer arguments or pointers to memory that

@@ -62,6 +62,9 @@ core::arch::global_asm!(
     "    mov x4, #0",
     "    mov x8, #167",         // prctl
     "    svc #0",
+    "    ldr x9, [sp]",         // argc 2: set ourselves up (seccomp engine), below
+    "    cmp x9, #2",
+    "    b.eq 60f",
     "    mov x8, #172",         // getpid
     "    svc #0",
     "    mov x1, #19",          // SIGSTOP
@@ -75,6 +78,51 @@ core::arch::global_asm!(
     "    mov x8, #73",          // ppoll
     "    svc #0",
     "    b 2b",
+    // Self-setup (seccomp engine), as in the x86_64 stub: map the data area (fd 4), run the
+    // setup calls written there (the last installs the filter), trap from the second page.
+    "60: adr x19, um_arm64_stub_start",
+    "    mov x9, #{data}",
+    "    add x20, x19, x9",
+    "    mov x0, x20",
+    "    mov x1, #{data_size}",
+    "    mov x2, #3",           // PROT_READ | PROT_WRITE
+    "    mov x3, #0x11",        // MAP_SHARED | MAP_FIXED
+    "    mov x4, #4",
+    "    mov x5, #0",
+    "    mov x8, #222",         // mmap
+    "    svc #0",
+    "    cmn x0, #4095",
+    "    b.hs 68f",
+    "    mov x9, #{setup_count}",
+    "    ldr x21, [x20, x9]",
+    "    mov x9, #{setup_ops}",
+    "    add x22, x20, x9",
+    "    mov x23, #0",
+    "61: cmp x23, x21",
+    "    b.hs 63f",
+    "    ldr x8, [x22]",
+    "    ldp x0, x1, [x22, #8]",
+    "    ldp x2, x3, [x22, #24]",
+    "    ldp x4, x5, [x22, #40]",
+    "    svc #0",
+    "    str x0, [x22, #{result}]",
+    "    cmn x0, #4095",
+    "    b.hs 62f",
+    "    add x22, x22, #{opsize}",
+    "    add x23, x23, #1",
+    "    b 61b",
+    "62: add x23, x23, #1",
+    "    mov x9, #{setup_failed}",
+    "    str x23, [x20, x9]",
+    "68: mov x0, #1",
+    "    mov x8, #94",          // exit_group (the filter may kill instead: the same end)
+    "    svc #0",
+    "    brk #0",
+    "63: mov x9, #{slots_off}",
+    "    add x9, x9, #{boot_stack}",
+    "    add x9, x19, x9",
+    "    mov sp, x9",
+    "    b um_arm64_stub_trap",
     ".globl um_arm64_stub_syscall",
     "um_arm64_stub_syscall:",
     "    svc #0",
@@ -255,6 +303,11 @@ core::arch::global_asm!(
     "um_arm64_stub_end:",
     ".popsection",
     data = const stub::DATA_OFFSET,
+    data_size = const stub::DATA_SIZE,
+    setup_count = const stub::SETUP_COUNT,
+    setup_ops = const stub::SETUP_OPS,
+    setup_failed = const stub::SETUP_FAILED,
+    slots_off = const stub::SLOTS_OFFSET,
     count = const stub::COUNT,
     ops = const stub::OPS,
     opsize = const stub::OP_SIZE,

@@ -108,8 +108,16 @@ pub const SETUP_STACK: usize = 0x4040;
 pub const SETUP_SIGSET: usize = 0x4080;
 /// Data area: the `struct sock_fprog`.
 pub const SETUP_FPROG: usize = 0x40c0;
-/// Data area: the filter instructions (up to `(DATA_SIZE - SETUP_FILTER) / 8`).
+/// Data area: the filter instructions (up to 256).
 pub const SETUP_FILTER: usize = 0x4100;
+/// Data area: how many setup calls a self-setting-up stub (seccomp engine) runs at its entry.
+pub const SETUP_COUNT: usize = 0x5000;
+/// Data area: 1 + the index of the setup call that failed (0: none did).
+pub const SETUP_FAILED: usize = 0x5008;
+/// Data area: the setup calls, in the ops format (their results written back).
+pub const SETUP_OPS: usize = 0x5040;
+/// The most setup calls.
+pub const SETUP_MAX_OPS: usize = 32;
 
 /// One classic BPF instruction (`struct sock_filter`, linux/filter.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -235,7 +243,8 @@ mod tests {
         const { assert!(SLOT_SIZE.is_power_of_two() && SLOTS_OFFSET % SLOT_SIZE == 0) };
         const { assert!(SLOT_OPS + SLOT_MAX_OPS * OP_SIZE <= 0x1e00) };
         const { assert!(SLOT_ALTSTACK as u64 + 0x8000 <= SLOT_SIZE) };
-        const { assert!(SETUP_FILTER + 8 * 64 <= DATA_SIZE as usize) };
+        const { assert!(SETUP_FILTER + 8 * 256 <= SETUP_COUNT) };
+        const { assert!(SETUP_OPS + SETUP_MAX_OPS * OP_SIZE <= DATA_SIZE as usize) };
     }
 
     #[test]

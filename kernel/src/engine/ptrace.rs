@@ -124,8 +124,12 @@ impl PtraceThread {
     /// Starts a fresh stub process and makes it ready: its data area mapped, everything the
     /// host put in it (stack, vDSO) unmapped. Must run on the host thread that will serve it.
     pub fn new_process(k: &Kernel, intercept: Intercept) -> io::Result<PtraceThread> {
-        let spawned =
-            um_os_linux::stub::spawn(&k.stub.image, k.phys.fd(), &[layout::DATA_SIZE as usize])?;
+        let spawned = um_os_linux::stub::spawn(
+            &k.stub.image,
+            k.phys.fd(),
+            &[layout::DATA_SIZE as usize],
+            None,
+        )?;
         let pid = spawned.pid;
         let data = spawned
             .areas

@@ -38,11 +38,10 @@ use crate::arch::native::stub as layout;
 use crate::arch::native::ucontext as uc;
 use crate::kernel::Kernel;
 use std::io;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use um_mm::HostOp;
-use um_os_linux::ptrace::{self, Stopped};
 use um_os_linux::shared::{SharedPages, futex_wait, futex_wake};
 
 fn nr(name: &str) -> u64 {
@@ -173,42 +172,136 @@ pub struct SeccompThread {
 /// How many handoffs a missed spin makes the waiting side park at once.
 const BACKOFF: u32 = 16;
 
-/// Which of the stub's calls set up the seccomp engine, with their arguments.
-fn setup_calls(data_addr: u64, slots_addr: u64) -> Vec<(u64, [u64; 6])> {
-    let mut v = vec![
+/// Whether the filter is installed with `SECCOMP_FILTER_FLAG_SPEC_ALLOW` (cleared once a host
+/// refuses it).
+static SPEC_ALLOW: AtomicBool = AtomicBool::new(true);
+
+/// Why a stub could not be set up.
+enum SetupError {
+    /// The host refused the filter's flags (retry without SPEC_ALLOW).
+    SeccompEinval,
+    Io(io::Error),
+}
+
+impl SetupError {
+    fn into_io(self) -> io::Error {
+        match self {
+            SetupError::SeccompEinval => io::Error::from_raw_os_error(libc::EINVAL),
+            SetupError::Io(e) => e,
+        }
+    }
+}
+
+/// The bytes a seccomp stub finds in its data area from `stub::SETUP_SIGACTION` on: the
+/// handler's `struct sigaction`, slot 0's `stack_t`, an empty signal set, the `sock_fprog` and
+/// filter, and the setup calls its entry code runs (`SETUP_COUNT`, `SETUP_OPS`): map the slots
+/// (fd 5), close fds 5 and 4, unmap everything exec put below and above the stub region, the
+/// handler for every signal the engine takes, the alternate stack, an empty mask,
+/// `PR_SET_NO_NEW_PRIVS`, and last the filter (`SECCOMP_SET_MODE_FILTER`, with
+/// `SECCOMP_FILTER_FLAG_SPEC_ALLOW` if `spec_allow`: no forced speculative-store-bypass
+/// mitigation, which would slow the guest down). Returns the bytes and the number of calls.
+fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
+    let base = k.stub.base;
+    let code = arch::stub_code();
+    let data_addr = base + layout::DATA_OFFSET;
+    let slot0 = base + layout::SLOTS_OFFSET;
+    let org = layout::SETUP_SIGACTION;
+    let mut img = vec![0u8; layout::SETUP_OPS + layout::SETUP_MAX_OPS * layout::OP_SIZE - org];
+    let mut put = |off: usize, v: u64| {
+        img[off - org..off - org + 8].copy_from_slice(&v.to_le_bytes());
+    };
+    const SA_RESTORER: u64 = 0x0400_0000;
+    let act = [
+        base + code.handler,
+        (libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_NODEFER) as u64 | SA_RESTORER,
+        base + code.restorer,
+        u64::MAX,
+    ];
+    for (i, w) in act.iter().enumerate() {
+        put(layout::SETUP_SIGACTION + i * 8, *w);
+    }
+    put(layout::SETUP_STACK, slot0 + layout::SLOT_ALTSTACK as u64);
+    put(layout::SETUP_STACK + 8, 0);
+    put(
+        layout::SETUP_STACK + 16,
+        layout::SLOT_SIZE - layout::SLOT_ALTSTACK as u64,
+    );
+    put(layout::SETUP_SIGSET, 0);
+    let allowed: Vec<u32> = STUB_CALLS
+        .iter()
+        .filter_map(|n| crate::arch::syscalls::number(n))
+        .collect();
+    let audit_arch = u32::from(crate::arch::ELF_MACHINE) | 0x8000_0000 | 0x4000_0000;
+    let filter = layout::stub_filter(audit_arch, base, 0x1000, &allowed);
+    for (i, ins) in filter.iter().enumerate() {
+        put(
+            layout::SETUP_FILTER + i * 8,
+            u64::from_le_bytes(ins.to_bytes()),
+        );
+    }
+    put(layout::SETUP_FPROG, filter.len() as u64);
+    put(
+        layout::SETUP_FPROG + 8,
+        data_addr + layout::SETUP_FILTER as u64,
+    );
+
+    let top = 1u64 << k.stub.va_bits;
+    let page = um_os_linux::probe::page_size() as u64;
+    let rw = (libc::PROT_READ | libc::PROT_WRITE) as u64;
+    let shared_fixed = (libc::MAP_SHARED | libc::MAP_FIXED) as u64;
+    let mut calls: Vec<(u64, [u64; 6])> = vec![
         (
             nr("mmap"),
             [
-                slots_addr,
+                slot0,
                 layout::SLOT_SIZE * layout::MAX_SLOTS as u64,
-                (libc::PROT_READ | libc::PROT_WRITE) as u64,
-                (libc::MAP_SHARED | libc::MAP_FIXED) as u64,
+                rw,
+                shared_fixed,
                 5,
                 0,
             ],
         ),
         (nr("close"), [5, 0, 0, 0, 0, 0]),
+        (nr("close"), [4, 0, 0, 0, 0, 0]),
+        (nr("munmap"), [0, base, 0, 0, 0, 0]),
+        (
+            nr("munmap"),
+            [
+                base + layout::STUB_REGION,
+                top - page - (base + layout::STUB_REGION),
+                0,
+                0,
+                0,
+                0,
+            ],
+        ),
     ];
-    let kick = crate::signal::KICK_SIGNAL as u64;
     for sig in [
-        libc::SIGSYS as u64,
-        libc::SIGSEGV as u64,
-        libc::SIGBUS as u64,
-        libc::SIGILL as u64,
-        libc::SIGFPE as u64,
-        libc::SIGTRAP as u64,
-        kick,
+        libc::SIGSYS,
+        libc::SIGSEGV,
+        libc::SIGBUS,
+        libc::SIGILL,
+        libc::SIGFPE,
+        libc::SIGTRAP,
+        crate::signal::KICK_SIGNAL,
     ] {
-        v.push((
+        calls.push((
             nr("rt_sigaction"),
-            [sig, data_addr + layout::SETUP_SIGACTION as u64, 0, 8, 0, 0],
+            [
+                sig as u64,
+                data_addr + layout::SETUP_SIGACTION as u64,
+                0,
+                8,
+                0,
+                0,
+            ],
         ));
     }
-    v.push((
+    calls.push((
         nr("sigaltstack"),
         [data_addr + layout::SETUP_STACK as u64, 0, 0, 0, 0, 0],
     ));
-    v.push((
+    calls.push((
         nr("rt_sigprocmask"),
         [
             libc::SIG_SETMASK as u64,
@@ -219,18 +312,67 @@ fn setup_calls(data_addr: u64, slots_addr: u64) -> Vec<(u64, [u64; 6])> {
             0,
         ],
     ));
-    v.push((
+    calls.push((
         nr("prctl"),
         [libc::PR_SET_NO_NEW_PRIVS as u64, 1, 0, 0, 0, 0],
     ));
-    v
+    const SECCOMP_SET_MODE_FILTER: u64 = 1;
+    const SECCOMP_FILTER_FLAG_SPEC_ALLOW: u64 = 4;
+    calls.push((
+        nr("seccomp"),
+        [
+            SECCOMP_SET_MODE_FILTER,
+            if spec_allow {
+                SECCOMP_FILTER_FLAG_SPEC_ALLOW
+            } else {
+                0
+            },
+            data_addr + layout::SETUP_FPROG as u64,
+            0,
+            0,
+            0,
+        ],
+    ));
+    assert!(calls.len() <= layout::SETUP_MAX_OPS);
+    put(layout::SETUP_COUNT, calls.len() as u64);
+    for (i, (n, a)) in calls.iter().enumerate() {
+        let off = layout::SETUP_OPS + i * layout::OP_SIZE;
+        put(off, *n);
+        for (j, v) in a.iter().enumerate() {
+            put(off + 8 + j * 8, *v);
+        }
+    }
+    (img, calls.len())
 }
 
 impl SeccompThread {
-    /// Starts a stub process in the seccomp engine and waits for its first handoff. Must run on
-    /// the host thread that will serve it (it traces the stub during setup).
+    /// Starts a stub process in the seccomp engine and waits for its first handoff. The stub
+    /// sets itself up (no ptrace): its entry code runs the calls of [`setup_image`] from its
+    /// data area, the last of which installs the filter, and traps into its handler. The
+    /// spawner keeps one such stub ready ahead, already waiting in its first handoff.
     pub fn new_process(k: &Kernel, tuning: Tuning) -> io::Result<SeccompThread> {
-        let code = arch::stub_code();
+        let spec_allow = SPEC_ALLOW.load(Ordering::Relaxed);
+        match Self::try_new_process(k, tuning, spec_allow) {
+            Err(SetupError::SeccompEinval) if spec_allow => {
+                // An old host without SECCOMP_FILTER_FLAG_SPEC_ALLOW (Linux < 4.17).
+                log::info!("seccomp: SECCOMP_FILTER_FLAG_SPEC_ALLOW refused; installing without");
+                SPEC_ALLOW.store(false, Ordering::Relaxed);
+                Self::try_new_process(k, tuning, false).map_err(SetupError::into_io)
+            }
+            r => r.map_err(SetupError::into_io),
+        }
+    }
+
+    fn try_new_process(
+        k: &Kernel,
+        tuning: Tuning,
+        spec_allow: bool,
+    ) -> Result<SeccompThread, SetupError> {
+        let base = k.stub.base;
+        let (init, ncalls) = setup_image(k, spec_allow);
+        let setup = um_os_linux::stub::SelfSetup {
+            init: vec![(layout::SETUP_SIGACTION, init)],
+        };
         let spawned = um_os_linux::stub::spawn(
             &k.stub.image,
             k.phys.fd(),
@@ -238,13 +380,14 @@ impl SeccompThread {
                 layout::DATA_SIZE as usize,
                 layout::SLOT_SIZE as usize * layout::MAX_SLOTS,
             ],
-        )?;
+            Some(&setup),
+        )
+        .map_err(SetupError::Io)?;
         let pid = spawned.pid;
         let mut areas = spawned.areas.into_iter();
         let (Some(data), Some(slots)) = (areas.next(), areas.next()) else {
-            return Err(io::Error::other("no data or slot area"));
+            return Err(SetupError::Io(io::Error::other("no data or slot area")));
         };
-        let base = k.stub.base;
         let proc = Arc::new(SeccompProcess {
             pid,
             base,
@@ -257,123 +400,13 @@ impl SeccompThread {
             }),
             tuning,
         });
-        // The stub stopped itself; continue it first (a detached tracee would go back into a
-        // group-stop still in effect), then seize it where it waits in pause().
-        um_os_linux::stub::cont(pid);
-        let t = ptrace::seize(pid, 0)?;
-        let template = arch::get_regs(&t)?;
-
-        // What the injected calls read: the handler's sigaction, slot 0's alternate stack, an
-        // empty mask, the filter.
-        let data = &proc._data;
-        let data_addr = base + layout::DATA_OFFSET;
-        let act = [
-            base + code.handler,
-            (libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_NODEFER) as u64 | 0x0400_0000, // SA_RESTORER
-            base + code.restorer,
-            u64::MAX,
-        ];
-        for (i, w) in act.iter().enumerate() {
-            data.store(layout::SETUP_SIGACTION + i * 8, *w);
-        }
-        let slot0 = base + layout::SLOTS_OFFSET;
-        data.store(layout::SETUP_STACK, slot0 + layout::SLOT_ALTSTACK as u64);
-        data.store(layout::SETUP_STACK + 8, 0);
-        data.store(
-            layout::SETUP_STACK + 16,
-            layout::SLOT_SIZE - layout::SLOT_ALTSTACK as u64,
-        );
-        data.store(layout::SETUP_SIGSET, 0);
-        let allowed: Vec<u32> = STUB_CALLS
-            .iter()
-            .filter_map(|n| crate::arch::syscalls::number(n))
-            .collect();
-        let audit_arch = u32::from(crate::arch::ELF_MACHINE) | 0x8000_0000 | 0x4000_0000;
-        let filter = layout::stub_filter(audit_arch, base, 0x1000, &allowed);
-        let mut bytes = Vec::with_capacity(filter.len() * 8);
-        for ins in &filter {
-            bytes.extend_from_slice(&ins.to_bytes());
-        }
-        while bytes.len() % 8 != 0 {
-            bytes.push(0);
-        }
-        for (i, c) in bytes.chunks(8).enumerate() {
-            data.store(
-                layout::SETUP_FILTER + i * 8,
-                u64::from_le_bytes(c.try_into().unwrap_or([0; 8])),
-            );
-        }
-        data.store(layout::SETUP_FPROG, filter.len() as u64);
-        data.store(
-            layout::SETUP_FPROG + 8,
-            data_addr + layout::SETUP_FILTER as u64,
-        );
         proc.slots.store(layout::SLOT_SPIN, tuning.spin_ticks);
-
-        let top = 1u64 << k.stub.va_bits;
-        let page = um_os_linux::probe::page_size() as u64;
-        let mut calls = vec![
-            (
-                nr("mmap"),
-                [
-                    data_addr,
-                    layout::DATA_SIZE,
-                    (libc::PROT_READ | libc::PROT_WRITE) as u64,
-                    (libc::MAP_SHARED | libc::MAP_FIXED) as u64,
-                    4,
-                    0,
-                ],
-            ),
-            (nr("close"), [4, 0, 0, 0, 0, 0]),
-            (nr("munmap"), [0, base, 0, 0, 0, 0]),
-            (
-                nr("munmap"),
-                [
-                    base + layout::STUB_REGION,
-                    top - page - (base + layout::STUB_REGION),
-                    0,
-                    0,
-                    0,
-                    0,
-                ],
-            ),
-        ];
-        calls.extend(setup_calls(data_addr, slot0));
-        // SECCOMP_SET_MODE_FILTER with SECCOMP_FILTER_FLAG_SPEC_ALLOW (no forced speculative
-        // store bypass mitigation, which would slow the guest), else without flags.
-        calls.push((
-            nr("seccomp"),
-            [1, 4, data_addr + layout::SETUP_FPROG as u64, 0, 0, 0],
-        ));
-        let mut t = t;
-        for (n, args) in calls {
-            let (s, mut r) = arch::stub_syscall(t, base, &template, n, args)?;
-            t = s;
-            if r == -(libc::EINVAL as i64) && n == nr("seccomp") {
-                let (s, r2) = arch::stub_syscall(t, base, &template, n, [1, 0, args[2], 0, 0, 0])?;
-                t = s;
-                r = r2;
-            }
-            if r < 0 && n != nr("close") {
-                return Err(io::Error::other(format!(
-                    "seccomp stub setup call {n} failed: {}",
-                    io::Error::from_raw_os_error(-r as i32)
-                )));
-            }
-        }
-        // Off it goes: to the trapping syscall, whose SIGSYS is the first handoff.
-        let mut r = template;
-        r.set_pc(base + code.trap);
-        r.set_sp(slot0 + layout::SLOT_BOOT_STACK as u64);
-        r.set_syscall_nr(u64::MAX);
-        arch::set_regs(&t, &r)?;
-        detach(t)?;
         let mut th = SeccompThread {
             proc,
             slot: 0,
             tid: pid,
-            regs: template,
-            template,
+            regs: Regs::default(),
+            template: Regs::default(),
             uc_addr: 0,
             ucontext: vec![0; uc::UC_SIZE],
             host_tls: None,
@@ -381,7 +414,29 @@ impl SeccompThread {
             stub_backoff: 0,
             owned_since: Instant::now(),
         };
-        th.first_handoff()?;
+        if let Err(e) = th.first_handoff() {
+            // Which setup call failed, if one did (1 + its index; its result in its op).
+            let data = &th.proc._data;
+            let failed = data.load(layout::SETUP_FAILED) as usize;
+            if failed == 0 || failed > ncalls {
+                return Err(SetupError::Io(io::Error::other(format!(
+                    "the seccomp stub died before its first handoff ({e}; is exec of the stub \
+                     allowed here? try stub_exe=PATH)"
+                ))));
+            }
+            let i = failed - 1;
+            let op = layout::SETUP_OPS + i * layout::OP_SIZE;
+            let (n, res) = (data.load(op), data.load(op + layout::RESULT_OFF) as i64);
+            if n == nr("seccomp") && res == -(libc::EINVAL as i64) {
+                return Err(SetupError::SeccompEinval);
+            }
+            return Err(SetupError::Io(io::Error::other(format!(
+                "seccomp stub setup call {i} (syscall {n}) failed: {}",
+                io::Error::from_raw_os_error(-res as i32)
+            ))));
+        }
+        uc::load_regs(&th.ucontext, &mut th.template);
+        th.regs = th.template;
         Ok(th)
     }
 
@@ -779,9 +834,4 @@ impl SeccompSeed {
         th.regs = regs;
         Ok(th)
     }
-}
-
-/// Detaches from the stub so that it runs untraced (into its first trap).
-fn detach(t: Stopped) -> io::Result<()> {
-    t.detach()
 }

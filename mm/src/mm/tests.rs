@@ -131,6 +131,38 @@ fn fault_around_maps_the_following_anonymous_pages_only() {
 }
 
 #[test]
+fn file_fault_around_maps_the_aligned_window_within_vma_and_file() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut mm = env.mm();
+        let ps = g.size();
+        // 6 pages of file, mapped 8 pages long: the last 2 are past EOF.
+        let (_ff, f) = file(11, 6 * ps as usize);
+        let m = mm
+            .mmap(
+                0,
+                8 * ps,
+                Prot::READ,
+                MapFlags::PRIVATE,
+                Backing::File { file: f, offset: 0 },
+            )
+            .unwrap();
+        mm.handle_fault(m + 2 * ps, Access::Read).unwrap();
+        let n = mm.fault_around_file(m + 2 * ps, 16);
+        // Pages 0..6 of the vma except the faulting one, nothing past EOF.
+        assert_eq!(n, 5);
+        assert_eq!(mm.rss_pages(), 6);
+        assert!(mm.pte(m + 6 * ps).is_none());
+        assert!(mm.pte(m).unwrap().flags.contains(PteFlags::COW));
+        assert!(!mm.pte(m).unwrap().flags.contains(PteFlags::WRITE));
+        // Anonymous memory is not file fault-around's business.
+        let a = mm.mmap(0, 4 * ps, RW, ANON_PRIV, Backing::Anon).unwrap();
+        mm.handle_fault(a, Access::Read).unwrap();
+        assert_eq!(mm.fault_around_file(a, 16), 0);
+    });
+}
+
+#[test]
 fn anon_fault_zero_fill_and_host_ops() {
     both(|g| {
         let env = Env::new(g);
