@@ -13,6 +13,7 @@ pub mod hostdir;
 pub mod physmem;
 pub mod probe;
 pub mod ptrace;
+pub mod sandbox;
 pub mod shared;
 pub mod stub;
 pub mod term;

@@ -60,6 +60,9 @@ pub fn build_stub_elf(machine: u16, code: &[u8], load_addr: u64, entry_off: u64)
 /// The stub executable, ready to be exec'd: a memfd, or a file written at `stub_exe=PATH`.
 pub struct StubImage {
     fd: OwnedFd,
+    /// The file it was written to (`stub_exe=`): stubs are then exec'd by path, so a host
+    /// that refuses `execveat` (or exec of a memfd) can still run them.
+    path: Option<CString>,
 }
 
 impl StubImage {
@@ -106,7 +109,11 @@ impl StubImage {
                 OwnedFd::from(file)
             }
         };
-        Ok(StubImage { fd })
+        let path = path.and_then(|p| {
+            use std::os::unix::ffi::OsStrExt;
+            CString::new(p.as_os_str().as_bytes()).ok()
+        });
+        Ok(StubImage { fd, path })
     }
 
     fn raw(&self) -> RawFd {
@@ -116,6 +123,7 @@ impl StubImage {
 
 struct Request {
     exe: RawFd,
+    exe_path: Option<CString>,
     phys: RawFd,
     areas: Vec<usize>,
     setup: Option<SelfSetup>,
@@ -171,6 +179,7 @@ pub fn spawn(
     let (rtx, rrx) = mpsc::channel();
     tx.send(Request {
         exe: image.raw(),
+        exe_path: image.path.clone(),
         phys: phys.as_raw_fd(),
         areas: areas.to_vec(),
         setup: setup.cloned(),
@@ -194,26 +203,22 @@ fn spawner(rx: mpsc::Receiver<Request>) {
                 if let Some((_, s)) = other {
                     kill_and_reap(s.pid);
                 }
-                spawn_with_areas(req.exe, req.phys, &req.areas, req.setup.as_ref())
+                spawn_with_areas(&req, req.setup.as_ref())
             }
         };
         let ok = r.is_ok();
         let _ = req.reply.send(r);
         if ok {
-            spare = spawn_with_areas(req.exe, req.phys, &req.areas, req.setup.as_ref())
+            spare = spawn_with_areas(&req, req.setup.as_ref())
                 .ok()
                 .map(|s| (key, s));
         }
     }
 }
 
-fn spawn_with_areas(
-    exe: RawFd,
-    phys: RawFd,
-    sizes: &[usize],
-    setup: Option<&SelfSetup>,
-) -> io::Result<Spawned> {
-    let mut areas = sizes
+fn spawn_with_areas(req: &Request, setup: Option<&SelfSetup>) -> io::Result<Spawned> {
+    let mut areas = req
+        .areas
         .iter()
         .map(|&n| SharedPages::new(n))
         .collect::<io::Result<Vec<_>>>()?;
@@ -222,9 +227,9 @@ fn spawn_with_areas(
             first.write(*off, bytes);
         }
     }
-    let mut fds = vec![phys];
+    let mut fds = vec![req.phys];
     fds.extend(areas.iter().map(|a| a.fd().as_raw_fd()));
-    let pid = spawn_now(exe, &fds, setup.is_some())?;
+    let pid = spawn_now(req.exe, req.exe_path.as_ref(), &fds, setup.is_some())?;
     // The stub has its copies (until its setup maps and closes them).
     for a in &mut areas {
         a.close_fd();
@@ -233,7 +238,12 @@ fn spawn_with_areas(
 }
 
 /// Runs on the spawner thread.
-fn spawn_now(exe: RawFd, fds: &[RawFd], self_setup: bool) -> io::Result<libc::pid_t> {
+fn spawn_now(
+    exe: RawFd,
+    exe_path: Option<&CString>,
+    fds: &[RawFd],
+    self_setup: bool,
+) -> io::Result<libc::pid_t> {
     // Everything the child needs is prepared before fork: after fork it may only make raw
     // system calls (async-signal-safe), since other threads' locks are frozen in its copy.
     let empty = CString::default();
@@ -260,7 +270,7 @@ fn spawn_now(exe: RawFd, fds: &[RawFd], self_setup: bool) -> io::Result<libc::pi
     }
     if pid == 0 {
         // SAFETY: we are the child of fork; `child` never returns.
-        unsafe { child(parent, exe, fds, &empty, &argv, &envp) }
+        unsafe { child(parent, exe, exe_path, fds, &empty, &argv, &envp) }
     }
     if self_setup {
         // It sets itself up and reports through its shared area; the kernel notices if it
@@ -300,6 +310,7 @@ fn spawn_now(exe: RawFd, fds: &[RawFd], self_setup: bool) -> io::Result<libc::pi
 unsafe fn child(
     parent: libc::pid_t,
     exe: RawFd,
+    exe_path: Option<&CString>,
     fds: &[RawFd],
     empty: &CString,
     argv: &[*const libc::c_char; 3],
@@ -348,14 +359,21 @@ unsafe fn child(
                 libc::close(fd);
             }
         }
-        libc::syscall(
-            libc::SYS_execveat,
-            exe_fd,
-            empty.as_ptr(),
-            argv.as_ptr(),
-            envp.as_ptr(),
-            libc::AT_EMPTY_PATH,
-        );
+        match exe_path {
+            Some(p) => {
+                libc::execve(p.as_ptr(), argv.as_ptr(), envp.as_ptr());
+            }
+            None => {
+                libc::syscall(
+                    libc::SYS_execveat,
+                    exe_fd,
+                    empty.as_ptr(),
+                    argv.as_ptr(),
+                    envp.as_ptr(),
+                    libc::AT_EMPTY_PATH,
+                );
+            }
+        }
         libc::_exit(127)
     }
 }
