@@ -331,7 +331,11 @@ impl Mm {
     /// (there is no background writeback here, so unmapping is where the data must reach the
     /// file) and releasing the frames (mm/memory.c `zap_pte_range`).
     fn zap(&mut self, vma: &Vma, start: u64, end: u64) {
-        for (va, pte) in self.pt.drain_range(start, end) {
+        // Released highest address first: the allocator hands frames out last-freed first, so
+        // memory mapped again in address order gets ascending frames, whose host mappings merge
+        // into one call per run (a sequential writer after munmap costs one mmap per window,
+        // not one per page).
+        for (va, pte) in self.pt.drain_range(start, end).into_iter().rev() {
             self.release(vma, va, pte);
         }
     }
@@ -1188,7 +1192,8 @@ impl Mm {
     }
 
     /// Fault-around for file pages (mm/memory.c `do_fault_around`, `fault_around_bytes` = 64
-    /// KiB): after a read fault at `addr` in a file-backed vma, maps the other pages of the
+    /// KiB): after a read fault at `addr` in a read-only private file mapping, maps the other
+    /// pages of the
     /// `pages`-page aligned window around it that lie in the vma, within the file and have no
     /// PTE yet, read-only as a read fault would (private pages stay copy-on-write). Linux maps
     /// only pages already in the page cache; this one reads them in (read-ahead). Returns how
@@ -1198,7 +1203,14 @@ impl Mm {
         let Some(vma) = self.vma_at(addr).cloned() else {
             return 0;
         };
-        if !matches!(vma.backing, crate::Backing::File { .. }) || pages < 2 {
+        // Only read-only private mappings (program text and rodata, where the benefit is):
+        // pages mapped ahead of use in a shared or writable mapping would need every later
+        // change of their page-cache page to reach them, which this cache does not promise.
+        if !matches!(vma.backing, crate::Backing::File { .. })
+            || vma.is_shared()
+            || vma.prot.contains(Prot::WRITE)
+            || pages < 2
+        {
             return 0;
         }
         let span = page * pages as u64;

@@ -155,6 +155,36 @@ fn file_fault_around_maps_the_aligned_window_within_vma_and_file() {
         assert!(mm.pte(m + 6 * ps).is_none());
         assert!(mm.pte(m).unwrap().flags.contains(PteFlags::COW));
         assert!(!mm.pte(m).unwrap().flags.contains(PteFlags::WRITE));
+        // Not for shared or writable file mappings.
+        let (_ff2, f2) = file(12, 4 * ps as usize);
+        let w = mm
+            .mmap(
+                0,
+                4 * ps,
+                RW,
+                MapFlags::PRIVATE,
+                Backing::File {
+                    file: f2.clone(),
+                    offset: 0,
+                },
+            )
+            .unwrap();
+        mm.handle_fault(w, Access::Read).unwrap();
+        assert_eq!(mm.fault_around_file(w, 16), 0);
+        let sh = mm
+            .mmap(
+                0,
+                4 * ps,
+                Prot::READ,
+                MapFlags::SHARED,
+                Backing::File {
+                    file: f2,
+                    offset: 0,
+                },
+            )
+            .unwrap();
+        mm.handle_fault(sh, Access::Read).unwrap();
+        assert_eq!(mm.fault_around_file(sh, 16), 0);
         // Anonymous memory is not file fault-around's business.
         let a = mm.mmap(0, 4 * ps, RW, ANON_PRIV, Backing::Anon).unwrap();
         mm.handle_fault(a, Access::Read).unwrap();
