@@ -990,6 +990,25 @@ mod tests {
         assert_eq!(img.start_brk % 0x4000, 0);
         check_image(&mut mm, &img, data, EM_X86_64, false);
         check_segments(&mut mm, data, EM_X86_64, img.load_bias);
+        // Congruent segments are mapped from the page cache (shared frames), not copied, and
+        // every mapping is whole 16K pages.
+        let elf = parse_file(data, EM_X86_64);
+        let vmas = mm.vmas();
+        for ph in elf.loads().filter(|ph| ph.p_filesz > 0) {
+            let a = img.load_bias + ph.p_vaddr;
+            let v = vmas.iter().find(|v| v.start <= a && a < v.end).unwrap();
+            assert!(matches!(v.backing, Backing::File { .. }), "{v:?}");
+        }
+        assert!(
+            vmas.iter()
+                .all(|v| v.start % 0x4000 == 0 && v.end % 0x4000 == 0)
+        );
+        // The same file at 4K pages: AT_PAGESZ says which.
+        let mut mm4 = new_mm(Granule::K4);
+        let img4 = load_elf(&mut mm4, &exe, &mut no_interp, &params(&a, &e, EM_X86_64)).unwrap();
+        assert_eq!(aux(&img4.auxv, AT_PAGESZ), Some(4096));
+        assert_eq!(aux(&img.auxv, AT_PAGESZ), Some(16384));
+        check_segments(&mut mm4, data, EM_X86_64, img4.load_bias);
     }
 
     /// The host's `/bin/true`: a dynamic PIE with PT_INTERP, loaded with the host's interpreter.

@@ -71,7 +71,7 @@ impl FileOps for MemFile {
             mode: mode::S_IFCHR | 0o666,
             nlink: 1,
             rdev: vfs::encode_dev(1, self.dev.minor()),
-            blksize: 4096,
+            blksize: um_mm::page_size() as i64,
             ..Default::default()
         })
     }

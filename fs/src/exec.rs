@@ -148,7 +148,7 @@ pub fn do_execve(
         machine: arch::ELF_MACHINE,
         platform: arch::native::abi::PLATFORM.as_bytes(),
         hwcap: k.hwcap,
-        hwcap2: 0,
+        hwcap2: k.hwcap2,
         uid: creds.uid,
         euid: creds.euid,
         gid: creds.gid,

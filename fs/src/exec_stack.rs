@@ -601,6 +601,30 @@ mod tests {
     }
 
     #[test]
+    fn max_arg_strlen_follows_the_page_size() {
+        // MAX_ARG_STRLEN is 32 pages: 128 KiB at 4K, 512 KiB at 16K.
+        let l16 = ArgLimits::linux(STK_LIM, 16384);
+        assert_eq!(l16.max_strlen, 512 << 10);
+        assert_eq!(l16.total, ArgLimits::linux(STK_LIM, 4096).total);
+        let s = vec![vec![b'x'; 32 * 4096]];
+        let p = StackParams {
+            argv: &s,
+            envp: &[],
+            execfn: b"f",
+            platform: None,
+            random: [0; 16],
+            auxv: vec![(AT_PAGESZ, 16384)],
+        };
+        // Too long for 4K pages, fine with 16K pages.
+        assert_eq!(build_stack(TOP, &p), Err(Errno::E2BIG));
+        let img = build_stack_with(TOP, &p, &l16).unwrap();
+        assert_eq!(aux(&img.auxv, AT_PAGESZ), Some(16384));
+        let s = vec![vec![b'x'; 32 * 16384]];
+        let p = StackParams { argv: &s, ..p };
+        assert_eq!(build_stack_with(TOP, &p, &l16), Err(Errno::E2BIG));
+    }
+
+    #[test]
     fn too_close_to_zero_is_efault() {
         let argv = strs(&["a"]);
         let p = StackParams {

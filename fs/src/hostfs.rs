@@ -490,8 +490,9 @@ impl FileOps for HostFile {
 
     fn write(&self, _io: &IoCtx<'_>, data: &[u8], off: u64) -> SysResult<usize> {
         let n = host::pwrite(self.fd.as_fd(), data, off).map_err(host_errno)?;
-        // Cached pages of this file are stale now (pages already mapped keep their frames).
-        self.inode.invalidate();
+        // Through the page cache: mapped pages see the write (Linux generic_perform_write).
+        let id = Inode::id(&*self.inode);
+        self.inode.fs.cache.update(id, off, &data[..n]);
         Ok(n)
     }
 

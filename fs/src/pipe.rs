@@ -24,8 +24,8 @@ use um_uapi::{Errno, SysResult};
 
 /// Writes of at most this many bytes are atomic (`PIPE_BUF`).
 pub const PIPE_BUF: usize = 4096;
-/// Default pipe capacity: 16 pages (`PIPE_DEF_BUFFERS`).
-pub const PIPE_DEF_SIZE: usize = 16 * 4096;
+/// Default pipe capacity in pages (`PIPE_DEF_BUFFERS`).
+pub const PIPE_DEF_BUFFERS: usize = 16;
 /// `/proc/sys/fs/pipe-max-size`.
 pub const PIPE_MAX_SIZE: usize = 1 << 20;
 /// `FIONREAD` / `SIOCINQ`.
@@ -119,7 +119,7 @@ pub fn anon_kstat(mode: u32, ino: u64, dev_minor: u64, uid: u32, gid: u32) -> Ks
         gid,
         rdev: 0,
         size: 0,
-        blksize: 4096,
+        blksize: um_mm::page_size() as i64,
         blocks: 0,
         atime: t,
         mtime: t,
@@ -159,7 +159,7 @@ impl Pipe {
     fn new(key: Option<u64>, uid: u32, gid: u32) -> Arc<Pipe> {
         Arc::new(Pipe {
             st: Mutex::new(State {
-                ring: Ring::new(PIPE_DEF_SIZE),
+                ring: Ring::new(PIPE_DEF_BUFFERS * um_mm::page_size() as usize),
                 readers: 0,
                 writers: 0,
                 r_counter: 0,
@@ -262,8 +262,9 @@ impl PipeEnd {
         if arg > 1 << 31 {
             return Err(Errno::EINVAL);
         }
-        let pages = (arg as usize).div_ceil(4096).max(1).next_power_of_two();
-        let size = pages * 4096;
+        let page = um_mm::page_size() as usize;
+        let pages = (arg as usize).div_ceil(page).max(1).next_power_of_two();
+        let size = pages * page;
         if size > PIPE_MAX_SIZE && !privileged {
             return Err(Errno::EPERM);
         }

@@ -277,6 +277,7 @@ impl Inode for TmpInode {
             Body::Special => 0,
         };
         let m = lock(&self.meta);
+        let page = um_mm::page_size();
         Ok(Kstat {
             dev: self.fs.dev,
             ino: self.ino,
@@ -286,8 +287,9 @@ impl Inode for TmpInode {
             gid: m.gid,
             rdev: m.rdev,
             size,
-            blksize: 4096,
-            blocks: (size + 4095) / 4096 * 8,
+            // shmem: whole pages (PAGE_SIZE), counted in 512-byte units.
+            blksize: page as i64,
+            blocks: (size as u64).div_ceil(page) as i64 * (page / 512) as i64,
             atime: m.atime,
             mtime: m.mtime,
             ctime: m.ctime,
@@ -570,7 +572,7 @@ impl Inode for TmpInode {
         let blocks = 262_144;
         Ok(Statfs {
             fs_type: TMPFS_MAGIC,
-            bsize: 4096,
+            bsize: um_mm::page_size() as i64,
             blocks,
             bfree: blocks,
             bavail: blocks,
@@ -578,7 +580,7 @@ impl Inode for TmpInode {
             ffree: (1u64 << 20).saturating_sub(self.fs.next_ino.load(Ordering::Relaxed)),
             fsid: self.fs.id,
             namelen: 255,
-            frsize: 4096,
+            frsize: um_mm::page_size() as i64,
             flags: 0,
         })
     }

@@ -56,8 +56,10 @@ pub struct Kernel {
     pub syscalls: SyscallTable,
     pub uts: Uts,
     pub engine: EngineKind,
-    /// AT_HWCAP for guests.
+    /// AT_HWCAP for guests (the host's, masked by the arch: `arch::native::hwcap`).
     pub hwcap: u64,
+    /// AT_HWCAP2 for guests.
+    pub hwcap2: u64,
     /// Fault-around window for sequential anonymous faults, in pages (`prefault=`; 0: off).
     pub prefault_pages: usize,
     /// Registers of a fresh stub, the template for exec'd threads (segments, flags).

@@ -1,11 +1,27 @@
 //! The guest page size ("granule"), chosen at run time.
 //!
-//! x86_64 guests always use 4 KiB pages; arm64 guests may use 4 KiB or 16 KiB (and, in principle,
-//! 64 KiB), matching the host kernel's page size because guest pages are host mappings of
-//! physical-memory frames. Everything in this crate that depends on the page size (frame size,
-//! page-table geometry, address alignment) takes it from a [`Granule`] rather than from a
-//! constant, so that one binary serves every granule. Neighbours: [`crate::FrameAllocator`] and
-//! [`crate::PageTable`] are parameterised by it; [`crate::Mm`] aligns every guest address with it.
+//! x86_64 guests always use 4 KiB pages; arm64 guests may use 4 KiB or 16 KiB (`pagesize=`; and,
+//! in principle, 64 KiB), at least the host kernel's page size because a guest page is one host
+//! mapping of a physical-memory frame. Everything in this crate that depends on the page size
+//! (frame size, page-table geometry, address alignment) takes it from a [`Granule`] rather than
+//! from a constant, so that one binary serves every granule. Neighbours:
+//! [`crate::FrameAllocator`] and [`crate::PageTable`] are parameterised by it; [`crate::Mm`]
+//! aligns every guest address with it.
+//!
+//! Code that needs Linux's `PAGE_SIZE` without an address space at hand (block sizes that
+//! `stat`/`statfs` of in-memory file systems report, pipe buffer sizes) asks [`page_size`]: the
+//! granule boot chose ([`Granule::set_system`]), 4 KiB before that and in unit tests.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// log2 of the page size of this boot's guests.
+static SYSTEM_SHIFT: AtomicU32 = AtomicU32::new(12);
+
+/// Linux's `PAGE_SIZE` for this boot: the granule boot chose with [`Granule::set_system`] (4 KiB
+/// until then).
+pub fn page_size() -> u64 {
+    Granule::system().size()
+}
 
 /// A guest page size: a power of two between 4 KiB and 64 KiB.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +46,18 @@ impl Granule {
         } else {
             None
         }
+    }
+
+    /// The granule of this boot's guests ([`page_size`]).
+    pub fn system() -> Granule {
+        Granule {
+            shift: SYSTEM_SHIFT.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Makes `g` the granule of this boot's guests; boot calls it once, before any guest runs.
+    pub fn set_system(g: Granule) {
+        SYSTEM_SHIFT.store(g.shift, Ordering::Relaxed);
     }
 
     /// log2 of the page size.
@@ -97,5 +125,12 @@ mod tests {
         assert!(Granule::K4.is_aligned(0x1000));
         assert_eq!(g.offset_in_page(0x4123), 0x123);
         assert_eq!(g.pages(0x10000), 4);
+    }
+
+    #[test]
+    fn system_granule_defaults_to_4k() {
+        // Nothing in the unit tests sets it: Linux's PAGE_SIZE of a 4K boot.
+        assert_eq!(Granule::system(), Granule::K4);
+        assert_eq!(page_size(), 4096);
     }
 }

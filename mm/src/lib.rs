@@ -25,7 +25,7 @@ mod shmem;
 mod vma;
 
 pub use frame::{Frame, FrameAllocator};
-pub use granule::Granule;
+pub use granule::{Granule, page_size};
 pub use mm::{Access, HostOp, Layout, MapFlags, Mm, Prot, SegvCode};
 pub use pagecache::{PageCache, VmFile};
 pub use pagetable::{PageTable, Pte, PteFlags};

@@ -105,6 +105,35 @@ impl PageCache {
         }
     }
 
+    /// `write(2)` through the page cache: `data`, just written to file `file_id` at `offset`, is
+    /// copied into the cached pages it overlaps, so every mapping of those frames sees it at
+    /// once, as Linux's `generic_perform_write` writes into the very pages mappings map.
+    /// Pages not cached are read from the file on their next fault.
+    pub fn update(&self, file_id: u64, offset: u64, data: &[u8]) {
+        let Some(end) = offset.checked_add(data.len() as u64) else {
+            return;
+        };
+        if data.is_empty() {
+            return;
+        }
+        let g = self.frames.granule();
+        let map = self.lock();
+        let Some(pages) = map.get(&file_id) else {
+            return;
+        };
+        let (first, last) = (offset >> g.shift(), (end - 1) >> g.shift());
+        for (&pgoff, &frame) in pages.range(first..=last) {
+            let start = pgoff << g.shift();
+            let lo = offset.max(start);
+            let hi = end.min(start + g.size());
+            self.frames.write(
+                frame,
+                (lo - start) as usize,
+                &data[(lo - offset) as usize..(hi - offset) as usize],
+            );
+        }
+    }
+
     /// Writes the cached page `pgoff` of `file` back to the file (no-op if not cached).
     pub fn write_back(&self, file: &Arc<dyn VmFile>, pgoff: u64) -> Result<(), Errno> {
         let frame = {
@@ -257,5 +286,40 @@ pub(crate) mod tests {
         fa.put(b);
         fa.put(far);
         assert_eq!(fa.free_frames(), start);
+    }
+
+    /// write(2) lands in cached frames (what mappings see), at either granule; uncached pages
+    /// are left to the next fault.
+    #[test]
+    fn update_writes_through_cached_pages() {
+        for g in [Granule::K4, Granule::K16] {
+            let ps = g.size() as usize;
+            let fa = Arc::new(FrameAllocator::new(
+                Arc::new(PhysMem::new(8 * ps).unwrap()),
+                g,
+            ));
+            let cache = PageCache::new(fa.clone());
+            let ff = FakeFile::new(3, vec![1; 3 * ps]);
+            let file: Arc<dyn VmFile> = ff.clone();
+            let p0 = cache.get_page(&file, 0).unwrap();
+            let p2 = cache.get_page(&file, 2).unwrap();
+            // 3 pages from just before the end of page 0 to the start of page 2; page 1 is not
+            // cached.
+            let data = vec![9u8; ps + 20];
+            let off = (ps - 10) as u64;
+            cache.update(3, off, &data);
+            cache.update(4, 0, &data); // another file: nothing cached, nothing happens
+            cache.update(3, 0, &[]);
+            let mut buf = vec![0u8; ps];
+            fa.read(p0, 0, &mut buf);
+            assert!(buf[..ps - 10].iter().all(|&x| x == 1));
+            assert!(buf[ps - 10..].iter().all(|&x| x == 9));
+            fa.read(p2, 0, &mut buf);
+            assert!(buf[..10].iter().all(|&x| x == 9), "{g:?}");
+            assert!(buf[10..].iter().all(|&x| x == 1));
+            assert_eq!(cache.cached_pages(), 2);
+            fa.put(p0);
+            fa.put(p2);
+        }
     }
 }

@@ -13,6 +13,43 @@ pub fn page_size() -> usize {
     if r > 0 { r as usize } else { 4096 }
 }
 
+/// The host's own `AT_HWCAP` and `AT_HWCAP2`: what the host kernel tells its programs about the
+/// CPU. Boot masks them per arch to what a guest may use. Read from `/proc/self/auxv`, because
+/// glibc's `getauxval(AT_HWCAP)` on x86_64 returns its own `HWCAP_X86_64` instead of the
+/// kernel's value; `getauxval` is the fallback when `/proc` is not mounted.
+pub fn hwcaps() -> (u64, u64) {
+    if let Ok(b) = std::fs::read("/proc/self/auxv")
+        && let Some(caps) = hwcaps_from_auxv(&b)
+    {
+        return caps;
+    }
+    // SAFETY: getauxval has no preconditions; it returns 0 for a missing entry.
+    unsafe {
+        (
+            libc::getauxval(libc::AT_HWCAP) as u64,
+            libc::getauxval(libc::AT_HWCAP2) as u64,
+        )
+    }
+}
+
+/// `AT_HWCAP` and `AT_HWCAP2` from the bytes of an auxiliary vector (native-endian `u64` pairs,
+/// `AT_NULL` last); `None` if it has no `AT_HWCAP`.
+fn hwcaps_from_auxv(b: &[u8]) -> Option<(u64, u64)> {
+    const AT_HWCAP: u64 = 16;
+    const AT_HWCAP2: u64 = 26;
+    let word = |c: &[u8]| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]));
+    let (mut hwcap, mut hwcap2) = (None, 0);
+    for pair in b.chunks_exact(16) {
+        match word(&pair[..8]) {
+            0 => break,
+            AT_HWCAP => hwcap = Some(word(&pair[8..])),
+            AT_HWCAP2 => hwcap2 = word(&pair[8..]),
+            _ => {}
+        }
+    }
+    hwcap.map(|h| (h, hwcap2))
+}
+
 /// The number of bits of user virtual address space on this host, derived from where the host
 /// put our stack (the top of user VA): 47 on x86_64 with 4-level paging, 39 or 48 on arm64.
 /// Android tags the top byte of some pointers; a stack address is untagged, but mask it anyway.
@@ -79,5 +116,26 @@ mod tests {
         let b = super::user_va_bits();
         assert!((39..=57).contains(&b), "{b}");
         assert!(super::page_size() >= 4096);
+    }
+
+    #[test]
+    fn auxv_parsing() {
+        let mut b = Vec::new();
+        for (k, v) in [(6u64, 4096u64), (16, 0x178b_fbff), (26, 2), (0, 0), (16, 1)] {
+            b.extend_from_slice(&k.to_ne_bytes());
+            b.extend_from_slice(&v.to_ne_bytes());
+        }
+        assert_eq!(super::hwcaps_from_auxv(&b), Some((0x178b_fbff, 2)));
+        assert_eq!(super::hwcaps_from_auxv(&b[..16]), None);
+        assert_eq!(super::hwcaps_from_auxv(&b[..32]), Some((0x178b_fbff, 0)));
+    }
+
+    #[test]
+    fn hwcaps_are_the_hosts() {
+        let (h, _h2) = super::hwcaps();
+        // x86_64: CPUID.1:EDX always has fpu (bit 0); arm64: HWCAP_FP (bit 0).
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            assert_ne!(h & 1, 0, "{h:#x}");
+        }
     }
 }

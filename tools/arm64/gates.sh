@@ -5,6 +5,9 @@
 #                                         engine, and the three ptrace interception modes
 #   lane.set=full|smoke                   which gates
 #   lane.timeout=SECONDS                  per gate
+#   lane.pagesize=4K,16K                  guest page sizes (`pagesize=` of every gate) to run the
+#                                         whole mode x gate matrix at (default 4K); verdicts at
+#                                         a size other than 4K are named gate/mode@SIZE
 #   lane.extra=PROG,PROG,...              guest test programs (guest/PROG) to run too, in every
 #                                         mode, reported as `LANE-INFO` lines: not verdicts
 # Prints `LANE-EXPECT N`, then one `LANE-RESULT gate/mode PASS|FAIL [why]` per gate and mode.
@@ -13,6 +16,7 @@
 # and no unimplemented-syscall line; on failure the tails of both are printed, indented.
 
 MODES=sysemu
+PAGESIZES=4K
 SET=full
 TMO=120
 EXTRA_PROGS=""
@@ -21,10 +25,12 @@ for w in $(cat /proc/cmdline); do
     lane.modes=*) MODES="${w#lane.modes=}" ;;
     lane.set=*) SET="${w#lane.set=}" ;;
     lane.timeout=*) TMO="${w#lane.timeout=}" ;;
+    lane.pagesize=*) PAGESIZES="${w#lane.pagesize=}" ;;
     lane.extra=*) EXTRA_PROGS="${w#lane.extra=}" ;;
     esac
 done
 MODES=$(echo "$MODES" | tr ',' ' ')
+PAGESIZES=$(echo "$PAGESIZES" | tr ',' ' ')
 
 echo "LANE: host $(uname -r) $(uname -m), $(grep -c ^processor /proc/cpuinfo) cpus"
 echo "LANE: cpu features: $(grep -m1 Features /proc/cpuinfo | cut -d: -f2)"
@@ -53,18 +59,21 @@ add ls
 add uname
 add sh
 add hello
+add pagesize
+add hwcap
 # The guest test programs (guest/NAME, each prints UM-NAME-OK when all its checks pass).
 PROGS="threads futex signals procs pipes unixsock epoll timers mmapfile"
 for p in $PROGS; do
     add "$p"
 done
 if [ "$SET" = smoke ]; then
-    gate_names=" echo sh hello threads signals"
-    NGATES=5
+    gate_names=" echo sh hello pagesize threads signals"
+    NGATES=6
 fi
 NMODES=$(echo $MODES | wc -w)
+NSIZES=$(echo $PAGESIZES | wc -w)
 NUNIT=$(ls /opt/um/unit 2>/dev/null | wc -l)
-echo "LANE-EXPECT $((NGATES * NMODES + NUNIT)) gates x modes + unit-test binaries"
+echo "LANE-EXPECT $((NGATES * NMODES * NSIZES + NUNIT)) gates x modes x page sizes + unit-test binaries"
 
 # The arch crate's unit tests, on the real arm64 host: register sets, the live interception
 # probes (SYSEMU, cancel, substitute, each checking that x7 survives), the stub code bytes.
@@ -80,8 +89,9 @@ for u in /opt/um/unit/*; do
     fi
 done
 
-# run NAME MODE MARKERS(|-separated) INIT [ARGS...]
+# run NAME MODE MARKERS(|-separated) INIT [ARGS...]; the page size is $PS.
 RESULT=LANE-RESULT
+PS=4K
 run() {
     name="$1"
     mode="$2"
@@ -93,8 +103,11 @@ run() {
     sysemu) opt="seccomp=off" ;;
     *) opt="seccomp=off $mode" ;;
     esac
+    # (sh has no locals: the caller's loop variable `mode` must not change here.)
+    tag="$mode"
+    [ "$PS" = 4K ] || tag="$mode@$PS"
     t0=$(date +%s)
-    timeout "$TMO" /opt/um/linux rootfstype=hostfs rootflags=/guest $opt \
+    timeout "$TMO" /opt/um/linux rootfstype=hostfs rootflags=/guest $opt pagesize=$PS \
         init="$init" -- "$@" </dev/null >/tmp/out 2>/tmp/log
     rc=$?
     secs=$(($(date +%s) - t0))
@@ -112,9 +125,9 @@ run() {
     unimpl=$(grep 'unimplemented syscall' /tmp/log | head -3)
     [ -n "$unimpl" ] && why="$why $(echo "$unimpl" | head -1);"
     if [ -z "$why" ]; then
-        echo "$RESULT $name/$mode PASS (exit $rc, ${secs}s)"
+        echo "$RESULT $name/$tag PASS (exit $rc, ${secs}s)"
     else
-        echo "$RESULT $name/$mode FAIL (exit $rc, ${secs}s):$why"
+        echo "$RESULT $name/$tag FAIL (exit $rc, ${secs}s):$why"
         echo "  --- console (tail) ---"
         tail -n 15 /tmp/out | sed 's/^/  | /'
         echo "  --- kernel log (tail) ---"
@@ -122,6 +135,15 @@ run() {
     fi
 }
 
+# The page size in bytes, as getconf prints it.
+bytes() {
+    case "$1" in
+    *K) echo $((${1%K} * 1024)) ;;
+    *) echo "$1" ;;
+    esac
+}
+
+for PS in $PAGESIZES; do
 for mode in $MODES; do
     for g in $gate_names; do
         case "$g" in
@@ -132,17 +154,28 @@ for mode in $MODES; do
         sh) run sh "$mode" "words=3|rc=3|sub=forked|pid-differs" /bin/busybox sh -c \
             'echo "words=$(echo one two three | wc -w)"; (exit 3); echo "rc=$?"; echo "sub=$(echo forked)"; p=$$; c=$(sh -c "echo \$\$"); [ "$c" != "$p" ] && echo pid-differs' ;;
         hello) run hello "$mode" "UM-HELLO-OK argc=3|argv[1]=a|argv[2]=b|hello: stderr ok" /opt/um/hello a b ;;
+        # getconf (musl's sysconf, from AT_PAGESZ) and the kernel log agree on the page size.
+        pagesize) run pagesize "$mode" "pagesize=$(bytes "$PS")" /bin/busybox sh -c \
+            'echo "pagesize=$(getconf PAGESIZE)"' ;;
+        # /proc/cpuinfo Features follow the masked AT_HWCAP: no SVE, SME, PAC or MTE.
+        hwcap) run hwcap "$mode" "features-ok" /bin/busybox sh -c \
+            'mount -t proc proc /proc && l=$(grep -m1 "^Features" /proc/cpuinfo) && echo "$l" &&
+             echo "$l" | grep -qw asimd && ! echo "$l" | grep -qwE "sve|sve2|sme|paca|pacg|mte" &&
+             echo features-ok' ;;
         *)
             up=$(echo "$g" | tr a-z A-Z)
-            mkdir -p "/guest/opt/um/work-$g-$mode"
-            run "$g" "$mode" "UM-$up-OK" "/opt/um/$g" "/opt/um/work-$g-$mode"
+            mkdir -p "/guest/opt/um/work-$g-$mode-$PS"
+            run "$g" "$mode" "UM-$up-OK" "/opt/um/$g" "/opt/um/work-$g-$mode-$PS"
             ;;
         esac
     done
 done
+done
 
-# Informational: the other guest test programs (each prints UM-NAME-OK when all its checks pass).
+# Informational: the other guest test programs (each prints UM-NAME-OK when all its checks pass),
+# at the first page size.
 RESULT=LANE-INFO
+PS=${PAGESIZES%% *}
 for mode in $MODES; do
     for p in $(echo "$EXTRA_PROGS" | tr ',' ' '); do
         up=$(echo "$p" | tr a-z A-Z)

@@ -29,6 +29,13 @@ pub const MINSIGSTKSZ: usize = 5120;
 /// Recommended alternate signal stack size (`SIGSTKSZ`).
 pub const SIGSTKSZ: usize = 16384;
 
+/// Guest page sizes (`pagesize=`) this arch supports: 4 KiB and 16 KiB (`CONFIG_ARM64_4K_PAGES`,
+/// `CONFIG_ARM64_16K_PAGES`). arm64 ELF files are linked with a 64 KiB `max-page-size`, so their
+/// segments map at either size. (The 64 KiB granule is not offered, as in the C port.)
+pub const PAGE_SIZES: &[u64] = &[4096, 16384];
+/// Why a page size outside [`PAGE_SIZES`] is refused.
+pub const PAGE_SIZE_REFUSAL: &str = "arm64 guests have 4K or 16K pages";
+
 /// `O_DIRECTORY` on arm64.
 pub const O_DIRECTORY: u32 = 0o40000;
 /// `O_NOFOLLOW` on arm64.

@@ -40,7 +40,73 @@ pub fn validate(c: &Cmdline) -> Result<(), String> {
             c.mem, host
         ));
     }
+    guest_granule(c.pagesize, probe::page_size() as u64)?;
     Ok(())
+}
+
+/// `4K`, `16K`, or plain bytes.
+fn size_name(n: u64) -> String {
+    if n >= 1024 && n % 1024 == 0 {
+        format!("{}K", n >> 10)
+    } else {
+        n.to_string()
+    }
+}
+
+/// The guest page size for `pagesize=` (`requested`) on a host with `host_page`-byte pages,
+/// given the sizes the arch supports: the requested one if the arch has it and it is at least
+/// the host's (a guest page is one host mapping of a physical-memory frame), else the smallest
+/// supported size that is at least the host's.
+fn choose_granule(
+    requested: Option<u64>,
+    host_page: u64,
+    supported: &[u64],
+    refusal: &str,
+) -> Result<Granule, String> {
+    let size = match requested {
+        Some(n) => {
+            if !supported.contains(&n) {
+                return Err(format!("pagesize={}: {refusal}", size_name(n)));
+            }
+            if n < host_page {
+                return Err(format!(
+                    "pagesize={}: smaller than the host's page size ({}); a guest page must be at \
+                     least one host page",
+                    size_name(n),
+                    size_name(host_page)
+                ));
+            }
+            n
+        }
+        None => supported
+            .iter()
+            .copied()
+            .filter(|&n| n >= host_page)
+            .min()
+            .ok_or_else(|| {
+                format!(
+                    "the host's page size ({}) is larger than any guest page size this \
+                     architecture offers ({})",
+                    size_name(host_page),
+                    supported
+                        .iter()
+                        .map(|&n| size_name(n))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?,
+    };
+    Granule::new(size).ok_or_else(|| format!("pagesize={}: not a page size", size_name(size)))
+}
+
+/// [`choose_granule`] for the native arch.
+fn guest_granule(requested: Option<u64>, host_page: u64) -> Result<Granule, String> {
+    choose_granule(
+        requested,
+        host_page,
+        native::abi::PAGE_SIZES,
+        native::abi::PAGE_SIZE_REFUSAL,
+    )
 }
 
 /// Boots and runs until init exits; returns the host exit status.
@@ -164,13 +230,27 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         );
     }
 
-    let granule = Granule::K4;
-    if (granule.size() as usize) < host_page {
-        return Err(format!(
-            "guest page size {} is smaller than the host's {host_page}",
-            granule.size()
-        ));
-    }
+    let granule = guest_granule(c.pagesize, host_page as u64)?;
+    Granule::set_system(granule);
+    log::info!(
+        "guest: page size {} ({})",
+        size_name(granule.size()),
+        if c.pagesize.is_some() {
+            "pagesize="
+        } else {
+            "default"
+        }
+    );
+    let (host_hwcap, host_hwcap2) = probe::hwcaps();
+    let hwcaps = native::hwcap::guest_hwcaps(native::hwcap::Hwcaps {
+        hwcap: host_hwcap,
+        hwcap2: host_hwcap2,
+    });
+    log::info!(
+        "guest: AT_HWCAP {:#x}, AT_HWCAP2 {:#x} (host {host_hwcap:#x}, {host_hwcap2:#x}, masked)",
+        hwcaps.hwcap,
+        hwcaps.hwcap2
+    );
     let phys = Arc::new(
         PhysMem::new(c.mem as usize)
             .map_err(|e| format!("mem={}: cannot be backed: {e}", c.mem))?,
@@ -222,8 +302,13 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
             domainname: "(none)".into(),
         },
         engine,
-        hwcap: 0,
-        prefault_pages: (c.prefault / granule.size()) as usize,
+        hwcap: hwcaps.hwcap,
+        hwcap2: hwcaps.hwcap2,
+        prefault_pages: c
+            .prefault
+            .map_or(crate::cmdline::DEFAULT_PREFAULT_PAGES, |b| {
+                b / granule.size()
+            }) as usize,
         exec_template: OnceLock::new(),
         shutdown_hooks: Default::default(),
         thread_exit_hooks: Default::default(),
@@ -300,9 +385,65 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     };
     let handle = run::spawn(&kernel, task, start)
         .map_err(|e| format!("cannot start the init thread: {e}"))?;
-    // init's exit ends `linux` from its own thread (run::shutdown); this thread only waits.
+    // init's exit ends `linux` from the thread that runs its exit (run::shutdown); this thread
+    // only waits. That need not be init's first thread: when another of init's threads calls
+    // exit_group, the first may end before the last one shuts the kernel down.
     let _ = handle.join();
+    let gone = |k: &Kernel| {
+        k.tasks
+            .process(pid)
+            .is_none_or(|p| p.live_threads(k).is_empty())
+    };
+    while !gone(&kernel) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(5));
     Err(String::from(
         "the init thread ended without shutting the kernel down",
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ARM64: &[u64] = &[4096, 16384];
+    const X86: &[u64] = &[4096];
+
+    #[test]
+    fn page_size_choice() {
+        let g = |r, host, sup| choose_granule(r, host, sup, "no");
+        // Defaults: the smallest supported size that covers the host's page.
+        assert_eq!(g(None, 4096, ARM64), Ok(Granule::K4));
+        assert_eq!(g(None, 16384, ARM64), Ok(Granule::K16));
+        assert_eq!(g(None, 4096, X86), Ok(Granule::K4));
+        // Explicit sizes.
+        assert_eq!(g(Some(16384), 4096, ARM64), Ok(Granule::K16));
+        assert_eq!(g(Some(4096), 4096, ARM64), Ok(Granule::K4));
+        assert_eq!(g(Some(16384), 16384, ARM64), Ok(Granule::K16));
+        // A guest page smaller than the host's.
+        let e = g(Some(4096), 16384, ARM64).unwrap_err();
+        assert!(
+            e.starts_with("pagesize=4K: smaller than the host's page size (16K)"),
+            "{e}"
+        );
+        // An arch without 16K pages.
+        let e =
+            choose_granule(Some(16384), 4096, X86, "x86_64 guests have 4K pages only").unwrap_err();
+        assert_eq!(e, "pagesize=16K: x86_64 guests have 4K pages only");
+        // A 64K host.
+        let e = g(None, 65536, ARM64).unwrap_err();
+        assert!(e.contains("(64K)") && e.contains("(4K, 16K)"), "{e}");
+    }
+
+    #[test]
+    fn native_arch_page_sizes() {
+        assert_eq!(guest_granule(None, 4096), Ok(Granule::K4));
+        let r = guest_granule(Some(16384), 4096);
+        if cfg!(target_arch = "aarch64") {
+            assert_eq!(r, Ok(Granule::K16));
+        } else {
+            assert!(r.unwrap_err().starts_with("pagesize=16K: "));
+        }
+    }
 }

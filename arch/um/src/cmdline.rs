@@ -34,8 +34,12 @@ pub struct Cmdline {
     pub nocancel: bool,
     /// `seccomp_spin=`: microseconds either side of the seccomp handoff spins before parking.
     pub seccomp_spin_us: u64,
-    /// `prefault=`: the fault-around window for sequential anonymous faults, in bytes.
-    pub prefault: u64,
+    /// `prefault=`: the fault-around window for sequential anonymous faults, in bytes; `None`:
+    /// [`DEFAULT_PREFAULT_PAGES`] guest pages.
+    pub prefault: Option<u64>,
+    /// `pagesize=`: the guest page size in bytes (4K or 16K); `None`: the smallest the arch
+    /// offers that is at least the host's page size.
+    pub pagesize: Option<u64>,
     pub loglevel: u32,
     pub stub_exe: Option<PathBuf>,
     pub help: bool,
@@ -57,7 +61,8 @@ impl Default for Cmdline {
             nosysemu: false,
             nocancel: false,
             seccomp_spin_us: DEFAULT_SECCOMP_SPIN_US,
-            prefault: DEFAULT_PREFAULT,
+            prefault: None,
+            pagesize: None,
             loglevel: 7,
             stub_exe: None,
             help: false,
@@ -179,7 +184,15 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
                 if n > 16 << 20 {
                     return Err(format!("prefault={n}: at most 16M"));
                 }
-                c.prefault = n;
+                c.prefault = Some(n);
+            }
+            ("pagesize", v) => {
+                let s = need(k, v)?;
+                let n = parse_size(s).map_err(|e| format!("pagesize={s}: {e}"))?;
+                if n != 4 << 10 && n != 16 << 10 {
+                    return Err(format!("pagesize={s}: use 4K or 16K"));
+                }
+                c.pagesize = Some(n);
             }
             ("seccomp_spin", v) => {
                 c.seccomp_spin_us = need(k, v)?
@@ -208,8 +221,9 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
     Ok(c)
 }
 
-/// Default of `prefault=`: 32 pages of 4 KiB (the C port's default window).
-pub const DEFAULT_PREFAULT: u64 = 128 << 10;
+/// Default of `prefault=`: 32 guest pages (the C port's default window; 128K at 4K pages, 512K
+/// at 16K).
+pub const DEFAULT_PREFAULT_PAGES: u64 = 32;
 
 /// Default of `seccomp_spin=` (the C port's default).
 pub const DEFAULT_SECCOMP_SPIN_US: u64 = 10;
@@ -229,8 +243,10 @@ A Linux kernel that runs as an ordinary process. Options (User Mode Linux conven
   con0=IN,OUT           console channels: fd:N or null (default fd:0,fd:1);
                         con0=null,fd:1 when stdin is not usable
   seccomp=on|auto|off   the seccomp engine: required, if available (default), or never
+  pagesize=4K|16K       guest page size (arm64: 4K or 16K; x86_64: 4K); at least the
+                        host's page size (default: the smallest that is)
   prefault=SIZE         fault-around window for sequential anonymous page faults
-                        (default 128K; 0 disables)
+                        (default 32 pages: 128K, or 512K with 16K pages; 0 disables)
   seccomp_spin=US       how long the seccomp handoff spins before it sleeps, in
                         microseconds (default 10; 0 = always sleep)
   nosysemu              ptrace engine without PTRACE_SYSEMU (cancel the call at the stop)
@@ -297,8 +313,9 @@ mod tests {
     fn errors() {
         assert!(p("frobnicate=1").unwrap_err().contains("unknown option"));
         assert!(p("seccomp=maybe").is_err());
-        assert_eq!(p("prefault=64K").unwrap().prefault, 64 << 10);
-        assert_eq!(p("prefault=0").unwrap().prefault, 0);
+        assert_eq!(p("prefault=64K").unwrap().prefault, Some(64 << 10));
+        assert_eq!(p("prefault=0").unwrap().prefault, Some(0));
+        assert_eq!(p("").unwrap().prefault, None);
         assert!(p("prefault=1G").is_err());
         assert!(p("prefault=lots").is_err());
         assert_eq!(p("seccomp_spin=0").unwrap().seccomp_spin_us, 0);
@@ -309,5 +326,19 @@ mod tests {
         assert!(p("mem=").is_err());
         assert!(p("loglevel=x").is_err());
         assert!(p("nosysemu=1").is_err());
+    }
+
+    #[test]
+    fn pagesize() {
+        assert_eq!(p("").unwrap().pagesize, None);
+        assert_eq!(p("pagesize=4K").unwrap().pagesize, Some(4096));
+        assert_eq!(p("pagesize=16K").unwrap().pagesize, Some(16384));
+        assert_eq!(p("pagesize=16k").unwrap().pagesize, Some(16384));
+        assert_eq!(p("pagesize=16384").unwrap().pagesize, Some(16384));
+        let e = p("pagesize=8K").unwrap_err();
+        assert!(e.starts_with("pagesize=8K: "), "{e}");
+        assert!(p("pagesize=64K").is_err());
+        assert!(p("pagesize=big").unwrap_err().starts_with("pagesize=big: "));
+        assert!(p("pagesize=").is_err());
     }
 }

@@ -28,6 +28,16 @@ pub const MINSIGSTKSZ: usize = 2048;
 /// Recommended alternate signal stack size (`SIGSTKSZ`).
 pub const SIGSTKSZ: usize = 8192;
 
+/// Guest page sizes (`pagesize=`) this arch supports. x86_64 has only 4 KiB pages: its ELF files
+/// (Alpine's static-PIE and dynamic binaries included) are linked with a 4 KiB
+/// `max-page-size`, so their segments are not congruent modulo 16 KiB and neither the ELF loader
+/// nor `ld.so` (which maps libraries itself) could place them on 16 KiB pages; musl's
+/// `sysconf(_SC_PAGESIZE)` is the constant 4096 there, too.
+pub const PAGE_SIZES: &[u64] = &[4096];
+/// Why a page size outside [`PAGE_SIZES`] is refused.
+pub const PAGE_SIZE_REFUSAL: &str = "x86_64 guests have 4K pages only (their ELF files are \
+    linked for 4K pages: segments are not 16K-congruent)";
+
 /// `O_DIRECT` on x86_64.
 pub const O_DIRECT: u32 = 0o40000;
 /// `O_LARGEFILE` on x86_64.

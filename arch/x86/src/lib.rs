@@ -15,6 +15,7 @@
 pub mod abi;
 #[cfg(target_arch = "x86_64")]
 pub mod host;
+pub mod hwcap;
 pub mod regs;
 pub mod signal;
 pub mod stub;

@@ -447,7 +447,10 @@ pub fn meminfo_text(m: &MemInfo) -> String {
             // hugetlb_report_meminfo comes just before Hugetlb.
             t.push_str("HugePages_Total:       0\nHugePages_Free:        0\n");
             t.push_str("HugePages_Rsvd:        0\nHugePages_Surp:        0\n");
-            let _ = writeln!(t, "Hugepagesize:       {:>4} kB", 2048);
+            // HPAGE_PMD_SIZE: one page of page-table entries' worth of pages (2M at 4K, 32M
+            // at 16K).
+            let pmd_kb = m.page_kb * m.page_kb * 1024 / 8;
+            let _ = writeln!(t, "Hugepagesize:       {pmd_kb:>4} kB");
         }
         let _ = writeln!(t, "{:<16}{v:>8} kB", format!("{k}:"));
     }

@@ -357,9 +357,9 @@ impl Inode for ProcInode {
     fn statfs(&self) -> SysResult<Statfs> {
         Ok(Statfs {
             fs_type: self.fs.magic,
-            bsize: 4096,
+            bsize: um_mm::page_size() as i64,
             namelen: 255,
-            frsize: 4096,
+            frsize: um_mm::page_size() as i64,
             ..Default::default()
         })
     }

@@ -36,11 +36,19 @@ pub fn ncpus() -> u32 {
     })
 }
 
-/// `/proc/cpuinfo`: the host's, one block per host CPU; a minimal one if it is unreadable.
-fn cpuinfo() -> Vec<u8> {
+/// `/proc/cpuinfo`: the host's, one block per host CPU, with the feature line (arm64
+/// `Features`, x86_64 `flags`) made to follow the guest's masked `AT_HWCAP`/`AT_HWCAP2`
+/// (`arch::native::hwcap`); a minimal one if the host's is unreadable.
+fn cpuinfo(k: &Kernel) -> Vec<u8> {
     let h = host_cpuinfo();
     if !h.is_empty() {
-        return h.as_bytes().to_vec();
+        use um_kernel::arch::native::hwcap;
+        let caps = hwcap::Hwcaps {
+            hwcap: k.hwcap,
+            hwcap2: k.hwcap2,
+        };
+        return rewrite_features(h, hwcap::CPUINFO_KEY, |v| hwcap::cpuinfo_features(v, caps))
+            .into_bytes();
     }
     let mut s = String::new();
     for i in 0..ncpus() {
@@ -49,6 +57,28 @@ fn cpuinfo() -> Vec<u8> {
         ));
     }
     s.into_bytes()
+}
+
+/// `text` with the value of every `key<tabs>: value` line replaced by `f(value)`, in Linux's
+/// format (`key\t: a b c`, the key's own padding kept; no space after the colon when empty).
+fn rewrite_features(text: &str, key: &str, f: impl Fn(&str) -> String) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        match line.split_once(':') {
+            Some((k, v)) if k.trim_end() == key => {
+                let value = f(v.trim());
+                out.push_str(k);
+                out.push(':');
+                if !value.is_empty() {
+                    out.push(' ');
+                    out.push_str(&value);
+                }
+                out.push('\n');
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
 }
 
 /// The ten jiffy counters of each `cpu` line of the host's `/proc/stat`.
@@ -322,7 +352,7 @@ pub fn entries(fs: &Arc<ProcFs>) -> Vec<(Vec<u8>, Arc<ProcInode>)> {
             "config.gz",
             ProcInode::file(fs, |_, _| Ok(super::config::config_gz())),
         ),
-        ("cpuinfo", ProcInode::file(fs, |_, _| Ok(cpuinfo()))),
+        ("cpuinfo", kfile(fs, cpuinfo)),
         ("filesystems", ProcInode::file(fs, |_, _| Ok(filesystems()))),
         ("loadavg", kfile(fs, loadavg)),
         ("meminfo", kfile(fs, meminfo)),
@@ -373,10 +403,51 @@ mod tests {
     #[test]
     fn cpus() {
         assert!(ncpus() >= 1);
-        assert!(
-            String::from_utf8(cpuinfo())
-                .unwrap()
-                .contains("processor\t: 0")
+    }
+
+    #[test]
+    fn feature_line_rewritten() {
+        let arm = "processor\t: 0\nBogoMIPS\t: 125.00\nFeatures\t: fp asimd sve paca\n\
+                   CPU implementer\t: 0x41\n\nprocessor\t: 1\nFeatures\t: fp asimd sve paca\n";
+        let out = rewrite_features(arm, "Features", |v| {
+            v.split(' ')
+                .filter(|f| *f != "sve" && *f != "paca")
+                .collect::<Vec<_>>()
+                .join(" ")
+        });
+        assert_eq!(
+            out,
+            "processor\t: 0\nBogoMIPS\t: 125.00\nFeatures\t: fp asimd\n\
+             CPU implementer\t: 0x41\n\nprocessor\t: 1\nFeatures\t: fp asimd\n"
         );
+        // Empty value: the key and the colon only (Linux's `seq_puts(m, "Features\t:")` and
+        // nothing after it); the other lines are kept byte for byte.
+        let x86 = "flags\t\t: fpu fsgsbase\nbugs\t\t: spectre_v1\nfpu\t\t: yes";
+        let out = rewrite_features(x86, "flags", |_| String::new());
+        assert_eq!(out, "flags\t\t:\nbugs\t\t: spectre_v1\nfpu\t\t: yes");
+    }
+
+    #[test]
+    fn native_cpuinfo_follows_the_mask() {
+        use um_kernel::arch::native::hwcap;
+        let h = host_cpuinfo();
+        if h.is_empty() {
+            return;
+        }
+        let (h1, h2) = um_os_linux::probe::hwcaps();
+        let caps = hwcap::guest_hwcaps(hwcap::Hwcaps {
+            hwcap: h1,
+            hwcap2: h2,
+        });
+        let out = rewrite_features(h, hwcap::CPUINFO_KEY, |v| hwcap::cpuinfo_features(v, caps));
+        assert!(out.contains("processor\t: 0"));
+        assert_eq!(out.lines().count(), h.lines().count());
+        for l in out.lines().filter(|l| l.starts_with(hwcap::CPUINFO_KEY)) {
+            // Masked on both arches: x86_64 fsgsbase; arm64 SVE and PAC.
+            let words: Vec<&str> = l.split_whitespace().collect();
+            for masked in ["fsgsbase", "sve", "paca", "pacg", "mte"] {
+                assert!(!words.contains(&masked), "{l}");
+            }
+        }
     }
 }

@@ -37,6 +37,7 @@ fn test_kernel() -> Arc<Kernel> {
         },
         engine: EngineKind::Ptrace(um_kernel::engine::ptrace::Intercept::Sysemu),
         hwcap: 0,
+        hwcap2: 0,
         prefault_pages: 0,
         exec_template: Default::default(),
         shutdown_hooks: Default::default(),

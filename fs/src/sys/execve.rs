@@ -9,19 +9,21 @@ use um_kernel::task::lock;
 use um_uapi::{Errno, SysResult};
 
 /// Reads a NULL-terminated array of string pointers (argv, envp) from the guest, with Linux's
-/// limits (128 KiB per string, 2 MiB in all: a quarter of the default stack limit).
+/// limits (`MAX_ARG_STRLEN`, 32 pages per string; 2 MiB in all: a quarter of the default stack
+/// limit).
 fn read_strings(c: &SyscallCtx<'_>, mut addr: u64) -> SysResult<Vec<Vec<u8>>> {
     let mut v = Vec::new();
     if addr == 0 {
         return Ok(v);
     }
     let mut total = 0usize;
+    let max_strlen = 32 * um_mm::page_size() as usize;
     loop {
         let p = c.read_u64(addr)?;
         if p == 0 {
             return Ok(v);
         }
-        let s = c.read_cstr(p, 128 << 10).map_err(|e| {
+        let s = c.read_cstr(p, max_strlen).map_err(|e| {
             if e == Errno::ENAMETOOLONG {
                 Errno::E2BIG
             } else {

@@ -707,9 +707,9 @@ fn statfs_bytes(inode: &dyn Inode, d: Option<&Dentry>, stream: bool) -> Vec<u8> 
     let s = inode.statfs().unwrap_or(Statfs {
         // PIPEFS_MAGIC for anonymous streams; others without statfs report a generic one.
         fs_type: if stream { 0x5049_5045 } else { 0 },
-        bsize: 4096,
+        bsize: um_mm::page_size() as i64,
         namelen: 255,
-        frsize: 4096,
+        frsize: um_mm::page_size() as i64,
         fsid: inode.fs_id(),
         ..Default::default()
     });

@@ -15,8 +15,16 @@
 
 use umt::{check, check_eq, ok, say};
 
-const PG: usize = 4096;
-const LEN: usize = 4 * PG;
+/// The page size (AT_PAGESZ: 4K, or 16K on an arm64 16K-page kernel).
+fn pg() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}
+
+/// The test file's length: four pages.
+fn len() -> usize {
+    4 * pg()
+}
 
 fn open(path: &str, flags: i32) -> i32 {
     let p = umt::cstr(path);
@@ -79,7 +87,7 @@ fn poke(p: *mut u8, off: usize, data: &[u8]) {
 
 fn setup(path: &str) -> i32 {
     let fd = open(path, libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC);
-    let data: Vec<u8> = (0..LEN).map(pattern).collect();
+    let data: Vec<u8> = (0..len()).map(pattern).collect();
     umt::write_all(fd, &data, "write the initial file");
     fd
 }
@@ -87,41 +95,41 @@ fn setup(path: &str) -> i32 {
 fn private(dir: &str) {
     let path = format!("{dir}/private.dat");
     let fd = setup(&path);
-    let p = map(fd, LEN, libc::MAP_PRIVATE);
+    let p = map(fd, len(), libc::MAP_PRIVATE);
     check_eq(
-        peek(p, PG + 10, 4),
-        (PG + 10..PG + 14).map(pattern).collect(),
+        peek(p, pg() + 10, 4),
+        (pg() + 10..pg() + 14).map(pattern).collect(),
         "private mapping reads the file",
     );
-    poke(p, PG + 10, b"PRIV");
+    poke(p, pg() + 10, b"PRIV");
     check_eq(
-        peek(p, PG + 10, 4),
+        peek(p, pg() + 10, 4),
         b"PRIV".to_vec(),
         "private mapping sees its own write",
     );
     check_eq(
-        pread(fd, PG + 10, 4),
-        (PG + 10..PG + 14).map(pattern).collect(),
+        pread(fd, pg() + 10, 4),
+        (pg() + 10..pg() + 14).map(pattern).collect(),
         "file after a MAP_PRIVATE write (must be unchanged)",
     );
-    let q = map(fd, LEN, libc::MAP_PRIVATE);
+    let q = map(fd, len(), libc::MAP_PRIVATE);
     check_eq(
-        peek(q, PG + 10, 4),
-        (PG + 10..PG + 14).map(pattern).collect(),
+        peek(q, pg() + 10, 4),
+        (pg() + 10..pg() + 14).map(pattern).collect(),
         "another private mapping after the first one's write",
     );
-    // SAFETY: p/LEN is a live mapping.
+    // SAFETY: p/len() is a live mapping.
     ok(
-        unsafe { libc::msync(p.cast(), LEN, libc::MS_SYNC) } as i64,
+        unsafe { libc::msync(p.cast(), len(), libc::MS_SYNC) } as i64,
         "msync of a private mapping",
     );
     check_eq(
-        pread(fd, PG + 10, 4),
-        (PG + 10..PG + 14).map(pattern).collect(),
+        pread(fd, pg() + 10, 4),
+        (pg() + 10..pg() + 14).map(pattern).collect(),
         "file after msync of a private mapping",
     );
-    unmap(p, LEN);
-    unmap(q, LEN);
+    unmap(p, len());
+    unmap(q, len());
     umt::close(fd);
     say("MAP_PRIVATE: write visible in the mapping only, not in the file or other mappings");
 }
@@ -129,21 +137,21 @@ fn private(dir: &str) {
 fn shared(dir: &str) {
     let path = format!("{dir}/shared.dat");
     let fd = setup(&path);
-    let p = map(fd, LEN, libc::MAP_SHARED);
-    let q = map(fd, LEN, libc::MAP_SHARED);
-    poke(p, 2 * PG + 100, b"SHARED");
+    let p = map(fd, len(), libc::MAP_SHARED);
+    let q = map(fd, len(), libc::MAP_SHARED);
+    poke(p, 2 * pg() + 100, b"SHARED");
     check_eq(
-        peek(q, 2 * PG + 100, 6),
+        peek(q, 2 * pg() + 100, 6),
         b"SHARED".to_vec(),
         "a second shared mapping sees the write at once",
     );
     // SAFETY: live mapping.
     ok(
-        unsafe { libc::msync(p.cast(), LEN, libc::MS_SYNC) } as i64,
+        unsafe { libc::msync(p.cast(), len(), libc::MS_SYNC) } as i64,
         "msync(MS_SYNC)",
     );
     check_eq(
-        pread(fd, 2 * PG + 100, 6),
+        pread(fd, 2 * pg() + 100, 6),
         b"SHARED".to_vec(),
         "pread after a MAP_SHARED write + msync",
     );
@@ -155,12 +163,12 @@ fn shared(dir: &str) {
             fd,
             b"WRITTEN".as_ptr().cast(),
             7,
-            (3 * PG + 5) as libc::off_t,
+            (3 * pg() + 5) as libc::off_t,
         )
     };
     check_eq(ok(r as i64, "pwrite"), 7, "pwrite length");
     check_eq(
-        peek(p, 3 * PG + 5, 7),
+        peek(p, 3 * pg() + 5, 7),
         b"WRITTEN".to_vec(),
         "shared mapping after pwrite to the file",
     );
@@ -181,8 +189,8 @@ fn shared(dir: &str) {
     say("MAP_SHARED across fork: the child's write is seen by the parent");
 
     poke(p, 0, b"LAST");
-    unmap(p, LEN);
-    unmap(q, LEN);
+    unmap(p, len());
+    unmap(q, len());
     umt::close(fd);
     let fd = open(&path, libc::O_RDONLY);
     check_eq(
@@ -191,7 +199,7 @@ fn shared(dir: &str) {
         "file reopened after munmap of a dirty shared mapping (no msync)",
     );
     check_eq(
-        pread(fd, 2 * PG + 100, 6),
+        pread(fd, 2 * pg() + 100, 6),
         b"SHARED".to_vec(),
         "file reopened: earlier write",
     );
@@ -204,10 +212,10 @@ fn sigbus(dir: &str) {
     let fd = setup(&path);
     // SAFETY: plain integers.
     ok(
-        unsafe { libc::ftruncate(fd, PG as libc::off_t) } as i64,
+        unsafe { libc::ftruncate(fd, pg() as libc::off_t) } as i64,
         "ftruncate to one page",
     );
-    let p = map(fd, LEN, libc::MAP_SHARED);
+    let p = map(fd, len(), libc::MAP_SHARED);
     check_eq(
         peek(p, 100, 2),
         vec![pattern(100), pattern(101)],
@@ -221,7 +229,7 @@ fn sigbus(dir: &str) {
         };
         // SAFETY: valid struct (no core file natively).
         unsafe { libc::setrlimit(libc::RLIMIT_CORE, &rl) };
-        let v = peek(p, 2 * PG, 1);
+        let v = peek(p, 2 * pg(), 1);
         umt::exit_now(v[0] as i32 + 10);
     }
     check_eq(
@@ -231,15 +239,15 @@ fn sigbus(dir: &str) {
     );
     // SAFETY: plain integers.
     ok(
-        unsafe { libc::ftruncate(fd, LEN as libc::off_t) } as i64,
+        unsafe { libc::ftruncate(fd, len() as libc::off_t) } as i64,
         "ftruncate back to four pages",
     );
     check_eq(
-        peek(p, 2 * PG, 4),
+        peek(p, 2 * pg(), 4),
         vec![0; 4],
         "page past the old EOF after growing the file",
     );
-    unmap(p, LEN);
+    unmap(p, len());
     umt::close(fd);
     say("page past EOF: SIGBUS; after ftruncate grows the file it reads zeros");
 }

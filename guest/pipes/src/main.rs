@@ -191,7 +191,15 @@ fn nonblock() {
         unsafe { libc::fcntl(w, libc::F_GETPIPE_SZ) } as i64,
         "F_GETPIPE_SZ",
     );
-    check_eq(cap, 65536, "F_GETPIPE_SZ");
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as i64;
+    check_eq(cap, 16 * page, "F_GETPIPE_SZ (16 pages)");
+    // SAFETY: plain integers.
+    let cap = ok(
+        unsafe { libc::fcntl(w, libc::F_SETPIPE_SZ, 65536) } as i64,
+        "F_SETPIPE_SZ",
+    );
+    check_eq(cap, 65536, "F_SETPIPE_SZ 64K");
     let mut n = 0usize;
     loop {
         // SAFETY: valid buffer.

@@ -311,7 +311,9 @@ fn sleeps() {
         at.tv_nsec -= 1_000_000_000;
         at.tv_sec += 1;
     }
-    let start = umt::now_ns();
+    // Measured from the reading the deadline was computed from (not from a later one, which a
+    // loaded host may take well after it).
+    let start = now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64;
     // SAFETY: valid timespec; returns an error number directly.
     let r = unsafe {
         libc::clock_nanosleep(

@@ -6,18 +6,33 @@ use crate::task::lock;
 use um_mm::{Backing, MapFlags, Prot};
 use um_uapi::{Errno, SysResult};
 
-fn prot_of(p: u64) -> SysResult<Prot> {
+/// `PROT_SEM` (all arches; meaningless here, accepted and ignored).
+const PROT_SEM: u64 = 0x8;
+
+/// Checks the `prot` argument of mmap/mprotect (Linux `arch_validate_prot`: READ, WRITE, EXEC,
+/// SEM, plus the arch's own bits for the features the guest has, e.g. arm64 `PROT_BTI`) and
+/// keeps the bits `mm` knows. `extra`: the arch's accepted bits, which are not enforced.
+fn prot_of(p: u64, extra: u32) -> SysResult<Prot> {
     // PROT_GROWSDOWN/PROT_GROWSUP (0x01000000/0x02000000) are accepted and ignored here.
-    let known = 0x7 | 0x0100_0000 | 0x0200_0000;
+    let known = 0x7 | PROT_SEM | u64::from(extra) | 0x0100_0000 | 0x0200_0000;
     if p & !known != 0 {
         return Err(Errno::EINVAL);
     }
-    Ok(Prot::from_bits_truncate(p as u32))
+    Ok(Prot::from_bits_truncate(p as u32 & 0x7))
+}
+
+/// The arch's extra `PROT_*` bits for the guest's capabilities.
+fn extra_prot(c: &SyscallCtx<'_>) -> u32 {
+    use crate::arch::native::hwcap;
+    hwcap::extra_prot_bits(hwcap::Hwcaps {
+        hwcap: c.kernel.hwcap,
+        hwcap2: c.kernel.hwcap2,
+    })
 }
 
 fn mmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let (addr, len, prot, flags, fd, off) = (a[0], a[1], a[2], a[3] as u32, a[4], a[5]);
-    let prot = prot_of(prot)?;
+    let prot = prot_of(prot, extra_prot(c))?;
     let flags = MapFlags::from_bits_truncate(flags);
     let backing = if flags.contains(MapFlags::ANONYMOUS) {
         Backing::Anon
@@ -44,7 +59,7 @@ fn munmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn mprotect(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let prot = prot_of(a[2])?;
+    let prot = prot_of(a[2], extra_prot(c))?;
     lock_mm(&c.mm()).mprotect(a[0], a[1], prot)?;
     Ok(0)
 }
@@ -152,4 +167,23 @@ pub fn register(t: &mut SyscallTable) {
     t.register("mlockall", mlockall);
     t.register("munlockall", munlockall);
     t.register("mincore", mincore);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prot_bits() {
+        let rw = Prot::READ | Prot::WRITE;
+        assert_eq!(prot_of(3, 0), Ok(rw));
+        assert_eq!(prot_of(7 | PROT_SEM, 0), Ok(rw | Prot::EXEC));
+        assert_eq!(prot_of(1 | 0x0100_0000, 0), Ok(Prot::READ));
+        // arm64 PROT_BTI (0x10): only where the arch accepts it (a guest with BTI).
+        assert_eq!(prot_of(0x10 | 5, 0), Err(Errno::EINVAL));
+        assert_eq!(prot_of(0x10 | 5, 0x10), Ok(Prot::READ | Prot::EXEC));
+        // PROT_MTE (0x20) is never accepted: MTE is masked.
+        assert_eq!(prot_of(0x20 | 3, 0x10), Err(Errno::EINVAL));
+        assert_eq!(prot_of(0x40, 0), Err(Errno::EINVAL));
+    }
 }
