@@ -16,4 +16,5 @@ pub mod ptrace;
 pub mod sandbox;
 pub mod shared;
 pub mod stub;
+pub mod stub_layout;
 pub mod term;

@@ -1,0 +1,252 @@
+//! The stub's seccomp-engine layout and filter, the same on every arch: the per-thread slots
+//! of the second shared area (handoff futex, what the handler reports, the ops it runs, its
+//! alternate signal stack), the setup block a self-setting-up stub finds in its data area, and
+//! the classic-BPF filter the stub installs (`stub_filter`, with a tiny interpreter,
+//! `run_filter`, for tests). The arch crates re-export all of it from their `stub` modules,
+//! beside the arch-specific stub code that uses these offsets.
+//!
+//! Offsets are bytes from the slot's (or the data area's) start; words are little-endian u64
+//! unless a comment says otherwise.
+
+/// Bytes per op in the ops format (number, six arguments, result): as the arch stubs' `OP_SIZE`.
+pub const OP_SIZE: usize = 64;
+/// Size of the data area (as the arch stubs' `DATA_SIZE`).
+pub const DATA_SIZE: u64 = 0x1_0000;
+
+// Each guest thread of a stub process in the seccomp engine owns one `SLOT_SIZE` slot of a
+// second shared memfd mapped at `SLOTS_OFFSET`: the handoff futex word, what the stub's signal
+// handler reports, the host calls the kernel queues, and the alternate signal stack on which the
+// handler runs, so the signal frame (registers, FP state) is in memory the kernel shares. Slots
+// are `SLOT_SIZE`-aligned: the handler finds its slot by rounding its stack pointer down.
+
+/// Offset of the first slot from the stub base.
+pub const SLOTS_OFFSET: u64 = 0x2_0000;
+/// Bytes per slot (a power of two).
+pub const SLOT_SIZE: u64 = 0x1_0000;
+/// Slots per stub process: the most guest threads one address space can have in the seccomp
+/// engine.
+pub const MAX_SLOTS: usize = 256;
+/// Size of the whole stub region: code, data area, slots.
+pub const STUB_REGION: u64 = SLOTS_OFFSET + SLOT_SIZE * MAX_SLOTS as u64;
+
+/// Slot word: the handoff futex (low 32 bits). Bit [`OWNER_KERNEL`]: the kernel owns the
+/// thread (the stub waits in its handler); clear: the stub owns it. Bit [`WAITER`]: whoever
+/// waits for ownership has parked in `FUTEX_WAIT` and needs a `FUTEX_WAKE`.
+pub const SLOT_FUTEX: usize = 0x00;
+/// The handoff word's owner bit.
+pub const OWNER_KERNEL: u32 = 1;
+/// The handoff word's waiter bit.
+pub const WAITER: u32 = 2;
+/// Slot word: the host tid of the slot's thread while it lives (clone's CLONE_CHILD_SETTID /
+/// CLEARTID word: the host clears it when the thread has exited, so the slot may be reused).
+pub const SLOT_TID: usize = 0x30;
+/// Slot word: why the stub handed the thread to the kernel ([`REASON_SIGNAL`]...).
+pub const SLOT_REASON: usize = 0x40;
+/// A host signal arrived (guest syscall, fault, kick); `SLOT_SIGNO`.. say which.
+pub const REASON_SIGNAL: u64 = 1;
+/// A queued host call failed; `SLOT_FAILED` is its index, the later ones did not run.
+pub const REASON_OP_FAILED: u64 = 2;
+/// The command the kernel asked for is done (`SLOT_CMD_RESULT`), or the ops ran.
+pub const REASON_DONE: u64 = 3;
+/// Slot word: the host signal number.
+pub const SLOT_SIGNO: usize = 0x48;
+/// Slot word: the stub address of the handler's siginfo.
+pub const SLOT_SIGINFO: usize = 0x50;
+/// Slot word: the stub address of the handler's ucontext.
+pub const SLOT_UCONTEXT: usize = 0x58;
+/// Slot word: how many ops to run before the command.
+pub const SLOT_COUNT: usize = 0x60;
+/// Slot word: the command ([`CMD_RESUME`]...).
+pub const SLOT_CMD: usize = 0x68;
+/// Return from the handler: the guest runs with the (edited) frame.
+pub const CMD_RESUME: u64 = 0;
+/// Create a host thread in this process on the slot at stub address `SLOT_CMD_ARG`.
+pub const CMD_CLONE: u64 = 1;
+/// End this host thread.
+pub const CMD_EXIT: u64 = 2;
+/// Run the ops, then hand back (`REASON_DONE`) without resuming the guest.
+pub const CMD_OPS_ONLY: u64 = 3;
+/// Slot word: the command's argument.
+pub const SLOT_CMD_ARG: usize = 0x70;
+/// Slot word: the command's result (clone: the new tid or -errno).
+pub const SLOT_CMD_RESULT: usize = 0x78;
+/// Slot word: how long the stub spins for the handoff before parking, in its clock's ticks
+/// (x86_64: TSC; arm64: CNTVCT_EL0); 0 parks at once.
+pub const SLOT_SPIN: usize = 0x80;
+/// Slot word: index of the op that failed (with `REASON_OP_FAILED`).
+pub const SLOT_FAILED: usize = 0x88;
+/// Slot word: the guest's TLS register where the frame does not carry it (arm64 tpidr_el0,
+/// saved by the handler on entry and restored on return).
+pub const SLOT_TLS: usize = 0x90;
+/// Slot: the first op (same format as the data area's).
+pub const SLOT_OPS: usize = 0x100;
+/// Ops per slot handoff.
+pub const SLOT_MAX_OPS: usize = (0x1e00 - SLOT_OPS) / OP_SIZE;
+/// Slot: the stack a new thread starts on (grows down from here), before its first trap.
+pub const SLOT_BOOT_STACK: usize = 0x2000;
+/// Slot: the alternate signal stack, from here to the end of the slot.
+pub const SLOT_ALTSTACK: usize = 0x2000;
+
+/// Data area: where setup puts the `struct sigaction`, the `stack_t`, a zero signal set and
+/// the filter program for the calls it makes the stub run (seccomp engine).
+pub const SETUP_SIGACTION: usize = 0x4000;
+/// Data area: the `stack_t` for slot 0.
+pub const SETUP_STACK: usize = 0x4040;
+/// Data area: an empty signal set.
+pub const SETUP_SIGSET: usize = 0x4080;
+/// Data area: the `struct sock_fprog`.
+pub const SETUP_FPROG: usize = 0x40c0;
+/// Data area: the filter instructions (up to 256).
+pub const SETUP_FILTER: usize = 0x4100;
+/// Data area: how many setup calls a self-setting-up stub (seccomp engine) runs at its entry.
+pub const SETUP_COUNT: usize = 0x5000;
+/// Data area: 1 + the index of the setup call that failed (0: none did).
+pub const SETUP_FAILED: usize = 0x5008;
+/// Data area: the setup calls, in the ops format (their results written back).
+pub const SETUP_OPS: usize = 0x5040;
+/// The most setup calls.
+pub const SETUP_MAX_OPS: usize = 32;
+
+/// One classic BPF instruction (`struct sock_filter`, linux/filter.h).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SockFilter {
+    pub code: u16,
+    pub jt: u8,
+    pub jf: u8,
+    pub k: u32,
+}
+
+impl SockFilter {
+    /// The 8 bytes the host reads.
+    pub fn to_bytes(self) -> [u8; 8] {
+        let mut b = [0u8; 8];
+        b[0..2].copy_from_slice(&self.code.to_le_bytes());
+        b[2] = self.jt;
+        b[3] = self.jf;
+        b[4..8].copy_from_slice(&self.k.to_le_bytes());
+        b
+    }
+}
+
+const BPF_LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+const BPF_JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+const BPF_JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+const BPF_RET_K: u16 = 0x06; // BPF_RET | BPF_K
+/// `SECCOMP_RET_KILL_PROCESS`.
+pub const RET_KILL_PROCESS: u32 = 0x8000_0000;
+/// `SECCOMP_RET_TRAP`.
+pub const RET_TRAP: u32 = 0x0003_0000;
+/// `SECCOMP_RET_ALLOW`.
+pub const RET_ALLOW: u32 = 0x7fff_0000;
+
+/// The stub's seccomp filter (linux/seccomp.h `struct seccomp_data`: nr at 0, arch at 4,
+/// instruction_pointer at 8, args from 16): a foreign `audit_arch` kills; a call made from
+/// outside `[page, page + len)` (the stub's first code page) traps (SIGSYS to the stub's
+/// handler: every guest syscall); from inside it, the calls in `allowed` run and anything else
+/// kills the process (a guest that jumps into the stub page gets nothing more).
+pub fn stub_filter(audit_arch: u32, page: u64, len: u64, allowed: &[u32]) -> Vec<SockFilter> {
+    let ins = |code, jt, jf, k| SockFilter { code, jt, jf, k };
+    let n = allowed.len();
+    assert!(n < 200 && page % len == 0 && (page as u32).checked_add(len as u32).is_some());
+    let mut f = vec![
+        ins(BPF_LD_W_ABS, 0, 0, 4),
+        ins(BPF_JEQ_K, 1, 0, audit_arch),
+        ins(BPF_RET_K, 0, 0, RET_KILL_PROCESS),
+        // ip high half
+        ins(BPF_LD_W_ABS, 0, 0, 12),
+        ins(BPF_JEQ_K, 1, 0, (page >> 32) as u32),
+        ins(BPF_RET_K, 0, 0, RET_TRAP),
+        // ip low half in [page, page + len)
+        ins(BPF_LD_W_ABS, 0, 0, 8),
+        ins(BPF_JGE_K, 1, 0, page as u32),
+        ins(BPF_RET_K, 0, 0, RET_TRAP),
+        ins(BPF_JGE_K, 0, 1, (page + len) as u32),
+        ins(BPF_RET_K, 0, 0, RET_TRAP),
+        // from the stub page: the allow list
+        ins(BPF_LD_W_ABS, 0, 0, 0),
+    ];
+    for (i, &nr) in allowed.iter().enumerate() {
+        // Jump over the remaining compares and the kill, to the allow.
+        f.push(ins(BPF_JEQ_K, (n - i) as u8, 0, nr));
+    }
+    f.push(ins(BPF_RET_K, 0, 0, RET_KILL_PROCESS));
+    f.push(ins(BPF_RET_K, 0, 0, RET_ALLOW));
+    f
+}
+
+/// Runs `filter` on one `seccomp_data` (for tests: a tiny classic-BPF interpreter covering the
+/// instructions [`stub_filter`] uses).
+pub fn run_filter(filter: &[SockFilter], nr: u32, arch: u32, ip: u64) -> u32 {
+    let mut a: u32 = 0;
+    let mut pc = 0usize;
+    loop {
+        let i = filter[pc];
+        pc += 1;
+        match i.code {
+            BPF_LD_W_ABS => {
+                a = match i.k {
+                    0 => nr,
+                    4 => arch,
+                    8 => ip as u32,
+                    12 => (ip >> 32) as u32,
+                    _ => 0,
+                }
+            }
+            BPF_JEQ_K => pc += usize::from(if a == i.k { i.jt } else { i.jf }),
+            BPF_JGE_K => pc += usize::from(if a >= i.k { i.jt } else { i.jf }),
+            BPF_RET_K => return i.k,
+            _ => return RET_KILL_PROCESS,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots() {
+        const { assert!(SLOT_SIZE.is_power_of_two() && SLOTS_OFFSET % SLOT_SIZE == 0) };
+        const { assert!(SLOT_OPS + SLOT_MAX_OPS * OP_SIZE <= 0x1e00) };
+        const { assert!(SLOT_ALTSTACK as u64 + 0x8000 <= SLOT_SIZE) };
+        const { assert!(SETUP_FILTER + 8 * 256 <= SETUP_COUNT) };
+        const { assert!(SETUP_OPS + SETUP_MAX_OPS * OP_SIZE <= DATA_SIZE as usize) };
+    }
+
+    #[test]
+    fn filter_traps_guest_calls_and_allows_only_listed_stub_calls() {
+        let page = 0x7f80_0000_0000u64;
+        let arch = 0xc000_003e;
+        let f = stub_filter(arch, page, 0x1000, &[202, 15]);
+        // From the guest (anywhere outside the stub page): trap, whatever the number.
+        for ip in [
+            0x40_1000,
+            page - 4,
+            page + 0x1000,
+            page + 0x1_0000,
+            u64::MAX - 3,
+        ] {
+            assert_eq!(run_filter(&f, 202, arch, ip), RET_TRAP, "{ip:#x}");
+            assert_eq!(run_filter(&f, 59, arch, ip), RET_TRAP, "{ip:#x}");
+        }
+        // From the stub page: the list runs, the rest kills.
+        assert_eq!(run_filter(&f, 202, arch, page + 0x10), RET_ALLOW);
+        assert_eq!(run_filter(&f, 15, arch, page + 0xffe), RET_ALLOW);
+        assert_eq!(run_filter(&f, 59, arch, page + 0x10), RET_KILL_PROCESS);
+        // A foreign audit arch (i386 = 0x4000_0003) kills.
+        assert_eq!(
+            run_filter(&f, 202, 0x4000_0003, 0x40_1000),
+            RET_KILL_PROCESS
+        );
+        assert_eq!(
+            SockFilter {
+                code: 0x15,
+                jt: 1,
+                jf: 2,
+                k: 0x0102_0304
+            }
+            .to_bytes(),
+            [0x15, 0, 1, 2, 4, 3, 2, 1]
+        );
+    }
+}
