@@ -62,7 +62,7 @@ add hello
 add pagesize
 add hwcap
 # The guest test programs (guest/NAME, each prints UM-NAME-OK when all its checks pass).
-PROGS="threads futex signals procs pipes unixsock epoll timers mmapfile"
+PROGS="threads futex signals procs pipes unixsock epoll timers mmapfile fptorture"
 for p in $PROGS; do
     add "$p"
 done
