@@ -97,8 +97,10 @@ fn basic() {
 
     // Absolute timeouts: FUTEX_WAIT_BITSET measures against CLOCK_MONOTONIC, or CLOCK_REALTIME
     // with FUTEX_CLOCK_REALTIME (futex(2)).
-    let deadline = add_ms(clock(libc::CLOCK_MONOTONIC), 40);
+    // Start timing before the deadline is computed: a loaded host may stall between the two,
+    // which must not make the wait look short.
     let start = umt::now_ns();
+    let deadline = add_ms(clock(libc::CLOCK_MONOTONIC), 40);
     expect_err(
         futex(
             &w,
@@ -113,8 +115,10 @@ fn basic() {
     check_elapsed(start, 35, 5000, "FUTEX_WAIT_BITSET monotonic deadline");
     say("wait_bitset absolute monotonic deadline: ETIMEDOUT");
 
-    let deadline = add_ms(clock(libc::CLOCK_REALTIME), 40);
+    // Start timing before the deadline is computed: a loaded host may stall between the two,
+    // which must not make the wait look short.
     let start = umt::now_ns();
+    let deadline = add_ms(clock(libc::CLOCK_REALTIME), 40);
     expect_err(
         futex(
             &w,
