@@ -401,19 +401,7 @@ impl SeccompThread {
             tuning,
         });
         proc.slots.store(layout::SLOT_SPIN, tuning.spin_ticks);
-        let mut th = SeccompThread {
-            proc,
-            slot: 0,
-            tid: pid,
-            regs: Regs::default(),
-            template: Regs::default(),
-            uc_addr: 0,
-            ucontext: vec![0; uc::UC_SIZE],
-            host_tls: None,
-            ended: false,
-            stub_backoff: 0,
-            owned_since: Instant::now(),
-        };
+        let mut th = SeccompThread::on_slot(proc, 0, pid, Regs::default(), Regs::default());
         if let Err(e) = th.first_handoff() {
             // Which setup call failed, if one did (1 + its index; its result in its op).
             let data = &th.proc._data;
@@ -438,6 +426,29 @@ impl SeccompThread {
         uc::load_regs(&th.ucontext, &mut th.template);
         th.regs = th.template;
         Ok(th)
+    }
+
+    /// A thread on `slot` of `proc`, before its first handoff.
+    fn on_slot(
+        proc: Arc<SeccompProcess>,
+        slot: usize,
+        tid: libc::pid_t,
+        regs: Regs,
+        template: Regs,
+    ) -> SeccompThread {
+        SeccompThread {
+            proc,
+            slot,
+            tid,
+            regs,
+            template,
+            uc_addr: 0,
+            ucontext: vec![0; uc::UC_SIZE],
+            host_tls: None,
+            ended: false,
+            stub_backoff: 0,
+            owned_since: Instant::now(),
+        }
     }
 
     fn off(&self, w: usize) -> usize {
@@ -817,19 +828,7 @@ pub struct SeccompSeed {
 impl SeccompSeed {
     /// Takes over the new thread `tid` (waits for its first trap) with guest registers `regs`.
     pub fn attach(&self, tid: libc::pid_t, regs: Regs) -> io::Result<SeccompThread> {
-        let mut th = SeccompThread {
-            proc: self.proc.clone(),
-            slot: self.slot,
-            tid,
-            regs,
-            template: self.template,
-            uc_addr: 0,
-            ucontext: vec![0; uc::UC_SIZE],
-            host_tls: None,
-            ended: false,
-            stub_backoff: 0,
-            owned_since: Instant::now(),
-        };
+        let mut th = SeccompThread::on_slot(self.proc.clone(), self.slot, tid, regs, self.template);
         th.first_handoff()?;
         th.regs = regs;
         Ok(th)
