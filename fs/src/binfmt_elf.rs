@@ -94,8 +94,8 @@ pub struct ExecParams<'a> {
     pub random: [u8; 16],
     /// AT_CLKTCK (`USER_HZ`, 100).
     pub clktck: u64,
-    /// AT_SYSINFO_EHDR: where the caller mapped the vDSO, if it did.
-    pub sysinfo_ehdr: Option<u64>,
+    /// The vDSO to map (AT_SYSINFO_EHDR names where it went), if any.
+    pub vdso: Option<&'a crate::vdso::VdsoImage>,
     /// AT_MINSIGSTKSZ, if the architecture reports it.
     pub minsigstksz: Option<u64>,
 }
@@ -469,10 +469,10 @@ pub fn load_elf(
     } else {
         Some(p.platform)
     };
-    let auxv_for = |phdr: u64, base: u64, entry: u64| {
+    let auxv_for = |phdr: u64, base: u64, entry: u64, vdso: Option<u64>| {
         let mut v = Vec::with_capacity(24);
         // ARCH_DLINFO comes first (x86_64 and arm64: AT_SYSINFO_EHDR, AT_MINSIGSTKSZ).
-        if let Some(a) = p.sysinfo_ehdr {
+        if let Some(a) = vdso {
             v.push((AT_SYSINFO_EHDR, a));
         }
         if let Some(a) = p.minsigstksz {
@@ -507,7 +507,11 @@ pub fn load_elf(
         random: p.random,
         auxv,
     };
-    let dry = build_stack_with(layout.stack_top, &stack_params(auxv_for(0, 0, 0)), &limits)?;
+    let dry = build_stack_with(
+        layout.stack_top,
+        &stack_params(auxv_for(0, 0, 0, p.vdso.map(|_| 0))),
+        &limits,
+    )?;
 
     // ---- Point of no return: from here on the address space is modified. ----
 
@@ -651,10 +655,35 @@ pub fn load_elf(
     // "mm->start_brk = mm->brk = ELF_PAGEALIGN(elf_brk)" (no brk randomisation).
     mm.set_brk_start(start_brk);
 
+    // arch_setup_additional_pages(): the vDSO goes wherever mmap puts it (arm64's
+    // get_unmapped_area; x86_64 picks a random spot near the stack), read and exec, named
+    // "[vdso]". It is a private copy of the boot's image, so a guest that writes to it after an
+    // mprotect changes only its own.
+    let vdso = match p.vdso {
+        Some(v) => {
+            let len = g.align_up(v.bytes.len() as u64).ok_or(Errno::ENOMEM)?;
+            let at = mm.mmap(
+                0,
+                len,
+                Prot::READ | Prot::EXEC,
+                MapFlags::PRIVATE | MapFlags::ANONYMOUS,
+                Backing::Anon,
+            )?;
+            mm.write_bytes_force(at, &v.bytes)?;
+            mm.set_name(at, len, Some("[vdso]".to_string()))?;
+            mm.set_vdso(Some(um_mm::Vdso {
+                base: at,
+                sigreturn: v.sigreturn.map(|o| at + o),
+            }));
+            Some(at)
+        }
+        None => None,
+    };
+
     // create_elf_tables().
     let img = build_stack_with(
         layout.stack_top,
-        &stack_params(auxv_for(phdr, interp_base.unwrap_or(0), exe_entry)),
+        &stack_params(auxv_for(phdr, interp_base.unwrap_or(0), exe_entry, vdso)),
         &limits,
     )?;
     debug_assert_eq!(img.sp, dry.sp);
@@ -797,7 +826,7 @@ mod tests {
             secure: false,
             random: core::array::from_fn(|i| 0xc0 + i as u8),
             clktck: 100,
-            sysinfo_ehdr: Some(0x7fb0_0000_0000),
+            vdso: Some(crate::vdso::image()),
             minsigstksz: Some(2048),
         }
     }
@@ -919,6 +948,15 @@ mod tests {
             ]
         );
         assert_eq!(a(AT_PAGESZ), g.size());
+        // The vDSO: its own read+exec mapping holding the image, recorded in the mm.
+        let vd = a(AT_SYSINFO_EHDR);
+        let vv = vmas.iter().find(|v| v.start == vd).expect("vdso vma");
+        assert_eq!(vv.name.as_deref(), Some("[vdso]"));
+        assert_eq!(vv.prot, Prot::READ | Prot::EXEC);
+        let want = &crate::vdso::image().bytes;
+        let mut got_vdso = vec![0u8; want.len()];
+        rd(vd, &mut got_vdso);
+        assert_eq!(&got_vdso, want);
         assert_eq!(a(AT_ENTRY), img.exe_entry);
         assert_eq!(a(AT_PHENT), 56);
         assert_eq!(a(AT_PHNUM), u64::from(elf.hdr.e_phnum));
@@ -945,6 +983,7 @@ mod tests {
         assert_eq!(cstr_at(&mut rd, a(AT_PLATFORM)), b"x86_64");
         assert_eq!(cstr_at(&mut rd, img.argv_start), b"prog");
         assert_eq!(cstr_at(&mut rd, img.env_start), b"HOME=/");
+        assert_eq!(mm.vdso().map(|v| v.base), Some(vd));
     }
 
     #[test]

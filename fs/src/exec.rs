@@ -156,7 +156,7 @@ pub fn do_execve(
         secure: false,
         random,
         clktck: 100,
-        sysinfo_ehdr: None,
+        vdso: Some(crate::vdso::image()),
         minsigstksz: None,
     };
     let mut open_interp = |p: &[u8]| -> Result<Box<dyn ExecSource>, Errno> {

@@ -26,3 +26,4 @@ pub mod sys;
 pub mod sysfs;
 pub mod timerfd;
 pub mod tmpfs;
+pub mod vdso;

@@ -36,6 +36,28 @@ pub struct StubEnv {
     pub base: u64,
     /// Host user VA bits.
     pub va_bits: u32,
+    /// The host's special mappings (vvar and vDSO pages) that stay mapped in every stub, above
+    /// the stub region (see `um_fs::vdso`), if boot found them usable.
+    pub keep: Option<(u64, u64)>,
+}
+
+impl StubEnv {
+    /// What a new stub unmaps above its stub region: everything exec put there up to the last
+    /// host page (`top - page`), except [`StubEnv::keep`]. Non-empty (start, len) ranges.
+    pub fn unmap_above(&self, page: u64) -> Vec<(u64, u64)> {
+        let start = self.base + um_os_linux::stub_layout::STUB_REGION;
+        let end = (1u64 << self.va_bits) - page;
+        let mut cuts = vec![(start, end)];
+        if let Some((lo, hi)) = self.keep {
+            if lo >= start && hi <= end && lo < hi {
+                cuts = vec![(start, lo), (hi, end)];
+            }
+        }
+        cuts.into_iter()
+            .filter(|(a, b)| a < b)
+            .map(|(a, b)| (a, b - a))
+            .collect()
+    }
 }
 
 /// A function run when `linux` ends.

@@ -470,14 +470,21 @@ fn setup_frame(
         None
     };
     let info_bytes: [u8; 128] = info.as_bytes().try_into().map_err(|_| ())?;
-    if act.flags & SA_RESTORER == 0 {
-        // x86_64 has no vDSO trampoline here: a handler without SA_RESTORER cannot return.
-        log::warn!("signal {signo}: handler without SA_RESTORER");
-    }
+    // arm64 `setup_return`: without SA_RESTORER the handler returns to the vDSO's
+    // `__kernel_rt_sigreturn` (glibc installs handlers that way). x86_64 has no such trampoline
+    // (its vDSO has none; 64-bit libcs always pass SA_RESTORER).
+    let restorer = if act.flags & SA_RESTORER != 0 {
+        act.restorer
+    } else if let Some(tramp) = lock_mm(&task.mm()).vdso().and_then(|v| v.sigreturn) {
+        tramp
+    } else {
+        log::warn!("signal {signo}: handler without SA_RESTORER and no vDSO trampoline");
+        act.restorer
+    };
     let d = frame::Delivery {
         signo,
         handler,
-        restorer: act.restorer,
+        restorer,
         info: &info_bytes,
         old_mask,
         stack_top,

@@ -26,7 +26,7 @@ mod vma;
 
 pub use frame::{Frame, FrameAllocator};
 pub use granule::{Granule, page_size};
-pub use mm::{Access, HostOp, Layout, MapFlags, Mm, Prot, SegvCode};
+pub use mm::{Access, HostOp, Layout, MapFlags, Mm, Prot, SegvCode, Vdso};
 pub use pagecache::{PageCache, VmFile};
 pub use pagetable::{PageTable, Pte, PteFlags};
 pub use shmem::Shmem;

@@ -202,6 +202,17 @@ pub struct Mm {
     ops: Vec<HostOp>,
     start_brk: u64,
     brk: u64,
+    vdso: Option<Vdso>,
+}
+
+/// Where exec mapped the vDSO (Linux `mm->context.vdso`): kept even if the guest unmaps or
+/// moves the mapping, as Linux keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Vdso {
+    /// The image's first byte (AT_SYSINFO_EHDR).
+    pub base: u64,
+    /// The sigreturn trampoline, where the arch has one (arm64 `__kernel_rt_sigreturn`).
+    pub sigreturn: Option<u64>,
 }
 
 impl Mm {
@@ -220,7 +231,18 @@ impl Mm {
             ops: Vec::new(),
             start_brk: 0,
             brk: 0,
+            vdso: None,
         }
+    }
+
+    /// Where exec mapped the vDSO, if it did.
+    pub fn vdso(&self) -> Option<Vdso> {
+        self.vdso
+    }
+
+    /// Records where exec mapped the vDSO.
+    pub fn set_vdso(&mut self, v: Option<Vdso>) {
+        self.vdso = v;
     }
 
     /// The page size.
@@ -1360,6 +1382,7 @@ impl Mm {
             ops: Vec::new(),
             start_brk: self.start_brk,
             brk: self.brk,
+            vdso: self.vdso,
         };
         let size = self.granule.size();
         let mut copies = Vec::with_capacity(self.pt.len());

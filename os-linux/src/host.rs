@@ -46,6 +46,13 @@ pub fn clock_gettime(clock: libc::clockid_t) -> io::Result<(i64, i64)> {
     Ok((ts.tv_sec, ts.tv_nsec))
 }
 
+/// The host CPU the calling thread is running on (sched_getcpu(3)); 0 if the host cannot say.
+pub fn current_cpu() -> u32 {
+    // SAFETY: sched_getcpu takes no arguments and touches no memory of ours.
+    let c = unsafe { libc::sched_getcpu() };
+    u32::try_from(c).unwrap_or(0)
+}
+
 /// Fills `buf` with random bytes from the host.
 pub fn getrandom(buf: &mut [u8]) -> io::Result<()> {
     let mut done = 0;

@@ -109,8 +109,55 @@ pub fn host_release() -> String {
     }
 }
 
+/// The host kernel's special mappings in process `pid` (`[vvar]`, `[vvar_vclock]`, `[vdso]`, ...
+/// from `/proc/PID/maps`): (start, end, name) in address order.
+pub fn special_mappings(pid: libc::pid_t) -> io::Result<Vec<(u64, u64, String)>> {
+    let path = if pid == 0 {
+        "/proc/self/maps".to_string()
+    } else {
+        format!("/proc/{pid}/maps")
+    };
+    let maps = std::fs::read_to_string(path)?;
+    let mut v = Vec::new();
+    for line in maps.lines() {
+        let name = line.split_whitespace().nth(5).unwrap_or("");
+        if !(name.starts_with('[') && name.ends_with(']')) || name == "[stack]" || name == "[heap]"
+        {
+            continue;
+        }
+        let range = line.split_whitespace().next().unwrap_or("");
+        let (a, b) = range.split_once('-').unwrap_or(("", ""));
+        if let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) {
+            v.push((a, b, name.to_string()));
+        }
+    }
+    Ok(v)
+}
+
+/// A copy of this process's vDSO image (the host kernel maps the same image into every
+/// process, so its symbol offsets hold in the stubs too), if it has one.
+pub fn own_vdso() -> Option<Vec<u8>> {
+    let (start, end, _) = special_mappings(0)
+        .ok()?
+        .into_iter()
+        .find(|(_, _, n)| n == "[vdso]")?;
+    let len = usize::try_from(end - start).ok()?;
+    // SAFETY: /proc/self/maps says [start, end) is this process's vDSO mapping, which the host
+    // kernel maps readable and never unmaps; the bytes are copied out at once.
+    let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, len) }.to_vec();
+    Some(bytes)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn own_vdso_is_an_elf_image() {
+        let v = super::own_vdso().expect("a host vDSO");
+        assert_eq!(&v[..4], b"\x7fELF");
+        let m = super::special_mappings(0).unwrap();
+        assert!(m.iter().any(|(_, _, n)| n == "[vdso]"), "{m:?}");
+    }
+
     #[test]
     fn va_bits_are_plausible() {
         let b = super::user_va_bits();

@@ -324,6 +324,17 @@ unsafe fn child(
             libc::_exit(126);
         }
         libc::setsid();
+        // No address-space randomisation in stubs (persona ADDR_NO_RANDOMIZE survives exec):
+        // the host then puts its vDSO and vvar pages at the same place in every stub, above the
+        // guest's TASK_SIZE, and the guest's vDSO can call the host's time functions there
+        // (um_fs::vdso). The stub's own code is at a fixed address anyway, and what else exec
+        // maps (the host stack) is unmapped before any guest code runs.
+        let persona = libc::personality(0xffff_ffff);
+        if persona >= 0 {
+            libc::personality(
+                (persona as libc::c_ulong) | libc::ADDR_NO_RANDOMIZE as libc::c_ulong,
+            );
+        }
         // Move the fds out of the way first, then into place: 3, 4, ... and the exe after them.
         // "Out of the way" is above every source fd, so no dup2 clobbers one not yet moved
         // (a kernel with many stubs has fds in the hundreds).

@@ -1,5 +1,6 @@
 //! Gate: boot a static guest program as init (both the static-pie and the non-PIE ET_EXEC build of
-//! guest/hello) and check that argv, auxv, getpid and the console work.
+//! guest/hello) and check that argv, auxv, getpid and the console work, and that boot found the
+//! host's vDSO usable from the guest's.
 
 use um_tests::{Boot, for_each_engine, guest_program};
 
@@ -35,6 +36,11 @@ fn boot_hello(program: &str) {
         }
         out.assert_exit_code(0);
         out.assert_init_exit_logged();
+        // The guest's vDSO calls the host's time functions (this host has a vDSO, and stubs
+        // get it at one place): see um_fs::vdso.
+        if !out.stderr.contains("call the host's vDSO") {
+            panic!("the vDSO does not forward to the host's\n{}", out.report());
+        }
     });
 }
 

@@ -208,6 +208,14 @@ fn fptorture() {
     differential("fptorture", no_check);
 }
 
+/// The vDSO: found through AT_SYSINFO_EHDR and its own ELF tables, time functions agree with the
+/// syscalls, `[vdso]` in /proc/self/maps, a forked child uses it (guest/vdso; natively against
+/// the host's vDSO).
+#[test]
+fn vdso() {
+    differential("vdso", no_check);
+}
+
 /// What guest/hostfs leaves in its work directory (see its module docs).
 fn check_hostfs_files(dir: &Path, run: &str) {
     let read = |name: &str| {

@@ -22,6 +22,7 @@ pub mod signal;
 pub mod stub;
 pub mod syscalls;
 pub mod ucontext;
+pub mod vdso;
 
 /// ELF `e_machine` of arm64 executables (`EM_AARCH64`).
 pub const ELF_MACHINE: u16 = 183;

@@ -11,10 +11,10 @@
 //! record: {fp, lr} (16)                          <- x29 at handler entry
 //! ```
 //! The handler gets x0 = signo, x1 = &info, x2 = &uc, x29 = &record, x30 = the return
-//! trampoline, pc = handler. The trampoline is `sa_restorer`: musl and glibc always pass
-//! `SA_RESTORER`. A handler installed without it would need the vDSO's
-//! `__kernel_rt_sigreturn` (Linux `setup_return`); this kernel maps no vDSO yet, so such a
-//! handler returns to `sa_restorer` (usually 0) and faults. No `esr_context` record is written
+//! trampoline, pc = handler. The trampoline is `sa_restorer` when the handler came with
+//! `SA_RESTORER` (musl passes it), else the vDSO's `__kernel_rt_sigreturn` (Linux
+//! `setup_return`; glibc relies on it): the caller decides and passes it in
+//! [`Delivery::restorer`] (see `vdso.rs`). No `esr_context` record is written
 //! (as the C port), and no SVE/SME state (`NT_PRFPREG` is the FPSIMD view of it).
 //!
 //! **The FP image.** The kernel treats FP state as an opaque image of [`FPSTATE_SIZE`] bytes

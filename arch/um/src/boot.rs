@@ -264,6 +264,21 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     let elf = stub::build_stub_elf(arch::ELF_MACHINE, code.code, base, code.entry);
     let image = stub::StubImage::new(&elf, c.stub_exe.as_deref())
         .map_err(|e| format!("cannot create the stub executable: {e}"))?;
+    let host_vdso = match probe_host_vdso(&image, &phys, base, va_bits) {
+        Ok(h) => Some(h),
+        Err(why) => {
+            log::info!("vdso: time functions make syscalls ({why})");
+            None
+        }
+    };
+    let forwarded = um_fs::vdso::init(host_vdso.as_ref().map(|(h, _)| h));
+    if let Some((h, _)) = &host_vdso {
+        log::info!(
+            "vdso: {} call the host's vDSO (at {:#x} in every stub)",
+            forwarded.join(", "),
+            h.addr
+        );
+    }
     let task_size = base;
     let stack_top = task_size - (1 << 20);
     let stack_limit = 8 << 20;
@@ -290,6 +305,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
             image,
             base,
             va_bits,
+            keep: host_vdso.as_ref().map(|(_, keep)| *keep),
         },
         tasks: Default::default(),
         syscalls: table,
@@ -400,6 +416,65 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     std::thread::sleep(std::time::Duration::from_secs(5));
     Err(String::from(
         "the init thread ended without shutting the kernel down",
+    ))
+}
+
+/// Finds where the host's vDSO (and its vvar pages) sit in stub processes, for the guest's vDSO
+/// to call (see `um_fs::vdso`): two throwaway stubs must have them at the same place (stubs are
+/// exec'd without address randomisation), above the stub region, with the image this process
+/// has. Returns the host vDSO and the range of special mappings the engines must keep.
+fn probe_host_vdso(
+    image: &stub::StubImage,
+    phys: &PhysMem,
+    base: u64,
+    va_bits: u32,
+) -> Result<(um_fs::vdso::HostVdso, (u64, u64)), String> {
+    let own = probe::own_vdso().ok_or("the host maps no vDSO")?;
+    let mut seen: Option<Vec<(u64, u64, String)>> = None;
+    for _ in 0..2 {
+        let s = stub::spawn(
+            image,
+            phys.fd(),
+            &[um_os_linux::stub_layout::DATA_SIZE as usize],
+            None,
+        )
+        .map_err(|e| format!("probe stub: {e}"))?;
+        let maps = probe::special_mappings(s.pid);
+        stub::kill_and_reap(s.pid);
+        let mut maps = maps.map_err(|e| format!("reading a stub's maps: {e}"))?;
+        // The vDSO and its data pages ([vvar], [vvar_vclock]); not x86's [vsyscall] page, which
+        // is in the kernel's half and cannot be unmapped anyway.
+        maps.retain(|m| m.2 == "[vdso]" || m.2.starts_with("[vvar"));
+        match &seen {
+            Some(m) if *m != maps => {
+                return Err("stubs do not get the host's vDSO at one place".into());
+            }
+            _ => seen = Some(maps),
+        }
+    }
+    let maps = seen.unwrap_or_default();
+    let vdso = maps
+        .iter()
+        .find(|m| m.2 == "[vdso]")
+        .ok_or("a stub has no host vDSO")?;
+    if (vdso.1 - vdso.0) as usize != own.len() {
+        return Err("a stub's vDSO differs from this process's".into());
+    }
+    let lo = maps.iter().map(|m| m.0).min().unwrap_or(0);
+    let hi = maps.iter().map(|m| m.1).max().unwrap_or(0);
+    let page = probe::page_size() as u64;
+    let above = base + um_os_linux::stub_layout::STUB_REGION;
+    if lo < above || hi > (1u64 << va_bits) - page {
+        return Err(format!(
+            "the host's vDSO pages in stubs ({lo:#x}-{hi:#x}) are not above the stub region"
+        ));
+    }
+    Ok((
+        um_fs::vdso::HostVdso {
+            addr: vdso.0,
+            image: own,
+        },
+        (lo, hi),
     ))
 }
 

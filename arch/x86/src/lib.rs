@@ -21,6 +21,7 @@ pub mod signal;
 pub mod stub;
 pub mod syscalls;
 pub mod ucontext;
+pub mod vdso;
 
 /// ELF `e_machine` of x86_64 executables (`EM_X86_64`).
 pub const ELF_MACHINE: u16 = 62;

@@ -24,6 +24,7 @@ fn test_kernel() -> Arc<Kernel> {
             image: um_os_linux::stub::StubImage::new(&elf, None).unwrap(),
             base: 0x7f80_0000_0000,
             va_bits: 47,
+            keep: None,
         },
         tasks: Default::default(),
         syscalls: Default::default(),

@@ -153,10 +153,9 @@ impl PtraceThread {
             tid: pid,
             intercept,
         };
-        let top = 1u64 << k.stub.va_bits;
         let page = um_os_linux::probe::page_size() as u64;
         let data_addr = base + layout::DATA_OFFSET;
-        let setup: [(u64, [u64; 6]); 4] = [
+        let setup: [(u64, [u64; 6]); 3] = [
             (
                 nr("mmap"),
                 [
@@ -170,19 +169,13 @@ impl PtraceThread {
             ),
             (nr("close"), [4, 0, 0, 0, 0, 0]),
             (nr("munmap"), [0, base, 0, 0, 0, 0]),
-            (
-                nr("munmap"),
-                [
-                    base + layout::STUB_REGION,
-                    top - page - (base + layout::STUB_REGION),
-                    0,
-                    0,
-                    0,
-                    0,
-                ],
-            ),
         ];
-        for (n, args) in setup {
+        let above = k
+            .stub
+            .unmap_above(page)
+            .into_iter()
+            .map(|(addr, len)| (nr("munmap"), [addr, len, 0, 0, 0, 0]));
+        for (n, args) in setup.into_iter().chain(above) {
             let r = th.inject(n, args)?;
             if r < 0 && n != nr("close") {
                 return Err(io::Error::other(format!(

@@ -245,7 +245,6 @@ fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
         data_addr + layout::SETUP_FILTER as u64,
     );
 
-    let top = 1u64 << k.stub.va_bits;
     let page = um_os_linux::probe::page_size() as u64;
     let rw = (libc::PROT_READ | libc::PROT_WRITE) as u64;
     let shared_fixed = (libc::MAP_SHARED | libc::MAP_FIXED) as u64;
@@ -264,18 +263,10 @@ fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
         (nr("close"), [5, 0, 0, 0, 0, 0]),
         (nr("close"), [4, 0, 0, 0, 0, 0]),
         (nr("munmap"), [0, base, 0, 0, 0, 0]),
-        (
-            nr("munmap"),
-            [
-                base + layout::STUB_REGION,
-                top - page - (base + layout::STUB_REGION),
-                0,
-                0,
-                0,
-                0,
-            ],
-        ),
     ];
+    for (addr, len) in k.stub.unmap_above(page) {
+        calls.push((nr("munmap"), [addr, len, 0, 0, 0, 0]));
+    }
     for sig in [
         libc::SIGSYS,
         libc::SIGSEGV,

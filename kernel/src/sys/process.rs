@@ -249,6 +249,24 @@ fn sched_getaffinity(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(8)
 }
 
+/// getcpu(2): the CPU is the host CPU of the thread serving the call (the guest runs on the
+/// host's CPUs, as sched_getaffinity reports them); one NUMA node. The unused third argument
+/// (`tcache`) is ignored, as Linux does.
+fn getcpu(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let ncpu = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(64) as u32;
+    let cpu = um_os_linux::host::current_cpu() % ncpu;
+    if a[0] != 0 {
+        c.write_bytes(a[0], &cpu.to_le_bytes())?;
+    }
+    if a[1] != 0 {
+        c.write_bytes(a[1], &0u32.to_le_bytes())?;
+    }
+    Ok(0)
+}
+
 fn sched_setaffinity(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let m = c.read_bytes(a[2], (a[1] as usize).min(128))?;
     if m.iter().all(|&b| b == 0) {
@@ -503,6 +521,7 @@ pub fn register(t: &mut SyscallTable) {
     t.register("umask", umask);
     t.register("prctl", prctl);
     t.register("sched_getaffinity", sched_getaffinity);
+    t.register("getcpu", getcpu);
     t.register("sched_setaffinity", sched_setaffinity);
     t.register("sched_getscheduler", sched_getscheduler);
     t.register("sched_getparam", sched_getparam);
