@@ -62,18 +62,21 @@ add hello
 add pagesize
 add hwcap
 # The guest test programs (guest/NAME, each prints UM-NAME-OK when all its checks pass).
-PROGS="threads futex signals procs pipes unixsock epoll timers mmapfile fptorture"
+PROGS="threads futex signals procs pipes unixsock epoll timers mmapfile fptorture vdso pacfork"
 for p in $PROGS; do
     add "$p"
 done
 if [ "$SET" = smoke ]; then
-    gate_names=" echo sh hello pagesize threads signals"
-    NGATES=6
+    gate_names=" echo sh hello pagesize threads signals pacfork"
+    NGATES=7
 fi
 NMODES=$(echo $MODES | wc -w)
 NSIZES=$(echo $PAGESIZES | wc -w)
 NUNIT=$(ls /opt/um/unit 2>/dev/null | wc -l)
-echo "LANE-EXPECT $((NGATES * NMODES * NSIZES + NUNIT)) gates x modes x page sizes + unit-test binaries"
+# The app-sandbox gates (once, full set only): see the end of this script.
+NSANDBOX=0
+[ "$SET" = full ] && NSANDBOX=6
+echo "LANE-EXPECT $((NGATES * NMODES * NSIZES + NUNIT + NSANDBOX)) gates x modes x page sizes + unit-test binaries + sandbox gates"
 
 # The arch crate's unit tests, on the real arm64 host: register sets, the live interception
 # probes (SYSEMU, cancel, substitute, each checking that x7 survives), the stub code bytes.
@@ -92,6 +95,8 @@ done
 # run NAME MODE MARKERS(|-separated) INIT [ARGS...]; the page size is $PS.
 RESULT=LANE-RESULT
 PS=4K
+WRAP=""
+LOGMARK=""
 run() {
     name="$1"
     mode="$2"
@@ -101,13 +106,14 @@ run() {
     case "$mode" in
     seccomp) opt="seccomp=on" ;;
     sysemu) opt="seccomp=off" ;;
+    stub_exe) opt="seccomp=on stub_exe=/tmp/um-stub/stub" ;;
     *) opt="seccomp=off $mode" ;;
     esac
     # (sh has no locals: the caller's loop variable `mode` must not change here.)
     tag="$mode"
     [ "$PS" = 4K ] || tag="$mode@$PS"
     t0=$(date +%s)
-    timeout "$TMO" /opt/um/linux rootfstype=hostfs rootflags=/guest $opt pagesize=$PS \
+    timeout "$TMO" $WRAP /opt/um/linux rootfstype=hostfs rootflags=/guest $opt pagesize=$PS \
         init="$init" -- "$@" </dev/null >/tmp/out 2>/tmp/log
     rc=$?
     secs=$(($(date +%s) - t0))
@@ -119,6 +125,8 @@ run() {
         grep -qF -- "$m" /tmp/out || why="$why missing '$m';"
     done
     IFS="$old_ifs"
+    # LOGMARK: a line the kernel log must have too (set by the caller for one gate).
+    [ -n "$LOGMARK" ] && ! grep -qF -- "$LOGMARK" /tmp/log && why="$why kernel log lacks '$LOGMARK';"
     bad=$(grep -E 'BUG:|WARNING:|Oops|panicked at|Kernel panic' /tmp/log |
         grep -v 'Kernel panic - not syncing: Attempted to kill init! exitcode=' | head -3)
     [ -n "$bad" ] && why="$why log: $(echo "$bad" | head -1);"
@@ -162,6 +170,13 @@ for mode in $MODES; do
             'mount -t proc proc /proc && l=$(grep -m1 "^Features" /proc/cpuinfo) && echo "$l" &&
              echo "$l" | grep -qw asimd && ! echo "$l" | grep -qwE "sve|sve2|sme|paca|pacg|mte" &&
              echo features-ok' ;;
+        # The guest's vDSO forwards its time functions to the host's (um_fs::vdso).
+        vdso)
+            mkdir -p "/guest/opt/um/work-vdso-$mode-$PS"
+            LOGMARK="call the host's vDSO"
+            run vdso "$mode" "UM-VDSO-OK" /opt/um/vdso "/opt/um/work-vdso-$mode-$PS"
+            LOGMARK=""
+            ;;
         *)
             up=$(echo "$g" | tr a-z A-Z)
             mkdir -p "/guest/opt/um/work-$g-$mode-$PS"
@@ -171,6 +186,42 @@ for mode in $MODES; do
     done
 done
 done
+
+# A host sandbox like an Android app's (linux-sandbox: a syscall numbered -1 kills the process;
+# --no-execveat also refuses exec of a memfd). The ptrace cancel path cannot work there, so the
+# boot probe finds it unusable and `nosysemu` is refused with one line and exit status 2; the
+# substitute path (`nocancel`), PTRACE_SYSEMU and the seccomp engine boot; where memfd exec is
+# refused, `stub_exe=PATH` starts the stubs from a file.
+if [ "$SET" = full ]; then
+    PS=${PAGESIZES%% *}
+    timeout "$TMO" /opt/um/linux-sandbox /opt/um/linux rootfstype=hostfs rootflags=/guest \
+        seccomp=off nosysemu init=/bin/busybox -- echo sandbox-ok </dev/null >/tmp/out 2>/tmp/log
+    rc=$?
+    if [ "$rc" = 2 ] && grep -q "nosysemu: this host cannot cancel syscalls under ptrace; try nocancel" /tmp/log &&
+        grep -q "PTRACE_SYSCALL with cancellation (-1) unavailable" /tmp/log && ! grep -q sandbox-ok /tmp/out; then
+        echo "LANE-RESULT sandbox/nosysemu-refused PASS (exit $rc)"
+    else
+        echo "LANE-RESULT sandbox/nosysemu-refused FAIL (exit $rc, want 2 and the 'try nocancel' line)"
+        tail -n 15 /tmp/log | sed 's/^/  | /'
+    fi
+    WRAP=/opt/um/linux-sandbox
+    run sandbox nocancel "sandbox-ok" /bin/busybox echo sandbox-ok
+    run sandbox sysemu "sandbox-ok" /bin/busybox echo sandbox-ok
+    run sandbox seccomp "sandbox-ok" /bin/busybox echo sandbox-ok
+    WRAP="/opt/um/linux-sandbox --no-execveat"
+    timeout "$TMO" $WRAP /opt/um/linux rootfstype=hostfs rootflags=/guest seccomp=on \
+        init=/bin/busybox -- echo sandbox-ok </dev/null >/tmp/out 2>/tmp/log
+    rc=$?
+    if [ "$rc" != 0 ] && grep -q "try stub_exe=PATH" /tmp/log && ! grep -q sandbox-ok /tmp/out; then
+        echo "LANE-RESULT sandbox/memfd-exec-refused PASS (exit $rc)"
+    else
+        echo "LANE-RESULT sandbox/memfd-exec-refused FAIL (exit $rc, want a failure naming stub_exe=PATH)"
+        tail -n 15 /tmp/log | sed 's/^/  | /'
+    fi
+    mkdir -p /tmp/um-stub
+    run sandbox stub_exe "sandbox-ok" /bin/busybox echo sandbox-ok
+    WRAP=""
+fi
 
 # Informational: the other guest test programs (each prints UM-NAME-OK when all its checks pass),
 # at the first page size.
