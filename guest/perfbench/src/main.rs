@@ -8,6 +8,8 @@
 //!   the validator. Its time must not depend on the kernel; the runner refuses to print a table
 //!   when it does. One op = one loop iteration.
 //! * `syscall`  — raw `syscall(SYS_getppid)` (not cached by libc). One op = one call.
+//! * `clock`    — libc's clock_gettime(CLOCK_MONOTONIC), which musl makes through the vDSO when
+//!   the kernel maps one (and as a syscall otherwise). One op = one call.
 //! * `openat`   — openat(AT_FDCWD, file, O_RDONLY) + close of a small file created first in the
 //!   current directory (or /tmp if the cwd is not writable) and removed afterwards. One op = both.
 //! * `fault`    — mmap fresh private anonymous memory (up to 4 MiB at a time, MADV_NOHUGEPAGE so
@@ -31,9 +33,10 @@ const FAULT_REGION_PAGES: u64 = 1024;
 
 /// The rows in the order `all` runs them, with default iteration counts chosen so that each row
 /// takes roughly 0.2-1 s natively on a current x86_64 machine.
-const ROWS: [(&str, u64); 5] = [
+const ROWS: [(&str, u64); 6] = [
     ("compute", 100_000_000),
     ("syscall", 2_000_000),
+    ("clock", 20_000_000),
     ("openat", 200_000),
     ("fault", 250_000),
     ("forkexec", 500),
@@ -111,6 +114,20 @@ fn row_syscall(n: u64) -> RowResult {
     for _ in 0..n {
         // SAFETY: getppid has no arguments and cannot fail.
         black_box(unsafe { libc::syscall(libc::SYS_getppid) });
+    }
+    Ok((n, now_ns() - t0, String::new()))
+}
+
+fn row_clock(n: u64) -> RowResult {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let t0 = now_ns();
+    for _ in 0..n {
+        // SAFETY: ts is a valid timespec for the call to fill.
+        black_box(unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) });
+        black_box(&ts);
     }
     Ok((n, now_ns() - t0, String::new()))
 }
@@ -267,6 +284,7 @@ fn run(row: &str, n: u64) {
     let res = match row {
         "compute" => row_compute(n),
         "syscall" => row_syscall(n),
+        "clock" => row_clock(n),
         "openat" => row_openat(n),
         "fault" => row_fault(n),
         "forkexec" => row_forkexec(n),
@@ -338,7 +356,7 @@ mod tests {
             parse_args(&s(&["fault"])),
             Some(vec![("fault".into(), 250_000)])
         );
-        assert_eq!(parse_args(&s(&["all"])).map(|p| p.len()), Some(5));
+        assert_eq!(parse_args(&s(&["all"])).map(|p| p.len()), Some(6));
         assert_eq!(
             parse_args(&s(&["compute=5", "openat=7"])),
             Some(vec![("compute".into(), 5), ("openat".into(), 7)])
