@@ -459,8 +459,7 @@ fn setup_frame(
     info: &Siginfo,
     old_mask: u64,
 ) -> Result<(), ()> {
-    let fp_vec = th.get_fpregs().map_err(|_| ())?;
-    let fp: [u8; frame::FPSTATE_SIZE as usize] = fp_vec.as_slice().try_into().map_err(|_| ())?;
+    let fp = th.get_fpregs().map_err(|_| ())?;
     let (ss_sp, ss_size, ss_flags) = *lock(&task.altstack);
     let sp = th.regs.sp();
     let on_alt = ss_flags & SS_DISABLE == 0 && sp > ss_sp && sp <= ss_sp + ss_size;
@@ -496,7 +495,7 @@ fn setup_frame(
         .map_err(|_| ())?;
     // x86: a handler starts with the reset FP control state (Linux `handle_signal` ->
     // `fpu__clear_user_states`); arm64 keeps it.
-    if let Some(init) = frame::handler_fp_image() {
+    if let Some(init) = frame::handler_fp_image(&fp) {
         th.set_fpregs(&init).map_err(|_| ())?;
     }
     th.regs = f.regs;

@@ -506,18 +506,18 @@ pub fn initial_fpregs() -> [u8; FPREGS_SIZE] {
 }
 
 /// Reads the FP/SIMD registers as the FP image.
-pub fn get_fpregs(t: &Stopped) -> io::Result<[u8; FPREGS_SIZE]> {
+pub fn get_fpregs(t: &Stopped) -> io::Result<Vec<u8>> {
     let mut b = [0u8; FPREGS_SIZE];
     let n = t.get_regset(NT_PRFPREG, &mut b)?;
     if n < 520 {
         return Err(io::Error::other(format!("NT_PRFPREG gave {n} bytes")));
     }
-    Ok(regset_to_image(&b))
+    Ok(regset_to_image(&b).to_vec())
 }
 
 /// Writes the FP/SIMD registers from an FP image; an image whose header is not an
 /// `fpsimd_context` is refused (`EINVAL`).
-pub fn set_fpregs(t: &Stopped, b: &[u8; FPREGS_SIZE]) -> io::Result<()> {
+pub fn set_fpregs(t: &Stopped, b: &[u8]) -> io::Result<()> {
     let r = image_to_regset(b).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
     t.set_regset(NT_PRFPREG, &r)
 }

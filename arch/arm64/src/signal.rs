@@ -124,8 +124,26 @@ pub fn initial_fp_image() -> [u8; FPSTATE_SIZE as usize] {
 /// The FP state a handler starts with, if it is not the interrupted one: `None`, because
 /// arm64 keeps V0-V31, FPSR and FPCR for the handler (arch/arm64/kernel/signal.c
 /// `setup_return` resets only SME streaming mode, ZA and FPMR, none of which exist here).
-pub fn handler_fp_image() -> Option<[u8; FPSTATE_SIZE as usize]> {
+pub fn handler_fp_image(_current: &[u8]) -> Option<Vec<u8>> {
     None
+}
+
+/// The FP image exec starts a program with ([`initial_fp_image`]; the same format whatever
+/// `current` is).
+pub fn init_fp_image(_current: &[u8]) -> Vec<u8> {
+    initial_fp_image().to_vec()
+}
+
+/// The FP image rt_sigreturn restores: the `fpsimd_context` record at `addr` (the frame's
+/// `__reserved`), read with `read(addr, len)`; None (a bad frame) if it cannot be read or is
+/// not an fpsimd_context of the right size (Linux `restore_fpsimd_context`).
+pub fn fp_image_from_frame(
+    read: &mut dyn FnMut(u64, usize) -> Option<Vec<u8>>,
+    addr: u64,
+    _current: &[u8],
+) -> Option<Vec<u8>> {
+    let b = read(addr, FPSTATE_SIZE as usize)?;
+    image_to_regset(&b).map(|_| b)
 }
 
 /// Converts an `NT_PRFPREG` regset (`user_fpsimd_state`: vregs[32], fpsr, fpcr, reserved[2])
@@ -156,7 +174,15 @@ pub fn image_to_regset(b: &[u8]) -> Option<[u8; FPSTATE_SIZE as usize]> {
 
 /// Builds the frame for delivering a signal to a thread with registers `regs` and FP image
 /// `fp` (arch/arm64/kernel/signal.c `get_sigframe`, `setup_sigframe`, `setup_return`).
-pub fn setup_rt_frame(regs: &Regs, fp: &[u8; FPSTATE_SIZE as usize], d: &Delivery<'_>) -> Frame {
+pub fn setup_rt_frame(regs: &Regs, fp: &[u8], d: &Delivery<'_>) -> Frame {
+    // The image is the record itself; anything else (never produced here) becomes the init
+    // record rather than a malformed frame.
+    let init = initial_fp_image();
+    let fp: &[u8] = if image_to_regset(fp).is_some() {
+        fp
+    } else {
+        &init
+    };
     // arm64 has no red zone: the frame goes right below sp (or the alternate stack's top).
     let top = d.stack_top.unwrap_or(regs.sp());
     let record = (top.wrapping_sub(RECORD_SIZE)) & !15;
@@ -327,7 +353,7 @@ mod tests {
 
     #[test]
     fn handler_keeps_the_fp_state() {
-        assert!(handler_fp_image().is_none());
+        assert!(handler_fp_image(&initial_fp_image()).is_none());
     }
 
     #[test]

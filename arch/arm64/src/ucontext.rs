@@ -54,6 +54,11 @@ pub fn fp_window(_uc: &[u8], uc_addr: u64) -> (u64, usize) {
     (uc_addr + SC_RESERVED as u64, FPSTATE_SIZE as usize)
 }
 
+/// The size of the frame's FP state: always the record's.
+pub fn fp_len(head: &[u8]) -> usize {
+    head.len()
+}
+
 /// The FP registers in the kernel's arm64 format (`host::get_fpregs`: the `fpsimd_context`
 /// record image, header included), which is exactly the frame's record; None if the record
 /// there is not an fpsimd_context.

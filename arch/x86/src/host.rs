@@ -4,7 +4,9 @@
 use crate::regs::{REGS_SIZE, Regs, idx};
 use crate::stub;
 use std::io;
-use um_os_linux::ptrace::{self, Event, NT_PRFPREG, NT_PRSTATUS, Resume, Stop, Stopped};
+use um_os_linux::ptrace::{
+    self, Event, NT_PRFPREG, NT_PRSTATUS, NT_X86_XSTATE, Resume, Stop, Stopped,
+};
 
 // The stub code. Position-independent (it finds its data area rip-relative), copied verbatim
 // into the stub executable. Entry points are offsets from `um_x86_stub_start`.
@@ -412,16 +414,58 @@ pub fn initial_fpregs() -> [u8; FPREGS_SIZE] {
 /// Size of `user_fpregs_struct` (the FXSAVE area), the `NT_PRFPREG` regset.
 pub const FPREGS_SIZE: usize = 512;
 
-/// Reads the FP/SSE registers.
-pub fn get_fpregs(t: &Stopped) -> io::Result<[u8; FPREGS_SIZE]> {
-    let mut b = [0u8; FPREGS_SIZE];
-    t.get_regset(NT_PRFPREG, &mut b)?;
-    Ok(b)
+/// Room for the largest XSAVE buffer a host can have (AMX tiles included: about 11 KiB).
+const XSTATE_MAX: usize = 64 << 10;
+
+/// Reads the FP state as the FP image (see `signal`): the XSAVE buffer (`NT_X86_XSTATE`, all
+/// of `fpu_user_cfg.max_size`, with the host's `sw_reserved` description), or the FXSAVE area
+/// (`NT_PRFPREG`) where the host has no XSAVE.
+pub fn get_fpregs(t: &Stopped) -> io::Result<Vec<u8>> {
+    let mut b = vec![0u8; XSTATE_MAX];
+    match t.get_regset(NT_X86_XSTATE, &mut b) {
+        Ok(n) if n > FPREGS_SIZE + 64 => {
+            b.truncate(n);
+            // ptrace puts XCR0 in sw_usable_bytes (asm/user.h `USER_XSTATE_XCR0_WORD`); the FP
+            // image carries a signal frame's description there instead (`_fpx_sw_bytes`).
+            let xcr0 = u64::from_le_bytes(b[464..472].try_into().unwrap_or([0; 8]));
+            sw_bytes_for_frame(&mut b, xcr0);
+            Ok(b)
+        }
+        _ => {
+            let mut b = vec![0u8; FPREGS_SIZE];
+            t.get_regset(NT_PRFPREG, &mut b)?;
+            Ok(b)
+        }
+    }
 }
 
-/// Writes the FP/SSE registers.
-pub fn set_fpregs(t: &Stopped, b: &[u8; FPREGS_SIZE]) -> io::Result<()> {
-    t.set_regset(NT_PRFPREG, b)
+/// Writes the signal-frame description of an XSAVE image of `b.len()` bytes with features
+/// `xfeatures` into its `sw_reserved` (Linux `save_sw_bytes`: magic1, extended_size =
+/// size + magic2, xfeatures, xstate_size).
+fn sw_bytes_for_frame(b: &mut [u8], xfeatures: u64) {
+    let n = b.len() as u32;
+    b[464..512].fill(0);
+    b[464..468].copy_from_slice(&crate::signal::FP_XSTATE_MAGIC1.to_le_bytes());
+    b[468..472].copy_from_slice(&(n + 4).to_le_bytes());
+    b[472..480].copy_from_slice(&xfeatures.to_le_bytes());
+    b[480..484].copy_from_slice(&n.to_le_bytes());
+}
+
+/// Writes an FP image: an XSAVE buffer through `NT_X86_XSTATE` (the host checks its header
+/// and MXCSR, EINVAL if bad), a 512-byte one through `NT_PRFPREG`.
+pub fn set_fpregs(t: &Stopped, b: &[u8]) -> io::Result<()> {
+    if b.len() > FPREGS_SIZE + 64 {
+        // Back to ptrace's layout: XCR0 in the first sw_usable word, the rest zero.
+        let mut img = b.to_vec();
+        let xfeatures = img[472..480].to_vec();
+        img[464..512].fill(0);
+        img[464..472].copy_from_slice(&xfeatures);
+        t.set_regset(NT_X86_XSTATE, &img)
+    } else if b.len() == FPREGS_SIZE {
+        t.set_regset(NT_PRFPREG, b)
+    } else {
+        Err(io::Error::from_raw_os_error(libc::EINVAL))
+    }
 }
 
 /// Runs until the stub's next `int3` and returns it stopped there. Any other stop is an error

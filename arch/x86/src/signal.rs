@@ -7,10 +7,20 @@
 //!         ucontext (304): uc_flags, uc_link, uc_stack (24), uc_mcontext (sigcontext, 256),
 //!                         uc_sigmask (8)
 //!         siginfo (128)
-//! fpstate: FXSAVE image (512), 64-byte aligned, above the frame
+//! fpstate: the FP image (XSAVE, xstate_size bytes) + FP_XSTATE_MAGIC2 (4), 64-byte aligned,
+//!          above the frame
 //! ```
-//! The FP state is the legacy FXSAVE format (no XSAVE extension: `sw_reserved.magic1` is 0,
-//! so `UC_FP_XSTATE` is clear and sigreturn reads 512 bytes).
+//! **The FP image** on x86_64 is the host's XSAVE standard-format buffer (ptrace
+//! `NT_X86_XSTATE`, or the XSAVE area of the seccomp stub's host frame): the legacy FXSAVE
+//! area (512), the XSAVE header (64), then the extended components (AVX, AVX-512, ...), with
+//! the host's `sw_reserved` description (`struct _fpx_sw_bytes`: magic1, extended_size,
+//! xfeatures, xstate_size) in bytes 464..512. The guest frame carries it exactly as Linux's
+//! `copy_fpstate_to_sigframe` does (`UC_FP_XSTATE` set, magic2 after the buffer), so AVX state
+//! survives handlers and whatever the handler's code does with it. On a host without XSAVE
+//! the image is the 512-byte FXSAVE area and the frame has no extension. rt_sigreturn
+//! ([`fp_image_from_frame`]) takes the extended state only when the frame's description
+//! matches the image's (Linux `check_xstate_in_sigframe`); otherwise only the legacy area,
+//! the rest reset (`fx_only`), and an invalid header or MXCSR makes the frame bad.
 
 use crate::regs::{Regs, idx};
 
@@ -20,8 +30,25 @@ pub const FRAME_SIZE: u64 = 8 + UCONTEXT_SIZE + 128;
 pub const UCONTEXT_SIZE: u64 = 8 + 8 + 24 + SIGCONTEXT_SIZE + 8;
 /// Size of `struct sigcontext` (64-bit).
 pub const SIGCONTEXT_SIZE: u64 = 256;
-/// Size of the FXSAVE image.
+/// Size of the legacy FXSAVE area (the whole FP image on a host without XSAVE).
 pub const FPSTATE_SIZE: u64 = 512;
+/// `fpx_sw_bytes.magic1`: the frame's FP state is in XSAVE format (uapi asm/sigcontext.h).
+pub const FP_XSTATE_MAGIC1: u32 = 0x4650_5853;
+/// The word after the XSAVE buffer in a frame (uapi asm/sigcontext.h).
+pub const FP_XSTATE_MAGIC2: u32 = 0x4650_5845;
+/// `uc_flags` bit: the frame's FP state has the XSAVE extension.
+const UC_FP_XSTATE: u64 = 0x1;
+/// Offsets in the FP image: `sw_reserved` (`struct _fpx_sw_bytes`) and the XSAVE header.
+const SW_MAGIC1: usize = 464;
+const SW_EXTENDED_SIZE: usize = 468;
+const SW_XFEATURES: usize = 472;
+const SW_XSTATE_SIZE: usize = 480;
+const XSTATE_BV: usize = 512;
+const XCOMP_BV: usize = 520;
+const XSAVE_HDR_END: usize = 576;
+/// MXCSR and MXCSR_MASK in the legacy area.
+const MXCSR: usize = 24;
+const MXCSR_MASK: usize = 28;
 /// Offset of uc_mcontext within the frame.
 pub const MCONTEXT_OFF: u64 = 8 + 8 + 8 + 24;
 /// Offset of uc_sigmask within the frame.
@@ -94,18 +121,63 @@ fn get(b: &[u8], off: u64) -> u64 {
     u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]))
 }
 
+fn get32(b: &[u8], o: usize) -> u32 {
+    b.get(o..o + 4)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u32::from_le_bytes)
+}
+
+fn get64(b: &[u8], o: usize) -> u64 {
+    b.get(o..o + 8)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// Whether `img` is an XSAVE image that describes itself (magic1, and sizes that match its
+/// length), i.e. one that goes into a frame with the extension.
+pub fn is_xsave_image(img: &[u8]) -> bool {
+    img.len() > XSAVE_HDR_END
+        && get32(img, SW_MAGIC1) == FP_XSTATE_MAGIC1
+        && get32(img, SW_XSTATE_SIZE) as usize == img.len()
+        && get32(img, SW_EXTENDED_SIZE) as usize == img.len() + 4
+}
+
+/// The MXCSR bits that may be set (MXCSR_MASK; 0 there means the default 0xffbf).
+fn mxcsr_ok(img: &[u8], mask_from: &[u8]) -> bool {
+    let mask = match get32(mask_from, MXCSR_MASK) {
+        0 => 0xffbf,
+        m => m,
+    };
+    get32(img, MXCSR) & !mask == 0
+}
+
 /// Builds the frame for delivering a signal to a thread with registers `regs` and FP image
 /// `fp` (arch/x86/kernel/signal_64.c `x64_setup_rt_frame`).
-pub fn setup_rt_frame(regs: &Regs, fp: &[u8; 512], d: &Delivery<'_>) -> Frame {
+pub fn setup_rt_frame(regs: &Regs, fp: &[u8], d: &Delivery<'_>) -> Frame {
     let top = d.stack_top.unwrap_or(regs.sp() - REDZONE);
-    let fp_addr = (top - FPSTATE_SIZE) & !63;
+    let xsave = is_xsave_image(fp);
+    // fpu__alloc_mathframe: the XSAVE buffer and magic2, or the legacy area.
+    let math = if xsave {
+        fp.len() as u64 + 4
+    } else {
+        FPSTATE_SIZE
+    };
+    let fp_addr = (top - math) & !63;
     // The frame sits below, aligned so that (frame + 8) is 16-byte aligned: the handler starts
     // as if called (its return address, pretcode, just pushed).
     let frame = ((fp_addr - FRAME_SIZE) & !15) - 8;
     let total = (top - frame) as usize;
     let mut b = vec![0u8; total];
     put(&mut b, 0, d.restorer);
-    put(&mut b, 8, UC_FLAGS);
+    put(
+        &mut b,
+        8,
+        if xsave {
+            UC_FLAGS | UC_FP_XSTATE
+        } else {
+            UC_FLAGS
+        },
+    );
     put(&mut b, 16, 0); // uc_link
     put(&mut b, STACK_OFF, d.altstack.0);
     b[(STACK_OFF + 8) as usize..(STACK_OFF + 12) as usize]
@@ -122,9 +194,15 @@ pub fn setup_rt_frame(regs: &Regs, fp: &[u8; 512], d: &Delivery<'_>) -> Frame {
     put(&mut b, SIGMASK_OFF, d.old_mask);
     b[INFO_OFF as usize..INFO_OFF as usize + 128].copy_from_slice(d.info);
     let fpo = (fp_addr - frame) as usize;
-    b[fpo..fpo + 512].copy_from_slice(fp);
-    // sw_reserved (bytes 464..512): no XSAVE extension here.
-    b[fpo + 464..fpo + 512].fill(0);
+    if xsave {
+        b[fpo..fpo + fp.len()].copy_from_slice(fp);
+        b[fpo + fp.len()..fpo + fp.len() + 4].copy_from_slice(&FP_XSTATE_MAGIC2.to_le_bytes());
+    } else {
+        let n = fp.len().min(512);
+        b[fpo..fpo + n].copy_from_slice(&fp[..n]);
+        // sw_reserved (bytes 464..512): no XSAVE extension.
+        b[fpo + 464..fpo + 512].fill(0);
+    }
 
     let mut r = *regs;
     r.w[idx::RDI] = d.signo as u64;
@@ -143,16 +221,74 @@ pub fn setup_rt_frame(regs: &Regs, fp: &[u8; 512], d: &Delivery<'_>) -> Frame {
     }
 }
 
+/// The init FP state in the format of `current` (the thread's image): FCW 0x37f, MXCSR 0x1f80,
+/// all registers zero, all x87 tags empty, every extended component (AVX, ...) in its init
+/// state (`xstate_bv` = x87|SSE). The host's description (`sw_reserved`) and MXCSR_MASK are
+/// kept. What exec starts a program with (Linux `fpstate_init`).
+pub fn init_fp_image(current: &[u8]) -> Vec<u8> {
+    let mut b = vec![0u8; current.len().max(FPSTATE_SIZE as usize)];
+    b[0..2].copy_from_slice(&0x37fu16.to_le_bytes()); // cwd
+    b[MXCSR..MXCSR + 4].copy_from_slice(&0x1f80u32.to_le_bytes());
+    let mask = match get32(current, MXCSR_MASK) {
+        0 => 0xffff,
+        m => m,
+    };
+    b[MXCSR_MASK..MXCSR_MASK + 4].copy_from_slice(&mask.to_le_bytes());
+    if let Some(sw) = current.get(SW_MAGIC1..XSTATE_BV) {
+        b[SW_MAGIC1..XSTATE_BV].copy_from_slice(sw);
+    }
+    if b.len() >= XSAVE_HDR_END {
+        b[XSTATE_BV..XSTATE_BV + 8].copy_from_slice(&0x3u64.to_le_bytes());
+    }
+    b
+}
+
 /// The FP state a handler starts with, to load once the frame is written: the init state
 /// (arch/x86/kernel/signal.c `handle_signal` calls `fpu__clear_user_states` after
-/// `setup_rt_frame`): FCW 0x37f, MXCSR 0x1f80, all registers zero, all x87 tags empty. The
-/// interrupted state is in the frame, and rt_sigreturn brings it back.
-pub fn handler_fp_image() -> Option<[u8; FPSTATE_SIZE as usize]> {
-    let mut b = [0u8; FPSTATE_SIZE as usize];
-    b[0..2].copy_from_slice(&0x37fu16.to_le_bytes()); // cwd
-    b[24..28].copy_from_slice(&0x1f80u32.to_le_bytes()); // mxcsr
-    b[28..32].copy_from_slice(&0xffffu32.to_le_bytes()); // mxcsr_mask
-    Some(b)
+/// `setup_rt_frame`), in the format of `current`. The interrupted state is in the frame, and
+/// rt_sigreturn brings it back.
+pub fn handler_fp_image(current: &[u8]) -> Option<Vec<u8>> {
+    Some(init_fp_image(current))
+}
+
+/// The FP image rt_sigreturn restores from the frame's FP state at `addr` (Linux
+/// `fpu__restore_sig`), given the thread's `current` image (whose format and host description
+/// the result keeps). `read(addr, len)` reads guest memory. With the XSAVE extension in the
+/// frame (magic1, sizes equal to the image's, magic2 after it) the whole buffer, its header
+/// checked as XRSTOR would (`xstate_bv` within xfeatures, standard format, reserved bytes
+/// zero); otherwise the legacy area only, the extended state reset (`fx_only`). None (a bad
+/// frame: SIGSEGV) if memory cannot be read, the header is invalid or MXCSR has reserved bits.
+pub fn fp_image_from_frame(
+    read: &mut dyn FnMut(u64, usize) -> Option<Vec<u8>>,
+    addr: u64,
+    current: &[u8],
+) -> Option<Vec<u8>> {
+    let legacy = read(addr, FPSTATE_SIZE as usize)?;
+    let mut img = init_fp_image(current);
+    let n = current.len();
+    let extended = is_xsave_image(current)
+        && get32(&legacy, SW_MAGIC1) == FP_XSTATE_MAGIC1
+        && get32(&legacy, SW_XSTATE_SIZE) as usize == n
+        && get32(&legacy, SW_EXTENDED_SIZE) as usize == n + 4
+        && read(addr + n as u64, 4).is_some_and(|m| get32(&m, 0) == FP_XSTATE_MAGIC2);
+    if extended {
+        let all = read(addr, n)?;
+        let xfeatures = get64(current, SW_XFEATURES);
+        let header_ok = get64(&all, XSTATE_BV) & !xfeatures == 0
+            && get64(&all, XCOMP_BV) == 0
+            && all[XCOMP_BV + 8..XSAVE_HDR_END].iter().all(|&b| b == 0);
+        if !header_ok {
+            return None;
+        }
+        img.copy_from_slice(&all);
+    } else {
+        img[..SW_MAGIC1].copy_from_slice(&legacy[..SW_MAGIC1]);
+    }
+    // Always the host's description of the format, whatever the frame said.
+    if let Some(sw) = current.get(SW_MAGIC1..XSTATE_BV) {
+        img[SW_MAGIC1..XSTATE_BV].copy_from_slice(sw);
+    }
+    mxcsr_ok(&img, current).then_some(img)
 }
 
 /// What rt_sigreturn restores.
@@ -262,13 +398,138 @@ mod tests {
 
     #[test]
     fn handler_starts_with_the_init_fp_state() {
-        let img = handler_fp_image().expect("x86 resets the FP state for a handler");
+        let img = handler_fp_image(&[0; 512]).expect("x86 resets the FP state for a handler");
+        assert_eq!(img.len(), 512);
         assert_eq!(u16::from_le_bytes([img[0], img[1]]), 0x37f);
         assert_eq!(get(&img, 24) as u32, 0x1f80);
         assert!(
             img[32..].iter().all(|&b| b == 0),
             "st, xmm and sw_reserved zero"
         );
+        // XSAVE format: the host's description kept, AVX and later in their init state.
+        let cur = xsave_image(832, 0x7);
+        let img = handler_fp_image(&cur).unwrap();
+        assert_eq!(img.len(), 832);
+        assert_eq!(&img[464..512], &cur[464..512]);
+        assert_eq!(get64(&img, XSTATE_BV), 0x3);
+        assert!(img[32..464].iter().chain(&img[576..]).all(|&b| b == 0));
+    }
+
+    /// An XSAVE image as the host gives it: AVX (xfeatures 0x7), `len` bytes, patterned.
+    fn xsave_image(len: usize, xfeatures: u64) -> Vec<u8> {
+        let mut b: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+        b[MXCSR..MXCSR + 4].copy_from_slice(&0x1f80u32.to_le_bytes());
+        b[MXCSR_MASK..MXCSR_MASK + 4].copy_from_slice(&0xffffu32.to_le_bytes());
+        b[464..512].fill(0);
+        b[SW_MAGIC1..SW_MAGIC1 + 4].copy_from_slice(&FP_XSTATE_MAGIC1.to_le_bytes());
+        b[SW_EXTENDED_SIZE..SW_EXTENDED_SIZE + 4].copy_from_slice(&(len as u32 + 4).to_le_bytes());
+        b[SW_XFEATURES..SW_XFEATURES + 8].copy_from_slice(&xfeatures.to_le_bytes());
+        b[SW_XSTATE_SIZE..SW_XSTATE_SIZE + 4].copy_from_slice(&(len as u32).to_le_bytes());
+        b[XSTATE_BV..XSTATE_BV + 8].copy_from_slice(&0x7u64.to_le_bytes());
+        b[XCOMP_BV..XSAVE_HDR_END].fill(0);
+        b
+    }
+
+    fn deliver(fp: &[u8]) -> (Frame, u64) {
+        let mut regs = Regs::default();
+        regs.w[idx::RSP] = 0x7fff_0000_1000;
+        let d = Delivery {
+            signo: 10,
+            handler: 0x4000,
+            restorer: 0x5000,
+            info: &[0; 128],
+            old_mask: 0,
+            stack_top: None,
+            altstack: (0, 2, 0),
+        };
+        let f = setup_rt_frame(&regs, fp, &d);
+        let fpa = get(&f.bytes, MCONTEXT_OFF + 184);
+        (f, fpa)
+    }
+
+    /// Reads guest memory from a delivered frame.
+    fn reader(f: &Frame) -> impl FnMut(u64, usize) -> Option<Vec<u8>> + '_ {
+        move |a, n| {
+            let o = a.checked_sub(f.addr)? as usize;
+            f.bytes.get(o..o + n).map(<[u8]>::to_vec)
+        }
+    }
+
+    #[test]
+    fn xsave_state_round_trips_through_a_frame() {
+        let cur = xsave_image(832, 0x7);
+        let (f, fpa) = deliver(&cur);
+        assert_eq!(fpa % 64, 0);
+        assert_eq!(get(&f.bytes, 8) & UC_FP_XSTATE, UC_FP_XSTATE, "uc_flags");
+        let o = (fpa - f.addr) as usize;
+        assert_eq!(&f.bytes[o..o + 832], &cur[..]);
+        assert_eq!(get32(&f.bytes, o + 832), FP_XSTATE_MAGIC2);
+        assert!(fpa + 836 <= 0x7fff_0000_1000 - 128, "below the red zone");
+        let back = fp_image_from_frame(&mut reader(&f), fpa, &cur).unwrap();
+        assert_eq!(back, cur);
+    }
+
+    #[test]
+    fn bad_xsave_frames() {
+        let cur = xsave_image(832, 0x7);
+        let (f, fpa) = deliver(&cur);
+        let o = (fpa - f.addr) as usize;
+        let with = |edit: &dyn Fn(&mut Vec<u8>)| {
+            let mut g = Frame {
+                addr: f.addr,
+                bytes: f.bytes.clone(),
+                regs: f.regs,
+            };
+            edit(&mut g.bytes);
+            fp_image_from_frame(&mut reader(&g), fpa, &cur)
+        };
+        // A feature the host does not have, a compacted header, reserved header bytes, a
+        // reserved MXCSR bit: a bad frame.
+        assert_eq!(with(&|b| b[o + XSTATE_BV] = 0x1f), None);
+        assert_eq!(with(&|b| b[o + XCOMP_BV + 7] = 0x80), None);
+        assert_eq!(with(&|b| b[o + 560] = 1), None);
+        assert_eq!(with(&|b| b[o + MXCSR + 2] = 0x01), None);
+        // DAZ (bit 6) is reserved where MXCSR_MASK says so.
+        let mut cur_mask = cur.clone();
+        cur_mask[MXCSR_MASK..MXCSR_MASK + 4].copy_from_slice(&0xffbfu32.to_le_bytes());
+        let g = with(&|b| b[o + MXCSR] = 0xc0);
+        assert!(g.is_some());
+        let mut g = Frame {
+            addr: f.addr,
+            bytes: f.bytes.clone(),
+            regs: f.regs,
+        };
+        g.bytes[o + MXCSR] = 0xc0;
+        assert_eq!(fp_image_from_frame(&mut reader(&g), fpa, &cur_mask), None);
+        // No magic2, or a description that does not match: the legacy area only (fx_only).
+        let fx = with(&|b| b[o + 832] = 0).unwrap();
+        assert_eq!(&fx[..464], &cur[..464]);
+        assert_eq!(
+            &fx[464..512],
+            &cur[464..512],
+            "the host's description stays"
+        );
+        assert_eq!(get64(&fx, XSTATE_BV), 0x3);
+        assert!(fx[576..].iter().all(|&b| b == 0), "extended state reset");
+        let fx = with(&|b| b[o + SW_XSTATE_SIZE] = 0).unwrap();
+        assert_eq!(get64(&fx, XSTATE_BV), 0x3);
+        // A guest that wrote its own sw_reserved does not change the image's.
+        let sw = with(&|b| b[o + SW_XFEATURES] = 0xff).unwrap();
+        assert_eq!(&sw[464..512], &cur[464..512]);
+        // Unreadable memory.
+        assert_eq!(fp_image_from_frame(&mut |_, _| None, fpa, &cur), None);
+    }
+
+    #[test]
+    fn legacy_images_stay_legacy() {
+        let mut cur = vec![0u8; 512];
+        cur[MXCSR..MXCSR + 4].copy_from_slice(&0x1f80u32.to_le_bytes());
+        cur[100] = 0x55;
+        let (f, fpa) = deliver(&cur);
+        assert_eq!(get(&f.bytes, 8) & UC_FP_XSTATE, 0);
+        let back = fp_image_from_frame(&mut reader(&f), fpa, &cur).unwrap();
+        assert_eq!(back.len(), 512);
+        assert_eq!(back[100], 0x55);
     }
 
     #[test]

@@ -3,9 +3,11 @@
 //! sigcontext.h), in the shared slot where the kernel reads and edits it in place.
 //!
 //! Unlike the guest frame of [`crate::signal`], this one is built by the *host* kernel, so its
-//! FP state is whatever the host CPU saves (XSAVE format, `fpregs` points at it); the kernel
-//! touches only the legacy FXSAVE part (512 bytes) and leaves AVX and later state alone, so
-//! those registers survive a syscall untouched.
+//! FP state is whatever the host CPU saves: XSAVE format with the host's `sw_reserved`
+//! description (`fpregs` points at it). That buffer *is* the FP image the kernel passes
+//! around (see [`crate::signal`]): [`fp_len`] reads its size from the description, and
+//! [`set_fp_regset`] writes a whole image back, keeping the host's description and refusing a
+//! header or MXCSR the host's XRSTOR would fault on (the stub would die in rt_sigreturn).
 
 use crate::regs::{Regs, idx};
 use crate::signal::SC_ORDER;
@@ -18,13 +20,8 @@ pub const UC_FPSTATE_PTR: usize = UC_MCONTEXT + 184;
 pub const UC_SIGMASK: usize = UC_MCONTEXT + 256;
 /// Bytes of the ucontext the kernel reads and writes.
 pub const UC_SIZE: usize = UC_SIGMASK + 8;
-/// Bytes of the FP state the kernel exchanges (the FXSAVE image, `user_fpregs_struct`).
+/// Bytes of the legacy FXSAVE area (`user_fpregs_struct`), the head of every FP state.
 pub const FP_LEGACY_SIZE: usize = 512;
-/// Bytes of the FP state to map for [`mark_legacy_present`]: the legacy area and the XSAVE
-/// header's `xstate_bv`.
-pub const FP_WINDOW: usize = FP_LEGACY_SIZE + 8;
-/// `sw_reserved.magic1` (fpstate + 464) when the frame's FP state is in XSAVE format.
-const FP_XSTATE_MAGIC1: u32 = 0x4650_5853;
 
 /// Offsets in `siginfo_t` (all signals): `si_signo`, `si_code`, and for SIGSEGV/SIGBUS/SIGILL/
 /// SIGFPE/SIGTRAP `si_addr`; for SIGSYS (`SYS_SECCOMP`) `si_syscall` and `si_arch`.
@@ -64,38 +61,64 @@ pub fn fpstate_addr(uc: &[u8]) -> u64 {
     get(uc, UC_FPSTATE_PTR)
 }
 
-/// After the kernel wrote the legacy area of the FP state `fp` ([`FP_WINDOW`] bytes): in
-/// XSAVE format, mark x87 and SSE state present in `xstate_bv` so the host's XRSTOR at
-/// rt_sigreturn loads them instead of their init values.
-pub fn mark_legacy_present(fp: &mut [u8]) {
-    let magic = u32::from_le_bytes(fp[464..468].try_into().unwrap_or([0; 4]));
-    if magic == FP_XSTATE_MAGIC1 {
-        let bv = get(fp, FP_LEGACY_SIZE) | 0x3;
-        put(fp, FP_LEGACY_SIZE, bv);
+/// Where the frame's FP state is (stub address) and how much of it to read first to learn its
+/// size ([`fp_len`]): the legacy area, whose `sw_reserved` describes the rest.
+pub fn fp_window(uc: &[u8], _uc_addr: u64) -> (u64, usize) {
+    (fpstate_addr(uc), FP_LEGACY_SIZE)
+}
+
+/// The size of the frame's FP state from its head: `xstate_size` of an XSAVE frame (magic1
+/// and a plausible size), else the legacy 512 bytes.
+pub fn fp_len(head: &[u8]) -> usize {
+    let word = |o: usize| {
+        head.get(o..o + 4)
+            .and_then(|s| s.try_into().ok())
+            .map_or(0, u32::from_le_bytes)
+    };
+    let size = word(480) as usize;
+    if word(464) == crate::signal::FP_XSTATE_MAGIC1
+        && (FP_LEGACY_SIZE + 64..=1 << 16).contains(&size)
+    {
+        size
+    } else {
+        FP_LEGACY_SIZE
     }
 }
 
-/// Where the frame's FP state is (stub address, and how many bytes the kernel exchanges):
-/// the block `sigcontext.fpstate` points at.
-pub fn fp_window(uc: &[u8], _uc_addr: u64) -> (u64, usize) {
-    (fpstate_addr(uc), FP_WINDOW)
-}
-
-/// The FP registers in the `NT_PRFPREG` regset format (the FXSAVE image) from the window.
+/// The FP image: the whole window.
 pub fn fp_regset(window: &[u8]) -> Option<Vec<u8>> {
-    window.get(..FP_LEGACY_SIZE).map(<[u8]>::to_vec)
+    (window.len() >= FP_LEGACY_SIZE).then(|| window.to_vec())
 }
 
-/// Writes an `NT_PRFPREG` image into the window; false if it has the wrong size.
-pub fn set_fp_regset(window: &mut [u8], regset: &[u8]) -> bool {
-    if regset.len() != FP_LEGACY_SIZE || window.len() < FP_WINDOW {
+/// Writes an FP image into the window: all of it but `sw_reserved` (464..512), which stays the
+/// host's description of its frame (a zeroed or guest-written one would make the host's
+/// sigreturn restore only the legacy area). False if the size differs or the image would make
+/// the host's XRSTOR fault: a feature outside the host's xfeatures, a compacted or non-zero
+/// reserved header, a reserved MXCSR bit.
+pub fn set_fp_regset(window: &mut [u8], image: &[u8]) -> bool {
+    if image.len() != window.len() || window.len() < FP_LEGACY_SIZE {
         return false;
     }
-    // Not sw_reserved (464..512): that is the host's description of its XSAVE frame (magic1,
-    // sizes, xfeatures); a zeroed or guest-written one makes the host's sigreturn restore only
-    // the legacy area and reset AVX and later state to init.
-    window[..464].copy_from_slice(&regset[..464]);
-    mark_legacy_present(window);
+    let mut img = image.to_vec();
+    img[464..FP_LEGACY_SIZE].copy_from_slice(&window[464..FP_LEGACY_SIZE]);
+    let q = |b: &[u8], o: usize| get(b, o);
+    let mask = match q(&img, 24) >> 32 {
+        0 => 0xffbf,
+        m => m,
+    };
+    if (q(&img, 24) & 0xffff_ffff) & !mask != 0 {
+        return false;
+    }
+    if img.len() >= FP_LEGACY_SIZE + 64 {
+        let xfeatures = q(window, 472);
+        let header_ok = q(&img, 512) & !xfeatures == 0
+            && q(&img, 520) == 0
+            && img[528..576].iter().all(|&b| b == 0);
+        if !header_ok {
+            return false;
+        }
+    }
+    window.copy_from_slice(&img);
     true
 }
 
@@ -165,14 +188,49 @@ mod tests {
         assert_eq!(back.syscall_nr(), 39);
     }
 
+    /// A host frame's XSAVE buffer: AVX (xfeatures 0x7), 832 bytes.
+    fn host_fp() -> Vec<u8> {
+        let mut b = vec![0u8; 832];
+        put(&mut b, 24, 0x0000_ffff_0000_1f80); // mxcsr, mxcsr_mask
+        b[464..468].copy_from_slice(&crate::signal::FP_XSTATE_MAGIC1.to_le_bytes());
+        b[468..472].copy_from_slice(&836u32.to_le_bytes());
+        put(&mut b, 472, 0x7);
+        b[480..484].copy_from_slice(&832u32.to_le_bytes());
+        put(&mut b, 512, 0x7);
+        b
+    }
+
     #[test]
-    fn xstate_bv_marked_only_in_xsave_frames() {
-        let mut fp = vec![0u8; FP_WINDOW];
-        mark_legacy_present(&mut fp);
-        assert_eq!(get(&fp, FP_LEGACY_SIZE), 0);
-        fp[464..468].copy_from_slice(&FP_XSTATE_MAGIC1.to_le_bytes());
-        put(&mut fp, FP_LEGACY_SIZE, 0x4);
-        mark_legacy_present(&mut fp);
-        assert_eq!(get(&fp, FP_LEGACY_SIZE), 0x7);
+    fn fp_len_from_the_host_description() {
+        assert_eq!(fp_len(&host_fp()[..512]), 832);
+        assert_eq!(fp_len(&[0u8; 512]), 512);
+        let mut odd = host_fp();
+        odd[480..484].copy_from_slice(&100u32.to_le_bytes());
+        assert_eq!(
+            fp_len(&odd[..512]),
+            512,
+            "an implausible size is not trusted"
+        );
+    }
+
+    #[test]
+    fn set_fp_regset_keeps_the_description_and_checks_the_header() {
+        let mut window = host_fp();
+        let mut img = host_fp();
+        img[600] = 0x42; // a ymm upper half
+        img[470] = 0xee; // a guest-written description
+        assert!(set_fp_regset(&mut window, &img));
+        assert_eq!(window[600], 0x42);
+        assert_eq!(window[464..512], host_fp()[464..512]);
+        for (off, v) in [(512, 0x1f_u64), (520, 1 << 63), (540, 1)] {
+            let mut bad = host_fp();
+            put(&mut bad, off, v);
+            assert!(!set_fp_regset(&mut window, &bad), "header word at {off}");
+        }
+        let mut bad = host_fp();
+        put(&mut bad, 24, 0x0000_ffff_0001_1f80);
+        assert!(!set_fp_regset(&mut window, &bad), "reserved MXCSR bit");
+        assert!(!set_fp_regset(&mut window, &[0u8; 512]), "wrong size");
+        assert_eq!(fp_regset(&window).unwrap().len(), 832);
     }
 }

@@ -65,10 +65,12 @@ fn execve_common(c: &mut SyscallCtx<'_>, path: Vec<u8>, argv: u64, envp: u64) ->
         // The fresh stub has none of the old mappings: nothing to unmap.
         task.process.exec_unmap.store(false, Ordering::Release);
     }
-    // A fresh FP state, as a new program gets.
-    let _ = c
-        .thread
-        .set_fpregs(&um_kernel::arch::native::host::initial_fpregs());
+    // A fresh FP state, as a new program gets (in the format of the thread's image).
+    if let Ok(cur) = c.thread.get_fpregs() {
+        let _ = c
+            .thread
+            .set_fpregs(&um_kernel::arch::native::signal::init_fp_image(&cur));
+    }
     c.thread.regs = ex.regs;
     c.action = Action::Jump;
     Ok(0)

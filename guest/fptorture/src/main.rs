@@ -23,7 +23,7 @@
 //!   state), so there is nothing to check there.
 //! * The same runs at the same time in a forked child process (other patterns), which reports
 //!   by its exit status only, so that the output stays deterministic.
-//! * With an argument `avx` (x86_64 with AVX; not used by the gate) the upper halves of ymm0-15
+//! * With an argument `avx` (x86_64 with AVX; the gate `fptorture_avx`) the upper halves of ymm0-15
 //!   are loaded, checked and clobbered too, and a handler must start with them zero (Linux's
 //!   init state); `fptorture DIR avx` is the reproducer for AVX state across signals and fork.
 //!

@@ -229,13 +229,13 @@ impl PtraceThread {
         &self.template
     }
 
-    /// The guest's FP/SIMD registers (x86: the FXSAVE image).
+    /// The guest's FP/SIMD registers (the FP image: x86 XSAVE buffer, arm64 fpsimd record).
     pub fn get_fpregs(&self) -> io::Result<Vec<u8>> {
         let t = self
             .stopped
             .as_ref()
             .ok_or_else(|| io::Error::other("stub is not stopped"))?;
-        Ok(arch::get_fpregs(t)?.to_vec())
+        arch::get_fpregs(t)
     }
 
     /// Sets the guest's FP/SIMD registers.
@@ -244,10 +244,7 @@ impl PtraceThread {
             .stopped
             .as_ref()
             .ok_or_else(|| io::Error::other("stub is not stopped"))?;
-        let img: &[u8; arch::FPREGS_SIZE] = b
-            .try_into()
-            .map_err(|_| io::Error::other("bad FP image size"))?;
-        arch::set_fpregs(t, img)
+        arch::set_fpregs(t, b)
     }
 
     fn take(&mut self) -> io::Result<Stopped> {

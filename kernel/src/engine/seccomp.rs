@@ -578,15 +578,25 @@ impl SeccompThread {
         Ok(())
     }
 
+    /// Where the host frame's FP state is in the slot and how long it is (its head says: x86's
+    /// XSAVE description, arm64's fixed record).
     fn fp_off(&self) -> io::Result<(usize, usize)> {
-        let (addr, len) = uc::fp_window(&self.ucontext, self.uc_addr);
+        let (addr, head_len) = uc::fp_window(&self.ucontext, self.uc_addr);
+        let outside = || io::Error::other(format!("FP state at {addr:#x} outside the slot"));
+        let o = self
+            .proc
+            .slot_off(self.slot, addr, head_len)
+            .ok_or_else(outside)?;
+        let mut head = vec![0u8; head_len];
+        self.proc.slots.read(o, &mut head);
+        let len = uc::fp_len(&head);
         self.proc
             .slot_off(self.slot, addr, len)
             .map(|o| (o, len))
-            .ok_or_else(|| io::Error::other(format!("FP state at {addr:#x} outside the slot")))
+            .ok_or_else(outside)
     }
 
-    /// The guest's FP/SIMD registers (the `NT_PRFPREG` format).
+    /// The guest's FP/SIMD registers (the FP image: the host frame's FP state).
     pub fn get_fpregs(&self) -> io::Result<Vec<u8>> {
         let (o, len) = self.fp_off()?;
         let mut w = vec![0u8; len];

@@ -267,7 +267,11 @@ fn rt_sigreturn(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
         return bad(c);
     };
     if r.fpstate_addr != 0 {
-        let Ok(fp) = c.read_bytes(r.fpstate_addr, frame::FPSTATE_SIZE as usize) else {
+        let Ok(current) = c.thread.get_fpregs() else {
+            return bad(c);
+        };
+        let mut read = |a: u64, n: usize| c.read_bytes(a, n).ok();
+        let Some(fp) = frame::fp_image_from_frame(&mut read, r.fpstate_addr, &current) else {
             return bad(c);
         };
         if c.thread.set_fpregs(&fp).is_err() {
