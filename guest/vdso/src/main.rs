@@ -65,13 +65,20 @@ struct Vdso {
 
 impl Vdso {
     fn at(&self, off: usize) -> usize {
-        check(off < self.size, format!("vdso: offset {off:#x} outside the image"));
+        check(
+            off < self.size,
+            format!("vdso: offset {off:#x} outside the image"),
+        );
         self.base + off
     }
 
     fn parse(ehdr: usize) -> Vdso {
         let ident: [u8; 6] = rd(ehdr);
-        check_eq(&ident[..6], &[0x7f, b'E', b'L', b'F', 2, 1][..], "vdso: ELF64 LE ident");
+        check_eq(
+            &ident[..6],
+            &[0x7f, b'E', b'L', b'F', 2, 1][..],
+            "vdso: ELF64 LE ident",
+        );
         check_eq(rd::<u16>(ehdr + 16), 3, "vdso: e_type ET_DYN");
         let phoff: u64 = rd(ehdr + 0x20);
         let phnum: u16 = rd(ehdr + 0x38);
@@ -115,8 +122,14 @@ impl Vdso {
             d += 16;
         }
         check(hash != 0, "vdso: DT_HASH present");
-        check(v.strings != 0 && v.syms != 0, "vdso: DT_STRTAB and DT_SYMTAB present");
-        check(v.versym != 0 && v.verdef != 0, "vdso: DT_VERSYM and DT_VERDEF present");
+        check(
+            v.strings != 0 && v.syms != 0,
+            "vdso: DT_STRTAB and DT_SYMTAB present",
+        );
+        check(
+            v.versym != 0 && v.verdef != 0,
+            "vdso: DT_VERSYM and DT_VERDEF present",
+        );
         v.nsyms = rd::<u32>(hash + 4) as usize;
         v
     }
@@ -129,7 +142,9 @@ impl Vdso {
             if (1u32 << (info & 0xf)) & 0x27 == 0 || (1u32 << (info >> 4)) & 0x406 == 0 {
                 continue;
             }
-            if rd::<u16>(s + 6) == 0 || cstr(self.strings + rd::<u32>(s) as usize) != name.as_bytes() {
+            if rd::<u16>(s + 6) == 0
+                || cstr(self.strings + rd::<u32>(s) as usize) != name.as_bytes()
+            {
                 continue;
             }
             let vsym = rd::<u16>(self.versym + i * 2) & 0x7fff;
@@ -215,9 +230,16 @@ fn time_functions(v: &Vdso) {
         say(format!("{what}: vdso and syscall readings in order"));
     }
     let mut a = zero_ts();
-    check_eq(cgt(libc::CLOCK_REALTIME, &mut a), 0, "vdso clock_gettime(CLOCK_REALTIME)");
+    check_eq(
+        cgt(libc::CLOCK_REALTIME, &mut a),
+        0,
+        "vdso clock_gettime(CLOCK_REALTIME)",
+    );
     let b = sys_clock(libc::CLOCK_REALTIME);
-    check((ns(&b) - ns(&a)).abs() < 1_000_000_000, "CLOCK_REALTIME: vdso within 1 s of the syscall");
+    check(
+        (ns(&b) - ns(&a)).abs() < 1_000_000_000,
+        "CLOCK_REALTIME: vdso within 1 s of the syscall",
+    );
     say("CLOCK_REALTIME: vdso within 1 s of the syscall");
 
     let mut tv = libc::timeval {
@@ -234,7 +256,11 @@ fn time_functions(v: &Vdso) {
 
     let mut r1 = zero_ts();
     let mut r2 = zero_ts();
-    check_eq(getres(libc::CLOCK_MONOTONIC, &mut r1), 0, "vdso clock_getres");
+    check_eq(
+        getres(libc::CLOCK_MONOTONIC, &mut r1),
+        0,
+        "vdso clock_getres",
+    );
     // SAFETY: valid timespec.
     ok(
         unsafe { libc::syscall(libc::SYS_clock_getres, libc::CLOCK_MONOTONIC, &mut r2) },
@@ -244,7 +270,11 @@ fn time_functions(v: &Vdso) {
     say("clock_getres: vdso and syscall agree");
 
     // The vDSO returns the raw kernel result: -EINVAL for a clock that does not exist.
-    check_eq(cgt(12345, &mut a), -libc::EINVAL, "vdso clock_gettime(12345)");
+    check_eq(
+        cgt(12345, &mut a),
+        -libc::EINVAL,
+        "vdso clock_gettime(12345)",
+    );
     say("vdso clock_gettime(bad clock) = -EINVAL");
 
     // A forked child has the vDSO at the same place.
@@ -257,7 +287,10 @@ fn time_functions(v: &Vdso) {
     let st = umt::waitpid(pid, 0);
     check(
         libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
-        format!("forked child calling the vdso: {}", umt::describe_status(st)),
+        format!(
+            "forked child calling the vdso: {}",
+            umt::describe_status(st)
+        ),
     );
     say("a forked child calls the vdso");
     arch_specific(v);
@@ -265,26 +298,40 @@ fn time_functions(v: &Vdso) {
 
 #[cfg(target_arch = "x86_64")]
 fn arch_specific(v: &Vdso) {
-    type TimeFn = extern "C" fn(*mut libc::time_t) -> libc::time_t;
+    // time_t is 64 bits on x86_64 (vdso_time returns __kernel_old_time_t, a long).
+    type TimeFn = extern "C" fn(*mut i64) -> i64;
     type CpuFn = extern "C" fn(*mut u32, *mut u32, *mut libc::c_void) -> libc::c_int;
     // SAFETY: found in the vDSO with Linux's prototypes.
     let time: TimeFn = unsafe { std::mem::transmute(v.need("__vdso_time")) };
     // SAFETY: as above.
     let getcpu: CpuFn = unsafe { std::mem::transmute(v.need("__vdso_getcpu")) };
     for alias in ["clock_gettime", "gettimeofday", "time", "getcpu"] {
-        check(v.sym(VERSION, alias).is_some(), format!("vdso: alias {alias}"));
+        check(
+            v.sym(VERSION, alias).is_some(),
+            format!("vdso: alias {alias}"),
+        );
     }
     say("plain-name aliases present");
     let mut out = 0;
     let t = time(&mut out);
     let b = sys_clock(libc::CLOCK_REALTIME);
-    check(out == t && (b.tv_sec - t).abs() <= 1, "time: vdso within 1 s of the syscall");
+    check(
+        out == t && (b.tv_sec - t).abs() <= 1,
+        "time: vdso within 1 s of the syscall",
+    );
     say("time: vdso within 1 s of the syscall");
     let (mut cpu, mut node) = (u32::MAX, u32::MAX);
-    check_eq(getcpu(&mut cpu, &mut node, std::ptr::null_mut()), 0, "vdso getcpu");
+    check_eq(
+        getcpu(&mut cpu, &mut node, std::ptr::null_mut()),
+        0,
+        "vdso getcpu",
+    );
     // SAFETY: plain query.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
-    check((cpu as i64) < n && node == 0, format!("getcpu: cpu {cpu} of {n}, node {node}"));
+    check(
+        (cpu as i64) < n && node == 0,
+        format!("getcpu: cpu {cpu} of {n}, node {node}"),
+    );
     say("getcpu: a cpu that exists, node 0");
 }
 
@@ -300,8 +347,16 @@ extern "C" fn on_usr1(_sig: i32, _info: *mut libc::siginfo_t, _uc: *mut libc::c_
 fn arch_specific(v: &Vdso) {
     let tramp = v.need("__kernel_rt_sigreturn");
     // `mov x8, #139; svc #0`: what libgcc's unwinder looks for.
-    check_eq(rd::<u32>(tramp), 0xd280_1168, "__kernel_rt_sigreturn: mov x8, #139");
-    check_eq(rd::<u32>(tramp + 4), 0xd400_0001, "__kernel_rt_sigreturn: svc #0");
+    check_eq(
+        rd::<u32>(tramp),
+        0xd280_1168,
+        "__kernel_rt_sigreturn: mov x8, #139",
+    );
+    check_eq(
+        rd::<u32>(tramp + 4),
+        0xd400_0001,
+        "__kernel_rt_sigreturn: svc #0",
+    );
     // The kernel's struct sigaction on arm64: handler, flags, restorer, mask.
     let act: [u64; 4] = [on_usr1 as usize as u64, libc::SA_SIGINFO as u64, 0, 0];
     // SAFETY: a valid kernel sigaction for SIGUSR1, no old action, an 8-byte sigset.
@@ -324,7 +379,11 @@ fn arch_specific(v: &Vdso) {
             "kill(SIGUSR1)",
         );
     }
-    check_eq(HANDLED.load(Ordering::SeqCst), 3, "handlers without SA_RESTORER ran and returned");
+    check_eq(
+        HANDLED.load(Ordering::SeqCst),
+        3,
+        "handlers without SA_RESTORER ran and returned",
+    );
     say("handlers without SA_RESTORER return through __kernel_rt_sigreturn");
 }
 
@@ -338,7 +397,13 @@ fn maps_line(ehdr: usize) {
             // SAFETY: valid C strings; no data argument.
             ok(
                 unsafe {
-                    libc::mount(src.as_ptr(), dir.as_ptr(), src.as_ptr(), 0, std::ptr::null())
+                    libc::mount(
+                        src.as_ptr(),
+                        dir.as_ptr(),
+                        src.as_ptr(),
+                        0,
+                        std::ptr::null(),
+                    )
                 } as i64,
                 "mount proc",
             );
@@ -352,7 +417,9 @@ fn maps_line(ehdr: usize) {
     let start = usize::from_str_radix(line.split('-').next().unwrap_or(""), 16).unwrap_or(0);
     check_eq(start, ehdr, "[vdso] mapping starts at AT_SYSINFO_EHDR");
     check(
-        line.split_whitespace().nth(1).is_some_and(|p| p.starts_with("r-x")),
+        line.split_whitespace()
+            .nth(1)
+            .is_some_and(|p| p.starts_with("r-x")),
         format!("[vdso] is r-x: {line}"),
     );
     say("/proc/self/maps: [vdso] r-x at AT_SYSINFO_EHDR");
