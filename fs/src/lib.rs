@@ -16,6 +16,7 @@ pub mod exec;
 pub mod exec_stack;
 pub mod hostfs;
 pub mod locks;
+pub mod module;
 pub mod mount;
 pub mod namei;
 pub mod pipe;

@@ -3,7 +3,7 @@
 //!
 //! Built from procfs nodes ([`crate::procfs::ProcInode`]) in an instance of its own, with
 //! sysfs's magic and device number. `/sys/fs/cgroup` is an empty directory to mount a cgroup
-//! file system on; `/sys/module` stays empty until modules exist. Neighbours:
+//! file system on; `/sys/module` lists the loaded modules (`procfs::modules`). Neighbours:
 //! [`crate::procfs`], `crate::mount` (which mounts it).
 
 use crate::procfs::{ProcFs, ProcInode, fmt};
@@ -78,7 +78,7 @@ pub fn mount(k: &Arc<Kernel>) -> SysResult<Arc<dyn Inode>> {
             ("firmware", empty(&fs)),
             ("fs", fsdir),
             ("kernel", kernel),
-            ("module", empty(&fs)),
+            ("module", crate::procfs::modules::sys_module_dir(&fs)),
             ("power", empty(&fs)),
         ],
     );

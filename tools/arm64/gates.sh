@@ -40,6 +40,10 @@ mkdir -p /guest
 tar xzf /opt/um/alpine.tar.gz -C /guest
 mkdir -p /guest/opt/um
 cp /opt/um/guest/* /guest/opt/um/
+# The modules gate's files: modules, modules.dep and firmware under /lib, the script and the
+# two modules that must be refused.
+cp -r /opt/um/mods/lib/* /guest/lib/
+cp /opt/um/modules-gate.sh /opt/um/mod-badver.ko /opt/um/mod-foreign.ko /guest/opt/um/
 
 for x in /opt/um/extra/*; do
     [ -x "$x" ] || continue
@@ -66,6 +70,8 @@ PROGS="threads futex signals procs pipes unixsock epoll timers mmapfile fptortur
 for p in $PROGS; do
     add "$p"
 done
+# Loadable modules (tests/scripts/modules-gate.sh, the same script as tests/tests/modules.rs).
+add modules
 if [ "$SET" = smoke ]; then
     gate_names=" echo sh hello pagesize threads signals pacfork"
     NGATES=7
@@ -175,6 +181,15 @@ for mode in $MODES; do
             mkdir -p "/guest/opt/um/work-vdso-$mode-$PS"
             LOGMARK="call the host's vDSO"
             run vdso "$mode" "UM-VDSO-OK" /opt/um/vdso "/opt/um/work-vdso-$mode-$PS"
+            LOGMARK=""
+            ;;
+        # modprobe with a dependency, the char device, /proc/modules, modinfo, rmmod order,
+        # refused modules, firmware (its CRC-32 read back); the kernel log must name both
+        # versions of the refused vermagic.
+        modules)
+            LOGMARK="version magic '9.1.0-um aarch64' should be '6.1.0-um aarch64'"
+            run modules "$mode" "UM-MODULES-OK" /bin/busybox sh /opt/um/modules-gate.sh \
+                "$(cat /opt/um/mods/fwcrc)"
             LOGMARK=""
             ;;
         *)

@@ -17,6 +17,7 @@ pub mod abi;
 #[cfg(target_arch = "aarch64")]
 pub mod host;
 pub mod hwcap;
+pub mod module;
 pub mod regs;
 pub mod signal;
 pub mod stub;

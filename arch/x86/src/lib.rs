@@ -16,6 +16,7 @@ pub mod abi;
 #[cfg(target_arch = "x86_64")]
 pub mod host;
 pub mod hwcap;
+pub mod module;
 pub mod regs;
 pub mod signal;
 pub mod stub;

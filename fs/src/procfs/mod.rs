@@ -18,6 +18,7 @@
 
 mod config;
 pub mod fmt;
+pub mod modules;
 mod pid;
 mod system;
 
@@ -76,6 +77,13 @@ pub type Gen = Box<dyn Fn(&Arc<Kernel>, &IoCtx<'_>) -> SysResult<Vec<u8>> + Send
 /// Takes a write to a generated file.
 pub type Put = Box<dyn Fn(&Arc<Kernel>, &IoCtx<'_>, &[u8]) -> SysResult<usize> + Send + Sync>;
 
+/// A directory whose entries are computed each time it is listed or searched
+/// (`/sys/module`).
+pub trait DynDir: Send + Sync {
+    /// The entries now.
+    fn entries(&self, fs: &Arc<ProcFs>) -> Vec<(Vec<u8>, Arc<ProcInode>)>;
+}
+
 /// What a procfs inode is.
 pub enum Node {
     /// A directory with fixed entries; `pids` adds one directory per process, `self` and
@@ -94,6 +102,8 @@ pub enum Node {
     ThreadSelf,
     /// Something in `/proc/PID`.
     Pid(pid::Target, pid::PidNode),
+    /// A directory with computed entries.
+    Dyn(Box<dyn DynDir>),
 }
 
 /// A procfs inode.
@@ -232,7 +242,17 @@ impl ProcInode {
                     });
                 }
                 if *pids {
+                    out.extend(modules::proc_dirents());
                     out.extend(pid::root_entries(&self.fs)?);
+                }
+            }
+            Node::Dyn(d) => {
+                for (n, i) in d.entries(&self.fs) {
+                    out.push(DirEntry {
+                        ino: i.ino,
+                        kind: dt_of(i.mode),
+                        name: n,
+                    });
                 }
             }
             Node::Pid(t, n) => out.extend(pid::entries(&self.fs, t, *n)?),
@@ -282,10 +302,19 @@ impl Inode for ProcInode {
                     return Ok(i.clone());
                 }
                 if *pids {
+                    if let Some(i) = modules::proc_lookup(&self.fs, name) {
+                        return Ok(i);
+                    }
                     return pid::root_lookup(&self.fs, name).map(|i| i as Arc<dyn Inode>);
                 }
                 Err(Errno::ENOENT)
             }
+            Node::Dyn(d) => d
+                .entries(&self.fs)
+                .into_iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, i)| i as Arc<dyn Inode>)
+                .ok_or(Errno::ENOENT),
             Node::Pid(t, n) => pid::lookup(&self.fs, t, *n, name).map(|i| i as Arc<dyn Inode>),
             _ => Err(Errno::ENOTDIR),
         }
@@ -424,6 +453,7 @@ pub fn mount(k: &Arc<Kernel>) -> SysResult<Arc<dyn Inode>> {
 pub fn new_root(k: &Arc<Kernel>) -> Arc<ProcInode> {
     let fs = ProcFs::new_instance(k, PROC_SUPER_MAGIC, PROC_DEV);
     let mut entries = system::entries(&fs);
+    entries.push((b"modules".to_vec(), modules::proc_modules(&fs)));
     entries.push((
         b"self".to_vec(),
         ProcInode::new(&fs, fs.alloc_ino(), mode::S_IFLNK | 0o777, Node::SelfLink),

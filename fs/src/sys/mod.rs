@@ -5,6 +5,7 @@ pub mod epoll;
 pub mod eventfd;
 pub mod execve;
 pub mod fd;
+pub mod module;
 pub mod mount;
 pub mod namespace;
 pub mod open;
@@ -85,6 +86,7 @@ pub fn register(t: &mut SyscallTable) {
     eventfd::register(t);
     execve::register(t);
     fd::register(t);
+    module::register(t);
     mount::register(t);
     namespace::register(t);
     open::register(t);
