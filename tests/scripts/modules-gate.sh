@@ -324,7 +324,22 @@ t_after() {
     rmmod umchar || { echo "rmmod umchar failed"; return 1; }
 }
 
-for s in layout modprobe procmodules lsmod sysmodule depdevice rmmodbusy chrload chrshell chrprog chrinuse modinfo eexist rmmod modproberm firmware veneer forced waitrm nofirmware badinit badparam truncated badvermagic foreign nosymbol nonroot after; do
+# /proc/sys/kernel/modules_disabled: only 1 may be written, and then nothing loads or unloads.
+t_disabled() {
+    [ "$(cat /proc/sys/kernel/modules_disabled)" = 0 ] || { echo "modules_disabled not 0"; return 1; }
+    modprobe umbase || { echo "modprobe umbase failed"; return 1; }
+    ! echo 2 >/proc/sys/kernel/modules_disabled 2>/dev/null || { echo "wrote 2"; return 1; }
+    echo 1 >/proc/sys/kernel/modules_disabled || { echo "cannot write 1"; return 1; }
+    ! echo 0 >/proc/sys/kernel/modules_disabled 2>/dev/null || { echo "wrote 0 back"; return 1; }
+    [ "$(cat /proc/sys/kernel/modules_disabled)" = 1 ] || { echo "not 1"; return 1; }
+    out=$(insmod "$EXTRA/umchar.ko" 2>&1)
+    echo "$out" | grep -q 'not permitted' || { echo "insmod with modules disabled: $out"; return 1; }
+    out=$(rmmod umbase 2>&1)
+    echo "$out" | grep -q 'not permitted' || { echo "rmmod with modules disabled: $out"; return 1; }
+    loaded umbase || { echo "umbase went away"; return 1; }
+}
+
+for s in layout modprobe procmodules lsmod sysmodule depdevice rmmodbusy chrload chrshell chrprog chrinuse modinfo eexist rmmod modproberm firmware veneer forced waitrm nofirmware badinit badparam truncated badvermagic foreign nosymbol nonroot after disabled; do
     step "$s"
 done
 

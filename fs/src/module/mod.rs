@@ -31,6 +31,22 @@ use um_kernel::wait::{WaitQueue, wait_event};
 use um_modshim::{ModuleMem, RegionReq};
 use um_uapi::{Errno, SysResult};
 
+/// `/proc/sys/kernel/modules_disabled` (kernel/module/main.c `modules_disabled`): once set, no
+/// module can be loaded or removed until the kernel ends. A guest root that can load modules
+/// runs native code in this process, with the host user's power (as root can in Linux); an
+/// init script that does not need modules can close that door.
+static MODULES_DISABLED: AtomicBool = AtomicBool::new(false);
+
+/// Whether module loading and removal were turned off.
+pub fn modules_disabled() -> bool {
+    MODULES_DISABLED.load(Ordering::Acquire)
+}
+
+/// Turns module loading and removal off for good.
+pub fn disable_modules() {
+    MODULES_DISABLED.store(true, Ordering::Release);
+}
+
 /// Longest module name plus its NUL (Linux `MODULE_NAME_LEN` on 64-bit).
 pub const MODULE_NAME_LEN: usize = 56;
 /// `finit_module` flag: ignore symbol version hashes (there are none here).

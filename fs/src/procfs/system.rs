@@ -292,6 +292,26 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
             ("core_pattern", ProcInode::text(fs, "core\n")),
             ("domainname", uts(fs, |k| &k.uts.domainname)),
             ("hostname", uts(fs, |k| &k.uts.nodename)),
+            (
+                "modules_disabled",
+                // kernel/sysctl.c: proc_dointvec_minmax with min = max = 1, so only the
+                // transition 0 -> 1 (writing 1) is accepted.
+                ProcInode::file_rw(
+                    fs,
+                    |_, _| {
+                        let v = u8::from(crate::module::modules_disabled());
+                        Ok(format!("{v}\n").into_bytes())
+                    },
+                    |_, _, data| {
+                        let s = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
+                        if s.trim().parse::<i64>().map_err(|_| Errno::EINVAL)? != 1 {
+                            return Err(Errno::EINVAL);
+                        }
+                        crate::module::disable_modules();
+                        Ok(data.len())
+                    },
+                ),
+            ),
             ("ngroups_max", ProcInode::text(fs, "65536\n")),
             ("osrelease", uts(fs, |k| &k.uts.release)),
             ("ostype", uts(fs, |k| &k.uts.sysname)),

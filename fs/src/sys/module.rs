@@ -16,9 +16,10 @@ const MAX_ARGS: usize = 1 << 20;
 /// Size of an ELF64 header: anything shorter is not a module (`copy_module_from_user`).
 const EHDR_SIZE: u64 = 64;
 
-/// `may_init_module`: CAP_SYS_MODULE, which root has.
+/// `may_init_module`: CAP_SYS_MODULE, which root has, and modules not disabled (also the
+/// check of delete_module).
 fn may_init_module(c: &SyscallCtx<'_>) -> SysResult<()> {
-    if lock(&c.task.process.creds).euid != 0 {
+    if lock(&c.task.process.creds).euid != 0 || module::modules_disabled() {
         return Err(Errno::EPERM);
     }
     Ok(())
