@@ -24,6 +24,71 @@ pub enum Last {
     NoFollow,
 }
 
+/// Restrictions on a walk: openat2's `RESOLVE_*` flags (Linux `LOOKUP_NO_XDEV`,
+/// `LOOKUP_NO_MAGICLINKS`, `LOOKUP_NO_SYMLINKS`, `LOOKUP_BENEATH`, `LOOKUP_IN_ROOT`).
+/// Every other walk uses [`Resolve::NONE`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Resolve {
+    /// Never cross a mount point, either way (`EXDEV`).
+    pub no_xdev: bool,
+    /// Never follow a magic link such as `/proc/self/fd/N` (`ELOOP`).
+    pub no_magiclinks: bool,
+    /// Never follow any symlink (`ELOOP`); implies `no_magiclinks`.
+    pub no_symlinks: bool,
+    /// Stay below the starting directory: absolute paths and `..` above it are `EXDEV`.
+    pub beneath: bool,
+    /// Treat the starting directory as the root: absolute paths, absolute symlinks and `..`
+    /// stay inside it, as in a chroot.
+    pub in_root: bool,
+}
+
+impl Resolve {
+    /// No restrictions.
+    pub const NONE: Resolve = Resolve {
+        no_xdev: false,
+        no_magiclinks: false,
+        no_symlinks: false,
+        beneath: false,
+        in_root: false,
+    };
+
+    /// `LOOKUP_IS_SCOPED`: the walk's root is its starting directory.
+    pub fn scoped(&self) -> bool {
+        self.beneath || self.in_root
+    }
+
+    /// The context a walk with these restrictions runs in: for a scoped walk the starting
+    /// directory becomes the root (`nd->root = nd->path` in `path_init`).
+    pub fn scope(&self, fs: &FsContext, start: &Arc<Dentry>) -> FsContext {
+        let mut fs = fs.clone();
+        if self.scoped() {
+            fs.root = start.clone();
+        }
+        fs
+    }
+
+    /// About to follow a symlink (`pick_link`) or, with `magic`, a magic link
+    /// (`nd_jump_link`): `ELOOP` if not allowed, `EXDEV` for a magic link in a scoped walk
+    /// or (with `no_xdev`) one that leads to another file system.
+    pub fn follow_link(&self, magic: Option<(&Dentry, &Dentry)>) -> SysResult<()> {
+        if self.no_symlinks {
+            return Err(Errno::ELOOP);
+        }
+        if let Some((from, to)) = magic {
+            if self.no_magiclinks {
+                return Err(Errno::ELOOP);
+            }
+            if self.no_xdev && from.inode.fs_id() != to.inode.fs_id() {
+                return Err(Errno::EXDEV);
+            }
+            if self.scoped() {
+                return Err(Errno::EXDEV);
+            }
+        }
+        Ok(())
+    }
+}
+
 fn is_dir(d: &Dentry) -> SysResult<bool> {
     Ok(d.inode.stat()?.mode & mode::S_IFMT == mode::S_IFDIR)
 }
@@ -96,8 +161,20 @@ pub fn walk_with(
     path: &[u8],
     last: Last,
 ) -> SysResult<Arc<Dentry>> {
+    walk_resolve(fs, creds, start, path, last, &Resolve::NONE)
+}
+
+/// [`walk_with`] under openat2's restrictions; `fs` is already [`Resolve::scope`]d.
+pub fn walk_resolve(
+    fs: &FsContext,
+    creds: &Creds,
+    start: &Arc<Dentry>,
+    path: &[u8],
+    last: Last,
+    res: &Resolve,
+) -> SysResult<Arc<Dentry>> {
     let mut links = 0;
-    walk_inner(fs, creds, start, path, last, &mut links)
+    walk_inner(fs, creds, start, path, last, &mut links, res)
 }
 
 fn walk_inner(
@@ -107,6 +184,7 @@ fn walk_inner(
     path: &[u8],
     last: Last,
     links: &mut u32,
+    res: &Resolve,
 ) -> SysResult<Arc<Dentry>> {
     if path.is_empty() {
         return Err(Errno::ENOENT);
@@ -115,6 +193,10 @@ fn walk_inner(
         return Err(Errno::ENAMETOOLONG);
     }
     let mut cur = if path[0] == b'/' {
+        // nd_jump_root: a scoped-beneath walk may not start over at the root.
+        if res.beneath {
+            return Err(Errno::EXDEV);
+        }
         fs.root.clone()
     } else {
         start.clone()
@@ -140,22 +222,37 @@ fn walk_inner(
             continue;
         }
         if *comp == b".." {
-            if !Arc::ptr_eq(&cur, &fs.root) {
-                if let Some(p) = cur.parent.clone() {
-                    cur = p;
+            if Arc::ptr_eq(&cur, &fs.root) {
+                // follow_dotdot at the root: stay, except that a walk beneath its start
+                // may not try to leave it.
+                if res.beneath {
+                    return Err(Errno::EXDEV);
                 }
+            } else if let Some(p) = cur.parent.clone() {
+                if res.no_xdev && p.inode.fs_id() != cur.inode.fs_id() {
+                    return Err(Errno::EXDEV);
+                }
+                cur = p;
             }
             continue;
         }
-        let inode = crate::mount::cross(cur.inode.lookup(comp)?);
+        let found = cur.inode.lookup(comp)?;
+        if res.no_xdev && crate::mount::is_mountpoint(&*found) {
+            return Err(Errno::EXDEV);
+        }
+        let inode = crate::mount::cross(found);
         let mut next = Dentry::child(&cur, comp, inode);
         let mounted = um_kernel::task::lock(&next.mounted).clone();
         if let Some(m) = mounted {
+            if res.no_xdev {
+                return Err(Errno::EXDEV);
+            }
             next = m;
         }
         let follow = !is_last || last == Last::Follow || trailing_slash;
         if follow {
             if let Some(target) = next.inode.magic_link() {
+                res.follow_link(Some((&cur, &target)))?;
                 *links += 1;
                 if *links > MAXSYMLINKS {
                     return Err(Errno::ELOOP);
@@ -165,11 +262,18 @@ fn walk_inner(
             }
         }
         if follow && is_symlink(&next)? {
+            res.follow_link(None)?;
             *links += 1;
             if *links > MAXSYMLINKS {
                 return Err(Errno::ELOOP);
             }
             let target = next.inode.readlink()?;
+            if res.no_xdev
+                && target.first() == Some(&b'/')
+                && fs.root.inode.fs_id() != cur.inode.fs_id()
+            {
+                return Err(Errno::EXDEV);
+            }
             // The target is walked from the directory that holds the link; the rest of the
             // path continues from wherever it leads.
             let mut rest = target;
@@ -180,7 +284,7 @@ fn walk_inner(
             if trailing_slash {
                 rest.push(b'/');
             }
-            return walk_inner(fs, creds, &cur, &rest, last, links);
+            return walk_inner(fs, creds, &cur, &rest, last, links, res);
         }
         cur = next;
     }
@@ -207,6 +311,17 @@ pub fn walk_parent_with(
     start: &Arc<Dentry>,
     path: &[u8],
 ) -> SysResult<(Arc<Dentry>, Vec<u8>)> {
+    walk_parent_resolve(fs, creds, start, path, &Resolve::NONE)
+}
+
+/// [`walk_parent_with`] under openat2's restrictions; `fs` is already [`Resolve::scope`]d.
+pub fn walk_parent_resolve(
+    fs: &FsContext,
+    creds: &Creds,
+    start: &Arc<Dentry>,
+    path: &[u8],
+    res: &Resolve,
+) -> SysResult<(Arc<Dentry>, Vec<u8>)> {
     let trimmed: &[u8] = {
         let mut p = path;
         while p.len() > 1 && p.ends_with(b"/") {
@@ -225,7 +340,7 @@ pub fn walk_parent_with(
     if name.len() > 255 {
         return Err(Errno::ENAMETOOLONG);
     }
-    let parent = walk_with(fs, creds, start, dir, Last::Follow)?;
+    let parent = walk_resolve(fs, creds, start, dir, Last::Follow, res)?;
     let st = parent.inode.stat()?;
     if st.mode & mode::S_IFMT != mode::S_IFDIR {
         return Err(Errno::ENOTDIR);

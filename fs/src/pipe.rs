@@ -94,6 +94,12 @@ impl Ring {
         self.buf.drain(..n);
         n
     }
+    /// Drops up to `n` bytes from the front; returns how many.
+    pub fn discard(&mut self, n: usize) -> usize {
+        let n = n.min(self.buf.len());
+        self.buf.drain(..n);
+        n
+    }
 }
 
 /// A fresh inode number for a pseudo file (pipefs, sockfs, anon inodes).
@@ -278,6 +284,169 @@ impl PipeEnd {
     /// Bytes waiting to be read.
     pub fn available(&self) -> usize {
         lock(&self.pipe.st).ring.len()
+    }
+}
+
+/// What splice(2), tee(2) and vmsplice(2) need from a pipe (Linux fs/splice.c works on the
+/// `pipe_inode_info` directly: `ipipe_prep`/`opipe_prep`, `splice_pipe_to_pipe`, `link_pipe`,
+/// `wait_for_space`). Waits follow `io.nonblock`, which the caller sets from
+/// `SPLICE_F_NONBLOCK` and the files' `O_NONBLOCK` as `do_splice` does.
+impl PipeEnd {
+    /// Whether this end may be read.
+    pub fn is_reader(&self) -> bool {
+        self.read
+    }
+
+    /// Whether this end may be written.
+    pub fn is_writer(&self) -> bool {
+        self.write
+    }
+
+    /// Whether both ends belong to the same pipe.
+    pub fn same_pipe(&self, other: &PipeEnd) -> bool {
+        Arc::ptr_eq(&self.pipe, &other.pipe)
+    }
+
+    /// Pipe to something else (`splice_from_pipe`): waits for data (0 at end of file), then
+    /// offers up to `max` queued bytes to `sink` and removes as many as it took. With `hold`
+    /// the pipe stays locked while `sink` runs, so a concurrent reader cannot take the same
+    /// bytes (Linux holds `pipe->mutex` throughout); use it only for sinks that never wait on
+    /// a pipe themselves (regular files). Without it, the bytes are copied out first.
+    pub fn splice_out(
+        &self,
+        io: &IoCtx<'_>,
+        max: usize,
+        hold: bool,
+        mut sink: impl FnMut(&[u8]) -> SysResult<usize>,
+    ) -> SysResult<usize> {
+        if !self.read {
+            return Err(Errno::EBADF);
+        }
+        let p = &self.pipe;
+        loop {
+            let more = io.wait(&[&p.rd_wait], || {
+                let st = lock(&p.st);
+                if !st.ring.is_empty() {
+                    Some(true)
+                } else if st.writers == 0 {
+                    Some(false)
+                } else {
+                    None
+                }
+            })?;
+            if !more {
+                return Ok(0);
+            }
+            let taken = if hold {
+                let mut st = lock(&p.st);
+                let mut buf = vec![0u8; max.min(st.ring.len())];
+                let n = st.ring.peek(&mut buf);
+                if n == 0 {
+                    continue;
+                }
+                let w = sink(&buf[..n])?.min(n);
+                st.ring.discard(w)
+            } else {
+                let buf = {
+                    let st = lock(&p.st);
+                    let mut buf = vec![0u8; max.min(st.ring.len())];
+                    let n = st.ring.peek(&mut buf);
+                    buf.truncate(n);
+                    buf
+                };
+                if buf.is_empty() {
+                    continue;
+                }
+                let w = sink(&buf)?.min(buf.len());
+                lock(&p.st).ring.discard(w)
+            };
+            if taken > 0 {
+                p.wr_wait.wake_all();
+            }
+            return Ok(taken);
+        }
+    }
+
+    /// Something else to pipe (`wait_for_space`): waits until the pipe has room and returns
+    /// how much; `EPIPE` (and SIGPIPE) when no one reads it. The caller then fills at most
+    /// that much with [`FileOps::write`].
+    pub fn wait_room(&self, io: &IoCtx<'_>) -> SysResult<usize> {
+        if !self.write {
+            return Err(Errno::EBADF);
+        }
+        let p = &self.pipe;
+        let r = io.wait(&[&p.wr_wait], || {
+            let st = lock(&p.st);
+            if st.readers == 0 {
+                Some(Err(Errno::EPIPE))
+            } else if st.ring.room() > 0 {
+                Some(Ok(st.ring.room()))
+            } else {
+                None
+            }
+        })?;
+        if r == Err(Errno::EPIPE) {
+            send_sigpipe(io.task);
+        }
+        r
+    }
+
+    /// Pipe to pipe: `splice_pipe_to_pipe` (`consume`) or `link_pipe` for tee (the bytes stay
+    /// in `self`). Waits until `self` has data (0 once it is empty with no writers) and `out`
+    /// has room (`EPIPE` and SIGPIPE with no reader), then moves what fits, up to `max`. The
+    /// two pipes are locked in address order, as `pipe_double_lock` does.
+    pub fn transfer(
+        &self,
+        io: &IoCtx<'_>,
+        out: &PipeEnd,
+        max: usize,
+        consume: bool,
+    ) -> SysResult<usize> {
+        if !self.read || !out.write {
+            return Err(Errno::EBADF);
+        }
+        if self.same_pipe(out) {
+            return Err(Errno::EINVAL);
+        }
+        let (a, b) = (&self.pipe, &out.pipe);
+        let r = io.wait(&[&a.rd_wait, &b.wr_wait], || {
+            let (mut si, mut so);
+            if Arc::as_ptr(a) < Arc::as_ptr(b) {
+                si = lock(&a.st);
+                so = lock(&b.st);
+            } else {
+                so = lock(&b.st);
+                si = lock(&a.st);
+            }
+            if si.ring.is_empty() {
+                return if si.writers == 0 { Some(Ok(0)) } else { None };
+            }
+            if so.readers == 0 {
+                return Some(Err(Errno::EPIPE));
+            }
+            let n = max.min(si.ring.len()).min(so.ring.room());
+            if n == 0 {
+                return None;
+            }
+            let mut buf = vec![0u8; n];
+            si.ring.peek(&mut buf);
+            so.ring.push(&buf);
+            if consume {
+                si.ring.discard(n);
+            }
+            Some(Ok(n))
+        })?;
+        match r {
+            Ok(n) if n > 0 => {
+                b.rd_wait.wake_all();
+                if consume {
+                    a.wr_wait.wake_all();
+                }
+            }
+            Err(Errno::EPIPE) => send_sigpipe(io.task),
+            _ => {}
+        }
+        r
     }
 }
 

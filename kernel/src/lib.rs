@@ -14,6 +14,7 @@ pub mod arch;
 pub mod current;
 pub mod engine;
 pub mod kernel;
+pub mod pidfd;
 pub mod printk;
 pub mod run;
 pub mod signal;

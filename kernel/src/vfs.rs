@@ -372,6 +372,12 @@ pub trait FileOps: Send + Sync {
     fn vm_file(&self) -> Option<Arc<dyn VmFile>> {
         None
     }
+    /// Whether a mapping of this file may be made (the file's `f_op->mmap` refusing, as
+    /// shmem does for a sealed memfd): `shared_write` for a `MAP_SHARED` mapping with
+    /// `PROT_WRITE`.
+    fn may_mmap(&self, _shared_write: bool) -> SysResult<()> {
+        Ok(())
+    }
     /// The concrete object, for calls that act on one kind of file only (socket calls on a
     /// socket, `epoll_ctl` on an epoll instance, `timerfd_settime` on a timerfd); `None` for
     /// files no such call needs to recognise.
@@ -417,6 +423,23 @@ impl OpenFile {
     /// The status flags.
     pub fn flags(&self) -> u32 {
         self.flags.load(Ordering::Relaxed)
+    }
+}
+
+/// What runs when an open file description goes away (Linux `__fput`, which calls
+/// `fsnotify_close`): set once at boot by the file layer.
+static RELEASE_HOOK: OnceLock<fn(&OpenFile)> = OnceLock::new();
+
+/// Sets the release hook (the first call wins).
+pub fn set_release_hook(hook: fn(&OpenFile)) {
+    let _ = RELEASE_HOOK.set(hook);
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        if let Some(hook) = RELEASE_HOOK.get() {
+            hook(self);
+        }
     }
 }
 

@@ -65,6 +65,18 @@ pub fn getrandom(buf: &mut [u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// The host's membarrier(2) with `flags` 0: `cmd` is a `MEMBARRIER_CMD_*` value. Returns
+/// the host's answer (the command mask for `MEMBARRIER_CMD_QUERY`, else 0).
+pub fn membarrier(cmd: i32) -> io::Result<i32> {
+    // SAFETY: membarrier takes no pointers; with flags 0 the cpu argument is ignored.
+    let r = unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0u32, 0i32) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as i32)
+    }
+}
+
 /// Writes all of `data` to a host fd (the console).
 pub fn write_all(fd: BorrowedFd<'_>, mut data: &[u8]) -> io::Result<()> {
     while !data.is_empty() {

@@ -205,6 +205,11 @@ fn timers() {
 }
 
 #[test]
+fn newapi() {
+    differential("newapi", no_check);
+}
+
+#[test]
 fn mmapfile() {
     differential("mmapfile", no_check);
 }

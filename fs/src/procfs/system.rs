@@ -353,6 +353,7 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
                     Ok(format!("{}\n", (kb / 10).max(8192)).into_bytes())
                 }),
             ),
+            ("inotify", crate::inotify::proc_sys_dir(fs)),
             ("nr_open", ProcInode::text(fs, "1048576\n")),
             // fs/pipe.c limits (the pipe code enforces its own 1 MiB ceiling for non-root).
             ("pipe-max-size", int_knob(fs, 1_048_576)),

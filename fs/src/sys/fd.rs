@@ -187,6 +187,9 @@ fn fcntl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             let privileged = lock(&c.task.process.creds).euid == 0;
             Ok(p.set_capacity(a[2], privileged)? as u64)
         }
+        crate::memfd::F_ADD_SEALS | crate::memfd::F_GET_SEALS => {
+            crate::memfd::fcntl(&*files.get(a[0])?, a[1], a[2])
+        }
         _ => {
             files.get(a[0])?;
             Err(Errno::EINVAL)

@@ -1,12 +1,12 @@
 //! Changing the tree and file attributes (Linux fs/namei.c, fs/open.c, fs/attr.c, fs/utimes.c,
-//! fs/sync.c, fs/statfs.c, fs/xattr.c): mkdir, mknod, unlink, rmdir, rename, symlink, link,
-//! chmod, chown, utimes, truncate, fallocate, fsync, sync, statfs, and the xattr calls.
+//! fs/sync.c, fs/statfs.c): mkdir, mknod, unlink, rmdir, rename, symlink, link, chmod, chown,
+//! utimes, truncate, fallocate, fsync, sync, statfs. (The xattr calls are in `xattr.rs`.)
 //!
 //! Each call walks to the parent directory ([`namei::walk_parent_with`]) and checks as Linux
 //! does, in Linux's order: `EEXIST` before permission (so `mkdir -p` works in read-only
 //! places), `may_create` (write and search on the directory, `EROFS`), `may_delete` (plus the
 //! sticky bit), `EBUSY` for mount points, `EXDEV` across mounts; then asks the directory's
-//! inode. Extended attributes are not supported: every xattr call is `EOPNOTSUPP`.
+//! inode.
 
 use super::open::creds;
 use super::{AT_EMPTY_PATH, AT_FDCWD, AT_SYMLINK_NOFOLLOW, Target, lookup, resolve_at, start_dir};
@@ -94,6 +94,7 @@ fn do_mkdirat(c: &mut SyscallCtx<'_>, dirfd: u64, addr: u64, m: u64) -> SysResul
     new_name(&cr, &dir, &name)?;
     let perm = m as u32 & 0o1777 & !umask(c);
     dir.inode.mkdir(&name, perm, owner(&cr))?;
+    crate::inotify::create(&*dir.inode, &name, true);
     Ok(0)
 }
 
@@ -126,6 +127,7 @@ fn do_mknodat(c: &mut SyscallCtx<'_>, dirfd: u64, addr: u64, m: u64, dev: u64) -
     let rdev = vfs::encode_dev(major, minor);
     let perm = m & 0o7777 & !umask(c);
     dir.inode.mknod(&name, fmt | perm, rdev, owner(&cr))?;
+    crate::inotify::create(&*dir.inode, &name, false);
     Ok(0)
 }
 
@@ -157,6 +159,7 @@ fn do_rmdir(c: &mut SyscallCtx<'_>, dirfd: u64, addr: u64) -> SysResult {
         return Err(Errno::EBUSY);
     }
     dir.inode.rmdir(&name)?;
+    crate::inotify::delete(&*dir.inode, &name, &*victim, &vst);
     Ok(0)
 }
 
@@ -180,6 +183,7 @@ fn do_unlink(c: &mut SyscallCtx<'_>, dirfd: u64, addr: u64) -> SysResult {
         return Err(Errno::EBUSY);
     }
     dir.inode.unlink(&name)?;
+    crate::inotify::delete(&*dir.inode, &name, &*victim, &vst);
     Ok(0)
 }
 
@@ -278,7 +282,21 @@ fn do_renameat2(
     if mount::is_mountpoint(&*src) {
         return Err(Errno::EBUSY);
     }
+    // The replaced target's metadata before it goes, for its inotify events.
+    let target_st = match &dst {
+        Some(d) if flags & EXCHANGE == 0 && crate::inotify::active() => Some(d.stat()?),
+        _ => None,
+    };
     od.inode.rename(&on, &nd.inode, &nn, flags as u32)?;
+    let target = dst.as_deref().zip(target_st.as_ref());
+    crate::inotify::rename(&*od.inode, &on, &*nd.inode, &nn, (&*src, &sst), target);
+    if flags & EXCHANGE != 0
+        && crate::inotify::active()
+        && let Some(d) = &dst
+        && let Ok(st) = d.stat()
+    {
+        crate::inotify::rename(&*nd.inode, &nn, &*od.inode, &on, (&**d, &st), None);
+    }
     Ok(0)
 }
 
@@ -305,6 +323,7 @@ fn do_symlinkat(c: &mut SyscallCtx<'_>, target: u64, dirfd: u64, addr: u64) -> S
     let (dir, name) = parent_at(c, dirfd, &path)?;
     new_name(&cr, &dir, &name)?;
     dir.inode.symlink(&name, &target, owner(&cr))?;
+    crate::inotify::create(&*dir.inode, &name, false);
     Ok(0)
 }
 
@@ -350,6 +369,7 @@ fn do_linkat(
         return Err(Errno::EPERM);
     }
     nd.inode.link(&nn, &old.inode)?;
+    crate::inotify::link(&*nd.inode, &nn, &*old.inode);
     Ok(0)
 }
 
@@ -393,10 +413,13 @@ fn chmod_dentry(c: &SyscallCtx<'_>, d: &Dentry, m: u64) -> SysResult {
         // inode_change_ok: only group members may set S_ISGID.
         m &= !0o2000;
     }
-    d.inode.setattr(&SetAttr {
-        mode: Some(m),
-        ..Default::default()
-    })?;
+    crate::inotify::notify_change(
+        d,
+        &SetAttr {
+            mode: Some(m),
+            ..Default::default()
+        },
+    )?;
     Ok(0)
 }
 
@@ -464,7 +487,7 @@ fn chown_dentry(c: &SyscallCtx<'_>, d: &Dentry, uid: u64, gid: u64) -> SysResult
             attr.mode = Some(m);
         }
     }
-    d.inode.setattr(&attr)?;
+    crate::inotify::notify_change(d, &attr)?;
     Ok(0)
 }
 
@@ -513,11 +536,14 @@ fn set_times(
         }
         permission(&st, &cr, MAY_WRITE)?;
     }
-    d.inode.setattr(&SetAttr {
-        atime: at,
-        mtime: mt,
-        ..Default::default()
-    })?;
+    crate::inotify::notify_change(
+        d,
+        &SetAttr {
+            atime: at,
+            mtime: mt,
+            ..Default::default()
+        },
+    )?;
     Ok(0)
 }
 
@@ -619,10 +645,13 @@ fn truncate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     mount::check_writable(&d)?;
     permission(&st, &creds(c), MAY_WRITE)?;
-    d.inode.setattr(&SetAttr {
-        size: Some(a[1]),
-        ..Default::default()
-    })?;
+    crate::inotify::notify_change(
+        &d,
+        &SetAttr {
+            size: Some(a[1]),
+            ..Default::default()
+        },
+    )?;
     Ok(0)
 }
 
@@ -638,10 +667,13 @@ fn ftruncate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if d.inode.stat()?.mode & mode::S_IFMT != mode::S_IFREG {
         return Err(Errno::EINVAL);
     }
-    d.inode.setattr(&SetAttr {
-        size: Some(a[1]),
-        ..Default::default()
-    })?;
+    crate::inotify::notify_change(
+        &d,
+        &SetAttr {
+            size: Some(a[1]),
+            ..Default::default()
+        },
+    )?;
     Ok(0)
 }
 
@@ -694,10 +726,13 @@ fn fallocate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     let end = off.checked_add(len).ok_or(Errno::EFBIG)?;
     if end > st.size {
-        d.inode.setattr(&SetAttr {
-            size: Some(end as u64),
-            ..Default::default()
-        })?;
+        crate::inotify::notify_change(
+            &d,
+            &SetAttr {
+                size: Some(end as u64),
+                ..Default::default()
+            },
+        )?;
     }
     Ok(0)
 }
@@ -780,12 +815,6 @@ fn fstatfs(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-fn xattr(_c: &mut SyscallCtx<'_>, _a: [u64; 6]) -> SysResult {
-    // No file system here keeps extended attributes (Linux: EOPNOTSUPP when the file system
-    // has no xattr handlers).
-    Err(Errno::EOPNOTSUPP)
-}
-
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
     t.register("mkdir", mkdir);
@@ -823,22 +852,6 @@ pub fn register(t: &mut SyscallTable) {
     t.register("fallocate", fallocate);
     t.register("statfs", statfs);
     t.register("fstatfs", fstatfs);
-    for name in [
-        "setxattr",
-        "lsetxattr",
-        "fsetxattr",
-        "getxattr",
-        "lgetxattr",
-        "fgetxattr",
-        "listxattr",
-        "llistxattr",
-        "flistxattr",
-        "removexattr",
-        "lremovexattr",
-        "fremovexattr",
-    ] {
-        t.register(name, xattr);
-    }
 }
 
 #[cfg(test)]

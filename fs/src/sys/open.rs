@@ -1,4 +1,4 @@
-//! open, openat, close, getcwd, chdir, fchdir, readlink, access (Linux fs/open.c, fs/namei.c,
+//! open, openat, creat, close, getcwd, chdir, fchdir, readlink, access (Linux fs/open.c, fs/namei.c,
 //! fs/d_path.c).
 //!
 //! `open` follows Linux `path_openat`/`do_open`: with `O_CREAT` the parent is walked and the
@@ -9,11 +9,11 @@
 
 use super::{AT_FDCWD, Target, lookup, resolve_at, start_dir};
 use crate::mount;
-use crate::namei::{self, Last, MAY_EXEC, MAY_READ, MAY_WRITE, permission};
+use crate::namei::{self, Last, MAY_EXEC, MAY_READ, MAY_WRITE, Resolve, permission};
 use std::sync::Arc;
 use um_kernel::arch::native::abi::OPEN_FLAGS_ARCH as ARCH;
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
-use um_kernel::task::{Creds, lock};
+use um_kernel::task::{Creds, FsContext, lock};
 use um_kernel::vfs::{Dentry, FileOps, Kstat, OpenFile, Owner, SetAttr, mode};
 use um_kernel::wait::IoCtx;
 use um_uapi::abi::fcntl::OpenFlags;
@@ -66,6 +66,28 @@ pub fn creds(c: &SyscallCtx<'_>) -> Creds {
     *lock(&c.task.process.creds)
 }
 
+/// The context and starting directory of an open's walk: for openat2's scoped lookups
+/// (`RESOLVE_BENEATH`, `RESOLVE_IN_ROOT`) the directory of `dirfd` is both, and an absolute
+/// path beneath it is `EXDEV` (`path_init`/`nd_jump_root`).
+fn walk_start(
+    c: &SyscallCtx<'_>,
+    dirfd: u64,
+    path: &[u8],
+    res: &Resolve,
+) -> SysResult<(FsContext, Arc<Dentry>)> {
+    let fs = lock(&c.task.process.fs).clone();
+    let absolute = path.first() == Some(&b'/');
+    if res.beneath && absolute {
+        return Err(Errno::EXDEV);
+    }
+    let start = if absolute && !res.in_root {
+        fs.root.clone()
+    } else {
+        start_dir(c, dirfd)?
+    };
+    Ok((res.scope(&fs, &start), start))
+}
+
 /// Finds or creates the last component for `O_CREAT`. Returns the dentry and whether it was
 /// created.
 fn open_create(
@@ -74,21 +96,20 @@ fn open_create(
     path: &[u8],
     flags: u32,
     perm: u32,
+    res: &Resolve,
 ) -> SysResult<(Arc<Dentry>, bool)> {
-    let fs = lock(&c.task.process.fs).clone();
     let cr = creds(c);
-    let start = if path.first() == Some(&b'/') {
-        fs.root.clone()
-    } else {
-        start_dir(c, dirfd)?
-    };
-    let (mut parent, mut name) = namei::walk_parent_with(&fs, &cr, &start, path)?;
+    let (fs, start) = walk_start(c, dirfd, path, res)?;
+    let (mut parent, mut name) = namei::walk_parent_resolve(&fs, &cr, &start, path, res)?;
     let mut links = 0;
     loop {
         match parent.inode.lookup(&name) {
             Ok(inode) => {
                 if flags & OpenFlags::EXCL.bits() != 0 {
                     return Err(Errno::EEXIST);
+                }
+                if res.no_xdev && mount::is_mountpoint(&*inode) {
+                    return Err(Errno::EXDEV);
                 }
                 let inode = mount::cross(inode);
                 if inode.stat()?.mode & mode::S_IFMT == mode::S_IFLNK {
@@ -100,15 +121,17 @@ fn open_create(
                         return Err(Errno::ELOOP);
                     }
                     if let Some(target) = inode.magic_link() {
+                        res.follow_link(Some((&parent, &target)))?;
                         return Ok((target, false));
                     }
+                    res.follow_link(None)?;
                     let target = inode.readlink()?;
                     if last_is_special(&target) || target.ends_with(b"/") {
                         // A symlink to a directory: the walk finds it, creation is EISDIR.
-                        let d = namei::walk_with(&fs, &cr, &parent, &target, Last::Follow)?;
+                        let d = namei::walk_resolve(&fs, &cr, &parent, &target, Last::Follow, res)?;
                         return Ok((d, false));
                     }
-                    (parent, name) = namei::walk_parent_with(&fs, &cr, &parent, &target)?;
+                    (parent, name) = namei::walk_parent_resolve(&fs, &cr, &parent, &target, res)?;
                     continue;
                 }
                 return Ok((Dentry::child(&parent, &name, inode), false));
@@ -123,6 +146,7 @@ fn open_create(
                     gid: cr.fsgid,
                 };
                 let inode = parent.inode.create(&name, perm & 0o7777 & !umask, owner)?;
+                crate::inotify::create(&*parent.inode, &name, false);
                 return Ok((Dentry::child(&parent, &name, inode), true));
             }
             Err(e) => return Err(e),
@@ -137,8 +161,21 @@ fn do_openat(
     flags: u64,
     perm: u64,
 ) -> SysResult {
+    do_open(c, dirfd, path_addr, flags as u32, perm, &Resolve::NONE)
+}
+
+/// The open itself (`do_filp_open`), with the walk restricted by `res` (openat2; every other
+/// open passes [`Resolve::NONE`]). Flags are taken as given: openat2 checked them first.
+pub(crate) fn do_open(
+    c: &mut SyscallCtx<'_>,
+    dirfd: u64,
+    path_addr: u64,
+    flags: u32,
+    perm: u64,
+    res: &Resolve,
+) -> SysResult {
     // Linux ignores unknown open flags (for compatibility), except through openat2.
-    let mut flags = flags as u32;
+    let mut flags = flags;
     let path = c.read_path(path_addr)?;
     let tmpfile = ARCH.tmpfile();
     if flags & tmpfile == tmpfile {
@@ -159,14 +196,16 @@ fn do_openat(
         if last_is_special(&path) || path.ends_with(b"/") {
             return Err(Errno::EISDIR);
         }
-        open_create(c, dirfd, &path, flags, perm as u32)?
+        open_create(c, dirfd, &path, flags, perm as u32, res)?
     } else {
         let last = if flags & ARCH.nofollow != 0 {
             Last::NoFollow
         } else {
             Last::Follow
         };
-        (lookup(c, dirfd, &path, last)?, false)
+        let (fs, start) = walk_start(c, dirfd, &path, res)?;
+        let d = namei::walk_resolve(&fs, &creds(c), &start, &path, last, res)?;
+        (d, false)
     };
     let st = d.inode.stat()?;
     let fmt = st.mode & mode::S_IFMT;
@@ -194,10 +233,13 @@ fn do_openat(
             return Err(Errno::EACCES);
         }
         if flags & OpenFlags::TRUNC.bits() != 0 && fmt == mode::S_IFREG && !created {
-            d.inode.setattr(&SetAttr {
-                size: Some(0),
-                ..Default::default()
-            })?;
+            crate::inotify::notify_change(
+                &d,
+                &SetAttr {
+                    size: Some(0),
+                    ..Default::default()
+                },
+            )?;
         }
         let ops = d.inode.open(
             &IoCtx {
@@ -208,6 +250,7 @@ fn do_openat(
         )?;
         OpenFile::new(ops, flags, Some(d))
     };
+    crate::inotify::opened(&file);
     let fd = lock(&c.task.process.files()).install(file, cloexec, 0)?;
     Ok(fd as u64)
 }
@@ -218,6 +261,13 @@ fn openat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 fn open(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     do_openat(c, AT_FDCWD as u64, a[0], a[1], a[2])
+}
+
+/// creat(2) (fs/open.c): `open(path, O_CREAT | O_WRONLY | O_TRUNC, mode)`; x86_64 only (the
+/// asm-generic table has no `creat`, so it does not register on arm64).
+fn creat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let flags = OpenFlags::CREAT.bits() | OpenFlags::TRUNC.bits() | 1;
+    do_openat(c, AT_FDCWD as u64, a[0], u64::from(flags), a[1])
 }
 
 fn close(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
@@ -391,6 +441,7 @@ fn access(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 pub fn register(t: &mut SyscallTable) {
     t.register("openat", openat);
     t.register("open", open);
+    t.register("creat", creat);
     t.register("close", close);
     t.register("close_range", close_range);
     t.register("getcwd", getcwd);

@@ -92,6 +92,9 @@ fn read_into(
     if let Some(g) = guard.as_mut() {
         **g = off;
     }
+    if done > 0 {
+        crate::inotify::accessed(f);
+    }
     Ok(done as u64)
 }
 
@@ -138,6 +141,9 @@ fn write_from(
     }
     if let Some(g) = guard.as_mut() {
         **g = off;
+    }
+    if done > 0 {
+        crate::inotify::modified(f);
     }
     Ok(done as u64)
 }
@@ -245,7 +251,9 @@ fn writev(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     let stream = f.ops.is_stream();
     if stream {
-        return Ok(f.ops.write(&io(c, &f), &data, 0)? as u64);
+        let n = f.ops.write(&io(c, &f), &data, 0)?;
+        crate::inotify::modified(&f);
+        return Ok(n as u64);
     }
     let mut pos = lock(&f.pos);
     let off = if f.flags() & 0o2000 != 0 {
@@ -255,6 +263,8 @@ fn writev(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     };
     let n = f.ops.write(&io(c, &f), &data, off)?;
     *pos = off + n as u64;
+    drop(pos);
+    crate::inotify::modified(&f);
     Ok(n as u64)
 }
 
@@ -422,6 +432,9 @@ fn getdents64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     c.write_bytes(a[1], &out)?;
     *pos = i as u64;
+    drop(pos);
+    // iterate_dir: fsnotify_access.
+    crate::inotify::accessed(&f);
     Ok(out.len() as u64)
 }
 
@@ -510,6 +523,10 @@ fn sendfile(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         c.write_u64(off_ptr, off)?;
     } else if !fin.ops.is_stream() {
         *lock(&fin.pos) = off;
+    }
+    if done > 0 {
+        crate::inotify::accessed(&fin);
+        crate::inotify::modified(&fout);
     }
     Ok(done)
 }

@@ -188,6 +188,7 @@ fn bind(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                 let _ = parent.inode.unlink(&name);
                 return Err(e);
             }
+            crate::inotify::create(&*parent.inode, &name, false);
         }
     }
     Ok(0)

@@ -1,7 +1,7 @@
 //! stat family (Linux fs/stat.c): `struct stat` in the native arch's layout, `statx` in the
 //! common one.
 
-use super::{AT_FDCWD, Target, resolve_at};
+use super::{AT_EMPTY_PATH, AT_FDCWD, Target, resolve_at};
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
 use um_kernel::vfs::Kstat;
@@ -15,11 +15,27 @@ fn stat_of(t: Target) -> SysResult<Kstat> {
     }
 }
 
+/// The metadata `(dirfd, path, flags)` names. An empty path with `AT_EMPTY_PATH` on a
+/// descriptor is `vfs_fstat`: the open file's own inode, which still answers after its name
+/// was unlinked or renamed (a hostfs inode looked up by name would not).
+fn stat_at(c: &SyscallCtx<'_>, dirfd: u64, path: u64, flags: u64) -> SysResult<Kstat> {
+    if flags & AT_EMPTY_PATH != 0
+        && dirfd as i32 != AT_FDCWD
+        && matches!(c.read_cstr(path, 1), Ok(p) if p.is_empty())
+    {
+        return lock(&c.task.process.files())
+            .get(dirfd & 0xffff_ffff)?
+            .ops
+            .stat();
+    }
+    stat_of(resolve_at(c, dirfd, path, flags)?)
+}
+
 fn newfstatat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if a[3] & !(0x100 | 0x800 | 0x1000) != 0 {
         return Err(Errno::EINVAL);
     }
-    let st = stat_of(resolve_at(c, a[0], a[1], a[3])?)?;
+    let st = stat_at(c, a[0], a[1], a[3])?;
     c.write_bytes(a[2], &um_kernel::arch::stat_bytes(&st))?;
     Ok(0)
 }
@@ -49,7 +65,7 @@ fn statx(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if mask & 0x8000_0000 != 0 {
         return Err(Errno::EINVAL);
     }
-    let st = stat_of(resolve_at(c, dirfd, path, flags)?)?;
+    let st = stat_at(c, dirfd, path, flags)?;
     let x = st.to_statx();
     c.write_bytes(buf, &x.as_bytes())?;
     Ok(0)

@@ -22,12 +22,19 @@ pub struct CloneArgs {
     pub parent_tid: u64,
     pub child_tid: u64,
     pub tls: u64,
+    /// Where `CLONE_PIDFD` stores the new pidfd (clone: `parent_tid`; clone3: its own field).
+    pub pidfd: u64,
 }
 
 /// Creates a task as `clone` says and starts it; returns its tid.
 pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
     let f = CloneFlags::from_bits_truncate(a.flags);
-    // Linux copy_process checks.
+    // Linux copy_process checks, in its order.
+    if f.contains(CloneFlags::NEWNS | CloneFlags::FS)
+        || f.contains(CloneFlags::NEWUSER | CloneFlags::FS)
+    {
+        return Err(Errno::EINVAL);
+    }
     if f.contains(CloneFlags::THREAD) && !f.contains(CloneFlags::SIGHAND) {
         return Err(Errno::EINVAL);
     }
@@ -46,6 +53,14 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
         return Err(Errno::EPERM);
     }
     if a.exit_signal > 64 {
+        return Err(Errno::EINVAL);
+    }
+    // CLONE_PIDFD (kernel_clone, copy_process): not for threads or with CLONE_DETACHED, and
+    // not into the same word as CLONE_PARENT_SETTID.
+    if f.contains(CloneFlags::PIDFD)
+        && (f.intersects(CloneFlags::THREAD | CloneFlags::DETACHED)
+            || f.contains(CloneFlags::PARENT_SETTID) && a.pidfd == a.parent_tid)
+    {
         return Err(Errno::EINVAL);
     }
     let k = c.kernel;
@@ -128,6 +143,19 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
     if f.contains(CloneFlags::PARENT_SETTID) {
         c.write_u32(a.parent_tid, tid)?;
     }
+    if f.contains(CloneFlags::PIDFD) {
+        // pidfd_prepare: O_RDWR | O_CLOEXEC in the parent, its number stored as an int.
+        let pf = crate::vfs::OpenFile::new(
+            Box::new(crate::pidfd::PidFd::new(task.process.clone())),
+            0o2 | 0o2000000,
+            None,
+        );
+        let fd = lock(&pp.files()).install(pf, true, 0)?;
+        if let Err(e) = c.write_u32(a.pidfd, fd) {
+            let _ = lock(&pp.files()).remove(u64::from(fd));
+            return Err(e);
+        }
+    }
     k.tasks.insert(task.clone());
     if !f.contains(CloneFlags::THREAD) {
         let parent_of_child = lock(&task.process.parent).upgrade();
@@ -167,6 +195,7 @@ fn clone(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             parent_tid: a[2],
             child_tid,
             tls,
+            pidfd: a[2],
         },
     )
 }
@@ -184,7 +213,6 @@ fn clone3(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     let (flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls) =
         (w(0), w(1), w(2), w(3), w(4), w(5), w(6), w(7));
-    let _ = pidfd;
     if (stack == 0) != (stack_size == 0) || flags & 0xff != 0 {
         return Err(Errno::EINVAL);
     }
@@ -198,6 +226,7 @@ fn clone3(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             parent_tid,
             child_tid,
             tls,
+            pidfd,
         },
     )
 }
@@ -212,6 +241,7 @@ fn fork(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
             parent_tid: 0,
             child_tid: 0,
             tls: 0,
+            pidfd: 0,
         },
     )
 }
@@ -227,6 +257,7 @@ fn vfork(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
             parent_tid: 0,
             child_tid: 0,
             tls: 0,
+            pidfd: 0,
         },
     )
 }

@@ -45,6 +45,8 @@ fn mmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         {
             return Err(Errno::EACCES);
         }
+        file.ops
+            .may_mmap(flags.contains(MapFlags::SHARED) && prot.contains(Prot::WRITE))?;
         Backing::File {
             file: vm,
             offset: off,

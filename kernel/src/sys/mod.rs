@@ -3,9 +3,12 @@
 
 pub mod fork;
 pub mod futex;
+pub mod membarrier;
 pub mod misc;
 pub mod mm;
+pub mod pidfd;
 pub mod process;
+pub mod rseq;
 pub mod signal;
 pub mod time;
 pub mod timer;
@@ -16,11 +19,14 @@ use crate::syscall::SyscallTable;
 /// Registers every syscall of this crate.
 pub fn register(t: &mut SyscallTable) {
     fork::register(t);
+    membarrier::register(t);
     misc::register(t);
     // After misc, whose set_robust_list only checks the length.
     futex::register(t);
     mm::register(t);
+    pidfd::register(t);
     process::register(t);
+    rseq::register(t);
     signal::register(t);
     time::register(t);
     timer::register(t);

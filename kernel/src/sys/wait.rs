@@ -178,12 +178,22 @@ fn waitid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if opts & (WEXITED | WUNTRACED | WCONTINUED) == 0 {
         return Err(Errno::EINVAL);
     }
+    let mut opts = opts;
     let which = match idtype {
         0 => Which::Any,     // P_ALL
         1 => Which::Pid(id), // P_PID
         2 if id == 0 => Which::Pgid(c.task.process.pgid.load(Ordering::Relaxed)),
-        2 => Which::Pgid(id),           // P_PGID
-        _ => return Err(Errno::EINVAL), // P_PIDFD: not yet
+        2 => Which::Pgid(id), // P_PGID
+        // P_PIDFD (kernel_waitid): the pidfd's process; a non-blocking pidfd means WNOHANG.
+        3 if (id as i32) < 0 => return Err(Errno::EINVAL),
+        3 => {
+            let (p, nonblock) = crate::pidfd::pid_of_fd(c, u64::from(id))?;
+            if nonblock {
+                opts |= WNOHANG;
+            }
+            Which::Pid(p.pid)
+        }
+        _ => return Err(Errno::EINVAL),
     };
     let found = do_wait(c, which, opts)?;
     if infop != 0 {

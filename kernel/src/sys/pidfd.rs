@@ -1,0 +1,87 @@
+//! pidfd_open and pidfd_send_signal (Linux kernel/pid.c, kernel/signal.c). The file is
+//! [`crate::pidfd::PidFd`]; `waitid(P_PIDFD)` is in `wait.rs`.
+
+use crate::pidfd::{O_NONBLOCK, PidFd, pid_of_fd};
+use crate::signal as sigs;
+use crate::syscall::{SyscallCtx, SyscallTable};
+use crate::task::lock;
+use crate::vfs::OpenFile;
+use std::sync::Arc;
+use um_uapi::abi::pod::Pod;
+use um_uapi::abi::signal::Siginfo;
+use um_uapi::{Errno, SysResult};
+
+/// `O_RDWR`.
+const O_RDWR: u32 = 2;
+/// `O_CLOEXEC`: every pidfd is close-on-exec.
+const O_CLOEXEC: u32 = 0o2000000;
+/// `SI_USER`.
+const SI_USER: i32 = 0;
+/// `SI_TKILL`.
+const SI_TKILL: i32 = -6;
+
+/// pidfd_open(2): `EINVAL` for unknown flags (only `PIDFD_NONBLOCK`), a pid <= 0, or a thread
+/// that does not lead a thread group; `ESRCH` if no such pid exists (a zombie still does).
+fn pidfd_open(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (pid, flags) = (a[0] as i32, a[1]);
+    if flags & !u64::from(O_NONBLOCK) != 0 || pid <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let t = c.kernel.tasks.get(pid as u32).ok_or(Errno::ESRCH)?;
+    if t.tid != t.process.pid {
+        return Err(Errno::EINVAL);
+    }
+    let file = OpenFile::new(
+        Box::new(PidFd::new(t.process.clone())),
+        O_RDWR | O_CLOEXEC | flags as u32,
+        None,
+    );
+    Ok(lock(&c.task.process.files()).install(file, true, 0)? as u64)
+}
+
+/// pidfd_send_signal(2) (kernel/signal.c): flags must be 0; the descriptor must be a pidfd
+/// (`EBADF`); a given siginfo must carry the same signal (`EINVAL`) and may claim a kernel or
+/// `kill()` origin only when sent to oneself (`EPERM`); a process already reaped is `ESRCH`.
+fn pidfd_send_signal(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (fd, sig, uinfo, flags) = (a[0], a[1], a[2], a[3]);
+    if flags != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (target, _) = pid_of_fd(c, fd)?;
+    let me = &c.task.process;
+    let info = if uinfo != 0 {
+        let info = Siginfo::from_bytes(&c.read_bytes(uinfo, 128)?).ok_or(Errno::EFAULT)?;
+        if i64::from(info.si_signo) != sig as i64 {
+            return Err(Errno::EINVAL);
+        }
+        if !Arc::ptr_eq(&target, me) && (info.si_code >= 0 || info.si_code == SI_TKILL) {
+            return Err(Errno::EPERM);
+        }
+        info
+    } else {
+        Siginfo::kill(sig as u32, SI_USER, me.pid as i32, lock(&me.creds).uid)
+    };
+    // kill_pid_info: the pid must still have its task (a zombie does; a reaped process not).
+    let alive = c
+        .kernel
+        .tasks
+        .process(target.pid)
+        .is_some_and(|p| Arc::ptr_eq(&p, &target));
+    if !alive {
+        return Err(Errno::ESRCH);
+    }
+    // check_kill_permission: valid_signal.
+    if sig > 64 {
+        return Err(Errno::EINVAL);
+    }
+    if sig != 0 && !target.zombie.load(std::sync::atomic::Ordering::Acquire) {
+        sigs::send_to_process(c.kernel, &target, info);
+    }
+    Ok(0)
+}
+
+/// Registers this family.
+pub fn register(t: &mut SyscallTable) {
+    t.register("pidfd_open", pidfd_open);
+    t.register("pidfd_send_signal", pidfd_send_signal);
+}
