@@ -431,7 +431,9 @@ fn deliver_signals(
                         }
                         *lock(&task.sigmask) = m & !sig::UNBLOCKABLE;
                         if act.flags & SA_RESETHAND != 0 {
-                            lock(&p.sigactions)[(signo - 1) as usize] = Default::default();
+                            // kernel/signal.c get_signal: SA_ONESHOT resets the handler to
+                            // SIG_DFL and nothing else (the flags, SA_SIGINFO included, stay).
+                            lock(&p.sigactions)[(signo - 1) as usize].handler = 0;
                         }
                     }
                     Err(()) => {

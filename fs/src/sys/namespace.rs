@@ -679,7 +679,14 @@ fn ftruncate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 fn do_fsync(c: &mut SyscallCtx<'_>, fd: u64, datasync: bool) -> SysResult {
     let (_, d) = fd_dentry(c, fd)?;
-    d.ok_or(Errno::EINVAL)?.inode.fsync(datasync)?;
+    let d = d.ok_or(Errno::EINVAL)?;
+    // fs/sync.c vfs_fsync_range: EINVAL when the file's operations have no fsync, as for FIFOs
+    // (pipefifo_fops), sockets and character devices.
+    let kind = d.inode.stat()?.mode & mode::S_IFMT;
+    if matches!(kind, mode::S_IFIFO | mode::S_IFSOCK | mode::S_IFCHR) {
+        return Err(Errno::EINVAL);
+    }
+    d.inode.fsync(datasync)?;
     Ok(0)
 }
 

@@ -117,6 +117,8 @@ fn write_from(
     let mut off = match (&guard, pos) {
         (Some(_), _) if append => f.ops.size()?,
         (Some(g), _) => **g,
+        // pwrite(2) BUGS: with O_APPEND, pwrite appends whatever the offset says.
+        (None, Some(_)) if append => f.ops.size()?,
         (None, Some(p)) => p,
         (None, None) => 0,
     };
@@ -492,7 +494,12 @@ fn sendfile(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         return Err(Errno::ESPIPE);
     }
     let mut off = if off_ptr != 0 {
-        c.read_u64(off_ptr)?
+        let o = c.read_u64(off_ptr)?;
+        // fs/read_write.c do_sendfile -> rw_verify_area: a negative position is EINVAL.
+        if (o as i64) < 0 {
+            return Err(Errno::EINVAL);
+        }
+        o
     } else {
         *lock(&fin.pos)
     };

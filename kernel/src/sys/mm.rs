@@ -30,9 +30,37 @@ fn extra_prot(c: &SyscallCtx<'_>) -> u32 {
     })
 }
 
+/// `LEGACY_MAP_MASK`: SHARED, PRIVATE, FIXED, ANONYMOUS, 32BIT (x86), ABOVE4G (x86), GROWSDOWN,
+/// DENYWRITE, EXECUTABLE, LOCKED, NORESERVE, POPULATE, NONBLOCK, STACK, HUGETLB, UNINITIALIZED,
+/// and the MAP_HUGE_2MB/MAP_HUGE_1GB size encodings (21 and 30 << MAP_HUGE_SHIFT 26).
+const LEGACY_MAP_MASK: u32 = 0x01
+    | 0x02
+    | 0x10
+    | 0x20
+    | 0x40
+    | 0x80
+    | 0x100
+    | 0x800
+    | 0x1000
+    | 0x2000
+    | 0x4000
+    | 0x8000
+    | 0x1_0000
+    | 0x2_0000
+    | 0x4_0000
+    | 0x400_0000
+    | (21 << 26)
+    | (30 << 26);
+
 fn mmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let (addr, len, prot, flags, fd, off) = (a[0], a[1], a[2], a[3] as u32, a[4], a[5]);
     let prot = prot_of(prot, extra_prot(c))?;
+    // mm/mmap.c do_mmap: MAP_SHARED_VALIDATE refuses any flag outside LEGACY_MAP_MASK
+    // (include/linux/mman.h; no file here supports MAP_SYNC) with EOPNOTSUPP. The other mapping
+    // types ignore unknown flags, which the truncation below does.
+    if flags & 3 == 3 && flags & !LEGACY_MAP_MASK != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
     let flags = MapFlags::from_bits_truncate(flags);
     let backing = if flags.contains(MapFlags::ANONYMOUS) {
         Backing::Anon

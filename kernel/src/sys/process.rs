@@ -90,6 +90,10 @@ fn uname(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 const RLIM_NLIMITS: u64 = 16;
+const RLIMIT_NOFILE: u64 = 7;
+/// `fs.nr_open` (fs/file.c `sysctl_nr_open`, /proc/sys/fs/nr_open): the most descriptors a
+/// process may be allowed.
+const NR_OPEN: u64 = 1_048_576;
 
 fn prlimit64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let (pid, res, new, old) = (a[0] as i32, a[1], a[2], a[3]);
@@ -105,6 +109,10 @@ fn prlimit64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         let max = u64::from_le_bytes(b[8..16].try_into().map_err(|_| Errno::EFAULT)?);
         if cur > max {
             return Err(Errno::EINVAL);
+        }
+        // kernel/sys.c do_prlimit: no RLIMIT_NOFILE above nr_open, not even for root.
+        if res == RLIMIT_NOFILE && max > NR_OPEN {
+            return Err(Errno::EPERM);
         }
         Some((cur, max))
     } else {
