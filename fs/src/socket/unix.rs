@@ -93,6 +93,19 @@ impl UnixAddr {
 }
 
 /// One queued message (a datagram, a seqpacket record, or a chunk of a stream).
+/// What a datagram costs against the socket buffer: Linux charges each one's skb truesize
+/// (include/linux/skbuff.h `SKB_TRUESIZE`), the `struct sk_buff` (256 bytes aligned) plus the
+/// kmalloc'ed head that holds the data and `skb_shared_info` (320), a power of two for heads up
+/// to 16 KiB. So a 212992-byte buffer takes 278 one-byte datagrams, as on Linux, not 212992.
+pub fn dgram_charge(len: usize) -> usize {
+    let head = len.div_ceil(64) * 64 + 320;
+    if head <= 16 << 10 {
+        256 + head.next_power_of_two()
+    } else {
+        256 + head
+    }
+}
+
 pub struct Msg {
     pub data: Vec<u8>,
     /// Bytes of `data` already read (streams).
@@ -650,8 +663,10 @@ impl UnixSocket {
                 // unix_may_send: the target talks to someone else only.
                 return Some(Err(Errno::EPERM));
             }
+            // sock_alloc_send_pskb waits while the memory charged is at or above the buffer
+            // size (one datagram may overshoot it).
             let full = (back != Some(me) && t.recv_q.len() > MAX_DGRAM_QLEN)
-                || t.recv_bytes + data.len() > t.rcvbuf as usize;
+                || t.recv_bytes >= t.rcvbuf as usize;
             if full {
                 return None;
             }
@@ -662,7 +677,7 @@ impl UnixSocket {
                 creds,
                 from: from.clone(),
             });
-            t.recv_bytes += data.len();
+            t.recv_bytes += dgram_charge(data.len());
             Some(Ok(data.len()))
         });
         match r {
@@ -709,7 +724,7 @@ impl UnixSocket {
                 };
                 if !peek {
                     let m = i.recv_q.pop_front().expect("front exists");
-                    i.recv_bytes -= m.data.len();
+                    i.recv_bytes -= dgram_charge(m.data.len());
                     r.files = m.files;
                 }
                 return Some(Ok(r));
@@ -1005,6 +1020,22 @@ impl FileOps for SocketFile {
 
 #[cfg(test)]
 mod tests {
+
+    /// Non-blocking one-, 1000- and 10000-byte datagrams into a socketpair until EAGAIN: Linux
+    /// 6.x on x86_64 takes 278, 93 and 13 (measured on the host).
+    #[test]
+    fn datagram_charges_fill_the_buffer_as_linux() {
+        let fill = |len: usize| {
+            let (mut used, mut n) = (0usize, 0);
+            while used < SOCK_BUF {
+                used += dgram_charge(len);
+                n += 1;
+            }
+            n
+        };
+        assert_eq!((fill(1), fill(1000), fill(10000)), (278, 93, 13));
+    }
+
     use super::*;
 
     #[test]
