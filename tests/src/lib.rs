@@ -611,6 +611,25 @@ pub fn for_each_engine(mut f: impl FnMut(&[&str])) {
     }
 }
 
+/// Step names in the order a gate's guest script runs them: its `mstep NAME` lines and the
+/// `for s in ...; do step "$s"` list (tests/scripts/*-gate.sh), so that a gate can require every
+/// step's `STEP NAME ok` line and notice a step that never ran.
+pub fn script_steps(script: &str) -> Vec<String> {
+    let mut steps = Vec::new();
+    for line in script.lines() {
+        let l = line.trim();
+        if let Some(rest) = l.strip_prefix("mstep ") {
+            if let Some(name) = rest.split_whitespace().next() {
+                steps.push(name.to_string());
+            }
+        } else if let Some(rest) = l.strip_prefix("for s in ") {
+            let list = rest.split(';').next().unwrap_or("");
+            steps.extend(list.split_whitespace().map(str::to_string));
+        }
+    }
+    steps
+}
+
 /// The last `n` lines of `s`, each newline-terminated.
 pub fn tail(s: &str, n: usize) -> String {
     let lines: Vec<&str> = s.lines().collect();

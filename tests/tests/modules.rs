@@ -141,23 +141,6 @@ fn install() -> (String, String) {
     )
 }
 
-/// Step names in the order the script runs them (`mstep NAME` lines and the `for s in` list).
-fn expected_steps(script: &str) -> Vec<String> {
-    let mut steps = Vec::new();
-    for line in script.lines() {
-        let l = line.trim();
-        if let Some(rest) = l.strip_prefix("mstep ") {
-            if let Some(name) = rest.split_whitespace().next() {
-                steps.push(name.to_string());
-            }
-        } else if let Some(rest) = l.strip_prefix("for s in ") {
-            let list = rest.split(';').next().unwrap_or("");
-            steps.extend(list.split_whitespace().map(str::to_string));
-        }
-    }
-    steps
-}
-
 fn verdict(out: &Outcome, expected: &[String]) {
     let steps: Vec<&str> = out
         .stdout
@@ -199,7 +182,7 @@ fn verdict(out: &Outcome, expected: &[String]) {
 fn modules() {
     let script = std::fs::read_to_string(workspace_root().join("tests/scripts/modules-gate.sh"))
         .expect("read tests/scripts/modules-gate.sh");
-    let expected = expected_steps(&script);
+    let expected = um_tests::script_steps(&script);
     assert!(
         expected.len() >= 20,
         "could not parse the step list of modules-gate.sh ({expected:?})"
@@ -250,5 +233,5 @@ fn helpers() {
         b"xxvermagic=9.1 yy"
     );
     let s = "mstep a m_a\nfor s in b c; do\n    step \"$s\"\ndone\n";
-    assert_eq!(expected_steps(s), ["a", "b", "c"]);
+    assert_eq!(um_tests::script_steps(s), ["a", "b", "c"]);
 }

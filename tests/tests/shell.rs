@@ -19,24 +19,6 @@ fn script() -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()))
 }
 
-/// Step names in the order the script runs them: the `mstep NAME` lines and the `for s in ...`
-/// list of `step`.
-fn expected_steps(script: &str) -> Vec<String> {
-    let mut steps = Vec::new();
-    for line in script.lines() {
-        let l = line.trim();
-        if let Some(rest) = l.strip_prefix("mstep ") {
-            if let Some(name) = rest.split_whitespace().next() {
-                steps.push(name.to_string());
-            }
-        } else if let Some(rest) = l.strip_prefix("for s in ") {
-            let list = rest.split(';').next().unwrap_or("");
-            steps.extend(list.split_whitespace().map(str::to_string));
-        }
-    }
-    steps
-}
-
 fn install_script() -> String {
     let dir = rootfs().join("opt/um");
     std::fs::create_dir_all(&dir).expect("create rootfs/opt/um");
@@ -103,7 +85,7 @@ fn verdict(out: &Outcome, expected: &[String]) {
 
 #[test]
 fn shell_script() {
-    let expected = expected_steps(&script());
+    let expected = um_tests::script_steps(&script());
     assert!(
         expected.len() >= 20,
         "could not parse the step list of tests/scripts/shell-gate.sh (found {expected:?})"
@@ -125,5 +107,5 @@ fn shell_script() {
 #[test]
 fn step_list_parses() {
     let s = "mstep a m_a\nmstep b m_b\nfor s in c d e; do\n    step \"$s\"\ndone\n";
-    assert_eq!(expected_steps(s), ["a", "b", "c", "d", "e"]);
+    assert_eq!(um_tests::script_steps(s), ["a", "b", "c", "d", "e"]);
 }
