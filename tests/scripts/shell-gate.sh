@@ -160,6 +160,13 @@ t_stopcont() {
 t_ps() {
     sleep 7 &
     p=$!
+    # Until the child has exec'd it is still a copy of this shell: wait for `sleep` to show in
+    # its cmdline (up to 5 s) before asking ps, or a loaded host lets ps win the race.
+    i=0
+    while ! grep -q sleep "/proc/$p/cmdline" 2>/dev/null && [ $i -lt 50 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
     out=$(ps)
     kill $p
     wait $p
