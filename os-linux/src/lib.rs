@@ -18,4 +18,3 @@ pub mod shared;
 pub mod stub;
 pub mod stub_layout;
 pub mod term;
-pub mod xattr;
