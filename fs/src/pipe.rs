@@ -224,6 +224,16 @@ impl Drop for PipeEnd {
 impl PipeEnd {
     /// Opens a new end on `pipe`, counting it.
     fn open(pipe: &Arc<Pipe>, read: bool, write: bool) -> PipeEnd {
+        Self::open_seeing_partner(pipe, read, write).0
+    }
+
+    /// Opens a new end on `pipe`, counting it, and returns what the other side looked like in
+    /// the same critical section: for a read end (writers, `w_counter`), for a write end
+    /// (readers, `r_counter`). A FIFO open decides whether to wait for a partner from these;
+    /// reading them after the lock is dropped lets a partner open, do its work and close in
+    /// between, and the open then waits for a partner that has come and gone (Linux
+    /// `fifo_open` checks under `pipe->mutex` for the same reason).
+    fn open_seeing_partner(pipe: &Arc<Pipe>, read: bool, write: bool) -> (PipeEnd, usize, u64) {
         let mut st = lock(&pipe.st);
         if read {
             st.readers += 1;
@@ -238,14 +248,20 @@ impl PipeEnd {
         } else {
             0
         };
+        let partner = if read {
+            (st.writers, st.w_counter)
+        } else {
+            (st.readers, st.r_counter)
+        };
         drop(st);
         pipe.wake();
-        PipeEnd {
+        let end = PipeEnd {
             pipe: pipe.clone(),
             read,
             write,
             w_seen,
-        }
+        };
+        (end, partner.0, partner.1)
     }
 
     /// Queues bytes without waiting (unit tests, which have no task).
@@ -619,12 +635,8 @@ pub fn open_fifo(key: u64, flags: u32, io: &IoCtx<'_>) -> SysResult<Box<dyn File
         .clone();
     match flags & 3 {
         0 => {
-            let end = PipeEnd::open(&pipe, true, false);
+            let (end, writers, seen) = PipeEnd::open_seeing_partner(&pipe, true, false);
             drop(reg);
-            let (writers, seen) = {
-                let st = lock(&pipe.st);
-                (st.writers, st.w_counter)
-            };
             if writers == 0 && !nonblock {
                 // wait_for_partner: until some writer has opened since.
                 io.wait(&[&pipe.rd_wait], || {
@@ -642,12 +654,8 @@ pub fn open_fifo(key: u64, flags: u32, io: &IoCtx<'_>) -> SysResult<Box<dyn File
                 }
                 return Err(Errno::ENXIO);
             }
-            let end = PipeEnd::open(&pipe, false, true);
+            let (end, readers, seen) = PipeEnd::open_seeing_partner(&pipe, false, true);
             drop(reg);
-            let (readers, seen) = {
-                let st = lock(&pipe.st);
-                (st.readers, st.r_counter)
-            };
             if readers == 0 {
                 io.wait(&[&pipe.wr_wait], || {
                     (lock(&pipe.st).r_counter != seen).then_some(())

@@ -266,7 +266,25 @@ t_tar() {
     [ "$(gzip -dc /tmp/a.tgz | tar tf - | grep -c .)" -ge 7 ] || { echo "tar tf lists too few entries"; return 1; }
 }
 
-for s in pipeline redirect cmdsubst bgwait trap stopcont ps top free df mount find sort awk sed grep dd tar; do
+# A FIFO handed over between a background writer and a reader started after it, many times,
+# on tmpfs and on hostfs: the writer often opens, writes and closes before the reader's open
+# has looked for it (a reader that then waited for "the next writer" hung here once).
+t_fifo() {
+    for dir in /tmp /var/tmp; do
+        rm -f "$dir/um-fifo"
+        mkfifo "$dir/um-fifo" || { echo "mkfifo $dir/um-fifo failed"; return 1; }
+        i=0
+        while [ $i -lt 150 ]; do
+            ( echo "round $i" >"$dir/um-fifo" & )
+            got=$(cat "$dir/um-fifo")
+            [ "$got" = "round $i" ] || { echo "$dir round $i: read '$got'"; return 1; }
+            i=$((i + 1))
+        done
+        rm -f "$dir/um-fifo"
+    done
+}
+
+for s in pipeline redirect cmdsubst bgwait trap stopcont ps top free df mount find sort awk sed grep dd tar fifo; do
     step "$s"
 done
 
