@@ -27,7 +27,9 @@ use std::sync::Arc;
 use bitflags::bitflags;
 use um_uapi::Errno;
 
-use crate::{Backing, FrameAllocator, Granule, PageCache, PageTable, Pte, PteFlags, Shmem, Vma};
+use crate::{
+    Backing, FrameAllocator, Granule, PageCache, PageTable, Pte, PteFlags, Shmem, VmLock, Vma,
+};
 
 bitflags! {
     /// Page protection (Linux PROT_* values).
@@ -152,7 +154,6 @@ const MAX_MAP_COUNT: usize = 65530;
 const KEPT_FLAGS: MapFlags = MapFlags::GROWSDOWN
     .union(MapFlags::DENYWRITE)
     .union(MapFlags::EXECUTABLE)
-    .union(MapFlags::LOCKED)
     .union(MapFlags::NORESERVE);
 
 fn prot_of(flags: PteFlags) -> Prot {
@@ -203,6 +204,8 @@ pub struct Mm {
     start_brk: u64,
     brk: u64,
     vdso: Option<Vdso>,
+    /// The lock new mappings get (`mlockall(MCL_FUTURE)`; Linux `mm->def_flags`).
+    def_lock: VmLock,
 }
 
 /// Where exec mapped the vDSO (Linux `mm->context.vdso`): kept even if the guest unmaps or
@@ -232,6 +235,7 @@ impl Mm {
             start_brk: 0,
             brk: 0,
             vdso: None,
+            def_lock: VmLock::None,
         }
     }
 
@@ -550,6 +554,11 @@ impl Mm {
         } else {
             MapFlags::PRIVATE
         };
+        let lock = if flags.contains(MapFlags::LOCKED) {
+            VmLock::Locked
+        } else {
+            self.def_lock
+        };
         self.vmas.insert(
             addr,
             Vma {
@@ -559,11 +568,13 @@ impl Mm {
                 flags: (flags & KEPT_FLAGS) | kind,
                 backing,
                 name: None,
+                lock,
             },
         );
         self.merge_around(addr, addr + len);
-        // MAP_LOCKED implies populating (mm/mmap.c do_mmap sets VM_LOCKED, mm_populate follows).
-        if flags.intersects(MapFlags::POPULATE | MapFlags::LOCKED)
+        // MAP_LOCKED (or mlockall(MCL_FUTURE) without MCL_ONFAULT) implies populating
+        // (mm/mmap.c do_mmap: VM_LOCKED without VM_LOCKONFAULT sets *populate).
+        if (flags.contains(MapFlags::POPULATE) || lock == VmLock::Locked)
             && !flags.contains(MapFlags::NONBLOCK)
         {
             self.populate(addr, addr + len);
@@ -697,9 +708,14 @@ impl Mm {
                 flags: MapFlags::PRIVATE,
                 backing: Backing::Anon,
                 name: Some("[heap]".to_string()),
+                lock: self.def_lock,
             },
         );
         self.merge_around(oldbrk, newbrk);
+        // sys_brk populates the new heap when mm->def_flags has VM_LOCKED (mm/mmap.c).
+        if self.def_lock == VmLock::Locked {
+            self.populate(oldbrk, newbrk);
+        }
         self.brk = new_brk;
         new_brk
     }
@@ -1377,12 +1393,27 @@ impl Mm {
             cache: self.cache.clone(),
             layout: self.layout,
             granule: self.granule,
-            vmas: self.vmas.clone(),
+            // Memory locks are not inherited (mm/mmap.c dup_mmap clears VM_LOCKED and
+            // VM_LOCKONFAULT; mm_init keeps no VM_LOCKED in def_flags).
+            vmas: self
+                .vmas
+                .iter()
+                .map(|(&k, v)| {
+                    (
+                        k,
+                        Vma {
+                            lock: VmLock::None,
+                            ..v.clone()
+                        },
+                    )
+                })
+                .collect(),
             pt: PageTable::new(self.granule, va_bits(self.layout, self.granule)),
             ops: Vec::new(),
             start_brk: self.start_brk,
             brk: self.brk,
             vdso: self.vdso,
+            def_lock: VmLock::None,
         };
         let size = self.granule.size();
         let mut copies = Vec::with_capacity(self.pt.len());
@@ -1476,6 +1507,110 @@ impl Mm {
                 phys_offset: frames.offset(pte.frame),
             });
         });
+    }
+
+    /// mlock, mlock2 and munlock of `[addr, addr + len)` (mm/mlock.c `do_mlock`,
+    /// `apply_vma_lock_flags`, `mlock_fixup`): the range is widened to whole pages, must be
+    /// mapped throughout (ENOMEM before any change otherwise), and every vma in it gets `lock`
+    /// (split at the ends). Locking with [`VmLock::Locked`] then faults the range in
+    /// (`__mm_populate`, which stops quietly at a page it cannot fault, as Linux's
+    /// ignore_errors does for PROT_NONE).
+    pub fn mlock(&mut self, addr: u64, len: u64, lock: VmLock) -> Result<(), Errno> {
+        let g = self.granule;
+        let start = g.align_down(addr);
+        let end = addr
+            .checked_add(len)
+            .and_then(|e| g.align_up(e))
+            .ok_or(Errno::ENOMEM)?;
+        if end == start {
+            return Ok(());
+        }
+        if !self.covered(start, end) {
+            return Err(Errno::ENOMEM);
+        }
+        self.split_at(start);
+        self.split_at(end);
+        for k in self.keys_in(start, end) {
+            self.vmas.get_mut(&k).expect("key listed").lock = lock;
+        }
+        self.merge_around(start, end);
+        if lock == VmLock::Locked {
+            self.populate_locked(start, end);
+        }
+        Ok(())
+    }
+
+    /// mlockall and munlockall (mm/mlock.c `apply_mlockall_flags`): `current` is the lock
+    /// every existing vma gets (`MCL_CURRENT`, or [`VmLock::None`] to unlock them), if any;
+    /// `future` the lock of mappings made from now on (`MCL_FUTURE`).
+    pub fn mlockall(&mut self, current: Option<VmLock>, future: VmLock) {
+        self.def_lock = future;
+        if let Some(lock) = current {
+            for v in self.vmas.values_mut() {
+                v.lock = lock;
+            }
+            let (lo, hi) = (
+                self.vmas.keys().next().copied().unwrap_or(0),
+                self.vmas.values().last().map_or(0, |v| v.end),
+            );
+            self.merge_around(lo, hi);
+            if lock == VmLock::Locked {
+                self.populate_locked(lo, hi);
+            }
+        }
+    }
+
+    /// Faults in the locked vmas of `[start, end)`, skipping PROT_NONE ones (mm/gup.c
+    /// `populate_vma_page_range` is not called for them).
+    fn populate_locked(&mut self, start: u64, end: u64) {
+        let ranges: Vec<(u64, u64)> = self
+            .keys_in(start, end)
+            .iter()
+            .map(|k| &self.vmas[k])
+            .filter(|v| !v.prot.is_empty() && v.lock == VmLock::Locked)
+            .map(|v| (v.start.max(start), v.end.min(end)))
+            .collect();
+        for (s, e) in ranges {
+            self.populate(s, e);
+        }
+    }
+
+    /// Pages in locked vmas (Linux `mm->locked_vm`; `VmLck` is this times the page size).
+    pub fn locked_pages(&self) -> u64 {
+        self.vmas
+            .values()
+            .filter(|v| v.lock != VmLock::None)
+            .map(|v| self.granule.pages(v.len()))
+            .sum()
+    }
+
+    /// mincore's vector for the whole pages of `[start, end)` (mm/mincore.c): 1 for a page that
+    /// is mapped here, or, for a file or shared-memory mapping, that is in the object's cache
+    /// (another process may have brought it in); 0 otherwise. ENOMEM if the range is not
+    /// mapped throughout.
+    pub fn mincore(&self, start: u64, end: u64) -> Result<Vec<u8>, Errno> {
+        if !self.covered(start, end) {
+            return Err(Errno::ENOMEM);
+        }
+        let size = self.granule.size();
+        let mut out = Vec::with_capacity(((end - start) / size) as usize);
+        let mut va = start;
+        while va < end {
+            let v = self.vma_at(va).ok_or(Errno::ENOMEM)?;
+            let resident = self.pt.get(va).is_some()
+                || match &v.backing {
+                    Backing::Anon => false,
+                    Backing::File { file, offset } => self
+                        .cache
+                        .contains(file.id(), (offset + (va - v.start)) / size),
+                    Backing::Shmem { shm, offset } => {
+                        shm.contains((offset + (va - v.start)) / size)
+                    }
+                };
+            out.push(u8::from(resident));
+            va += size;
+        }
+        Ok(out)
     }
 
     /// Snapshot of the vmas in address order (/proc/PID/maps).

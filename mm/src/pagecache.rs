@@ -55,6 +55,13 @@ impl PageCache {
         self.pages.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Whether page `pgoff` (in granules) of the file `file_id` is cached (mincore).
+    pub fn contains(&self, file_id: u64, pgoff: u64) -> bool {
+        self.lock()
+            .get(&file_id)
+            .is_some_and(|m| m.contains_key(&pgoff))
+    }
+
     /// The frame caching page `pgoff` (in granules) of `file`, read on a miss; beyond EOF the page
     /// is zero. Returns with one reference for the caller.
     pub fn get_page(&self, file: &Arc<dyn VmFile>, pgoff: u64) -> Result<Frame, Errno> {

@@ -55,6 +55,14 @@ impl Shmem {
         Ok(f)
     }
 
+    /// Whether page `pgoff` has been allocated (mincore).
+    pub fn contains(&self, pgoff: u64) -> bool {
+        self.pages
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(&pgoff)
+    }
+
     /// Pages currently allocated.
     pub fn pages(&self) -> usize {
         self.pages.lock().unwrap_or_else(|e| e.into_inner()).len()

@@ -81,6 +81,19 @@ impl fmt::Debug for Backing {
     }
 }
 
+/// Whether a vma's pages are locked in memory (Linux `VM_LOCKED`, `VM_LOCKONFAULT`;
+/// mm/mlock.c). Guest memory is never paged out here, so a lock changes what is *populated*
+/// (mlock faults the range in, `MLOCK_ONFAULT` does not) and what is counted (`VmLck`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VmLock {
+    #[default]
+    None,
+    /// `VM_LOCKED`: populated when locked.
+    Locked,
+    /// `VM_LOCKED | VM_LOCKONFAULT`: locked as pages fault in.
+    OnFault,
+}
+
 /// One mapped range `[start, end)`.
 #[derive(Clone, Debug)]
 pub struct Vma {
@@ -93,6 +106,8 @@ pub struct Vma {
     pub backing: Backing,
     /// "[heap]", "[stack]", "[vdso]", or a prctl(PR_SET_VMA_ANON_NAME) name.
     pub name: Option<String>,
+    /// mlock state (`MAP_LOCKED`, mlock, mlock2, mlockall).
+    pub lock: VmLock,
 }
 
 impl Vma {
@@ -137,6 +152,7 @@ impl Vma {
             && self.prot == next.prot
             && self.flags == next.flags
             && self.name == next.name
+            && self.lock == next.lock
             && self.backing.continues_as(self.len(), &next.backing)
     }
 }

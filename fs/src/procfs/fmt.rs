@@ -132,6 +132,7 @@ pub fn state_name(c: char) -> &'static str {
 pub struct VmInfo {
     pub peak: u64,
     pub size: u64,
+    pub lck: u64,
     pub hwm: u64,
     pub rss: u64,
     pub rss_anon: u64,
@@ -247,7 +248,7 @@ pub fn status_text(s: &StatusInfo) -> Vec<u8> {
         for (k, n) in [
             ("VmPeak", v.peak),
             ("VmSize", v.size),
-            ("VmLck", 0),
+            ("VmLck", v.lck),
             ("VmPin", 0),
             ("VmHWM", v.hwm),
             ("VmRSS", v.rss),

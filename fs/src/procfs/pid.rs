@@ -552,6 +552,7 @@ struct MmFigures {
     code: (u64, u64),
     start_brk: u64,
     page_kb: u64,
+    locked: u64,
 }
 
 fn exe_name(p: &Process) -> Option<Vec<u8>> {
@@ -568,6 +569,7 @@ fn mm_figures(p: &Process) -> MmFigures {
         rss: m.rss_pages() as u64,
         start_brk: m.brk_range().0,
         page_kb: g.size() / 1024,
+        locked: m.locked_pages(),
         ..Default::default()
     };
     for v in m.vmas() {
@@ -700,6 +702,7 @@ fn status_info(t: &Target, p: &Process) -> fmt::StatusInfo {
             peak: kb(m.total),
             size: kb(m.total),
             hwm: kb(m.rss),
+            lck: kb(m.locked),
             rss: kb(m.rss),
             rss_anon: kb(m.rss),
             rss_file: 0,

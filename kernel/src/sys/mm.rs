@@ -3,7 +3,7 @@
 
 use crate::syscall::{SyscallCtx, SyscallTable, lock_mm};
 use crate::task::lock;
-use um_mm::{Backing, MapFlags, Prot};
+use um_mm::{Backing, MapFlags, Prot, VmLock};
 use um_uapi::{Errno, SysResult};
 
 /// `PROT_SEM` (all arches; meaningless here, accepted and ignored).
@@ -131,36 +131,101 @@ fn mapped_range(c: &SyscallCtx<'_>, addr: u64, len: u64) -> SysResult<(u64, u64)
     Ok((start, end))
 }
 
-/// mlock, munlock, mlock2 (mm/mlock.c): guest memory is never paged out here, so locking is
-/// only the argument checks.
-fn mlock(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    mapped_range(c, a[0], a[1])?;
+/// `MLOCK_ONFAULT` (mlock2's only flag).
+const MLOCK_ONFAULT: u64 = 1;
+/// mlockall flags.
+const MCL_CURRENT: u64 = 1;
+const MCL_FUTURE: u64 = 2;
+const MCL_ONFAULT: u64 = 4;
+/// `RLIMIT_MEMLOCK`.
+const RLIMIT_MEMLOCK: usize = 8;
+
+/// `can_do_mlock` and the `RLIMIT_MEMLOCK` check of `do_mlock`/`mlockall` (mm/mlock.c): root
+/// (CAP_IPC_LOCK) may lock anything; others need a non-zero limit (else EPERM) and may not lock
+/// more than it in all (ENOMEM). `more` is how many bytes the call would add at most.
+fn check_memlock(c: &SyscallCtx<'_>, more: u64) -> SysResult<()> {
+    if lock(&c.task.process.creds).euid == 0 {
+        return Ok(());
+    }
+    let limit = lock(&c.task.process.rlimits)[RLIMIT_MEMLOCK].0;
+    if limit == 0 {
+        return Err(Errno::EPERM);
+    }
+    if limit == u64::MAX {
+        return Ok(());
+    }
+    let m = c.mm();
+    let locked = {
+        let m = lock_mm(&m);
+        m.locked_pages() * m.granule().size()
+    };
+    if locked.saturating_add(more) > limit {
+        return Err(Errno::ENOMEM);
+    }
+    Ok(())
+}
+
+/// mlock and mlock2 (mm/mlock.c `do_mlock`): the pages of the range are locked; guest memory
+/// is never paged out here, so what changes is that the range is faulted in now (not with
+/// `MLOCK_ONFAULT`) and counted in `VmLck`.
+fn do_mlock(c: &SyscallCtx<'_>, addr: u64, len: u64, onfault: bool) -> SysResult {
+    check_memlock(c, len)?;
+    let l = if onfault {
+        VmLock::OnFault
+    } else {
+        VmLock::Locked
+    };
+    lock_mm(&c.mm()).mlock(addr, len, l)?;
     Ok(0)
+}
+
+fn mlock(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    do_mlock(c, a[0], a[1], false)
 }
 
 fn mlock2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    // MLOCK_ONFAULT is the only flag.
-    if a[2] & !1 != 0 {
+    if a[2] & !MLOCK_ONFAULT != 0 {
         return Err(Errno::EINVAL);
     }
-    mapped_range(c, a[0], a[1])?;
+    do_mlock(c, a[0], a[1], a[2] & MLOCK_ONFAULT != 0)
+}
+
+fn munlock(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    lock_mm(&c.mm()).mlock(a[0], a[1], VmLock::None)?;
     Ok(0)
 }
 
-fn mlockall(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    // MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT; ONFAULT alone is invalid.
+fn mlockall(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let f = a[0];
-    if f == 0 || f & !7 != 0 || f == 4 {
+    // MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT; none, unknown bits, or MCL_ONFAULT alone: EINVAL.
+    if f == 0 || f & !(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0 || f == MCL_ONFAULT {
         return Err(Errno::EINVAL);
     }
+    let total = {
+        let m = c.mm();
+        let m = lock_mm(&m);
+        m.total_vm() * m.granule().size()
+    };
+    // mlockall checks the whole address space against the limit for MCL_CURRENT.
+    check_memlock(c, if f & MCL_CURRENT != 0 { total } else { 0 })?;
+    let l = if f & MCL_ONFAULT != 0 {
+        VmLock::OnFault
+    } else {
+        VmLock::Locked
+    };
+    let future = if f & MCL_FUTURE != 0 { l } else { VmLock::None };
+    let current = (f & MCL_CURRENT != 0).then_some(l);
+    lock_mm(&c.mm()).mlockall(current, future);
     Ok(0)
 }
 
-fn munlockall(_c: &mut SyscallCtx<'_>, _a: [u64; 6]) -> SysResult {
+fn munlockall(c: &mut SyscallCtx<'_>, _a: [u64; 6]) -> SysResult {
+    lock_mm(&c.mm()).mlockall(Some(VmLock::None), VmLock::None);
     Ok(0)
 }
 
-/// mincore (mm/mincore.c): one byte per page, 1 if the page is resident (has a PTE here).
+/// mincore (mm/mincore.c): one byte per page, 1 if the page is resident: mapped here, or in
+/// the page cache of the file (or shared memory object) behind the mapping.
 fn mincore(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let (addr, len, vec) = (a[0], a[1], a[2]);
     let g = lock_mm(&c.mm()).granule();
@@ -171,13 +236,7 @@ fn mincore(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         return Ok(0);
     }
     let (start, end) = mapped_range(c, addr, len)?;
-    let mm = c.mm();
-    let out: Vec<u8> = {
-        let m = lock_mm(&mm);
-        (0..(end - start) / g.size())
-            .map(|i| u8::from(m.pte(start + i * g.size()).is_some()))
-            .collect()
-    };
+    let out = lock_mm(&c.mm()).mincore(start, end)?;
     c.write_bytes(vec, &out)?;
     Ok(0)
 }
@@ -192,7 +251,7 @@ pub fn register(t: &mut SyscallTable) {
     t.register("mremap", mremap);
     t.register("msync", msync);
     t.register("mlock", mlock);
-    t.register("munlock", mlock);
+    t.register("munlock", munlock);
     t.register("mlock2", mlock2);
     t.register("mlockall", mlockall);
     t.register("munlockall", munlockall);

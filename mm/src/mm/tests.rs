@@ -1187,3 +1187,95 @@ fn mremap_dontunmap_and_remap_all() {
     drop(mm);
     env.assert_no_leak();
 }
+
+#[test]
+fn mlock_splits_populates_counts_and_is_not_inherited() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut mm = env.mm();
+        let ps = g.size();
+        let a = 0x1000_0000;
+        mm.mmap(a, 8 * ps, RW, ANON_PRIV | MapFlags::FIXED, Backing::Anon)
+            .unwrap();
+        // mlock of a little more than two pages from the second: pages 1..=3 are locked and
+        // faulted in (mm/mlock.c widens the range to whole pages), the rest untouched.
+        mm.mlock(a + ps, 2 * ps + 1, VmLock::Locked).unwrap();
+        assert_eq!(mm.locked_pages(), 3);
+        assert_eq!(mm.vmas().len(), 3);
+        assert_eq!(mm.rss_pages(), 3);
+        assert_eq!(
+            mm.mincore(a, a + 8 * ps).unwrap(),
+            vec![0, 1, 1, 1, 0, 0, 0, 0]
+        );
+        // MLOCK_ONFAULT counts the range but faults nothing in.
+        mm.mlock(a + 5 * ps, ps, VmLock::OnFault).unwrap();
+        assert_eq!(mm.locked_pages(), 4);
+        assert_eq!(mm.rss_pages(), 3);
+        // A hole is ENOMEM before any change.
+        assert_eq!(
+            mm.mlock(a + 7 * ps, 2 * ps, VmLock::Locked),
+            Err(Errno::ENOMEM)
+        );
+        assert_eq!(mm.locked_pages(), 4);
+        // A child does not inherit the locks (dup_mmap clears VM_LOCKED).
+        let child = mm.fork().unwrap();
+        assert_eq!(child.locked_pages(), 0);
+        drop(child);
+        // munlock joins the vmas again.
+        mm.mlock(a, 8 * ps, VmLock::None).unwrap();
+        assert_eq!(mm.locked_pages(), 0);
+        assert_eq!(mm.vmas().len(), 1);
+        // mlockall(MCL_CURRENT | MCL_FUTURE): everything locked and populated, and so is a
+        // later mapping; munlockall undoes both.
+        mm.mlockall(Some(VmLock::Locked), VmLock::Locked);
+        assert_eq!(mm.locked_pages(), 8);
+        assert_eq!(mm.rss_pages(), 8);
+        let b = mm.mmap(0, 2 * ps, RW, ANON_PRIV, Backing::Anon).unwrap();
+        assert_eq!(mm.locked_pages(), 10);
+        assert_eq!(mm.mincore(b, b + 2 * ps).unwrap(), vec![1, 1]);
+        mm.mlockall(Some(VmLock::None), VmLock::None);
+        assert_eq!(mm.locked_pages(), 0);
+        drop(mm);
+        env.assert_no_leak();
+    });
+}
+
+#[test]
+fn mincore_reports_file_pages_cached_by_another_mapper() {
+    both(|g| {
+        let env = Env::new(g);
+        let ps = g.size();
+        let (_ff, f) = file(9, (4 * ps) as usize);
+        let mut a = env.mm();
+        let mut b = env.mm();
+        let flags = MapFlags::PRIVATE;
+        let x = a
+            .mmap(
+                0,
+                4 * ps,
+                Prot::READ,
+                flags,
+                Backing::File {
+                    file: f.clone(),
+                    offset: 0,
+                },
+            )
+            .unwrap();
+        let y = b
+            .mmap(
+                0,
+                4 * ps,
+                Prot::READ,
+                flags,
+                Backing::File { file: f, offset: 0 },
+            )
+            .unwrap();
+        assert_eq!(a.mincore(x, x + 4 * ps).unwrap(), vec![0, 0, 0, 0]);
+        // b faults pages 1 and 2 into the page cache: a sees them resident without a PTE.
+        read_vec(&mut b, y + ps, (2 * ps) as usize);
+        assert_eq!(a.mincore(x, x + 4 * ps).unwrap(), vec![0, 1, 1, 0]);
+        assert_eq!(a.mincore(x, x + 5 * ps), Err(Errno::ENOMEM));
+        drop((a, b));
+        env.assert_no_leak();
+    });
+}
