@@ -44,6 +44,12 @@ struct MemFile {
 }
 
 impl FileOps for MemFile {
+    /// drivers/char/mem.c: null, zero and full have no poll method (epoll refuses them);
+    /// random and urandom do (drivers/char/random.c `random_poll`).
+    fn can_poll(&self) -> bool {
+        matches!(self.dev, Mem::Random | Mem::Urandom)
+    }
+
     fn read(&self, _io: &IoCtx<'_>, buf: &mut [u8], _off: u64) -> SysResult<usize> {
         match self.dev {
             Mem::Null => Ok(0),

@@ -307,6 +307,9 @@ impl FileOps for Epoll {
 /// Whether `f` can be watched: regular files and directories cannot (`file_can_poll` is
 /// false for them), so `epoll_ctl` says `EPERM`.
 pub fn pollable(f: &OpenFile) -> bool {
+    if !f.ops.can_poll() {
+        return false;
+    }
     match f.ops.stat() {
         Ok(st) => !matches!(st.mode & mode::S_IFMT, mode::S_IFREG | mode::S_IFDIR),
         Err(_) => true,

@@ -368,6 +368,12 @@ pub trait FileOps: Send + Sync {
     fn poll(&self, events: u16, _pt: Option<&PollTable<'_>>) -> u16 {
         events & (0x1 | 0x4 | 0x40 | 0x100)
     }
+    /// Whether the file has a poll method at all (Linux `file_can_poll`: `f_op->poll` is set).
+    /// epoll refuses files without one (`EPERM`); poll(2) and select(2) then use the default
+    /// readiness above. Regular files and directories are decided by the caller from their type.
+    fn can_poll(&self) -> bool {
+        true
+    }
     /// The mappable file behind this open file, for `mmap`.
     fn vm_file(&self) -> Option<Arc<dyn VmFile>> {
         None
@@ -467,6 +473,19 @@ impl FdTable {
             .and_then(|fd| self.fds.get(&fd))
             .map(|e| e.file.clone())
             .ok_or(Errno::EBADF)
+    }
+
+    /// The entry for `fd` for a call that operates on the open file itself, not only on the
+    /// path it names: `EBADF` for an `O_PATH` descriptor too (Linux `fdget`, which passes
+    /// `FMODE_PATH` as the mask `__fget_light` refuses; `fdget_raw` is [`FdTable::get`]).
+    pub fn get_nopath(&self, fd: u64) -> SysResult<Arc<OpenFile>> {
+        /// `O_PATH` (the same value on x86_64 and arm64).
+        const O_PATH: u32 = 0o10000000;
+        let f = self.get(fd)?;
+        if f.flags() & O_PATH != 0 {
+            return Err(Errno::EBADF);
+        }
+        Ok(f)
     }
 
     /// Installs at the lowest free descriptor `>= min`.

@@ -442,6 +442,17 @@ impl FileOps for ProcFile {
     fn stat(&self) -> SysResult<Kstat> {
         Ok(self.st)
     }
+
+    /// The files of `/proc/PID` have no poll method in Linux (fs/proc/base.c), except
+    /// `mounts` and `mountinfo` (`mounts_poll`); sysctl files have one (`proc_sys_poll`).
+    fn can_poll(&self) -> bool {
+        match &self.inode.node {
+            Node::Pid(_, pid::PidNode::File(f)) => {
+                matches!(f, pid::PidFile::Mounts | pid::PidFile::Mountinfo)
+            }
+            _ => true,
+        }
+    }
 }
 
 /// Mounts a new procfs (Linux `proc_fill_super`) and returns its root inode.

@@ -48,7 +48,8 @@ fn epoll_ctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let (epf, tf) = {
         let table = c.task.process.files();
         let t = lock(&table);
-        (t.get(a[0])?, t.get(a[2])?)
+        // fs/eventpoll.c do_epoll_ctl: fdget of both (an O_PATH descriptor is EBADF).
+        (t.get_nopath(a[0])?, t.get_nopath(a[2])?)
     };
     if !pollable(&tf) {
         return Err(Errno::EPERM);

@@ -26,9 +26,10 @@ const MAX_RECV: usize = 4 << 20;
 /// Largest control buffer (`net.core.optmem_max`).
 const MAX_CONTROL: u64 = 131_072;
 
-/// The socket behind `fd`, or `ENOTSOCK`.
+/// The socket behind `fd`, or `ENOTSOCK` (`EBADF` for an `O_PATH` descriptor, as
+/// net/socket.c `sockfd_lookup_light` gets it with `fdget`).
 pub fn socket_of(c: &SyscallCtx<'_>, fd: u64) -> SysResult<(Arc<OpenFile>, Arc<UnixSocket>)> {
-    let f = lock(&c.task.process.files()).get(fd)?;
+    let f = lock(&c.task.process.files()).get_nopath(fd)?;
     let s = f
         .ops
         .as_any()
