@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use um_kernel::arch::{self, Regs};
 use um_kernel::kernel::Kernel;
 use um_kernel::task::{SigAction, Task, lock};
-use um_kernel::vfs::{Dentry, FileOps, mode};
+use um_kernel::vfs::{Dentry, DenyWrite, ExeFile, FileOps, mode};
 use um_kernel::wait::IoCtx;
 use um_mm::{Mm, VmFile};
 use um_uapi::{Errno, SysResult};
@@ -20,6 +20,9 @@ struct Exe {
     ops: Box<dyn FileOps>,
     vm: Arc<dyn VmFile>,
     task: Arc<Task>,
+    /// Writes to it are refused while it is being loaded (and, for the program itself, while
+    /// the process runs it: [`ExeFile`]).
+    deny: DenyWrite,
 }
 
 impl ExecSource for Exe {
@@ -38,12 +41,17 @@ impl ExecSource for Exe {
     }
 }
 
-/// `open_exec()`: a regular file with some execute bit.
+/// `open_exec()`: a regular file with some execute bit, not open for writing anywhere
+/// (`ETXTBSY`, fs/exec.c `do_open_execat` -> `deny_write_access`).
 fn open_exec(d: &Arc<Dentry>, task: &Arc<Task>) -> SysResult<Exe> {
     let st = d.inode.stat()?;
     if st.mode & mode::S_IFMT != mode::S_IFREG || st.mode & 0o111 == 0 {
         return Err(Errno::EACCES);
     }
+    // may_open with MAY_EXEC: the x bit that applies to the caller (owner, group or other).
+    let creds = *lock(&task.process.creds);
+    namei::permission(&st, &creds, namei::MAY_EXEC)?;
+    let deny = DenyWrite::new(crate::mount::inode_key(&*d.inode))?;
     let ops = d.inode.open(
         &IoCtx {
             task,
@@ -56,6 +64,7 @@ fn open_exec(d: &Arc<Dentry>, task: &Arc<Task>) -> SysResult<Exe> {
         ops,
         vm,
         task: task.clone(),
+        deny,
     })
 }
 
@@ -183,7 +192,10 @@ pub fn do_execve(
     }
     let name = path.rsplit(|&b| b == b'/').next().unwrap_or(&path);
     *lock(&p.comm) = name[..name.len().min(15)].to_vec();
-    *lock(&p.exe) = Some(dentry);
+    *lock(&p.exe) = Some(ExeFile {
+        dentry,
+        deny: exe.deny.clone(),
+    });
     *lock(&p.arg_range) = (img.argv_start, img.argv_end, img.env_start, img.env_end);
     *lock(&task.altstack) = (0, 0, 2);
     *lock(&task.robust_list) = (0, 0);

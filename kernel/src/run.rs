@@ -623,6 +623,8 @@ fn exit_process(k: &Arc<Kernel>, p: &Arc<Process>, st: ExitStatus) {
     }
     // Drop what the process holds: descriptors (closing pipes wakes readers), memory.
     lock(&p.files()).clear();
+    // mm->exe_file goes with the mm: the program may be written again.
+    *lock(&p.exe) = None;
     *lock(&p.mm) = Arc::new(Mutex::new(um_mm::Mm::new(
         k.frames.clone(),
         k.page_cache.clone(),

@@ -101,7 +101,8 @@ pub struct Process {
     pub shared_pending: Mutex<SigQueue>,
     pub rlimits: Mutex<Rlimits>,
     pub comm: Mutex<Vec<u8>>,
-    pub exe: Mutex<Option<Arc<Dentry>>>,
+    /// The program it runs (`mm->exe_file`); dropped at exit.
+    pub exe: Mutex<Option<crate::vfs::ExeFile>>,
     /// Set once the whole group has exited (a zombie until reaped).
     pub exit: Mutex<Option<ExitStatus>>,
     /// Job control.

@@ -7,7 +7,7 @@
 
 use crate::wait::{IoCtx, PollTable};
 use std::any::Any;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use um_mm::VmFile;
@@ -413,6 +413,8 @@ pub struct OpenFile {
     pub pos: Mutex<u64>,
     /// Where it was opened, if it has a name.
     pub dentry: Option<Arc<Dentry>>,
+    /// The write access a regular file opened for writing holds while it is open.
+    pub write_access: OnceLock<WriteAccess>,
 }
 
 impl OpenFile {
@@ -423,6 +425,7 @@ impl OpenFile {
             flags: AtomicU32::new(flags),
             pos: Mutex::new(0),
             dentry,
+            write_access: OnceLock::new(),
         })
     }
 
@@ -546,5 +549,121 @@ impl FdTable {
     /// Closes everything.
     pub fn clear(&mut self) {
         self.fds.clear();
+    }
+}
+
+/// Writers and deniers of writing per inode (Linux `inode->i_writecount`: positive while files
+/// are open for writing, negative while the file is being executed), keyed by the file
+/// layer's inode key. A program cannot be written while it runs, nor run while it is open
+/// for writing: both are `ETXTBSY` (fs/namei.c `get_write_access` in `do_dentry_open`,
+/// fs/exec.c `deny_write_access` in `do_open_execat`, kept by `mm->exe_file`).
+fn write_counts() -> &'static Mutex<HashMap<u64, i64>> {
+    static COUNTS: OnceLock<Mutex<HashMap<u64, i64>>> = OnceLock::new();
+    COUNTS.get_or_init(Default::default)
+}
+
+/// Adds `delta` to `key`'s count if `ok(count)`; drops the entry at zero.
+fn adjust_write_count(key: u64, delta: i64, ok: impl Fn(i64) -> bool) -> bool {
+    let mut m = crate::task::lock(write_counts());
+    let cur = m.get(&key).copied().unwrap_or(0);
+    if !ok(cur) {
+        return false;
+    }
+    let new = cur + delta;
+    if new == 0 {
+        m.remove(&key);
+    } else {
+        m.insert(key, new);
+    }
+    true
+}
+
+/// Write access to an inode (`get_write_access`), released when dropped.
+#[derive(Debug)]
+pub struct WriteAccess(u64);
+
+impl WriteAccess {
+    /// `ETXTBSY` while the inode is being executed.
+    pub fn get(key: u64) -> SysResult<WriteAccess> {
+        if adjust_write_count(key, 1, |c| c >= 0) {
+            Ok(WriteAccess(key))
+        } else {
+            Err(Errno::ETXTBSY)
+        }
+    }
+}
+
+impl Drop for WriteAccess {
+    fn drop(&mut self) {
+        adjust_write_count(self.0, -1, |_| true);
+    }
+}
+
+/// Writing to an inode denied (`deny_write_access`), allowed again when dropped.
+#[derive(Debug)]
+pub struct DenyWrite(u64);
+
+impl DenyWrite {
+    /// `ETXTBSY` while the inode is open for writing.
+    pub fn new(key: u64) -> SysResult<DenyWrite> {
+        if adjust_write_count(key, -1, |c| c <= 0) {
+            Ok(DenyWrite(key))
+        } else {
+            Err(Errno::ETXTBSY)
+        }
+    }
+}
+
+impl Clone for DenyWrite {
+    /// Another denial of the same inode (a forked process's copy of `mm->exe_file`); cannot
+    /// fail, as this one already keeps writers out.
+    fn clone(&self) -> DenyWrite {
+        adjust_write_count(self.0, -1, |_| true);
+        DenyWrite(self.0)
+    }
+}
+
+impl Drop for DenyWrite {
+    fn drop(&mut self) {
+        adjust_write_count(self.0, 1, |_| true);
+    }
+}
+
+/// The program a process runs (Linux `mm->exe_file`): its dentry, and the denial of writes
+/// to it that lasts while the process runs it.
+#[derive(Clone)]
+pub struct ExeFile {
+    pub dentry: Arc<Dentry>,
+    pub deny: DenyWrite,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_access_and_its_denial_exclude_each_other() {
+        // Keys no file system hands out; the registry is process-wide.
+        let (a, b) = (u64::MAX - 1, u64::MAX - 2);
+        let w1 = WriteAccess::get(a).unwrap();
+        let w2 = WriteAccess::get(a).unwrap();
+        assert_eq!(DenyWrite::new(a).unwrap_err(), Errno::ETXTBSY);
+        drop(w1);
+        assert_eq!(DenyWrite::new(a).unwrap_err(), Errno::ETXTBSY);
+        drop(w2);
+        let d1 = DenyWrite::new(a).unwrap();
+        let d2 = d1.clone();
+        assert_eq!(WriteAccess::get(a).unwrap_err(), Errno::ETXTBSY);
+        // Another inode is not affected.
+        drop(WriteAccess::get(b).unwrap());
+        drop(d1);
+        assert_eq!(WriteAccess::get(a).unwrap_err(), Errno::ETXTBSY);
+        drop(d2);
+        drop(WriteAccess::get(a).unwrap());
+        assert!(!lock_counts().contains_key(&a) && !lock_counts().contains_key(&b));
+    }
+
+    fn lock_counts() -> std::sync::MutexGuard<'static, HashMap<u64, i64>> {
+        crate::task::lock(write_counts())
     }
 }

@@ -396,7 +396,10 @@ fn link_target(t: &Target, n: PidNode) -> SysResult<Arc<Dentry>> {
     match n {
         PidNode::Cwd => Ok(lock(&p.fs).cwd.clone()),
         PidNode::Root => Ok(lock(&p.fs).root.clone()),
-        PidNode::Exe => lock(&p.exe).clone().ok_or(Errno::ENOENT),
+        PidNode::Exe => lock(&p.exe)
+            .as_ref()
+            .map(|e| e.dentry.clone())
+            .ok_or(Errno::ENOENT),
         PidNode::Fd(fd) => fd_file(&p, fd)?.dentry.clone().ok_or(Errno::ENOENT),
         _ => Err(Errno::EINVAL),
     }
@@ -556,7 +559,7 @@ struct MmFigures {
 }
 
 fn exe_name(p: &Process) -> Option<Vec<u8>> {
-    lock(&p.exe).as_ref().map(|d| d.name.clone())
+    lock(&p.exe).as_ref().map(|e| e.dentry.name.clone())
 }
 
 fn mm_figures(p: &Process) -> MmFigures {
@@ -805,7 +808,7 @@ fn cmdline(p: &Process) -> Vec<u8> {
 }
 
 fn maps(p: &Process) -> Vec<u8> {
-    let exe = lock(&p.exe).clone();
+    let exe = lock(&p.exe).as_ref().map(|e| e.dentry.clone());
     let mm = lock(&p.mm).clone();
     let vmas = lock_mm(&mm).vmas();
     let mut s = String::new();

@@ -645,6 +645,8 @@ fn truncate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     mount::check_writable(&d)?;
     permission(&st, &creds(c), MAY_WRITE)?;
+    // do_sys_truncate: get_write_access (ETXTBSY while the file is being executed).
+    let _write = um_kernel::vfs::WriteAccess::get(mount::inode_key(&*d.inode))?;
     crate::inotify::notify_change(
         &d,
         &SetAttr {

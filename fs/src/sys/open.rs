@@ -14,7 +14,7 @@ use std::sync::Arc;
 use um_kernel::arch::native::abi::OPEN_FLAGS_ARCH as ARCH;
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::{Creds, FsContext, lock};
-use um_kernel::vfs::{Dentry, FileOps, Kstat, OpenFile, Owner, SetAttr, mode};
+use um_kernel::vfs::{Dentry, FileOps, Kstat, OpenFile, Owner, SetAttr, WriteAccess, mode};
 use um_kernel::wait::IoCtx;
 use um_uapi::abi::fcntl::OpenFlags;
 use um_uapi::{Errno, SysResult};
@@ -232,6 +232,13 @@ pub(crate) fn do_open(
         if matches!(fmt, mode::S_IFCHR | mode::S_IFBLK) && mount::is_nodev(&d) {
             return Err(Errno::EACCES);
         }
+        // do_dentry_open: a regular file opened for writing takes write access, refused
+        // (ETXTBSY) while the file is being executed; before O_TRUNC may cut it.
+        let write_access = if mask & MAY_WRITE != 0 && fmt == mode::S_IFREG {
+            Some(WriteAccess::get(mount::inode_key(&*d.inode))?)
+        } else {
+            None
+        };
         if flags & OpenFlags::TRUNC.bits() != 0 && fmt == mode::S_IFREG && !created {
             crate::inotify::notify_change(
                 &d,
@@ -248,7 +255,11 @@ pub(crate) fn do_open(
             },
             flags,
         )?;
-        OpenFile::new(ops, flags, Some(d))
+        let file = OpenFile::new(ops, flags, Some(d));
+        if let Some(w) = write_access {
+            let _ = file.write_access.set(w);
+        }
+        file
     };
     crate::inotify::opened(&file);
     let fd = lock(&c.task.process.files()).install(file, cloexec, 0)?;
