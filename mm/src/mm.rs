@@ -1575,6 +1575,11 @@ impl Mm {
         }
     }
 
+    /// Calls `f` with every present PTE of `[start, end)`, in address order (smaps, pagemap).
+    pub fn for_each_pte(&self, start: u64, end: u64, f: impl FnMut(u64, Pte)) {
+        self.pt.for_each_in(start, end, f);
+    }
+
     /// Pages in locked vmas (Linux `mm->locked_vm`; `VmLck` is this times the page size).
     pub fn locked_pages(&self) -> u64 {
         self.vmas

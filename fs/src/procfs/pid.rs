@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use um_kernel::kernel::Kernel;
 use um_kernel::syscall::lock_mm;
 use um_kernel::task::{JobState, Process, Task, lock};
-use um_kernel::vfs::{Dentry, DirEntry, OpenFile, mode};
+use um_kernel::vfs::{Dentry, DirEntry, FileOps, Kstat, OpenFile, mode};
 use um_kernel::wait::IoCtx;
-use um_mm::{Backing, MapFlags, Prot};
+use um_mm::{Backing, MapFlags, Prot, PteFlags};
 use um_uapi::{Errno, SysResult};
 
 /// Which process (and thread) an inode under `/proc/PID` describes.
@@ -127,6 +127,9 @@ pub enum PidFile {
     OomAdj,
     OomScoreAdj,
     Io,
+    Smaps,
+    /// Served by [`PagemapFile`], not generated.
+    Pagemap,
 }
 
 /// The entries of `/proc/PID`, in Linux's order (`tgid_base_stuff`); the index is part of the
@@ -154,6 +157,8 @@ const ENTRIES: &[(&str, PidNode)] = &[
     ("oom_adj", PidNode::File(PidFile::OomAdj)),
     ("oom_score_adj", PidNode::File(PidFile::OomScoreAdj)),
     ("io", PidNode::File(PidFile::Io)),
+    ("smaps", PidNode::File(PidFile::Smaps)),
+    ("pagemap", PidNode::File(PidFile::Pagemap)),
 ];
 
 /// `O_CLOEXEC` (the same on x86_64 and arm64).
@@ -197,7 +202,7 @@ fn mode_of(n: PidNode, fd_flags: u32) -> u32 {
             m
         }
         PidNode::FdInfo(_) => mode::S_IFREG | 0o444,
-        PidNode::File(PidFile::Environ | PidFile::Io) => mode::S_IFREG | 0o400,
+        PidNode::File(PidFile::Environ | PidFile::Io | PidFile::Pagemap) => mode::S_IFREG | 0o400,
         PidNode::File(PidFile::Comm | PidFile::OomAdj | PidFile::OomScoreAdj) => {
             mode::S_IFREG | 0o644
         }
@@ -807,7 +812,9 @@ fn cmdline(p: &Process) -> Vec<u8> {
     v
 }
 
-fn maps(p: &Process) -> Vec<u8> {
+/// `/proc/PID/maps`, or with `smaps` `/proc/PID/smaps` (fs/proc/task_mmu.c `show_smap`):
+/// each vma's line followed by its memory figures.
+fn maps(p: &Process, smaps: bool) -> Vec<u8> {
     let exe = lock(&p.exe).as_ref().map(|e| e.dentry.clone());
     let mm = lock(&p.mm).clone();
     let vmas = lock_mm(&mm).vmas();
@@ -839,8 +846,166 @@ fn maps(p: &Process) -> Vec<u8> {
             ino,
             name.as_deref(),
         ));
+        if smaps {
+            s.push_str(&smaps_fields(&lock_mm(&mm), &v));
+        }
     }
     s.into_bytes()
+}
+
+/// The figures `show_smap` prints for one vma, in kB. Every page here is mapped once per
+/// address space, so Pss is Rss; anonymous pages are always dirty; a locked vma's resident
+/// pages are its Locked figure.
+fn smaps_fields(m: &um_mm::Mm, v: &um_mm::Vma) -> String {
+    let g = m.granule();
+    let kb = g.size() / 1024;
+    let (mut rss, mut anon, mut shared_clean, mut shared_dirty, mut priv_clean, mut priv_dirty) =
+        (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    m.for_each_pte(v.start, v.end, |_, pte| {
+        rss += 1;
+        let dirty = pte.flags.contains(PteFlags::ANON) || pte.flags.contains(PteFlags::DIRTY);
+        let shared = pte.flags.contains(PteFlags::SHARED);
+        if pte.flags.contains(PteFlags::ANON) && !shared {
+            anon += 1;
+        }
+        match (shared, dirty) {
+            (true, false) => shared_clean += 1,
+            (true, true) => shared_dirty += 1,
+            (false, false) => priv_clean += 1,
+            (false, true) => priv_dirty += 1,
+        }
+    });
+    let locked = if v.lock == um_mm::VmLock::None {
+        0
+    } else {
+        rss
+    };
+    let mut out = String::new();
+    for (k, n) in [
+        ("Size", g.pages(v.len())),
+        ("KernelPageSize", 1),
+        ("MMUPageSize", 1),
+        ("Rss", rss),
+        ("Pss", rss),
+        ("Pss_Dirty", shared_dirty + priv_dirty),
+        ("Shared_Clean", shared_clean),
+        ("Shared_Dirty", shared_dirty),
+        ("Private_Clean", priv_clean),
+        ("Private_Dirty", priv_dirty),
+        ("Referenced", rss),
+        ("Anonymous", anon),
+        ("KSM", 0),
+        ("LazyFree", 0),
+        ("AnonHugePages", 0),
+        ("ShmemPmdMapped", 0),
+        ("FilePmdMapped", 0),
+        ("Shared_Hugetlb", 0),
+        ("Private_Hugetlb", 0),
+        ("Swap", 0),
+        ("SwapPss", 0),
+        ("Locked", locked),
+    ] {
+        // "%-16s%8lu kB" (SEQ_PUT_DEC in task_mmu.c pads the name to 16 with the colon).
+        out.push_str(&format!("{:<16}{:>8} kB\n", format!("{k}:"), n * kb));
+    }
+    out.push_str("THPeligible:    0\n");
+    out.push_str(&format!("VmFlags: {}\n", vm_flags(v)));
+    out
+}
+
+/// The `VmFlags:` mnemonics of a vma (task_mmu.c `show_smap_vma_flags`), those that apply here.
+fn vm_flags(v: &um_mm::Vma) -> String {
+    let mut f = Vec::new();
+    for (on, name) in [
+        (v.prot.contains(Prot::READ), "rd"),
+        (v.prot.contains(Prot::WRITE), "wr"),
+        (v.prot.contains(Prot::EXEC), "ex"),
+        (v.is_shared(), "sh"),
+        (true, "mr"),
+        (true, "mw"),
+        (true, "me"),
+        (v.is_shared(), "ms"),
+        (v.grows_down(), "gd"),
+        (v.lock != um_mm::VmLock::None, "lo"),
+    ] {
+        if on {
+            f.push(name);
+        }
+    }
+    f.join(" ") + " "
+}
+
+/// Bit 63 of a pagemap entry: the page is present.
+const PM_PRESENT: u64 = 1 << 63;
+/// Bit 61: a file page or shared anonymous memory.
+const PM_FILE: u64 = 1 << 61;
+/// Bits 0-54: the page frame number.
+const PM_PFN_MASK: u64 = (1 << 55) - 1;
+
+/// `/proc/PID/pagemap` (fs/proc/task_mmu.c `pagemap_read`; Documentation/admin-guide/mm/
+/// pagemap.rst): one 64-bit entry per virtual page, read at `vaddr / page size * 8`. Frame
+/// numbers (of guest physical memory) only for a reader with CAP_SYS_ADMIN, as Linux hides
+/// them from others since 4.2.
+pub struct PagemapFile {
+    process: std::sync::Weak<Process>,
+    st: Kstat,
+    show_pfn: bool,
+}
+
+impl PagemapFile {
+    pub fn open(t: &Target, st: Kstat) -> SysResult<PagemapFile> {
+        let p = t.proc()?;
+        may_access(&p)?;
+        let show_pfn =
+            um_kernel::current::current().is_none_or(|c| lock(&c.process.creds).euid == 0);
+        Ok(PagemapFile {
+            process: Arc::downgrade(&p),
+            st,
+            show_pfn,
+        })
+    }
+}
+
+impl FileOps for PagemapFile {
+    fn read(&self, _io: &IoCtx<'_>, buf: &mut [u8], off: u64) -> SysResult<usize> {
+        // pagemap_read: offset and count in whole entries.
+        if off % 8 != 0 || buf.len() % 8 != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let p = self.process.upgrade().ok_or(Errno::ESRCH)?;
+        let mm = lock(&p.mm).clone();
+        let m = lock_mm(&mm);
+        let size = m.granule().size();
+        let end_page = m.layout().task_size / size;
+        let first = off / 8;
+        if first >= end_page {
+            return Ok(0);
+        }
+        let n = (buf.len() as u64 / 8).min(end_page - first);
+        let mut entries = vec![0u64; n as usize];
+        m.for_each_pte(first * size, (first + n) * size, |va, pte| {
+            let mut e = PM_PRESENT;
+            if pte.flags.intersects(PteFlags::FILE | PteFlags::SHARED) {
+                e |= PM_FILE;
+            }
+            if self.show_pfn {
+                e |= u64::from(pte.frame.0) & PM_PFN_MASK;
+            }
+            entries[(va / size - first) as usize] = e;
+        });
+        for (i, e) in entries.iter().enumerate() {
+            buf[i * 8..i * 8 + 8].copy_from_slice(&e.to_le_bytes());
+        }
+        Ok(n as usize * 8)
+    }
+
+    fn stat(&self) -> SysResult<Kstat> {
+        Ok(self.st)
+    }
+
+    fn can_poll(&self) -> bool {
+        false
+    }
 }
 
 fn mounts_text() -> Vec<u8> {
@@ -927,8 +1092,13 @@ pub fn generate(_fs: &Arc<ProcFs>, t: &Target, n: PidNode, _io: &IoCtx<'_>) -> S
                 let (_, _, e0, e1) = *lock(&p.arg_range);
                 read_range(&p, e0, e1, ARG_CAP)
             }
-            PidFile::Maps if !zombie => maps(&p),
-            PidFile::Cmdline | PidFile::Environ | PidFile::Maps => Vec::new(),
+            PidFile::Maps if !zombie => maps(&p, false),
+            PidFile::Smaps if !zombie => {
+                may_access(&p)?;
+                maps(&p, true)
+            }
+            PidFile::Cmdline | PidFile::Environ | PidFile::Maps | PidFile::Smaps => Vec::new(),
+            PidFile::Pagemap => return Err(Errno::EINVAL),
             PidFile::Comm => {
                 let mut c = lock(&p.comm).clone();
                 c.push(b'\n');
