@@ -199,6 +199,10 @@ pub fn do_execve(
     *lock(&p.arg_range) = (img.argv_start, img.argv_end, img.env_start, img.env_end);
     *lock(&task.altstack) = (0, 0, 2);
     *lock(&task.robust_list) = (0, 0);
+    // Saved ids and capabilities as exec sets them (security/commoncap.c).
+    um_kernel::sys::cred::exec_process(p);
+    // setpgid(2) by the parent now fails with EACCES (kernel/sys.c, PF_FORKNOEXEC).
+    p.did_exec.store(true, std::sync::atomic::Ordering::Release);
     // A vfork parent may go on now.
     p.vfork_done
         .store(true, std::sync::atomic::Ordering::Release);

@@ -16,6 +16,10 @@ pub use native::syscalls;
 /// ELF machine of native guest programs.
 pub const ELF_MACHINE: u16 = native::ELF_MACHINE;
 
+/// Whether prctl(PR_GET_TSC/PR_SET_TSC) exists: x86 only (arch/x86/kernel/process.c
+/// `get_tsc_mode`/`set_tsc_mode`; elsewhere kernel/sys.c answers EINVAL).
+pub const HAS_TSC_CTL: bool = cfg!(target_arch = "x86_64");
+
 /// `struct stat` of the native arch for `st` (fstat, newfstatat).
 pub fn stat_bytes(st: &crate::vfs::Kstat) -> Vec<u8> {
     use um_uapi::Pod;

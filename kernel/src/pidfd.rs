@@ -104,3 +104,19 @@ pub fn pid_of_fd(c: &SyscallCtx<'_>, fd: u64) -> SysResult<(Arc<Process>, bool)>
         .ok_or(Errno::EBADF)?;
     Ok((p.process.clone(), f.flags() & O_NONBLOCK != 0))
 }
+
+/// `pidfd_to_pid` (kernel/signal.c) for pidfd_send_signal(2): a pidfd, or an open `/proc/PID`
+/// directory (`tgid_pidfd_to_pid`); `EBADF` for anything else, `ESRCH` if the process of a
+/// `/proc/PID` descriptor is gone altogether.
+pub fn signal_target_of_fd(c: &SyscallCtx<'_>, fd: u64) -> SysResult<Arc<Process>> {
+    let f = lock(&c.task.process.files()).get(fd)?;
+    if let Some(p) = f.ops.as_any().and_then(|a| a.downcast_ref::<PidFd>()) {
+        return Ok(p.process.clone());
+    }
+    let weak = f
+        .dentry
+        .as_ref()
+        .and_then(|d| d.inode.pidfd_process())
+        .ok_or(Errno::EBADF)?;
+    weak.upgrade().ok_or(Errno::ESRCH)
+}

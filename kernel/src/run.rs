@@ -641,8 +641,8 @@ fn exit_process(k: &Arc<Kernel>, p: &Arc<Process>, st: ExitStatus) {
         };
         shutdown(k, code);
     }
-    // Orphans go to init (Linux `forget_original_parent`), and those that asked for it
-    // (PR_SET_PDEATHSIG) get their signal.
+    // Orphans go to the nearest subreaper above, else init (Linux `forget_original_parent`),
+    // and those that asked for it (PR_SET_PDEATHSIG) get their signal.
     let orphans = std::mem::take(&mut *lock(&p.children));
     for c in &orphans {
         for t in c.live_threads(k) {
@@ -653,22 +653,58 @@ fn exit_process(k: &Arc<Kernel>, p: &Arc<Process>, st: ExitStatus) {
         }
     }
     if !orphans.is_empty() {
-        if let Some(init) = k.tasks.process(1) {
+        if let Some(reaper) = find_new_reaper(k, p) {
             for c in orphans {
-                c.ppid.store(1, Ordering::Relaxed);
-                *lock(&c.parent) = Arc::downgrade(&init);
-                lock(&init.children).push(c);
+                c.ppid.store(reaper.pid, Ordering::Relaxed);
+                *lock(&c.parent) = Arc::downgrade(&reaper);
+                // reparent_leader: "We don't want people slaying init."
+                c.exit_signal.store(sig::SIGCHLD, Ordering::Relaxed);
+                lock(&reaper.children).push(c.clone());
+                // A child that is already a zombie is announced to its new parent.
+                if c.zombie.load(Ordering::Acquire) {
+                    let st = lock(&c.exit).unwrap_or(ExitStatus::Exited(0));
+                    notify_parent(k, &c, &reaper, st);
+                }
             }
-            init.child_wait.wake_all();
+            reaper.child_wait.wake_all();
         }
     }
     let Some(parent) = lock(&p.parent).upgrade() else {
         k.tasks.remove(p.pid);
         return;
     };
+    notify_parent(k, p, &parent, st);
+    parent.child_wait.wake_all();
+}
+
+/// kernel/exit.c `find_new_reaper`: the nearest ancestor that is a child subreaper
+/// (PR_SET_CHILD_SUBREAPER) and still has a live thread, looked for only when one was
+/// set above `p` (`has_child_subreaper`); otherwise init.
+fn find_new_reaper(k: &Arc<Kernel>, p: &Arc<Process>) -> Option<Arc<Process>> {
+    if p.has_child_subreaper.load(Ordering::Relaxed) {
+        let mut up = lock(&p.parent).upgrade();
+        while let Some(a) = up {
+            if a.pid == 1 {
+                break;
+            }
+            if a.child_subreaper.load(Ordering::Relaxed)
+                && !a.zombie.load(Ordering::Acquire)
+                && !a.live_threads(k).is_empty()
+            {
+                return Some(a);
+            }
+            up = lock(&a.parent).upgrade();
+        }
+    }
+    k.tasks.process(1)
+}
+
+/// kernel/signal.c `do_notify_parent`: the child `p` has ended with `st`. A parent that
+/// ignores SIGCHLD (or says SA_NOCLDWAIT) reaps it at once; otherwise it becomes a zombie and
+/// the parent gets its exit signal.
+fn notify_parent(k: &Arc<Kernel>, p: &Arc<Process>, parent: &Arc<Process>, st: ExitStatus) {
     let act = lock(&parent.sigactions)[(sig::SIGCHLD - 1) as usize];
     let exit_signal = p.exit_signal.load(Ordering::Relaxed);
-    // A parent that ignores SIGCHLD (or says SA_NOCLDWAIT) does not get zombies.
     let autoreap =
         exit_signal == sig::SIGCHLD && (act.handler == 1 || act.flags & SA_NOCLDWAIT != 0);
     if autoreap {
@@ -684,10 +720,9 @@ fn exit_process(k: &Arc<Kernel>, p: &Arc<Process>, st: ExitStatus) {
             let uid = lock(&p.creds).uid;
             let mut info = Siginfo::chld(code, p.pid as i32, uid, status, 0, 0);
             info.si_signo = exit_signal as i32;
-            sig::send_to_process(k, &parent, info);
+            sig::send_to_process(k, parent, info);
         }
     }
-    parent.child_wait.wake_all();
 }
 
 #[cfg(test)]

@@ -103,6 +103,17 @@ impl SigQueue {
         Some(info)
     }
 
+    /// How many signals are queued (each takes a `sigqueue` in Linux, charged to
+    /// RLIMIT_SIGPENDING).
+    pub fn len(&self) -> usize {
+        self.infos.len()
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.infos.is_empty()
+    }
+
     /// Removes every instance of the signals in `set` (e.g. SIGCONT discards stops).
     pub fn discard(&mut self, set: u64) {
         self.bits &= !set;
@@ -215,6 +226,71 @@ pub fn send_to_pgrp(k: &Kernel, pgid: u32, info: Siginfo) -> SysResult<()> {
     }
     for p in procs {
         send_to_process(k, &p, info);
+    }
+    Ok(())
+}
+
+/// `SI_USER`, the code of kill(2).
+const SI_USER: i32 = 0;
+/// CAP_KILL.
+const CAP_KILL: u32 = 5;
+/// RLIMIT_SIGPENDING.
+const RLIMIT_SIGPENDING: usize = 11;
+
+/// kernel/signal.c `check_kill_permission`: a signal sent by a user (`si_code <= 0`) to
+/// another process needs CAP_KILL or a matching uid (`kill_ok_by_cred`: the sender's real or
+/// effective uid is the target's real or saved uid); SIGCONT within a session is always
+/// allowed. `EPERM` otherwise.
+pub fn check_kill_permission(
+    sender: &Arc<Process>,
+    target: &Arc<Process>,
+    sig: u32,
+    code: i32,
+) -> SysResult<()> {
+    if code > 0 || Arc::ptr_eq(sender, target) {
+        return Ok(());
+    }
+    let me = *lock(&sender.creds);
+    let t = *lock(&target.creds);
+    let ok = me.euid == t.suid
+        || me.euid == t.uid
+        || me.uid == t.suid
+        || me.uid == t.uid
+        || sender.capable(CAP_KILL);
+    let same_session = target.sid.load(Ordering::Relaxed) == sender.sid.load(Ordering::Relaxed);
+    if ok || (sig == SIGCONT && same_session) {
+        Ok(())
+    } else {
+        Err(Errno::EPERM)
+    }
+}
+
+/// kernel/signal.c `__send_signal_locked` and `__sigqueue_alloc`: a real-time signal sent
+/// with a siginfo other than kill(2)'s cannot be queued beyond the target's RLIMIT_SIGPENDING,
+/// which counts the signals queued to all processes of the target's real uid (its
+/// `ucounts`); the sender gets `EAGAIN`. (Other signals are delivered anyway, as Linux does
+/// when only their information is lost.)
+pub fn check_sigpending(k: &Kernel, target: &Process, sig: u32, code: i32) -> SysResult<()> {
+    if sig < SIGRTMIN || code == SI_USER {
+        return Ok(());
+    }
+    let limit = lock(&target.rlimits)[RLIMIT_SIGPENDING].0;
+    if limit == u64::MAX {
+        return Ok(());
+    }
+    let uid = lock(&target.creds).uid;
+    let mut queued = 0u64;
+    for p in k.tasks.processes() {
+        if lock(&p.creds).uid != uid {
+            continue;
+        }
+        queued += lock(&p.shared_pending).len() as u64;
+        for t in lock(&p.threads).iter().filter_map(std::sync::Weak::upgrade) {
+            queued += lock(&t.pending).len() as u64;
+        }
+    }
+    if queued + 1 > limit {
+        return Err(Errno::EAGAIN);
     }
     Ok(())
 }

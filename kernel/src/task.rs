@@ -9,7 +9,7 @@ use crate::signal::SigQueue;
 use crate::vfs::{Dentry, FdTable};
 use crate::wait::{WaitQueue, Waker};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use um_mm::Mm;
 
@@ -30,6 +30,44 @@ pub struct Creds {
     pub egid: u32,
     pub sgid: u32,
     pub fsgid: u32,
+}
+
+/// Capability sets, securebits and no_new_privs (the rest of Linux's `struct cred`, and the
+/// task's `PFA_NO_NEW_PRIVS`; capabilities(7)). Kept beside [`Creds`], per process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caps {
+    pub inheritable: u64,
+    pub permitted: u64,
+    pub effective: u64,
+    /// The bounding set.
+    pub bset: u64,
+    pub securebits: u32,
+    pub no_new_privs: bool,
+}
+
+/// The highest capability number (CAP_CHECKPOINT_RESTORE, include/uapi/linux/capability.h).
+pub const CAP_LAST_CAP: u32 = 40;
+/// Every capability.
+pub const CAP_FULL: u64 = (1 << (CAP_LAST_CAP + 1)) - 1;
+
+impl Caps {
+    /// What init starts with: everything permitted and effective, nothing inheritable
+    /// (kernel/cred.c `init_cred`).
+    pub const fn init() -> Caps {
+        Caps {
+            inheritable: 0,
+            permitted: CAP_FULL,
+            effective: CAP_FULL,
+            bset: CAP_FULL,
+            securebits: 0,
+            no_new_privs: false,
+        }
+    }
+
+    /// Whether capability `cap` is in the effective set (`ns_capable`).
+    pub fn has(&self, cap: u32) -> bool {
+        cap <= CAP_LAST_CAP && self.effective & (1 << cap) != 0
+    }
 }
 
 /// The kernel's view of a `struct sigaction` (recorded; delivery comes with signals support).
@@ -95,6 +133,8 @@ pub struct Process {
     pub files: Mutex<Arc<Mutex<FdTable>>>,
     pub fs: Mutex<FsContext>,
     pub creds: Mutex<Creds>,
+    /// Capabilities; lock after `creds` when both are needed.
+    pub caps: Mutex<Caps>,
     /// Supplementary groups.
     pub groups: Mutex<Vec<u32>>,
     pub sigactions: Mutex<[SigAction; 64]>,
@@ -127,6 +167,22 @@ pub struct Process {
     /// A vfork parent waits for this: set at the child's exec or exit.
     pub vfork_done: AtomicBool,
     pub vfork_wait: WaitQueue,
+    /// Has exec'd since fork (the inverse of Linux's PF_FORKNOEXEC): setpgid(2) by the parent
+    /// then fails with EACCES.
+    pub did_exec: AtomicBool,
+    /// PR_SET_CHILD_SUBREAPER: orphaned descendants are reparented here rather than to init
+    /// (kernel/exit.c `find_new_reaper`). Not inherited.
+    pub child_subreaper: AtomicBool,
+    /// Some ancestor is (or was) a subreaper, so an exit must look for one (Linux
+    /// `signal_struct.has_child_subreaper`, inherited at fork).
+    pub has_child_subreaper: AtomicBool,
+}
+
+impl Process {
+    /// Whether the process holds capability `cap` (effective set).
+    pub fn capable(&self, cap: u32) -> bool {
+        lock(&self.caps).has(cap)
+    }
 }
 
 impl Process {
@@ -170,6 +226,12 @@ impl Process {
             files: Mutex::new(files),
             fs: Mutex::new(fs),
             creds: Mutex::new(creds),
+            caps: Mutex::new(parent.map(|p| *lock(&p.caps)).unwrap_or(Caps::init())),
+            child_subreaper: AtomicBool::new(false),
+            has_child_subreaper: AtomicBool::new(parent.is_some_and(|p| {
+                p.child_subreaper.load(Ordering::Relaxed)
+                    || p.has_child_subreaper.load(Ordering::Relaxed)
+            })),
             groups: Mutex::new(parent.map(|p| lock(&p.groups).clone()).unwrap_or_default()),
             sigactions: Mutex::new(acts),
             shared_pending: Mutex::new(SigQueue::default()),
@@ -192,6 +254,7 @@ impl Process {
             ),
             vfork_done: AtomicBool::new(false),
             vfork_wait: WaitQueue::new(),
+            did_exec: AtomicBool::new(false),
         }
     }
 
@@ -252,7 +315,15 @@ pub struct Task {
     pub zap: AtomicBool,
     /// PR_SET_PDEATHSIG.
     pub pdeath_signal: AtomicU32,
+    /// PR_SET_TIMERSLACK: the current and the default timer slack in ns (Linux
+    /// `task_struct.timer_slack_ns`, `default_timer_slack_ns`); a clone copies the creator's
+    /// current value into both.
+    pub timer_slack_ns: AtomicU64,
+    pub default_timer_slack_ns: AtomicU64,
 }
+
+/// The timer slack of init's first thread (include/linux/init_task.h: 50 us).
+pub const DEFAULT_TIMER_SLACK_NS: u64 = 50_000;
 
 impl Task {
     /// A new thread of `process` with signal mask `sigmask`.
@@ -273,6 +344,8 @@ impl Task {
             exited: AtomicBool::new(false),
             zap: AtomicBool::new(false),
             pdeath_signal: AtomicU32::new(0),
+            timer_slack_ns: AtomicU64::new(DEFAULT_TIMER_SLACK_NS),
+            default_timer_slack_ns: AtomicU64::new(DEFAULT_TIMER_SLACK_NS),
         });
         lock(&t.process.threads).push(Arc::downgrade(&t));
         t

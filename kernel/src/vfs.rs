@@ -107,6 +107,12 @@ pub trait Inode: Send + Sync + Any {
     fn magic_link(&self) -> Option<Arc<Dentry>> {
         None
     }
+    /// The process a `/proc/PID` directory stands for: an open descriptor of it is also a
+    /// pidfd for pidfd_send_signal(2) (kernel/signal.c `pidfd_to_pid`, fs/proc/base.c
+    /// `tgid_pidfd_to_pid`). None for every other inode.
+    fn pidfd_process(&self) -> Option<std::sync::Weak<crate::task::Process>> {
+        None
+    }
     /// A stable identity within its file system, used to tell inodes apart.
     fn id(&self) -> u64;
     /// Upcast for file systems that need their own type back.

@@ -272,6 +272,15 @@ impl ProcInode {
 }
 
 impl Inode for ProcInode {
+    /// `/proc/PID` (a process, not `task/TID`) is a pidfd to pidfd_send_signal(2), as Linux's
+    /// `tgid_pidfd_to_pid` (fs/proc/base.c) accepts `proc_tgid_base_operations` files.
+    fn pidfd_process(&self) -> Option<Weak<um_kernel::task::Process>> {
+        match &self.node {
+            Node::Pid(t, pid::PidNode::Dir) => t.tgid_process(),
+            _ => None,
+        }
+    }
+
     fn stat(&self) -> SysResult<Kstat> {
         let (uid, gid) = match &self.node {
             Node::Pid(t, _) => t.owner()?,

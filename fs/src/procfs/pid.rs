@@ -50,6 +50,14 @@ impl Target {
         }
     }
 
+    /// The process, if this names a whole process (`/proc/PID`), not a thread.
+    pub fn tgid_process(&self) -> Option<Weak<Process>> {
+        match self.thread {
+            None => Some(self.process.clone()),
+            Some(_) => None,
+        }
+    }
+
     fn proc(&self) -> SysResult<Arc<Process>> {
         self.process.upgrade().ok_or(Errno::ESRCH)
     }

@@ -134,6 +134,11 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
         };
         (t, start)
     };
+    // kernel/fork.c copy_process: the creator's current timer slack becomes both the
+    // child's current and default slack.
+    let slack = parent_task.timer_slack_ns.load(Ordering::Relaxed);
+    task.timer_slack_ns.store(slack, Ordering::Relaxed);
+    task.default_timer_slack_ns.store(slack, Ordering::Relaxed);
     if f.contains(CloneFlags::CHILD_CLEARTID) {
         *lock(&task.clear_child_tid) = a.child_tid;
     }

@@ -1,6 +1,7 @@
-//! Syscalls the kernel crate owns, one file per family (process, memory, time, signals,
-//! misc), each with a `register` function that `um-bin` calls while assembling the table.
+//! Syscalls the kernel crate owns, one file per family (process, credentials, memory, time,
+//! signals, misc), each with a `register` function that `um-bin` calls while assembling the table.
 
+pub mod cred;
 pub mod fork;
 pub mod futex;
 pub mod membarrier;
@@ -18,6 +19,7 @@ use crate::syscall::SyscallTable;
 
 /// Registers every syscall of this crate.
 pub fn register(t: &mut SyscallTable) {
+    cred::register(t);
     fork::register(t);
     membarrier::register(t);
     misc::register(t);

@@ -1,7 +1,7 @@
 //! pidfd_open and pidfd_send_signal (Linux kernel/pid.c, kernel/signal.c). The file is
 //! [`crate::pidfd::PidFd`]; `waitid(P_PIDFD)` is in `wait.rs`.
 
-use crate::pidfd::{O_NONBLOCK, PidFd, pid_of_fd};
+use crate::pidfd::{O_NONBLOCK, PidFd, signal_target_of_fd};
 use crate::signal as sigs;
 use crate::syscall::{SyscallCtx, SyscallTable};
 use crate::task::lock;
@@ -40,14 +40,14 @@ fn pidfd_open(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 /// pidfd_send_signal(2) (kernel/signal.c): flags must be 0; the descriptor must be a pidfd
-/// (`EBADF`); a given siginfo must carry the same signal (`EINVAL`) and may claim a kernel or
+/// or an open `/proc/PID` directory (`EBADF`); a given siginfo must carry the same signal (`EINVAL`) and may claim a kernel or
 /// `kill()` origin only when sent to oneself (`EPERM`); a process already reaped is `ESRCH`.
 fn pidfd_send_signal(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let (fd, sig, uinfo, flags) = (a[0], a[1], a[2], a[3]);
     if flags != 0 {
         return Err(Errno::EINVAL);
     }
-    let (target, _) = pid_of_fd(c, fd)?;
+    let target = signal_target_of_fd(c, fd)?;
     let me = &c.task.process;
     let info = if uinfo != 0 {
         let info = Siginfo::from_bytes(&c.read_bytes(uinfo, 128)?).ok_or(Errno::EFAULT)?;
@@ -74,7 +74,10 @@ fn pidfd_send_signal(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if sig > 64 {
         return Err(Errno::EINVAL);
     }
+    // check_kill_permission, then the queue limit (`__send_signal_locked`).
+    sigs::check_kill_permission(me, &target, sig as u32, info.si_code)?;
     if sig != 0 && !target.zombie.load(std::sync::atomic::Ordering::Acquire) {
+        sigs::check_sigpending(c.kernel, &target, sig as u32, info.si_code)?;
         sigs::send_to_process(c.kernel, &target, info);
     }
     Ok(0)

@@ -2,7 +2,9 @@
 //! (Linux kernel/sys.c, kernel/exit.c).
 
 use crate::syscall::{Action, SyscallCtx, SyscallTable};
-use crate::task::{ExitStatus, lock};
+use crate::task::{CAP_LAST_CAP, ExitStatus, Process, lock};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use um_uapi::{Errno, SysResult};
 
 fn getpid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
@@ -159,18 +161,48 @@ const PR_SET_PDEATHSIG: u64 = 1;
 const PR_GET_PDEATHSIG: u64 = 2;
 const PR_GET_DUMPABLE: u64 = 3;
 const PR_SET_DUMPABLE: u64 = 4;
+const PR_GET_KEEPCAPS: u64 = 7;
+const PR_SET_KEEPCAPS: u64 = 8;
 const PR_SET_NAME: u64 = 15;
 const PR_GET_NAME: u64 = 16;
 const PR_GET_SECCOMP: u64 = 21;
 const PR_CAPBSET_READ: u64 = 23;
+const PR_CAPBSET_DROP: u64 = 24;
+const PR_GET_TSC: u64 = 25;
+const PR_SET_TSC: u64 = 26;
+const PR_GET_SECUREBITS: u64 = 27;
+const PR_SET_SECUREBITS: u64 = 28;
+const PR_SET_TIMERSLACK: u64 = 29;
+const PR_GET_TIMERSLACK: u64 = 30;
 const PR_SET_CHILD_SUBREAPER: u64 = 36;
 const PR_GET_CHILD_SUBREAPER: u64 = 37;
 const PR_SET_NO_NEW_PRIVS: u64 = 38;
 const PR_GET_NO_NEW_PRIVS: u64 = 39;
 const PR_SET_VMA: u64 = 0x53564d41;
+/// PR_SET_TSC's mode "rdtsc allowed" (include/uapi/linux/prctl.h).
+const PR_TSC_ENABLE: u32 = 1;
+const CAP_SETPCAP: u32 = 8;
+/// include/uapi/linux/securebits.h: the settable bits (NOROOT, NO_SETUID_FIXUP, KEEP_CAPS,
+/// NO_CAP_AMBIENT_RAISE) and their locks.
+const SECURE_ALL_BITS: u64 = 0x55;
+const SECURE_ALL_LOCKS: u64 = 0xaa;
+const SECBIT_KEEP_CAPS_LOCKED: u32 = 1 << 5;
 
-/// prctl(2), the parts programs commonly use (kernel/sys.c).
+/// Marks `p`'s descendants as having a subreaper above them (kernel/sys.c
+/// PR_SET_CHILD_SUBREAPER, `propagate_has_child_subreaper`).
+fn propagate_subreaper(p: &Arc<Process>) {
+    let children: Vec<Arc<Process>> = lock(&p.children).clone();
+    for ch in children {
+        if !ch.has_child_subreaper.swap(true, Ordering::Relaxed) {
+            propagate_subreaper(&ch);
+        }
+    }
+}
+
+/// prctl(2), the parts programs commonly use (kernel/sys.c; capability and securebits
+/// options in security/commoncap.c `cap_task_prctl`).
 fn prctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let p = c.task.process.clone();
     match a[0] {
         PR_SET_NAME => {
             let mut name = c.read_bytes(a[1], 16).or_else(|_| c.read_cstr(a[1], 16))?;
@@ -178,11 +210,11 @@ fn prctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                 name.truncate(n);
             }
             name.truncate(15);
-            *lock(&c.task.process.comm) = name;
+            *lock(&p.comm) = name;
             Ok(0)
         }
         PR_GET_NAME => {
-            let mut name = lock(&c.task.process.comm).clone();
+            let mut name = lock(&p.comm).clone();
             name.resize(16, 0);
             c.write_bytes(a[1], &name)?;
             Ok(0)
@@ -191,16 +223,11 @@ fn prctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             if a[1] > 64 {
                 return Err(Errno::EINVAL);
             }
-            c.task
-                .pdeath_signal
-                .store(a[1] as u32, std::sync::atomic::Ordering::Relaxed);
+            c.task.pdeath_signal.store(a[1] as u32, Ordering::Relaxed);
             Ok(0)
         }
         PR_GET_PDEATHSIG => {
-            let v = c
-                .task
-                .pdeath_signal
-                .load(std::sync::atomic::Ordering::Relaxed);
+            let v = c.task.pdeath_signal.load(Ordering::Relaxed);
             c.write_u32(a[1], v)?;
             Ok(0)
         }
@@ -213,27 +240,106 @@ fn prctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             }
         }
         PR_GET_SECCOMP => Ok(0),
-        // Root has every capability; cap_last_cap is 40 (CAP_CHECKPOINT_RESTORE).
         PR_CAPBSET_READ => {
-            if a[1] > 40 {
-                Err(Errno::EINVAL)
-            } else {
-                Ok(1)
+            if a[1] > u64::from(CAP_LAST_CAP) {
+                return Err(Errno::EINVAL);
             }
+            Ok(lock(&p.caps).bset >> a[1] & 1)
         }
-        PR_SET_CHILD_SUBREAPER => Ok(0),
-        PR_GET_CHILD_SUBREAPER => {
-            c.write_u32(a[1], 0)?;
+        // cap_prctl_drop: CAP_SETPCAP first, then a valid capability.
+        PR_CAPBSET_DROP => {
+            let mut caps = lock(&p.caps);
+            if !caps.has(CAP_SETPCAP) {
+                return Err(Errno::EPERM);
+            }
+            if a[1] > u64::from(CAP_LAST_CAP) {
+                return Err(Errno::EINVAL);
+            }
+            caps.bset &= !(1 << a[1]);
             Ok(0)
         }
-        PR_SET_NO_NEW_PRIVS => {
-            if a[1] != 1 || a[2] != 0 {
-                Err(Errno::EINVAL)
-            } else {
-                Ok(0)
+        PR_GET_SECUREBITS => Ok(u64::from(lock(&p.caps).securebits)),
+        // A locked bit cannot change, a lock cannot be released, unknown bits are refused,
+        // and it all needs CAP_SETPCAP: every failure is EPERM.
+        PR_SET_SECUREBITS => {
+            let mut caps = lock(&p.caps);
+            let old = u64::from(caps.securebits);
+            let locks = old & SECURE_ALL_LOCKS;
+            if (locks >> 1) & (old ^ a[1]) != 0
+                || locks & !a[1] != 0
+                || a[1] & !(SECURE_ALL_LOCKS | SECURE_ALL_BITS) != 0
+                || !caps.has(CAP_SETPCAP)
+            {
+                return Err(Errno::EPERM);
             }
+            caps.securebits = a[1] as u32;
+            Ok(0)
         }
-        PR_GET_NO_NEW_PRIVS => Ok(0),
+        PR_GET_KEEPCAPS => Ok(u64::from(
+            lock(&p.caps).securebits & crate::sys::cred::SECBIT_KEEP_CAPS != 0,
+        )),
+        PR_SET_KEEPCAPS => {
+            let mut caps = lock(&p.caps);
+            if a[1] > 1 {
+                return Err(Errno::EINVAL);
+            }
+            if caps.securebits & SECBIT_KEEP_CAPS_LOCKED != 0 {
+                return Err(Errno::EPERM);
+            }
+            if a[1] == 1 {
+                caps.securebits |= crate::sys::cred::SECBIT_KEEP_CAPS;
+            } else {
+                caps.securebits &= !crate::sys::cred::SECBIT_KEEP_CAPS;
+            }
+            Ok(0)
+        }
+        PR_SET_CHILD_SUBREAPER => {
+            p.child_subreaper.store(a[1] != 0, Ordering::Relaxed);
+            if a[1] != 0 {
+                propagate_subreaper(&p);
+            }
+            Ok(0)
+        }
+        PR_GET_CHILD_SUBREAPER => {
+            c.write_u32(a[1], u32::from(p.child_subreaper.load(Ordering::Relaxed)))?;
+            Ok(0)
+        }
+        // 0 restores the thread's default slack (set from its creator's at clone).
+        PR_SET_TIMERSLACK => {
+            let v = if a[1] == 0 {
+                c.task.default_timer_slack_ns.load(Ordering::Relaxed)
+            } else {
+                a[1]
+            };
+            c.task.timer_slack_ns.store(v, Ordering::Relaxed);
+            Ok(0)
+        }
+        PR_GET_TIMERSLACK => Ok(c.task.timer_slack_ns.load(Ordering::Relaxed)),
+        // rdtsc always works here: PR_TSC_ENABLE.
+        PR_GET_TSC if crate::arch::HAS_TSC_CTL => {
+            c.write_u32(a[1], PR_TSC_ENABLE)?;
+            Ok(0)
+        }
+        // PR_TSC_SIGSEGV (Linux TIF_NOTSC, arch/x86/kernel/process.c `set_tsc_mode`) would
+        // need the host prctl made by the guest thread's own stub thread, and again in every
+        // stub a fork or exec creates; not yet, so it is refused rather than silently ignored.
+        PR_SET_TSC if crate::arch::HAS_TSC_CTL => match a[1] {
+            1 => Ok(0),
+            _ => Err(Errno::EINVAL),
+        },
+        PR_SET_NO_NEW_PRIVS => {
+            if a[1] != 1 || a[2] != 0 || a[3] != 0 || a[4] != 0 {
+                return Err(Errno::EINVAL);
+            }
+            lock(&p.caps).no_new_privs = true;
+            Ok(0)
+        }
+        PR_GET_NO_NEW_PRIVS => {
+            if a[1] != 0 || a[2] != 0 || a[3] != 0 || a[4] != 0 {
+                return Err(Errno::EINVAL);
+            }
+            Ok(u64::from(lock(&p.caps).no_new_privs))
+        }
         PR_SET_VMA => Ok(0),
         _ => Err(Errno::EINVAL),
     }
@@ -317,100 +423,6 @@ fn setpriority(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-/// Changes credentials as set*id(2) allow: root may set anything; others only among their
-/// real, effective and saved ids (kernel/sys.c).
-fn set_ids(
-    c: &mut SyscallCtx<'_>,
-    group: bool,
-    r: Option<u32>,
-    e: Option<u32>,
-    s: Option<u32>,
-) -> SysResult {
-    let mut cr = lock(&c.task.process.creds);
-    let (cur_r, cur_e, cur_s) = if group {
-        (cr.gid, cr.egid, cr.sgid)
-    } else {
-        (cr.uid, cr.euid, cr.suid)
-    };
-    let privileged = cr.euid == 0;
-    let allowed = |v: u32| privileged || v == cur_r || v == cur_e || v == cur_s;
-    for v in [r, e, s].into_iter().flatten() {
-        if !allowed(v) {
-            return Err(Errno::EPERM);
-        }
-    }
-    let (nr, ne, ns) = (r.unwrap_or(cur_r), e.unwrap_or(cur_e), s.unwrap_or(cur_s));
-    if group {
-        cr.gid = nr;
-        cr.egid = ne;
-        cr.sgid = ns;
-        cr.fsgid = ne;
-    } else {
-        cr.uid = nr;
-        cr.euid = ne;
-        cr.suid = ns;
-        cr.fsuid = ne;
-    }
-    Ok(0)
-}
-
-fn id_arg(v: u64) -> Option<u32> {
-    let v = v as u32;
-    if v == u32::MAX { None } else { Some(v) }
-}
-
-fn setuid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let v = a[0] as u32;
-    if lock(&c.task.process.creds).euid == 0 {
-        set_ids(c, false, Some(v), Some(v), Some(v))
-    } else {
-        set_ids(c, false, None, Some(v), None)
-    }
-}
-
-fn setgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let v = a[0] as u32;
-    if lock(&c.task.process.creds).euid == 0 {
-        set_ids(c, true, Some(v), Some(v), Some(v))
-    } else {
-        set_ids(c, true, None, Some(v), None)
-    }
-}
-
-fn setreuid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    set_ids(c, false, id_arg(a[0]), id_arg(a[1]), None)
-}
-
-fn setregid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    set_ids(c, true, id_arg(a[0]), id_arg(a[1]), None)
-}
-
-fn setresuid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    set_ids(c, false, id_arg(a[0]), id_arg(a[1]), id_arg(a[2]))
-}
-
-fn setresgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    set_ids(c, true, id_arg(a[0]), id_arg(a[1]), id_arg(a[2]))
-}
-
-fn setfsuid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let mut cr = lock(&c.task.process.creds);
-    let old = cr.fsuid;
-    if cr.euid == 0 {
-        cr.fsuid = a[0] as u32;
-    }
-    Ok(old as u64)
-}
-
-fn setfsgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let mut cr = lock(&c.task.process.creds);
-    let old = cr.fsgid;
-    if cr.euid == 0 {
-        cr.fsgid = a[0] as u32;
-    }
-    Ok(old as u64)
-}
-
 fn setgroups(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if a[0] > 65536 {
         return Err(Errno::EINVAL);
@@ -441,31 +453,6 @@ fn getgroups2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let b: Vec<u8> = g.iter().flat_map(|x| x.to_le_bytes()).collect();
     c.write_bytes(a[1], &b)?;
     Ok(g.len() as u64)
-}
-
-fn capget(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let hdr = c.read_bytes(a[0], 8)?;
-    let version = u32::from_le_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
-    // _LINUX_CAPABILITY_VERSION_3 (two 32-bit words of each set).
-    if version != 0x2008_0522 {
-        c.write_u32(a[0], 0x2008_0522)?;
-        return if a[1] == 0 { Ok(0) } else { Err(Errno::EINVAL) };
-    }
-    if a[1] != 0 {
-        let full = lock(&c.task.process.creds).euid == 0;
-        let w: u32 = if full { u32::MAX } else { 0 };
-        let hi: u32 = if full { 0x1ff } else { 0 };
-        let mut b = Vec::new();
-        for v in [w, w, 0, hi, hi, 0] {
-            b.extend_from_slice(&v.to_le_bytes());
-        }
-        c.write_bytes(a[1], &b)?;
-    }
-    Ok(0)
-}
-
-fn capset(_c: &mut SyscallCtx<'_>, _a: [u64; 6]) -> SysResult {
-    Ok(0)
 }
 
 /// reboot(2) (kernel/reboot.c): power off, halt and restart end `linux` (status 0, as a
@@ -537,17 +524,7 @@ pub fn register(t: &mut SyscallTable) {
     t.register("sched_get_priority_min", |_, _| Ok(0));
     t.register("getpriority", getpriority);
     t.register("setpriority", setpriority);
-    t.register("setuid", setuid);
-    t.register("setgid", setgid);
-    t.register("setreuid", setreuid);
-    t.register("setregid", setregid);
-    t.register("setresuid", setresuid);
-    t.register("setresgid", setresgid);
-    t.register("setfsuid", setfsuid);
-    t.register("setfsgid", setfsgid);
     t.register("setgroups", setgroups);
-    t.register("capget", capget);
-    t.register("capset", capset);
     t.register("reboot", reboot);
     t.register("personality", personality);
 }

@@ -3,7 +3,8 @@
 
 use crate::signal as sigs;
 use crate::syscall::{Action, SyscallCtx, SyscallTable};
-use crate::task::{ExitStatus, SigAction, lock};
+use crate::task::{ExitStatus, Process, SigAction, lock};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use um_uapi::abi::pod::Pod;
 use um_uapi::abi::signal::Siginfo;
@@ -139,6 +140,25 @@ fn sender_info(c: &SyscallCtx<'_>, sig: u64, code: i32) -> Siginfo {
     )
 }
 
+/// The process that `pid` names for kill(2) and rt_sigqueueinfo(2): the thread group of the
+/// task with that id, which may be any of its threads (kernel/signal.c `kill_proc_info`
+/// looks the pid up as PIDTYPE_PID and signals its group).
+fn process_of(c: &SyscallCtx<'_>, pid: u32) -> SysResult<Arc<Process>> {
+    let t = c.kernel.tasks.get(pid).ok_or(Errno::ESRCH)?;
+    Ok(t.process.clone())
+}
+
+/// Sends `info` to process `p` if the caller may (`group_send_sig_info`): the permission is
+/// checked for signal 0 too; a zombie takes nothing.
+fn send_group(c: &SyscallCtx<'_>, p: &Arc<Process>, sig: u64, info: Siginfo) -> SysResult<()> {
+    sigs::check_kill_permission(&c.task.process, p, sig as u32, info.si_code)?;
+    if sig != 0 && !p.zombie.load(Ordering::Acquire) {
+        sigs::check_sigpending(c.kernel, p, sig as u32, info.si_code)?;
+        sigs::send_to_process(c.kernel, p, info);
+    }
+    Ok(())
+}
+
 /// kill(2): to a process, a process group, or everyone (kernel/signal.c `kill_something_info`).
 fn kill(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     check_sig(a[1])?;
@@ -147,35 +167,51 @@ fn kill(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let k = c.kernel;
     match pid {
         p if p > 0 => {
-            let proc = k.tasks.process(p as u32).ok_or(Errno::ESRCH)?;
-            if proc.zombie.load(Ordering::Acquire) || sig == 0 {
-                return Ok(0);
-            }
-            sigs::send_to_process(k, &proc, info);
-        }
-        0 => {
-            if sig != 0 {
-                sigs::send_to_pgrp(k, c.task.process.pgid.load(Ordering::Relaxed), info)?;
-            }
+            let proc = process_of(c, p as u32)?;
+            send_group(c, &proc, sig, info)?;
         }
         -1 => {
-            // Everyone but init and the caller.
+            // Everyone but init and the caller; only errors other than EPERM count
+            // (`kill_something_info`).
+            let mut count = 0;
+            let mut ret = Ok(());
             for p in k.tasks.processes() {
-                if p.pid != 1 && p.pid != c.task.process.pid && sig != 0 {
-                    sigs::send_to_process(k, &p, info);
+                if p.pid > 1 && !Arc::ptr_eq(&p, &c.task.process) {
+                    count += 1;
+                    match send_group(c, &p, sig, info) {
+                        Err(Errno::EPERM) | Ok(()) => {}
+                        Err(e) => ret = Err(e),
+                    }
                 }
             }
+            if count == 0 {
+                return Err(Errno::ESRCH);
+            }
+            ret?;
         }
         p => {
-            if sig != 0 {
-                sigs::send_to_pgrp(k, (-p) as u32, info)?;
-            } else if !k
+            // A group (0: the caller's): success if any member took it (`__kill_pgrp_info`).
+            let pgid = if p == 0 {
+                c.task.process.pgid.load(Ordering::Relaxed)
+            } else {
+                p.unsigned_abs()
+            };
+            let members: Vec<Arc<Process>> = k
                 .tasks
                 .processes()
-                .iter()
-                .any(|x| x.pgid.load(Ordering::Relaxed) == (-p) as u32)
-            {
-                return Err(Errno::ESRCH);
+                .into_iter()
+                .filter(|x| x.pgid.load(Ordering::Relaxed) == pgid)
+                .collect();
+            let mut ret = Err(Errno::ESRCH);
+            let mut any = false;
+            for m in &members {
+                match send_group(c, m, sig, info) {
+                    Ok(()) => any = true,
+                    Err(e) => ret = Err(e),
+                }
+            }
+            if !any {
+                ret?;
             }
         }
     }
@@ -184,12 +220,26 @@ fn kill(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 fn to_thread(c: &mut SyscallCtx<'_>, tgid: Option<u32>, tid: u32, sig: u64) -> SysResult {
     check_sig(sig)?;
+    let info = sender_info(c, sig, -6 /* SI_TKILL */);
+    send_thread(c, tgid, tid, sig, info)
+}
+
+/// `do_send_specific`: one thread, `ESRCH` unless it exists (in `tgid`, if given); the
+/// permission and RLIMIT_SIGPENDING checks of its process.
+fn send_thread(
+    c: &SyscallCtx<'_>,
+    tgid: Option<u32>,
+    tid: u32,
+    sig: u64,
+    info: Siginfo,
+) -> SysResult {
     let t = c.kernel.tasks.get(tid).ok_or(Errno::ESRCH)?;
     if tgid.is_some_and(|g| g != t.process.pid) || t.exited.load(Ordering::Acquire) {
         return Err(Errno::ESRCH);
     }
+    sigs::check_kill_permission(&c.task.process, &t.process, sig as u32, info.si_code)?;
     if sig != 0 {
-        let info = sender_info(c, sig, -6 /* SI_TKILL */);
+        sigs::check_sigpending(c.kernel, &t.process, sig as u32, info.si_code)?;
         sigs::send_to_task(&t, info);
     }
     Ok(0)
@@ -217,10 +267,8 @@ fn rt_sigqueueinfo(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         return Err(Errno::EPERM);
     }
     info.si_signo = a[1] as i32;
-    let p = c.kernel.tasks.process(a[0] as u32).ok_or(Errno::ESRCH)?;
-    if a[1] != 0 {
-        sigs::send_to_process(c.kernel, &p, info);
-    }
+    let p = process_of(c, a[0] as u32)?;
+    send_group(c, &p, a[1], info)?;
     Ok(0)
 }
 
@@ -231,14 +279,7 @@ fn rt_tgsigqueueinfo(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         return Err(Errno::EPERM);
     }
     info.si_signo = a[2] as i32;
-    let t = c.kernel.tasks.get(a[1] as u32).ok_or(Errno::ESRCH)?;
-    if t.process.pid != a[0] as u32 {
-        return Err(Errno::ESRCH);
-    }
-    if a[2] != 0 {
-        sigs::send_to_task(&t, info);
-    }
-    Ok(0)
+    send_thread(c, Some(a[0] as u32), a[1] as u32, a[2], info)
 }
 
 fn rt_sigpending(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {

@@ -179,6 +179,7 @@ fn waitid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let mut opts = opts;
+    let mut pidfd_nonblock = false;
     let which = match idtype {
         0 => Which::Any,     // P_ALL
         1 => Which::Pid(id), // P_PID
@@ -190,12 +191,18 @@ fn waitid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             let (p, nonblock) = crate::pidfd::pid_of_fd(c, u64::from(id))?;
             if nonblock {
                 opts |= WNOHANG;
+                pidfd_nonblock = true;
             }
             Which::Pid(p.pid)
         }
         _ => return Err(Errno::EINVAL),
     };
     let found = do_wait(c, which, opts)?;
+    // kernel_waitid: nothing to report through a non-blocking pidfd, when the caller did not
+    // ask for WNOHANG itself, is EAGAIN.
+    if found.is_none() && pidfd_nonblock && a[3] & WNOHANG == 0 {
+        return Err(Errno::EAGAIN);
+    }
     if infop != 0 {
         let info = match &found {
             Some(f) => Siginfo::chld(f.code, f.pid as i32, f.uid, f.si_status, 0, 0),
@@ -206,35 +213,51 @@ fn waitid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// setpgid(2) (kernel/sys.c): the target is the caller or one of its children (ESRCH); a
+/// child in another session is EPERM and one that has exec'd EACCES; a session leader cannot
+/// move (EPERM); the group joined must exist in the caller's session (EPERM).
 fn setpgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (pid, pgid) = (a[0] as i32, a[1] as i32);
-    if pgid < 0 {
+    let me = &c.task.process;
+    let pid = if a[0] as i32 == 0 {
+        me.pid
+    } else {
+        a[0] as i32 as u32
+    };
+    let pgid = if a[1] as i32 == 0 {
+        pid
+    } else {
+        a[1] as i32 as u32
+    };
+    if (pgid as i32) < 0 {
         return Err(Errno::EINVAL);
     }
-    let me = &c.task.process;
-    let target = if pid == 0 || pid as u32 == me.pid {
-        me.clone()
-    } else {
-        let t = lock(&me.children)
-            .iter()
-            .find(|ch| ch.pid == pid as u32)
-            .cloned()
-            .ok_or(Errno::ESRCH)?;
-        if t.sid.load(Ordering::Relaxed) != me.sid.load(Ordering::Relaxed) {
+    let task = c.kernel.tasks.get(pid).ok_or(Errno::ESRCH)?;
+    let target = task.process.clone();
+    // Only a thread group leader names its process.
+    if target.pid != pid {
+        return Err(Errno::EINVAL);
+    }
+    let my_sid = me.sid.load(Ordering::Relaxed);
+    if !Arc::ptr_eq(&target, me) {
+        if !lock(&me.children).iter().any(|ch| Arc::ptr_eq(ch, &target)) {
+            return Err(Errno::ESRCH);
+        }
+        if target.sid.load(Ordering::Relaxed) != my_sid {
             return Err(Errno::EPERM);
         }
-        t
-    };
+        // Linux tests PF_FORKNOEXEC: a child that has exec'd is out of the parent's reach.
+        if target.did_exec.load(Ordering::Acquire) {
+            return Err(Errno::EACCES);
+        }
+    }
     // A session leader cannot change its group.
     if target.sid.load(Ordering::Relaxed) == target.pid {
         return Err(Errno::EPERM);
     }
-    let pgid = if pgid == 0 { target.pid } else { pgid as u32 };
     if pgid != target.pid {
-        // The group must exist in the same session.
-        let sid = target.sid.load(Ordering::Relaxed);
+        // The group must exist in the caller's session.
         let ok = c.kernel.tasks.processes().iter().any(|p| {
-            p.pgid.load(Ordering::Relaxed) == pgid && p.sid.load(Ordering::Relaxed) == sid
+            p.pgid.load(Ordering::Relaxed) == pgid && p.sid.load(Ordering::Relaxed) == my_sid
         });
         if !ok {
             return Err(Errno::EPERM);
