@@ -26,8 +26,29 @@ use um_uapi::{Errno, SysResult};
 pub const PIPE_BUF: usize = 4096;
 /// Default pipe capacity in pages (`PIPE_DEF_BUFFERS`).
 pub const PIPE_DEF_BUFFERS: usize = 16;
-/// `/proc/sys/fs/pipe-max-size`.
+/// `/proc/sys/fs/pipe-max-size` at boot.
 pub const PIPE_MAX_SIZE: usize = 1 << 20;
+
+/// The current `/proc/sys/fs/pipe-max-size`: how large an unprivileged F_SETPIPE_SZ may go.
+static MAX_SIZE: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(PIPE_MAX_SIZE);
+
+/// `/proc/sys/fs/pipe-max-size`.
+pub fn pipe_max_size() -> usize {
+    MAX_SIZE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Sets `/proc/sys/fs/pipe-max-size` (fs/pipe.c `proc_dopipe_max_size_conv`): the value is
+/// rounded as `round_pipe_size` does (at least a page, a power of two); above 2^31 `EINVAL`.
+pub fn set_pipe_max_size(v: u64) -> SysResult<usize> {
+    if v > 1 << 31 {
+        return Err(Errno::EINVAL);
+    }
+    let page = um_mm::page_size() as usize;
+    let size = (v as usize).max(page).next_power_of_two();
+    MAX_SIZE.store(size, std::sync::atomic::Ordering::Relaxed);
+    Ok(size)
+}
 /// `FIONREAD` / `SIOCINQ`.
 pub const FIONREAD: u32 = 0x541b;
 
@@ -287,7 +308,7 @@ impl PipeEnd {
         let page = um_mm::page_size() as usize;
         let pages = (arg as usize).div_ceil(page).max(1).next_power_of_two();
         let size = pages * page;
-        if size > PIPE_MAX_SIZE && !privileged {
+        if size > pipe_max_size() && !privileged {
             return Err(Errno::EPERM);
         }
         if !lock(&self.pipe.st).ring.set_capacity(size) {

@@ -18,16 +18,20 @@ pub enum EngineKind {
     Seccomp(crate::engine::seccomp::Tuning),
 }
 
-/// `uname` strings.
-#[derive(Clone, Debug)]
+/// `uname` strings. The host and domain names can be changed (sethostname(2),
+/// setdomainname(2), `/proc/sys/kernel/{hostname,domainname}`); the rest are fixed at boot.
+#[derive(Debug)]
 pub struct Uts {
     pub sysname: String,
-    pub nodename: String,
+    pub nodename: Mutex<String>,
     pub release: String,
     pub version: String,
     pub machine: String,
-    pub domainname: String,
+    pub domainname: Mutex<String>,
 }
+
+/// `__NEW_UTS_LEN`: the longest host or domain name.
+pub const NEW_UTS_LEN: usize = 64;
 
 /// Where and how stub processes are made.
 pub struct StubEnv {

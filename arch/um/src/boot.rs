@@ -311,11 +311,11 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         syscalls: table,
         uts: Uts {
             sysname: "Linux".into(),
-            nodename: "(none)".into(),
+            nodename: std::sync::Mutex::new("(none)".into()),
             release: RELEASE.into(),
             version: "#1 SMP".into(),
             machine: native::abi::UTS_MACHINE.into(),
-            domainname: "(none)".into(),
+            domainname: std::sync::Mutex::new("(none)".into()),
         },
         engine,
         hwcap: hwcaps.hwcap,

@@ -9,9 +9,10 @@
 
 use super::{ProcFs, ProcInode, fmt};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use um_kernel::kernel::Kernel;
 use um_kernel::printk;
+use um_kernel::task::lock;
 use um_uapi::Errno;
 
 /// The host's `/proc/cpuinfo`, read once.
@@ -271,6 +272,26 @@ fn uts(fs: &Arc<ProcFs>, f: fn(&Kernel) -> &str) -> Arc<ProcInode> {
     ProcInode::file(fs, move |k, _| Ok(format!("{}\n", f(k)).into_bytes()))
 }
 
+/// A writable uts name (`hostname`, `domainname`; kernel/utsname_sysctl.c `proc_do_uts_string`
+/// through `proc_dostring`): a write replaces the name with the text up to the first newline,
+/// at most `__NEW_UTS_LEN` bytes; root only (the file is 0644, and CAP_SYS_ADMIN is checked
+/// by sysctl's permission).
+fn uts_rw(fs: &Arc<ProcFs>, f: fn(&Kernel) -> &Mutex<String>) -> Arc<ProcInode> {
+    ProcInode::file_rw(
+        fs,
+        move |k, _| Ok(format!("{}\n", lock(f(k))).into_bytes()),
+        move |k, io, data| {
+            if lock(&io.task.process.creds).euid != 0 {
+                return Err(Errno::EPERM);
+            }
+            let line = data.split(|&b| b == b'\n').next().unwrap_or(&[]);
+            let line = &line[..line.len().min(um_kernel::kernel::NEW_UTS_LEN)];
+            *lock(f(k)) = String::from_utf8_lossy(line).into_owned();
+            Ok(data.len())
+        },
+    )
+}
+
 /// `/proc/sys`.
 fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
     let random = ProcInode::dir(
@@ -290,8 +311,8 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
         vec![
             ("cap_last_cap", ProcInode::text(fs, "40\n")),
             ("core_pattern", ProcInode::text(fs, "core\n")),
-            ("domainname", uts(fs, |k| &k.uts.domainname)),
-            ("hostname", uts(fs, |k| &k.uts.nodename)),
+            ("domainname", uts_rw(fs, |k| &k.uts.domainname)),
+            ("hostname", uts_rw(fs, |k| &k.uts.nodename)),
             (
                 "modules_disabled",
                 // kernel/sysctl.c: proc_dointvec_minmax with min = max = 1, so only the
@@ -355,8 +376,23 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
             ),
             ("inotify", crate::inotify::proc_sys_dir(fs)),
             ("nr_open", ProcInode::text(fs, "1048576\n")),
-            // fs/pipe.c limits (the pipe code enforces its own 1 MiB ceiling for non-root).
-            ("pipe-max-size", int_knob(fs, 1_048_576)),
+            // fs/pipe.c limits: pipe-max-size is what the pipe code enforces for non-root.
+            (
+                "pipe-max-size",
+                ProcInode::file_rw(
+                    fs,
+                    |_, _| Ok(format!("{}\n", crate::pipe::pipe_max_size()).into_bytes()),
+                    |_, io, data| {
+                        if lock(&io.task.process.creds).euid != 0 {
+                            return Err(Errno::EPERM);
+                        }
+                        let s = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
+                        let v = s.trim().parse::<u64>().map_err(|_| Errno::EINVAL)?;
+                        crate::pipe::set_pipe_max_size(v)?;
+                        Ok(data.len())
+                    },
+                ),
+            ),
             ("pipe-user-pages-hard", int_knob(fs, 0)),
             ("pipe-user-pages-soft", int_knob(fs, 16384)),
         ],

@@ -30,11 +30,11 @@ fn test_kernel() -> Arc<Kernel> {
         syscalls: Default::default(),
         uts: Uts {
             sysname: "Linux".into(),
-            nodename: "box".into(),
+            nodename: std::sync::Mutex::new("box".into()),
             release: "6.1.0-um".into(),
             version: "#1 SMP".into(),
             machine: "x86_64".into(),
-            domainname: "(none)".into(),
+            domainname: std::sync::Mutex::new("(none)".into()),
         },
         engine: EngineKind::Ptrace(um_kernel::engine::ptrace::Intercept::Sysemu),
         hwcap: 0,

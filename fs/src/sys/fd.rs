@@ -184,7 +184,9 @@ fn fcntl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             if a[1] == 1032 {
                 return Ok(p.capacity() as u64);
             }
-            let privileged = lock(&c.task.process.creds).euid == 0;
+            // pipe_set_size: beyond pipe-max-size needs CAP_SYS_RESOURCE.
+            const CAP_SYS_RESOURCE: u32 = 24;
+            let privileged = c.task.process.capable(CAP_SYS_RESOURCE);
             Ok(p.set_capacity(a[2], privileged)? as u64)
         }
         crate::memfd::F_ADD_SEALS | crate::memfd::F_GET_SEALS => {

@@ -72,13 +72,9 @@ fn exit_group(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 fn uname(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let u = &c.kernel.uts;
     let mut buf = vec![0u8; 65 * 6];
+    let (node, domain) = (lock(&u.nodename).clone(), lock(&u.domainname).clone());
     for (i, s) in [
-        &u.sysname,
-        &u.nodename,
-        &u.release,
-        &u.version,
-        &u.machine,
-        &u.domainname,
+        &u.sysname, &node, &u.release, &u.version, &u.machine, &domain,
     ]
     .iter()
     .enumerate()
@@ -89,6 +85,34 @@ fn uname(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     c.write_bytes(a[0], &buf)?;
     Ok(0)
+}
+
+/// CAP_SYS_ADMIN (include/uapi/linux/capability.h).
+const CAP_SYS_ADMIN: u32 = 21;
+
+/// sethostname(2) and setdomainname(2) (kernel/sys.c): CAP_SYS_ADMIN, at most
+/// `__NEW_UTS_LEN` bytes (`EINVAL` for more or a negative length), copied as given.
+fn set_uts_name(c: &SyscallCtx<'_>, addr: u64, len: u64, domain: bool) -> SysResult {
+    if !c.task.process.capable(CAP_SYS_ADMIN) {
+        return Err(Errno::EPERM);
+    }
+    let len = usize::try_from(len as i64).map_err(|_| Errno::EINVAL)?;
+    if len > crate::kernel::NEW_UTS_LEN {
+        return Err(Errno::EINVAL);
+    }
+    let name = c.read_bytes(addr, len)?;
+    let name = String::from_utf8_lossy(&name).into_owned();
+    let u = &c.kernel.uts;
+    *lock(if domain { &u.domainname } else { &u.nodename }) = name;
+    Ok(0)
+}
+
+fn sethostname(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    set_uts_name(c, a[0], a[1], false)
+}
+
+fn setdomainname(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    set_uts_name(c, a[0], a[1], true)
 }
 
 const RLIM_NLIMITS: u64 = 16;
@@ -509,6 +533,8 @@ pub fn register(t: &mut SyscallTable) {
     t.register("exit", exit);
     t.register("exit_group", exit_group);
     t.register("uname", uname);
+    t.register("sethostname", sethostname);
+    t.register("setdomainname", setdomainname);
     t.register("prlimit64", prlimit64);
     t.register("getrlimit", getrlimit);
     t.register("setrlimit", setrlimit);
