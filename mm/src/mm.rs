@@ -138,6 +138,9 @@ const MREMAP_FIXED: u32 = 2;
 const MREMAP_DONTUNMAP: u32 = 4;
 
 const MADV_DONTNEED: u32 = 4;
+const MADV_FREE: u32 = 8;
+const MADV_WIPEONFORK: u32 = 18;
+const MADV_KEEPONFORK: u32 = 19;
 const MADV_REMOVE: u32 = 9;
 const MADV_POPULATE_READ: u32 = 22;
 const MADV_POPULATE_WRITE: u32 = 23;
@@ -569,6 +572,7 @@ impl Mm {
                 backing,
                 name: None,
                 lock,
+                wipe_on_fork: false,
             },
         );
         self.merge_around(addr, addr + len);
@@ -709,6 +713,7 @@ impl Mm {
                 backing: Backing::Anon,
                 name: Some("[heap]".to_string()),
                 lock: self.def_lock,
+                wipe_on_fork: false,
             },
         );
         self.merge_around(oldbrk, newbrk);
@@ -873,8 +878,11 @@ impl Mm {
         if !g.is_aligned(addr) {
             return Err(Errno::EINVAL);
         }
-        // madvise_behavior_valid: 0-4 and 8-25 (5-7 were never assigned).
-        if !matches!(advice, 0..=4 | 8..=25) {
+        // madvise_behavior_valid: 0-4 and 8-25 (5-7 were never assigned), less those whose
+        // kernel option the configuration here lacks (procfs/config.rs): MADV_MERGEABLE and
+        // UNMERGEABLE (12, 13; CONFIG_KSM), MADV_HUGEPAGE, NOHUGEPAGE (14, 15) and COLLAPSE (25;
+        // CONFIG_TRANSPARENT_HUGEPAGE).
+        if !matches!(advice, 0..=4 | 8..=11 | 16..=24) {
             return Err(Errno::EINVAL);
         }
         let alen = g.align_up(len).ok_or(Errno::EINVAL)?;
@@ -884,6 +892,18 @@ impl Mm {
         }
         let hole = !self.covered(addr, end);
         let keys = self.keys_in(addr, end);
+        // mm/madvise.c: MADV_DONTNEED of locked memory and MADV_FREE of anything but private
+        // anonymous memory are EINVAL (madvise_dontneed_free_valid_vma); so is MADV_WIPEONFORK
+        // of a file or shared mapping (madvise_vma_behavior).
+        let anon_private = |v: &Vma| matches!(v.backing, Backing::Anon) && !v.is_shared();
+        let invalid = keys.iter().map(|k| &self.vmas[k]).any(|v| match advice {
+            MADV_DONTNEED | MADV_REMOVE => v.lock != VmLock::None,
+            MADV_FREE | MADV_WIPEONFORK => !anon_private(v),
+            _ => false,
+        });
+        if invalid {
+            return Err(Errno::EINVAL);
+        }
         match advice {
             MADV_DONTNEED | MADV_DONTNEED_LOCKED => {
                 for k in keys {
@@ -900,6 +920,15 @@ impl Mm {
             // shared mappings it is accepted without effect (falls through to the no-ops).
             MADV_REMOVE if keys.iter().any(|k| !self.vmas[k].is_shared()) => {
                 return Err(Errno::EINVAL);
+            }
+            MADV_WIPEONFORK | MADV_KEEPONFORK => {
+                self.split_at(addr);
+                self.split_at(end);
+                for k in self.keys_in(addr, end) {
+                    self.vmas.get_mut(&k).expect("key listed").wipe_on_fork =
+                        advice == MADV_WIPEONFORK;
+                }
+                self.merge_around(addr, end);
             }
             MADV_POPULATE_READ | MADV_POPULATE_WRITE => {
                 let access = if advice == MADV_POPULATE_WRITE {
@@ -946,6 +975,15 @@ impl Mm {
             return Ok(());
         }
         let hole = !self.covered(addr, end);
+        // mm/msync.c: MS_INVALIDATE of a locked vma is EBUSY.
+        if flags & MS_INVALIDATE != 0
+            && self
+                .keys_in(addr, end)
+                .iter()
+                .any(|k| self.vmas[k].lock != VmLock::None)
+        {
+            return Err(Errno::EBUSY);
+        }
         let mut result = Ok(());
         if flags & (MS_ASYNC | MS_SYNC) != 0 {
             for k in self.keys_in(addr, end) {
@@ -1418,6 +1456,10 @@ impl Mm {
         let size = self.granule.size();
         let mut copies = Vec::with_capacity(self.pt.len());
         for v in self.vmas.values() {
+            // VM_WIPEONFORK: the child's range starts empty (dup_mmap copies no pages).
+            if v.wipe_on_fork {
+                continue;
+            }
             let shared = v.is_shared();
             let ops = &mut self.ops;
             self.pt.update_in(v.start, v.end, |va, pte| {

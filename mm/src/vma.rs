@@ -108,6 +108,8 @@ pub struct Vma {
     pub name: Option<String>,
     /// mlock state (`MAP_LOCKED`, mlock, mlock2, mlockall).
     pub lock: VmLock,
+    /// `MADV_WIPEONFORK` (Linux `VM_WIPEONFORK`): a child gets this range empty (zero-fill).
+    pub wipe_on_fork: bool,
 }
 
 impl Vma {
@@ -153,6 +155,7 @@ impl Vma {
             && self.flags == next.flags
             && self.name == next.name
             && self.lock == next.lock
+            && self.wipe_on_fork == next.wipe_on_fork
             && self.backing.continues_as(self.len(), &next.backing)
     }
 }

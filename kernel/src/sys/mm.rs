@@ -61,6 +61,11 @@ fn mmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if flags & 3 == 3 && flags & !LEGACY_MAP_MASK != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
+    // do_mmap checks the length and the mapping type before it looks at the file's access
+    // mode (a zero length or no MAP_SHARED/MAP_PRIVATE is EINVAL even on a write-only fd).
+    if len == 0 || flags & 3 == 0 {
+        return Err(Errno::EINVAL);
+    }
     let flags = MapFlags::from_bits_truncate(flags);
     let backing = if flags.contains(MapFlags::ANONYMOUS) {
         Backing::Anon

@@ -1279,3 +1279,31 @@ fn mincore_reports_file_pages_cached_by_another_mapper() {
         env.assert_no_leak();
     });
 }
+
+#[test]
+fn wipe_on_fork_gives_the_child_zeroes_and_is_checked() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut mm = env.mm();
+        let ps = g.size();
+        let a = 0x1000_0000;
+        mm.mmap(a, 2 * ps, RW, ANON_PRIV | MapFlags::FIXED, Backing::Anon)
+            .unwrap();
+        mm.write_bytes(a, &vec![5u8; (2 * ps) as usize]).unwrap();
+        mm.madvise(a + ps, ps, MADV_WIPEONFORK).unwrap();
+        let mut child = mm.fork().unwrap();
+        assert_eq!(read_vec(&mut child, a, 4), vec![5; 4]);
+        assert_eq!(read_vec(&mut child, a + ps, 4), vec![0; 4]);
+        assert_eq!(read_vec(&mut mm, a + ps, 4), vec![5; 4]);
+        // KEEPONFORK undoes it; shared memory cannot be wiped.
+        mm.madvise(a + ps, ps, MADV_KEEPONFORK).unwrap();
+        assert_eq!(mm.vmas().len(), 1);
+        let s = mm.mmap(0, ps, RW, ANON_SHARED, Backing::Anon).unwrap();
+        assert_eq!(mm.madvise(s, ps, MADV_WIPEONFORK), Err(Errno::EINVAL));
+        // madvise of locked memory: MADV_DONTNEED is EINVAL.
+        mm.mlock(a, ps, VmLock::Locked).unwrap();
+        assert_eq!(mm.madvise(a, ps, MADV_DONTNEED), Err(Errno::EINVAL));
+        drop((mm, child));
+        env.assert_no_leak();
+    });
+}
