@@ -411,8 +411,19 @@ fn deliver_signals(
                     group_stop(k, p, signo);
                     continue;
                 }
-                DefaultAction::Term | DefaultAction::Core => {
+                DefaultAction::Term => {
                     return Some(Exit::Group(ExitStatus::Signaled(signo as i32)));
+                }
+                DefaultAction::Core => {
+                    // fs/coredump.c do_coredump, before the group exits; the wait status
+                    // gets the core bit only if a core file was written.
+                    let dumped = sig::dump_core(k, task, &th.regs, &info);
+                    let signo = signo as i32;
+                    return Some(Exit::Group(if dumped {
+                        ExitStatus::Dumped(signo)
+                    } else {
+                        ExitStatus::Signaled(signo)
+                    }));
                 }
             },
             handler => {
@@ -637,7 +648,7 @@ fn exit_process(k: &Arc<Kernel>, p: &Arc<Process>, st: ExitStatus) {
         ));
         let code = match st {
             ExitStatus::Exited(c) => c,
-            ExitStatus::Signaled(s) => 128 + s,
+            ExitStatus::Signaled(s) | ExitStatus::Dumped(s) => 128 + s,
         };
         shutdown(k, code);
     }
@@ -716,6 +727,7 @@ fn notify_parent(k: &Arc<Kernel>, p: &Arc<Process>, parent: &Arc<Process>, st: E
             let (code, status) = match st {
                 ExitStatus::Exited(c) => (1 /* CLD_EXITED */, c),
                 ExitStatus::Signaled(s) => (2 /* CLD_KILLED */, s),
+                ExitStatus::Dumped(s) => (3 /* CLD_DUMPED */, s),
             };
             let uid = lock(&p.creds).uid;
             let mut info = Siginfo::chld(code, p.pid as i32, uid, status, 0, 0);

@@ -230,6 +230,28 @@ pub fn send_to_pgrp(k: &Kernel, pgid: u32, info: Siginfo) -> SysResult<()> {
     Ok(())
 }
 
+/// Writes a core file for `task`, killed by `info`, with registers `regs`; true if it did.
+pub type CoreDumper = fn(&Arc<Kernel>, &Arc<Task>, &crate::arch::Regs, &Siginfo) -> bool;
+
+/// The core dump writer, set once at boot by the file layer (it needs the VFS).
+static CORE_DUMPER: std::sync::OnceLock<CoreDumper> = std::sync::OnceLock::new();
+
+/// Sets the core dump writer (the first call wins).
+pub fn set_core_dumper(f: CoreDumper) {
+    let _ = CORE_DUMPER.set(f);
+}
+
+/// Dumps core for a signal whose default action is to (Linux `do_coredump`); false when no
+/// writer is installed or it wrote nothing.
+pub fn dump_core(
+    k: &Arc<Kernel>,
+    task: &Arc<Task>,
+    regs: &crate::arch::Regs,
+    info: &Siginfo,
+) -> bool {
+    CORE_DUMPER.get().is_some_and(|f| f(k, task, regs, info))
+}
+
 /// `SI_USER`, the code of kill(2).
 const SI_USER: i32 = 0;
 /// CAP_KILL.

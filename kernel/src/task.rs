@@ -94,6 +94,9 @@ pub enum ExitStatus {
     Exited(i32),
     /// Killed by a signal.
     Signaled(i32),
+    /// Killed by a signal whose default action dumped core (the core bit, 0x80, of the wait
+    /// status; `CLD_DUMPED`).
+    Dumped(i32),
 }
 
 impl ExitStatus {
@@ -102,6 +105,7 @@ impl ExitStatus {
         match self {
             ExitStatus::Exited(c) => (c & 0xff) << 8,
             ExitStatus::Signaled(s) => s & 0x7f,
+            ExitStatus::Dumped(s) => (s & 0x7f) | 0x80,
         }
     }
 }

@@ -88,6 +88,8 @@ pub fn lookup(c: &SyscallCtx<'_>, dirfd: u64, path: &[u8], last: Last) -> SysRes
 
 /// Registers every file syscall.
 pub fn register(t: &mut SyscallTable) {
+    // Not a syscall family: the core dump writer the signal code calls (fs/coredump.c).
+    crate::coredump::install();
     epoll::register(t);
     eventfd::register(t);
     execve::register(t);

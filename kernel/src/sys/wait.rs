@@ -59,6 +59,7 @@ fn scan(c: &SyscallCtx<'_>, which: Which, opts: u64) -> SysResult<Option<Found>>
             let (code, si_status) = match st {
                 ExitStatus::Exited(v) => (1, v),
                 ExitStatus::Signaled(s) => (2, s),
+                ExitStatus::Dumped(s) => (3, s),
             };
             if opts & WNOWAIT == 0 {
                 lock(&me.children).retain(|x| !Arc::ptr_eq(x, ch));
