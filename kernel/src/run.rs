@@ -382,13 +382,14 @@ fn deliver_signals(
         let info = lock(&task.pending)
             .take(mask)
             .or_else(|| lock(&p.shared_pending).take(mask));
-        let info = info.map(|mut i| {
-            if i.si_code == -2 {
-                // SI_TIMER: the timer's overrun count is settled at dequeue.
-                crate::sys::timer::signal_dequeued(p.pid, &mut i);
-            }
-            i
-        });
+        // SI_TIMER: the timer's overrun count is settled at dequeue, and the signal of a
+        // deleted timer is dropped.
+        let mut info = info;
+        if let Some(i) = info.as_mut()
+            && !crate::sys::timer::signal_dequeued(p.pid, i)
+        {
+            continue;
+        }
         let Some(info) = info else {
             if let Some(ret) = syscall_ret {
                 restart_syscall(&mut th.regs, ret, None);

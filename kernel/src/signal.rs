@@ -148,7 +148,7 @@ pub const KICK_SIGNAL: i32 = um_os_linux::ptrace::KICK_SIGNAL;
 
 /// Whether `sig`, with its current action, would be ignored if sent to `p` (so it need not
 /// even be queued, as Linux `sig_ignored` decides).
-fn ignored(p: &Process, sig: u32) -> bool {
+fn ignored(p: &Process, t: Option<&Task>, sig: u32) -> bool {
     let act = lock(&p.sigactions)[(sig - 1) as usize];
     // init is unkillable (SIGNAL_UNKILLABLE, kernel/signal.c `sig_task_ignored`): a signal
     // with the default action, SIGKILL and SIGSTOP included, does not reach it. Faults the
@@ -159,13 +159,19 @@ fn ignored(p: &Process, sig: u32) -> bool {
     if sig == SIGKILL || sig == SIGSTOP {
         return false;
     }
+    // sig_ignored: a blocked signal is never ignored (the handler may change before it is
+    // unblocked, and sigtimedwait may want it, real_blocked).
+    let blocked = |t: &Task| (*lock(&t.sigmask) | *lock(&t.real_blocked)) & sigbit(sig) != 0;
+    if t.is_some_and(blocked) {
+        return false;
+    }
     act.handler == 1 || (act.handler == 0 && default_action(sig) == DefaultAction::Ign)
 }
 
 /// Sends `info` to one thread.
 pub fn send_to_task(t: &Arc<Task>, info: Siginfo) {
     let sig = info.si_signo as u32;
-    if ignored(&t.process, sig) {
+    if ignored(&t.process, Some(t), sig) {
         return;
     }
     prepare(&t.process, sig);
@@ -180,7 +186,9 @@ pub fn send_to_task(t: &Arc<Task>, info: Siginfo) {
 /// woken (Linux `complete_signal`).
 pub fn send_to_process(k: &Kernel, p: &Arc<Process>, info: Siginfo) {
     let sig = info.si_signo as u32;
-    if ignored(p, sig) {
+    // Linux checks the task the signal is sent through (the group leader for kill(2)).
+    let leader = p.live_threads(k).into_iter().find(|t| t.tid == p.pid);
+    if ignored(p, leader.as_deref(), sig) {
         return;
     }
     prepare(p, sig);

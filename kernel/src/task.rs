@@ -300,6 +300,9 @@ pub struct Task {
     pub pending: Mutex<SigQueue>,
     /// The mask to restore after a sigsuspend-style call once a handler ran.
     pub saved_mask: Mutex<Option<u64>>,
+    /// The mask before rt_sigtimedwait unblocked the signals it waits for (Linux
+    /// `real_blocked`): a signal blocked here is never discarded as ignored.
+    pub real_blocked: Mutex<u64>,
     /// sigaltstack: (sp, size, flags).
     pub altstack: Mutex<(u64, u64, i32)>,
     pub clear_child_tid: Mutex<u64>,
@@ -338,6 +341,7 @@ impl Task {
             sigmask: Mutex::new(sigmask),
             pending: Mutex::new(SigQueue::default()),
             saved_mask: Mutex::new(None),
+            real_blocked: Mutex::new(0),
             altstack: Mutex::new((0, 0, 2)),
             clear_child_tid: Mutex::new(0),
             robust_list: Mutex::new((0, 0)),

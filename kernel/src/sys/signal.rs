@@ -372,10 +372,14 @@ fn rt_sigtimedwait(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         None
     };
     let task = c.task.clone();
-    let take = || {
-        lock(&task.pending)
+    // A deleted timer's signal is dropped as it is dequeued, and the wait goes on.
+    let take = || loop {
+        let mut i = lock(&task.pending)
             .take(!want)
-            .or_else(|| lock(&task.process.shared_pending).take(!want))
+            .or_else(|| lock(&task.process.shared_pending).take(!want))?;
+        if crate::sys::timer::signal_dequeued(task.process.pid, &mut i) {
+            return Some(i);
+        }
     };
     // Block the waited-for signals meanwhile so they are not delivered to a handler
     // (kernel/signal.c do_sigtimedwait), and let other signals interrupt the wait.
@@ -383,9 +387,11 @@ fn rt_sigtimedwait(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         Some(i) => Some(i),
         None => {
             let old = *lock(&task.sigmask);
+            *lock(&task.real_blocked) = old;
             *lock(&task.sigmask) = old & !want;
             let r = crate::wait::wait_event(&task, &[], deadline, take);
             *lock(&task.sigmask) = old;
+            *lock(&task.real_blocked) = 0;
             match r {
                 Ok(i) => Some(i),
                 Err(crate::wait::WaitError::TimedOut) => return Err(Errno::EAGAIN),
@@ -393,10 +399,7 @@ fn rt_sigtimedwait(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             }
         }
     };
-    let mut i = got.ok_or(Errno::EAGAIN)?;
-    if i.si_code == -2 {
-        crate::sys::timer::signal_dequeued(task.process.pid, &mut i);
-    }
+    let i = got.ok_or(Errno::EAGAIN)?;
     if info != 0 {
         c.write_bytes(info, &i.as_bytes())?;
     }

@@ -386,9 +386,12 @@ fn state(c: &SyscallCtx<'_>) -> std::sync::MutexGuard<'static, State> {
 /// Call when a signal with `si_code == SI_TIMER` is dequeued for process `pid` (delivery or
 /// sigtimedwait): adds the expiries counted while it was pending to its `si_overrun` and makes
 /// that the timer's `timer_getoverrun` value (Linux `posixtimer_rearm` in `dequeue_signal`).
-pub fn signal_dequeued(pid: u32, info: &mut Siginfo) {
+/// Returns false if the timer has been deleted since: the signal is then dropped, not
+/// delivered (Linux `posixtimer_deliver_signal`, since 6.13; a program that deleted its timer
+/// does not get one more signal from it). Other signals are always delivered.
+pub fn signal_dequeued(pid: u32, info: &mut Siginfo) -> bool {
     if info.si_code != SI_TIMER {
-        return;
+        return true;
     }
     let id = info.timer_id();
     let mut st = lock(&TIMERS.0);
@@ -397,13 +400,14 @@ pub fn signal_dequeued(pid: u32, info: &mut Siginfo) {
         .get_mut(&pid)
         .and_then(|pt| pt.timers.get_mut(&Slot::Posix(id)))
     else {
-        return;
+        return false;
     };
     let total = i64::from(info.overrun().max(0)) + i64::try_from(t.overrun).unwrap_or(i64::MAX);
     let total = i32::try_from(total).unwrap_or(i32::MAX);
     t.overrun = 0;
     t.overrun_last = total;
     *info = Siginfo::timer(info.si_signo as u32, id, total, info.value());
+    true
 }
 
 /// Removes every timer of process `pid` (call at process exit).
@@ -911,12 +915,15 @@ mod tests {
             },
         );
         let mut info = Siginfo::timer(34, 2, 1, 5);
-        signal_dequeued(PID, &mut info);
+        assert!(signal_dequeued(PID, &mut info));
         assert_eq!((info.overrun(), info.timer_id(), info.value()), (4, 2, 5));
         assert_eq!(info.si_code, SI_TIMER);
         let mut other = Siginfo::new(34, SI_KERNEL);
-        signal_dequeued(PID, &mut other);
+        assert!(signal_dequeued(PID, &mut other));
         assert_eq!(other, Siginfo::new(34, SI_KERNEL));
+        // A deleted timer's pending signal is dropped.
+        let mut gone = Siginfo::timer(34, 7, 0, 5);
+        assert!(!signal_dequeued(PID, &mut gone));
         let mut st = lock(&TIMERS.0);
         let t = &st.procs[&PID].timers[&Slot::Posix(2)];
         assert_eq!((t.overrun, t.overrun_last), (0, 4));
