@@ -9,12 +9,16 @@
 //! the inode ([`crate::mount::inode_key`]), a character device node opens the kernel's driver
 //! for its number ([`um_kernel::vfs::open_chrdev`]).
 //!
-//! Writes (create, mkdir, mknod of FIFOs and sockets, symlink, link, unlink, rmdir, rename,
-//! chmod, chown, truncate, utimes) go through [`um_os_linux::hostdir`], whose calls take one
-//! component relative to a directory fd and never follow a symlink. Files are written as the
-//! host user and report the host's owner (guest-side ownership is not kept yet); a `chown` the
-//! host refuses with EPERM is accepted without effect for the same reason.
+//! Writes (create, mkdir, mknod, symlink, link, unlink, rmdir, rename, chmod, chown,
+//! truncate, utimes) go through [`um_os_linux::hostdir`], whose calls take one component
+//! relative to a directory fd and never follow a symlink. Files are written as the host user;
+//! the owner, group, mode and node type the guest sees are [`crate::hostfs_meta`]'s metadata
+//! (a user xattr, or the sidecar at the root, whose names are hidden here): chown and chmod
+//! record there and never change the host owner, new files get the creator's ids
+//! ([`hostfs_meta::init_owner`]), and mknod of a device, FIFO or socket makes an empty regular
+//! host file that says what it is.
 
+use crate::hostfs_meta::{self, Meta, MetaStore, host_mode, init_owner, reserved};
 use std::any::Any;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +31,7 @@ use um_kernel::wait::IoCtx;
 use um_mm::{PageCache, VmFile};
 use um_os_linux::host::{self, HostStat};
 use um_os_linux::hostdir;
+use um_os_linux::xattr::XattrLoc;
 use um_uapi::{Errno, SysResult};
 
 /// Converts a host error into the errno the guest sees.
@@ -60,6 +65,12 @@ pub struct HostFs {
     cache: Arc<PageCache>,
     /// [`Inode::fs_id`] of this instance.
     id: u64,
+    /// Guest owners, groups, modes and node types.
+    meta: MetaStore,
+    /// Host inode and device of the root directory (where the metadata store's names are
+    /// hidden).
+    root_ino: u64,
+    root_dev: u64,
 }
 
 enum Kind {
@@ -94,10 +105,15 @@ impl HostInode {
     ) -> std::io::Result<Arc<HostInode>> {
         let fd = host::open_root(path)?;
         let st = host::fstatat(fd.as_fd(), b"")?;
+        let meta_root = host::openat(fd.as_fd(), b".", libc::O_PATH | libc::O_DIRECTORY, 0)?;
+        let meta = MetaStore::new(meta_root, st.dev, readonly, &path.display().to_string());
         let fs = Arc::new(HostFs {
             readonly: AtomicBool::new(readonly),
             cache,
             id: vfs::new_fs_id(),
+            meta,
+            root_ino: st.ino,
+            root_dev: st.dev,
         });
         Ok(Arc::new_cyclic(|me| HostInode {
             fs,
@@ -125,6 +141,98 @@ impl HostInode {
             Err(Errno::EROFS)
         } else {
             Ok(())
+        }
+    }
+
+    /// Whether this is the root directory of its hostfs.
+    fn is_root(&self) -> bool {
+        matches!(self.kind, Kind::Dir(_))
+            && self.ino == self.fs.root_ino
+            && self.dev == self.fs.root_dev
+    }
+
+    /// Whether `name` in this directory is one of the metadata store's own files, which the
+    /// guest never sees.
+    fn hidden(&self, name: &[u8]) -> bool {
+        reserved(name) && self.is_root()
+    }
+
+    /// A new name here: EPERM for the metadata store's names.
+    fn check_new_name(&self, name: &[u8]) -> SysResult<()> {
+        if self.hidden(name) {
+            Err(Errno::EPERM)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Where this inode's metadata xattr lives.
+    fn loc(&self) -> SysResult<XattrLoc<'_>> {
+        match &self.kind {
+            Kind::Dir(fd) => Ok(XattrLoc::At(fd.as_fd(), b"")),
+            Kind::Other { parent, name } => Ok(XattrLoc::At(parent.dir_fd()?, name)),
+        }
+    }
+
+    /// The host's stat, the guest's view of it, and the stored metadata behind that view.
+    fn guest_stat(&self) -> SysResult<(HostStat, Kstat, Option<Meta>)> {
+        let hs = self.host_stat()?;
+        let meta = self.fs.meta.get(self.loc()?, &hs);
+        let mut st = kstat(&hs);
+        if let Some(m) = &meta {
+            m.apply(&mut st);
+        }
+        Ok((hs, st, meta))
+    }
+
+    /// Records the metadata of the new entry `name` of this directory; if that fails the
+    /// entry is removed again, so no file appears with the host's owner instead.
+    fn record_new(&self, name: &[u8], loc: XattrLoc<'_>, hs: &HostStat, m: Meta) -> SysResult<()> {
+        self.fs.meta.set(loc, hs, m).inspect_err(|_| {
+            let dir = hs.mode & mode::S_IFMT == mode::S_IFDIR;
+            if let Ok(d) = self.dir_fd() {
+                let _ = hostdir::unlinkat(d, name, dir);
+            }
+        })
+    }
+
+    /// Makes a new regular host file `name` for guest metadata `m` (a regular file, or an
+    /// emulated node); returns its read-write fd.
+    fn create_host_file(&self, name: &[u8], m: Meta) -> SysResult<OwnedFd> {
+        let fd = host::openat(
+            self.dir_fd()?,
+            name,
+            libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+            host_mode(m.perm, false),
+        )
+        .map_err(host_errno)?;
+        let hs = host::fstatat(fd.as_fd(), b"").map_err(host_errno)?;
+        self.record_new(name, XattrLoc::Fd(fd.as_fd()), &hs, m)?;
+        Ok(fd)
+    }
+
+    /// Changes the host mode to [`host_mode`] of the guest's (never the host owner). A host
+    /// that refuses (a file of another host user) leaves it: the guest's mode is the metadata.
+    fn chmod_host(&self, hs: &HostStat, perm: u32) -> SysResult<()> {
+        let fmt = hs.mode & mode::S_IFMT;
+        let want = host_mode(perm, fmt == mode::S_IFDIR);
+        if hs.mode & 0o7777 == want {
+            return Ok(());
+        }
+        let r = match &self.kind {
+            Kind::Dir(fd) => hostdir::chmod_fd(fd.as_fd(), want),
+            Kind::Other { parent, name } => {
+                let fd =
+                    host::openat(parent.dir_fd()?, name, libc::O_PATH, 0).map_err(host_errno)?;
+                hostdir::chmod_fd(fd.as_fd(), want)
+            }
+        };
+        match r {
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                log::debug!("hostfs: host mode of {} not changed: {e}", self.path_name());
+                Ok(())
+            }
+            r => r.map_err(host_errno),
         }
     }
 
@@ -203,10 +311,13 @@ impl HostInode {
 
 impl Inode for HostInode {
     fn stat(&self) -> SysResult<Kstat> {
-        Ok(kstat(&self.host_stat()?))
+        Ok(self.guest_stat()?.1)
     }
 
     fn lookup(&self, name: &[u8]) -> SysResult<Arc<dyn Inode>> {
+        if self.hidden(name) {
+            return Err(Errno::ENOENT);
+        }
         Ok(self.child(name)?)
     }
 
@@ -220,7 +331,8 @@ impl Inode for HostInode {
     }
 
     fn open(&self, io: &IoCtx<'_>, flags: u32) -> SysResult<Box<dyn FileOps>> {
-        let st = self.host_stat()?;
+        // What the guest sees: an emulated node opens as the node it says it is.
+        let st = self.stat()?;
         let acc = (flags & 3) as i32;
         match st.mode & mode::S_IFMT {
             mode::S_IFDIR => {
@@ -228,7 +340,11 @@ impl Inode for HostInode {
                     return Err(Errno::EISDIR);
                 }
                 let fd = self.open_host(libc::O_RDONLY)?;
-                Ok(Box::new(HostDir { fd }))
+                Ok(Box::new(HostDir {
+                    fd,
+                    fs: self.fs.clone(),
+                    root: self.is_root(),
+                }))
             }
             mode::S_IFREG => {
                 if acc != libc::O_RDONLY && self.readonly() {
@@ -239,7 +355,11 @@ impl Inode for HostInode {
                     None => self.open_host(if acc == 3 { libc::O_RDWR } else { acc })?,
                 };
                 let me = self.me.upgrade().ok_or(Errno::ENOENT)?;
-                Ok(Box::new(HostFile { fd, inode: me }))
+                Ok(Box::new(HostFile {
+                    fd,
+                    inode: me,
+                    privs: AtomicBool::new(hostfs_meta::has_privs(st.mode)),
+                }))
             }
             // The kernel's own pipe, never the host FIFO.
             mode::S_IFIFO => crate::mount::open_fifo(crate::mount::inode_key(self), flags, io),
@@ -259,28 +379,30 @@ impl Inode for HostInode {
         self
     }
 
-    fn create(&self, name: &[u8], mode: u32, _owner: Owner) -> SysResult<Arc<dyn Inode>> {
+    fn create(&self, name: &[u8], mode: u32, owner: Owner) -> SysResult<Arc<dyn Inode>> {
         self.check_writable()?;
-        let fd = host::openat(
-            self.dir_fd()?,
-            name,
-            libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
-            mode & 0o7777,
-        )
-        .map_err(host_errno)?;
+        self.check_new_name(name)?;
+        let m = init_owner(&self.stat()?, owner, mode::S_IFREG | (mode & 0o7777));
+        let fd = self.create_host_file(name, m)?;
         let child = self.child(name)?;
         *lock(&child.created) = Some(fd);
         Ok(child)
     }
 
-    fn mkdir(&self, name: &[u8], mode: u32, _owner: Owner) -> SysResult<Arc<dyn Inode>> {
+    fn mkdir(&self, name: &[u8], mode: u32, owner: Owner) -> SysResult<Arc<dyn Inode>> {
         self.check_writable()?;
-        hostdir::mkdirat(self.dir_fd()?, name, mode & 0o7777).map_err(host_errno)?;
-        Ok(self.child(name)?)
+        self.check_new_name(name)?;
+        let m = init_owner(&self.stat()?, owner, mode::S_IFDIR | (mode & 0o7777));
+        hostdir::mkdirat(self.dir_fd()?, name, host_mode(m.perm, true)).map_err(host_errno)?;
+        let child = self.child(name)?;
+        let hs = child.host_stat()?;
+        self.record_new(name, child.loc()?, &hs, m)?;
+        Ok(child)
     }
 
-    fn mknod(&self, name: &[u8], mode: u32, _rdev: u64, owner: Owner) -> SysResult<Arc<dyn Inode>> {
+    fn mknod(&self, name: &[u8], mode: u32, rdev: u64, owner: Owner) -> SysResult<Arc<dyn Inode>> {
         self.check_writable()?;
+        self.check_new_name(name)?;
         match mode & mode::S_IFMT {
             0 | mode::S_IFREG => {
                 let ino = self.create(name, mode & 0o7777, owner)?;
@@ -290,24 +412,37 @@ impl Inode for HostInode {
                 }
                 Ok(ino)
             }
-            mode::S_IFIFO | mode::S_IFSOCK => {
-                hostdir::mknodat(self.dir_fd()?, name, mode, 0).map_err(host_errno)?;
+            // Never a host node (a host device would reach outside the guest, and the host
+            // user may not make one): an empty regular file whose metadata names the type
+            // and device number. Opening it opens what it names (see `open`).
+            fmt @ (mode::S_IFIFO | mode::S_IFSOCK | mode::S_IFCHR | mode::S_IFBLK) => {
+                let mut m = init_owner(&self.stat()?, owner, mode);
+                if matches!(fmt, mode::S_IFCHR | mode::S_IFBLK) {
+                    m.rdev = rdev;
+                }
+                drop(self.create_host_file(name, m)?);
                 Ok(self.child(name)?)
             }
-            // Device nodes only on tmpfs/devtmpfs: a hostfs node would be a host device.
-            mode::S_IFCHR | mode::S_IFBLK => Err(Errno::EPERM),
             _ => Err(Errno::EINVAL),
         }
     }
 
-    fn symlink(&self, name: &[u8], target: &[u8], _owner: Owner) -> SysResult<Arc<dyn Inode>> {
+    fn symlink(&self, name: &[u8], target: &[u8], owner: Owner) -> SysResult<Arc<dyn Inode>> {
         self.check_writable()?;
+        self.check_new_name(name)?;
+        let m = init_owner(&self.stat()?, owner, mode::S_IFLNK | 0o777);
         hostdir::symlinkat(target, self.dir_fd()?, name).map_err(host_errno)?;
-        Ok(self.child(name)?)
+        let child = self.child(name)?;
+        let hs = child.host_stat()?;
+        self.record_new(name, child.loc()?, &hs, m)?;
+        Ok(child)
     }
 
     fn link(&self, name: &[u8], target: &Arc<dyn Inode>) -> SysResult<()> {
         self.check_writable()?;
+        self.check_new_name(name)?;
+        // The metadata is the inode's (its xattr, or a sidecar entry keyed by inode number):
+        // the new name shares it, as in Linux.
         let t = self.same_fs(target)?;
         match &t.kind {
             Kind::Dir(_) => Err(Errno::EPERM),
@@ -321,16 +456,31 @@ impl Inode for HostInode {
 
     fn unlink(&self, name: &[u8]) -> SysResult<()> {
         self.check_writable()?;
+        if self.hidden(name) {
+            return Err(Errno::ENOENT);
+        }
         let dir = self.dir_fd()?;
-        if host::fstatat(dir, name).map_err(host_errno)?.mode & mode::S_IFMT == mode::S_IFDIR {
+        let hs = host::fstatat(dir, name).map_err(host_errno)?;
+        if hs.mode & mode::S_IFMT == mode::S_IFDIR {
             return Err(Errno::EISDIR);
         }
-        hostdir::unlinkat(dir, name, false).map_err(host_errno)
+        hostdir::unlinkat(dir, name, false).map_err(host_errno)?;
+        if hs.nlink <= 1 {
+            self.fs.meta.forget(&hs);
+        }
+        Ok(())
     }
 
     fn rmdir(&self, name: &[u8]) -> SysResult<()> {
         self.check_writable()?;
-        hostdir::unlinkat(self.dir_fd()?, name, true).map_err(host_errno)
+        if self.hidden(name) {
+            return Err(Errno::ENOENT);
+        }
+        let dir = self.dir_fd()?;
+        let hs = host::fstatat(dir, name).map_err(host_errno)?;
+        hostdir::unlinkat(dir, name, true).map_err(host_errno)?;
+        self.fs.meta.forget(&hs);
+        Ok(())
     }
 
     fn rename(
@@ -341,42 +491,56 @@ impl Inode for HostInode {
         flags: u32,
     ) -> SysResult<()> {
         self.check_writable()?;
+        if self.hidden(old_name) {
+            return Err(Errno::ENOENT);
+        }
         let nd = self.same_fs(new_dir)?;
+        nd.check_new_name(new_name)?;
+        // The metadata moves with the inode; an inode this rename removes (the last link of
+        // a replaced target) loses its sidecar entry.
+        const RENAME_EXCHANGE: u32 = 2;
+        let replaced = if flags & RENAME_EXCHANGE == 0 {
+            let src = host::fstatat(self.dir_fd()?, old_name).map_err(host_errno)?;
+            host::fstatat(nd.dir_fd()?, new_name)
+                .ok()
+                .filter(|v| (v.ino, v.dev) != (src.ino, src.dev))
+        } else {
+            None
+        };
         hostdir::renameat2(self.dir_fd()?, old_name, nd.dir_fd()?, new_name, flags)
-            .map_err(host_errno)
+            .map_err(host_errno)?;
+        if let Some(v) = replaced
+            && (v.nlink <= 1 || v.mode & mode::S_IFMT == mode::S_IFDIR)
+        {
+            self.fs.meta.forget(&v);
+        }
+        Ok(())
     }
 
     fn setattr(&self, attr: &SetAttr) -> SysResult<()> {
         self.check_writable()?;
-        if let Some(m) = attr.mode {
-            match &self.kind {
-                Kind::Dir(fd) => hostdir::chmod_fd(fd.as_fd(), m & 0o7777).map_err(host_errno)?,
-                Kind::Other { parent, name } => {
-                    let fd = host::openat(parent.dir_fd()?, name, libc::O_PATH, 0)
-                        .map_err(host_errno)?;
-                    let st = host::fstatat(fd.as_fd(), b"").map_err(host_errno)?;
-                    if st.mode & mode::S_IFMT == mode::S_IFLNK {
-                        // Linux: symlink permissions cannot be changed.
-                        return Err(Errno::EOPNOTSUPP);
-                    }
-                    hostdir::chmod_fd(fd.as_fd(), m & 0o7777).map_err(host_errno)?;
-                }
+        if attr.mode.is_some() || attr.uid.is_some() || attr.gid.is_some() {
+            // chown(2)/chmod(2) change the guest's metadata only, never the host owner.
+            let _guard = lock(&self.fs.meta.attr_lock);
+            let hs = self.host_stat()?;
+            if attr.mode.is_some() && hs.mode & mode::S_IFMT == mode::S_IFLNK {
+                // Linux: symlink permissions cannot be changed.
+                return Err(Errno::EOPNOTSUPP);
             }
-        }
-        if attr.uid.is_some() || attr.gid.is_some() {
-            let (uid, gid) = (attr.uid.unwrap_or(u32::MAX), attr.gid.unwrap_or(u32::MAX));
-            let r = match &self.kind {
-                Kind::Dir(fd) => hostdir::fchownat(fd.as_fd(), b"", uid, gid),
-                Kind::Other { parent, name } => hostdir::fchownat(parent.dir_fd()?, name, uid, gid),
-            };
-            match r {
-                Ok(()) => {}
-                // Guest-side ownership is not kept yet: the host user cannot give files away.
-                Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
-                    log::debug!("hostfs: chown {uid}:{gid} of {} not kept", self.path_name());
-                }
-                Err(e) => return Err(host_errno(e)),
+            let loc = self.loc()?;
+            let mut m = self
+                .fs
+                .meta
+                .get(loc, &hs)
+                .unwrap_or_else(|| Meta::of_host(&hs));
+            if let Some(p) = attr.mode {
+                m.perm = p & 0o7777;
+                // First, so the host user can write the file's xattr.
+                self.chmod_host(&hs, m.perm)?;
             }
+            m.uid = attr.uid.unwrap_or(m.uid);
+            m.gid = attr.gid.unwrap_or(m.gid);
+            self.fs.meta.set(loc, &hs, m)?;
         }
         if let Some(size) = attr.size {
             match &self.kind {
@@ -439,17 +603,28 @@ impl Inode for HostInode {
 /// An open hostfs directory.
 struct HostDir {
     fd: OwnedFd,
+    fs: Arc<HostFs>,
+    /// The root: the metadata store's names are left out of listings.
+    root: bool,
 }
 
 fn dt_of(kind: u8) -> u8 {
     kind
 }
 
+/// `fstat` of an open hostfs file or directory: the host's, as the guest sees it.
+fn fd_stat(fs: &HostFs, fd: std::os::fd::BorrowedFd<'_>) -> SysResult<Kstat> {
+    let hs = host::fstatat(fd, b"").map_err(host_errno)?;
+    let mut st = kstat(&hs);
+    if let Some(m) = fs.meta.get(XattrLoc::Fd(fd), &hs) {
+        m.apply(&mut st);
+    }
+    Ok(st)
+}
+
 impl FileOps for HostDir {
     fn stat(&self) -> SysResult<Kstat> {
-        Ok(kstat(
-            &host::fstatat(self.fd.as_fd(), b"").map_err(host_errno)?,
-        ))
+        fd_stat(&self.fs, self.fd.as_fd())
     }
 
     fn readdir(&self) -> SysResult<Vec<DirEntry>> {
@@ -467,6 +642,9 @@ impl FileOps for HostDir {
             },
         ];
         for e in host::read_dir(self.fd.as_fd()).map_err(host_errno)? {
+            if self.root && reserved(&e.name) {
+                continue;
+            }
             out.push(DirEntry {
                 ino: e.ino,
                 kind: dt_of(e.kind),
@@ -481,6 +659,32 @@ impl FileOps for HostDir {
 struct HostFile {
     fd: OwnedFd,
     inode: Arc<HostInode>,
+    /// The file was setuid (or setgid and group-executable) when opened: the first write by
+    /// an unprivileged process clears that. (Bits set by a chmod after the open are not
+    /// looked at again, to keep `stat` off the write path; Linux rechecks on every write.)
+    privs: AtomicBool,
+}
+
+impl HostFile {
+    /// `file_remove_privs` (fs/inode.c): a write by a process without `CAP_FSETID` (fsuid 0
+    /// here) clears setuid, and setgid with group execute, before the data changes
+    /// (`should_remove_suid`).
+    fn remove_privs(&self, io: &IoCtx<'_>) -> SysResult<()> {
+        if !self.privs.load(Ordering::Relaxed) || lock(&io.task.process.creds).fsuid == 0 {
+            return Ok(());
+        }
+        let fs = &self.inode.fs;
+        let _guard = lock(&fs.meta.attr_lock);
+        let hs = host::fstatat(self.fd.as_fd(), b"").map_err(host_errno)?;
+        let loc = XattrLoc::Fd(self.fd.as_fd());
+        let mut m = fs.meta.get(loc, &hs).unwrap_or_else(|| Meta::of_host(&hs));
+        if hostfs_meta::has_privs(mode::S_IFREG | m.perm) {
+            m.perm = hostfs_meta::strip_privs(m.perm);
+            fs.meta.set(loc, &hs, m)?;
+        }
+        self.privs.store(false, Ordering::Relaxed);
+        Ok(())
+    }
 }
 
 impl FileOps for HostFile {
@@ -488,7 +692,8 @@ impl FileOps for HostFile {
         host::pread(self.fd.as_fd(), buf, off).map_err(host_errno)
     }
 
-    fn write(&self, _io: &IoCtx<'_>, data: &[u8], off: u64) -> SysResult<usize> {
+    fn write(&self, io: &IoCtx<'_>, data: &[u8], off: u64) -> SysResult<usize> {
+        self.remove_privs(io)?;
         let n = host::pwrite(self.fd.as_fd(), data, off).map_err(host_errno)?;
         // Through the page cache: mapped pages see the write (Linux generic_perform_write).
         let id = Inode::id(&*self.inode);
@@ -497,9 +702,7 @@ impl FileOps for HostFile {
     }
 
     fn stat(&self) -> SysResult<Kstat> {
-        Ok(kstat(
-            &host::fstatat(self.fd.as_fd(), b"").map_err(host_errno)?,
-        ))
+        fd_stat(&self.inode.fs, self.fd.as_fd())
     }
 
     fn vm_file(&self) -> Option<Arc<dyn VmFile>> {

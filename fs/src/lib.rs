@@ -16,6 +16,7 @@ pub mod eventfd;
 pub mod exec;
 pub mod exec_stack;
 pub mod hostfs;
+pub mod hostfs_meta;
 pub mod inotify;
 pub mod locks;
 pub mod memfd;

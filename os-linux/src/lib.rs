@@ -18,3 +18,4 @@ pub mod shared;
 pub mod stub;
 pub mod stub_layout;
 pub mod term;
+pub mod xattr;
