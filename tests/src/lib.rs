@@ -137,6 +137,10 @@ pub struct Boot {
     stdin: Vec<u8>,
     timeout: Duration,
     quiet: bool,
+    /// Another `linux` binary than [`linux_binary`].
+    binary: Option<PathBuf>,
+    /// A command `linux` is run under (for example `setpriv --reuid=...  --`).
+    wrapper: Vec<String>,
 }
 
 impl Default for Boot {
@@ -160,6 +164,8 @@ impl Boot {
             stdin: Vec::new(),
             timeout: timeout_from_env(),
             quiet: false,
+            binary: None,
+            wrapper: Vec::new(),
         }
     }
 
@@ -226,6 +232,20 @@ impl Boot {
         self
     }
 
+    /// Run this `linux` binary instead of the workspace's.
+    pub fn binary(mut self, bin: &Path) -> Self {
+        self.binary = Some(bin.to_path_buf());
+        self
+    }
+
+    /// Run `linux` under this command (its argv up to and including any `--`): for example
+    /// `setpriv --reuid=65534 --regid=65534 --clear-groups --`. The timeout, the partial output
+    /// on timeout and the process-group cleanup are the same as for a direct boot.
+    pub fn wrapper<S: AsRef<str>>(mut self, argv: &[S]) -> Self {
+        self.wrapper = argv.iter().map(|s| s.as_ref().to_string()).collect();
+        self
+    }
+
     /// The argument vector (without the binary).
     pub fn argv(&self) -> Vec<String> {
         if let Some(raw) = &self.raw {
@@ -254,13 +274,23 @@ impl Boot {
 
     /// Start `linux` in its own process group. The returned handle kills the group when dropped.
     pub fn spawn(&self) -> Running {
-        let bin = linux_binary();
-        let argv = self.argv();
-        let cmdline = shell_line(&bin, &argv);
+        let bin = self.binary.clone().unwrap_or_else(linux_binary);
+        let mut argv = self.argv();
+        let program = match self.wrapper.split_first() {
+            Some((first, rest)) => {
+                let mut v: Vec<String> = rest.to_vec();
+                v.push(bin.display().to_string());
+                v.append(&mut argv);
+                argv = v;
+                PathBuf::from(first)
+            }
+            None => bin,
+        };
+        let cmdline = shell_line(&program, &argv);
         if !self.quiet {
             eprintln!("um-tests: running: {cmdline}");
         }
-        let mut cmd = Command::new(&bin);
+        let mut cmd = Command::new(&program);
         cmd.args(&argv)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

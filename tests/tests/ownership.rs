@@ -22,11 +22,9 @@
 //! the same in both. Run by a non-root user, the gate runs only the second half, as that user.
 
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-use um_tests::{Boot, ENGINES, Outcome, kill_group, linux_binary, rootfs, workspace_root};
+use std::process::Command;
+use um_tests::{Boot, ENGINES, Outcome, linux_binary, rootfs, workspace_root};
 
 const PHASE1_MARKER: &str = "UM-OWNERSHIP-1-DONE";
 const PHASE2_MARKER: &str = "UM-OWNERSHIP-2-DONE";
@@ -351,57 +349,6 @@ fn check_host(root: &Path, host_ids: (u32, u32), phase: u32, what: &str) {
     }
 }
 
-/// Runs `boot` as uid/gid [`NOBODY`] through `setpriv`, with `linux` from `bin`.
-fn run_as_nobody(boot: &Boot, bin: &Path) -> Outcome {
-    let argv = boot.argv();
-    let cmdline = format!(
-        "setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups -- {} {}",
-        bin.display(),
-        argv.join(" ")
-    );
-    eprintln!("um-tests: running: {cmdline}");
-    let child = Command::new("setpriv")
-        .args([
-            format!("--reuid={NOBODY}"),
-            format!("--regid={NOBODY}"),
-            "--clear-groups".into(),
-            "--".into(),
-        ])
-        .arg(bin)
-        .args(&argv)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run setpriv (util-linux): {e}"));
-    let pid = child.id() as i32;
-    let started = Instant::now();
-    let waiter = std::thread::spawn(move || child.wait_with_output());
-    let timeout = Duration::from_secs(120);
-    while !waiter.is_finished() {
-        if started.elapsed() > timeout {
-            kill_group(pid, libc::SIGKILL);
-            let _ = waiter.join();
-            panic!("TIMEOUT after {timeout:?}: {cmdline}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = waiter
-        .join()
-        .expect("waiter thread")
-        .unwrap_or_else(|e| panic!("waiting for {cmdline}: {e}"));
-    Outcome {
-        cmdline,
-        pid,
-        status: out.status,
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        elapsed: started.elapsed(),
-        pipes_held_open: false,
-    }
-}
-
 /// Both boots on a fresh copy, as the current user (`as_nobody` false) or as [`NOBODY`].
 fn scenario(engine: &[&str], scratch: &Path, as_nobody: bool) {
     let what = format!(
@@ -435,11 +382,18 @@ fn scenario(engine: &[&str], scratch: &Path, as_nobody: bool) {
             .rootflags(&root.display().to_string())
             .init("/bin/busybox")
             .args(&["sh", "-c", full.as_str()]);
-        let out = if as_nobody {
-            run_as_nobody(&boot, &bin)
+        let boot = if as_nobody {
+            boot.binary(&bin).wrapper(&[
+                "setpriv".to_string(),
+                format!("--reuid={NOBODY}"),
+                format!("--regid={NOBODY}"),
+                "--clear-groups".into(),
+                "--".into(),
+            ])
         } else {
-            boot.run()
+            boot
         };
+        let out = boot.run();
         check_guest(&out, phase, &what);
         check_host(&root, host_ids, phase, &what);
     }
