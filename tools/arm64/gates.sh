@@ -3,13 +3,19 @@
 # (busybox sh on the Alpine aarch64 minirootfs). Knobs from the kernel command line:
 #   lane.modes=seccomp,sysemu,nosysemu,nocancel   engines to run every gate in: the seccomp
 #                                         engine, and the three ptrace interception modes
-#   lane.set=full|smoke                   which gates
+#   lane.set=full|smoke|debian            which gates (debian: only the Debian gate)
 #   lane.timeout=SECONDS                  per gate
 #   lane.pagesize=4K,16K                  guest page sizes (`pagesize=` of every gate) to run the
 #                                         whole mode x gate matrix at (default 4K); verdicts at
 #                                         a size other than 4K are named gate/mode@SIZE
 #   lane.extra=PROG,PROG,...              guest test programs (guest/PROG) to run too, in every
 #                                         mode, reported as `LANE-INFO` lines: not verdicts
+#   lane.debian=seccomp,sysemu,...        engines of the Debian gate (full set only; 4K pages):
+#                                         tests/scripts/debian-gate.sh on a fresh copy of the
+#                                         Debian arm64 tree the lane puts at /debian-arm64, with
+#                                         the host's expected results from /opt/um/debian-gate
+#   lane.debian_timeout=SECONDS           per Debian gate run (default 900)
+#   lane.debian_jobs=N                    Debian gate runs at once (default 2)
 # Prints `LANE-EXPECT N`, then one `LANE-RESULT gate/mode PASS|FAIL [why]` per gate and mode.
 # A gate passes when each of its markers is on the guest console (`linux`'s stdout) and the kernel
 # log (`linux`'s stderr) has no BUG:/WARNING:/Oops/panic line (other than init's expected exit)
@@ -20,6 +26,9 @@ PAGESIZES=4K
 SET=full
 TMO=120
 EXTRA_PROGS=""
+DEBIAN_MODES=""
+DEBIAN_TMO=900
+DEBIAN_JOBS=2
 for w in $(cat /proc/cmdline); do
     case "$w" in
     lane.modes=*) MODES="${w#lane.modes=}" ;;
@@ -27,13 +36,18 @@ for w in $(cat /proc/cmdline); do
     lane.timeout=*) TMO="${w#lane.timeout=}" ;;
     lane.pagesize=*) PAGESIZES="${w#lane.pagesize=}" ;;
     lane.extra=*) EXTRA_PROGS="${w#lane.extra=}" ;;
+    lane.debian=*) DEBIAN_MODES="${w#lane.debian=}" ;;
+    lane.debian_timeout=*) DEBIAN_TMO="${w#lane.debian_timeout=}" ;;
+    lane.debian_jobs=*) DEBIAN_JOBS="${w#lane.debian_jobs=}" ;;
     esac
 done
 MODES=$(echo "$MODES" | tr ',' ' ')
+DEBIAN_MODES=$(echo "$DEBIAN_MODES" | tr ',' ' ')
 PAGESIZES=$(echo "$PAGESIZES" | tr ',' ' ')
 
 echo "LANE: host $(uname -r) $(uname -m), $(grep -c ^processor /proc/cpuinfo) cpus"
 echo "LANE: cpu features: $(grep -m1 Features /proc/cpuinfo | cut -d: -f2)"
+echo "LANE: memory: $(awk '/^MemTotal|^MemAvailable/ { printf "%s %d MB ", $1, $2 / 1024 }' /proc/meminfo)"
 
 # The guest root: a pristine copy of the Alpine rootfs, plus the guest programs.
 mkdir -p /guest
@@ -76,13 +90,20 @@ if [ "$SET" = smoke ]; then
     gate_names=" echo sh hello pagesize threads signals pacfork"
     NGATES=7
 fi
+if [ "$SET" = debian ]; then
+    gate_names=""
+    NGATES=0
+fi
 NMODES=$(echo $MODES | wc -w)
 NSIZES=$(echo $PAGESIZES | wc -w)
 NUNIT=$(ls /opt/um/unit 2>/dev/null | wc -l)
 # The app-sandbox gates (once, full set only): see the end of this script.
 NSANDBOX=0
 [ "$SET" = full ] && NSANDBOX=6
-echo "LANE-EXPECT $((NGATES * NMODES * NSIZES + NUNIT + NSANDBOX)) gates x modes x page sizes + unit-test binaries + sandbox gates"
+# The Debian gate (once per mode of lane.debian, full and debian sets): see after the matrix.
+[ "$SET" = smoke ] && DEBIAN_MODES=""
+NDEBIAN=$(echo $DEBIAN_MODES | wc -w)
+echo "LANE-EXPECT $((NGATES * NMODES * NSIZES + NUNIT + NSANDBOX + NDEBIAN)) gates x modes x page sizes + unit-test binaries + sandbox gates + Debian gates"
 
 # The arch crate's unit tests, on the real arm64 host: register sets, the live interception
 # probes (SYSEMU, cancel, substitute, each checking that x7 survives), the stub code bytes.
@@ -98,11 +119,20 @@ for u in /opt/um/unit/*; do
     fi
 done
 
-# run NAME MODE MARKERS(|-separated) INIT [ARGS...]; the page size is $PS.
+# run NAME MODE MARKERS(|-separated) INIT [ARGS...]; the page size is $PS, the root $ROOT, and
+# $MEMOPT (e.g. mem=1G) and $TIMEOUT override the defaults; the console goes to $OUTF and the
+# kernel log to $LOGF. With $PROGRESS set, the console's `STEP ...` lines are shown (indented)
+# while the gate runs.
 RESULT=LANE-RESULT
 PS=4K
 WRAP=""
 LOGMARK=""
+ROOT=/guest
+MEMOPT=""
+TIMEOUT=""
+PROGRESS=""
+OUTF=/tmp/out
+LOGF=/tmp/log
 run() {
     name="$1"
     mode="$2"
@@ -119,33 +149,53 @@ run() {
     tag="$mode"
     [ "$PS" = 4K ] || tag="$mode@$PS"
     t0=$(date +%s)
-    timeout "$TMO" $WRAP /opt/um/linux rootfstype=hostfs rootflags=/guest $opt pagesize=$PS \
-        init="$init" -- "$@" </dev/null >/tmp/out 2>/tmp/log
-    rc=$?
+    tmo=${TIMEOUT:-$TMO}
+    if [ -z "$PROGRESS" ]; then
+        timeout "$tmo" $WRAP /opt/um/linux rootfstype=hostfs rootflags=$ROOT $opt pagesize=$PS \
+            $MEMOPT init="$init" -- "$@" </dev/null >$OUTF 2>$LOGF
+        rc=$?
+    else
+        : >$OUTF
+        timeout "$tmo" $WRAP /opt/um/linux rootfstype=hostfs rootflags=$ROOT $opt pagesize=$PS \
+            $MEMOPT init="$init" -- "$@" </dev/null >$OUTF 2>$LOGF &
+        bg=$!
+        shown=0
+        while kill -0 "$bg" 2>/dev/null; do
+            sleep 2
+            n=$(grep -c '^STEP ' $OUTF)
+            if [ "$n" -gt "$shown" ]; then
+                grep '^STEP ' $OUTF | tr -d '\r' | sed -n "$((shown + 1)),${n}p" |
+                    sed "s|^|  [$name/$tag $(($(date +%s) - t0))s] |"
+                shown=$n
+            fi
+        done
+        wait "$bg"
+        rc=$?
+    fi
     secs=$(($(date +%s) - t0))
     why=""
-    [ "$rc" = 124 ] || [ "$rc" = 143 ] && why="$why timeout(${TMO}s);"
+    [ "$rc" = 124 ] || [ "$rc" = 143 ] && why="$why timeout(${tmo}s);"
     old_ifs="$IFS"
     IFS='|'
     for m in $markers; do
-        grep -qF -- "$m" /tmp/out || why="$why missing '$m';"
+        grep -qF -- "$m" $OUTF || why="$why missing '$m';"
     done
     IFS="$old_ifs"
     # LOGMARK: a line the kernel log must have too (set by the caller for one gate).
-    [ -n "$LOGMARK" ] && ! grep -qF -- "$LOGMARK" /tmp/log && why="$why kernel log lacks '$LOGMARK';"
-    bad=$(grep -E 'BUG:|WARNING:|Oops|panicked at|Kernel panic' /tmp/log |
+    [ -n "$LOGMARK" ] && ! grep -qF -- "$LOGMARK" $LOGF && why="$why kernel log lacks '$LOGMARK';"
+    bad=$(grep -E 'BUG:|WARNING:|Oops|panicked at|Kernel panic' $LOGF |
         grep -v 'Kernel panic - not syncing: Attempted to kill init! exitcode=' | head -3)
     [ -n "$bad" ] && why="$why log: $(echo "$bad" | head -1);"
-    unimpl=$(grep 'unimplemented syscall' /tmp/log | head -3)
+    unimpl=$(grep 'unimplemented syscall' $LOGF | head -3)
     [ -n "$unimpl" ] && why="$why $(echo "$unimpl" | head -1);"
     if [ -z "$why" ]; then
         echo "$RESULT $name/$tag PASS (exit $rc, ${secs}s)"
     else
         echo "$RESULT $name/$tag FAIL (exit $rc, ${secs}s):$why"
         echo "  --- console (tail) ---"
-        tail -n 15 /tmp/out | sed 's/^/  | /'
+        tail -n 15 $OUTF | sed 's/^/  | /'
         echo "  --- kernel log (tail) ---"
-        tail -n 25 /tmp/log | sed 's/^/  | /'
+        tail -n 25 $LOGF | sed 's/^/  | /'
     fi
 }
 
@@ -201,6 +251,47 @@ for mode in $MODES; do
     done
 done
 done
+
+# Debian 12 (issue 7): tests/scripts/debian-gate.sh, the script of tests/tests/debian.rs, as init
+# (/bin/bash) on a fresh copy of the Debian arm64 tree: dpkg -l, find, sha256sum, coreutils with
+# guest owners, tar, sort -S, python3 with threads and subprocess, gcc (its program's output equal
+# to the host's), apt-get install of a .deb built with dpkg-deb. The copy hardlinks usr/ (the gate
+# only reads it and adds files) and copies the rest; the tree itself stays as unpacked.
+debian_root() { # dir
+    rm -rf "$1"
+    [ -d /debian-arm64 ] || { echo "no /debian-arm64 in the initramfs"; return 1; }
+    cp -al /debian-arm64 "$1" || return 1
+    for e in /debian-arm64/* /debian-arm64/.[!.]*; do
+        [ -e "$e" ] || [ -L "$e" ] || continue
+        n=${e##*/}
+        [ "$n" = usr ] && continue
+        rm -rf "${1:?}/$n" && cp -a "$e" "$1/$n" || return 1
+    done
+    mkdir -p "$1/opt/um" && cp -r /opt/um/debian-gate "$1/opt/um/" || return 1
+}
+# One Debian gate in MODE on its own copy and files (several run at once: -smp 2, and each is
+# mostly one busy thread).
+debian_one() { # mode
+    root=/guest-debian-$1
+    if ! err=$(debian_root "$root" 2>&1); then
+        echo "LANE-RESULT debian/$1 FAIL (cannot copy the Debian tree: $err)"
+        return
+    fi
+    ROOT=$root MEMOPT=mem=1G TIMEOUT=$DEBIAN_TMO PROGRESS=1 OUTF=/tmp/debian-$1.out LOGF=/tmp/debian-$1.log
+    run debian "$1" "UM-DEBIAN-OK" /bin/bash /opt/um/debian-gate/debian-gate.sh
+    rm -rf "$root"
+}
+PS=4K
+batch=0
+for mode in $DEBIAN_MODES; do
+    debian_one "$mode" &
+    batch=$((batch + 1))
+    if [ "$batch" -ge "$DEBIAN_JOBS" ]; then
+        wait
+        batch=0
+    fi
+done
+wait
 
 # A host sandbox like an Android app's (linux-sandbox: a syscall numbered -1 kills the process;
 # --no-execveat also refuses exec of a memfd). The ptrace cancel path cannot work there, so the
