@@ -466,15 +466,37 @@ pub struct FdEntry {
 }
 
 /// A process's descriptor table.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct FdTable {
     fds: BTreeMap<u32, FdEntry>,
+    /// The soft `RLIMIT_NOFILE` of the process that owns the table: descriptors go below it.
+    nofile: u32,
 }
 
-/// The most descriptors a process may have (RLIMIT_NOFILE default).
+/// The default soft `RLIMIT_NOFILE` (and so the default table limit).
 pub const NR_OPEN: u32 = 1024;
 
+impl Default for FdTable {
+    fn default() -> Self {
+        FdTable {
+            fds: BTreeMap::new(),
+            nofile: NR_OPEN,
+        }
+    }
+}
+
 impl FdTable {
+    /// Follows a new soft `RLIMIT_NOFILE` (setrlimit/prlimit): later allocations stay below it;
+    /// descriptors already above it stay open, as in Linux.
+    pub fn set_nofile(&mut self, limit: u64) {
+        self.nofile = u32::try_from(limit).unwrap_or(u32::MAX);
+    }
+
+    /// The limit descriptors stay below.
+    pub fn nofile(&self) -> u32 {
+        self.nofile
+    }
+
     /// The entry for `fd`, or `EBADF`.
     pub fn get(&self, fd: u64) -> SysResult<Arc<OpenFile>> {
         u32::try_from(fd)
@@ -506,7 +528,7 @@ impl FdTable {
             }
             fd += 1;
         }
-        if fd >= NR_OPEN {
+        if fd >= self.nofile {
             return Err(Errno::EMFILE);
         }
         self.fds.insert(fd, FdEntry { file, cloexec });
@@ -520,7 +542,7 @@ impl FdTable {
         file: Arc<OpenFile>,
         cloexec: bool,
     ) -> SysResult<Option<FdEntry>> {
-        if fd >= NR_OPEN {
+        if fd >= self.nofile {
             return Err(Errno::EBADF);
         }
         Ok(self.fds.insert(fd, FdEntry { file, cloexec }))

@@ -161,7 +161,11 @@ fn fcntl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     match a[1] {
         F_DUPFD | F_DUPFD_CLOEXEC => {
             let f = files.get(a[0])?;
+            // f_dupfd: a start at or above RLIMIT_NOFILE is EINVAL (EMFILE is for a full table).
             let min = u32::try_from(a[2]).map_err(|_| Errno::EINVAL)?;
+            if min >= files.nofile() {
+                return Err(Errno::EINVAL);
+            }
             Ok(files.install(f, a[1] == F_DUPFD_CLOEXEC, min)? as u64)
         }
         F_GETFD => Ok(files.entry_mut(a[0])?.cloexec as u64),

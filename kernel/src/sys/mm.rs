@@ -61,8 +61,13 @@ fn mmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if flags & 3 == 3 && flags & !LEGACY_MAP_MASK != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
-    // do_mmap checks the length and the mapping type before it looks at the file's access
-    // mode (a zero length or no MAP_SHARED/MAP_PRIVATE is EINVAL even on a write-only fd).
+    // The order of Linux's checks: the descriptor (ksys_mmap_pgoff: EBADF), then the length
+    // and the mapping type (do_mmap: EINVAL), then the file's access mode (EACCES).
+    let file = if flags & MapFlags::ANONYMOUS.bits() == 0 {
+        Some(lock(&c.task.process.files()).get(fd)?)
+    } else {
+        None
+    };
     if len == 0 || flags & 3 == 0 {
         return Err(Errno::EINVAL);
     }
@@ -70,7 +75,7 @@ fn mmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let backing = if flags.contains(MapFlags::ANONYMOUS) {
         Backing::Anon
     } else {
-        let file = lock(&c.task.process.files()).get(fd)?;
+        let file = file.ok_or(Errno::EBADF)?;
         let vm = file.ops.vm_file().ok_or(Errno::ENODEV)?;
         let acc = file.flags() & 3;
         // O_WRONLY files cannot be mapped; shared writable needs O_RDWR (mm/mmap.c do_mmap).

@@ -157,6 +157,10 @@ fn prlimit64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             return Err(Errno::EPERM);
         }
         lim[res as usize] = v;
+        if res == RLIMIT_NOFILE {
+            // The descriptor table enforces the soft limit (fs/file.c alloc_fd, dup2).
+            lock(&c.task.process.files()).set_nofile(v.0);
+        }
     }
     Ok(0)
 }
