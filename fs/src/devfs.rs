@@ -50,6 +50,11 @@ impl FileOps for MemFile {
         matches!(self.dev, Mem::Random | Mem::Urandom)
     }
 
+    /// drivers/char/mem.c `mmap_zero`.
+    fn maps_as_anonymous(&self) -> bool {
+        self.dev == Mem::Zero
+    }
+
     fn read(&self, _io: &IoCtx<'_>, buf: &mut [u8], _off: u64) -> SysResult<usize> {
         match self.dev {
             Mem::Null => Ok(0),

@@ -380,6 +380,11 @@ pub trait FileOps: Send + Sync {
     fn can_poll(&self) -> bool {
         true
     }
+    /// Whether mmap of this file makes anonymous memory (Linux `/dev/zero`'s `mmap_zero`:
+    /// shared anonymous memory for MAP_SHARED, private zero pages for MAP_PRIVATE).
+    fn maps_as_anonymous(&self) -> bool {
+        false
+    }
     /// The mappable file behind this open file, for `mmap`.
     fn vm_file(&self) -> Option<Arc<dyn VmFile>> {
         None

@@ -76,13 +76,17 @@ fn mmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         Backing::Anon
     } else {
         let file = file.ok_or(Errno::EBADF)?;
-        let vm = file.ops.vm_file().ok_or(Errno::ENODEV)?;
         let acc = file.flags() & 3;
         // O_WRONLY files cannot be mapped; shared writable needs O_RDWR (mm/mmap.c do_mmap).
         if acc == 1 || (flags.contains(MapFlags::SHARED) && prot.contains(Prot::WRITE) && acc != 2)
         {
             return Err(Errno::EACCES);
         }
+        if file.ops.maps_as_anonymous() {
+            // /dev/zero: anonymous memory (a shared object for MAP_SHARED, made by Mm::mmap).
+            return lock_mm(&c.mm()).mmap(addr, len, prot, flags, Backing::Anon);
+        }
+        let vm = file.ops.vm_file().ok_or(Errno::ENODEV)?;
         file.ops
             .may_mmap(flags.contains(MapFlags::SHARED) && prot.contains(Prot::WRITE))?;
         Backing::File {
