@@ -347,3 +347,60 @@ fn script_quotes() {
     assert!(s.contains("timeout 60 '/opt/ltp/execve05' '-i' '5'; rc=$?;"));
     assert!(s.ends_with("echo LTP-EXIT=$rc"));
 }
+
+/// The checked-in lists agree: every test of the must-pass list and of the known-failures list
+/// (`tools/ltp/known-failures-<arch>.txt`, `TEST<TAB>...` lines) is a test of the subset
+/// (`../shared/ltp/syscalls-subset.txt`), and no test is in both (a test that passes is taken off
+/// the known failures when it joins the must-pass list).
+#[test]
+fn must_pass_and_known_failures_are_disjoint_tests_of_the_subset() {
+    let root = workspace_root();
+    let read = |p: PathBuf| {
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
+    };
+    let subset: std::collections::HashSet<String> =
+        parse_list(&read(root.join("../shared/ltp/syscalls-subset.txt")))
+            .expect("the subset parses")
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+    let must: Vec<String> = parse_list(&read(
+        root.join(format!("tools/ltp/must-pass-{}.txt", arch())),
+    ))
+    .expect("the must-pass list parses")
+    .into_iter()
+    .map(|t| t.name)
+    .collect();
+    let known_text = read(root.join(format!("tools/ltp/known-failures-{}.txt", arch())));
+    let known: Vec<&str> = known_text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split('\t').next().unwrap_or(""))
+        .collect();
+    assert!(
+        known.len() > 10,
+        "the known-failures list looks empty or malformed ({} entries)",
+        known.len()
+    );
+    for l in known_text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        assert!(
+            l.split('\t').count() >= 4 && !l.split('\t').nth(3).unwrap_or("").is_empty(),
+            "a known failure needs TEST, ENGINES, VERDICT and a CAUSE: {l}"
+        );
+    }
+    for t in must.iter().map(String::as_str).chain(known.iter().copied()) {
+        assert!(subset.contains(t), "{t} is not a test of the subset");
+    }
+    let both: Vec<&str> = known
+        .iter()
+        .copied()
+        .filter(|t| must.iter().any(|m| m == t))
+        .collect();
+    assert!(
+        both.is_empty(),
+        "tests both on the must-pass list and known to fail: {both:?}"
+    );
+}
