@@ -236,23 +236,10 @@ pub fn host_mode(perm: u32, is_dir: bool) -> u32 {
 /// includes the `S_IFMT` type.
 pub fn init_owner(dir: &Kstat, owner: Owner, mode: u32) -> Meta {
     let fmt = mode & mode::S_IFMT;
-    let mut perm = mode & 0o7777;
-    let gid = if dir.mode & S_ISGID != 0 {
-        if fmt == mode::S_IFDIR {
-            perm |= S_ISGID;
-        } else if perm & (S_ISGID | S_IXGRP) == (S_ISGID | S_IXGRP)
-            && owner.gid != dir.gid
-            && owner.uid != 0
-        {
-            perm &= !S_ISGID;
-        }
-        dir.gid
-    } else {
-        owner.gid
-    };
+    let (owner, perm) = crate::namei::inode_init_owner(dir, owner, mode);
     Meta {
         uid: owner.uid,
-        gid,
+        gid: owner.gid,
         perm,
         fmt,
         rdev: 0,

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 use um_kernel::task::{Creds, FsContext};
-use um_kernel::vfs::{Dentry, Kstat, mode};
+use um_kernel::vfs::{Dentry, Kstat, Owner, mode};
 use um_uapi::{Errno, SysResult};
 
 /// Symlinks followed per walk before `ELOOP` (Linux `MAXSYMLINKS`).
@@ -95,6 +95,40 @@ fn is_dir(d: &Dentry) -> SysResult<bool> {
 
 fn is_symlink(d: &Dentry) -> SysResult<bool> {
     Ok(d.inode.stat()?.mode & mode::S_IFMT == mode::S_IFLNK)
+}
+
+/// The owner and permission bits of a new inode in directory `dir` (Linux `inode_init_owner`,
+/// fs/inode.c, with `mode_strip_sgid` as `vfs_prepare_mode` applies it): the creator's fsuid;
+/// the directory's group if the directory is setgid (and a new directory is setgid too), else
+/// the creator's fsgid; a non-directory asking for setgid and group execute in a setgid
+/// directory loses `S_ISGID` unless the creator is in the directory's group or privileged
+/// (`CAP_FSETID`: fsuid 0 here; supplementary groups are not kept). `mode` includes the
+/// `S_IFMT` type; the result's permission bits do not. Every file system applies this.
+pub fn inode_init_owner(dir: &Kstat, owner: Owner, mode: u32) -> (Owner, u32) {
+    const S_ISGID: u32 = 0o2000;
+    const S_IXGRP: u32 = 0o010;
+    let fmt = mode & mode::S_IFMT;
+    let mut perm = mode & 0o7777;
+    let gid = if dir.mode & S_ISGID != 0 {
+        if fmt == mode::S_IFDIR {
+            perm |= S_ISGID;
+        } else if perm & (S_ISGID | S_IXGRP) == (S_ISGID | S_IXGRP)
+            && owner.gid != dir.gid
+            && owner.uid != 0
+        {
+            perm &= !S_ISGID;
+        }
+        dir.gid
+    } else {
+        owner.gid
+    };
+    (
+        Owner {
+            uid: owner.uid,
+            gid,
+        },
+        perm,
+    )
 }
 
 /// `MAY_EXEC`.

@@ -214,6 +214,9 @@ impl TmpInode {
         rdev: u64,
         body: Body,
     ) -> SysResult<Arc<dyn Inode>> {
+        // inode_init_owner: the setgid-directory rules.
+        let (owner, perm) = crate::namei::inode_init_owner(&self.stat()?, owner, mode);
+        let mode = (mode & mode::S_IFMT) | perm;
         let _ns = lock(&self.fs.ns);
         let e = lock(self.entries()?);
         if e.contains_key(name) {
