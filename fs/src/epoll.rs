@@ -215,6 +215,14 @@ impl Epoll {
             let mask = it.events & !PRIVATE;
             let poll_bits = (mask & 0xffff) as u16;
             let et = it.events & EPOLLET != 0;
+            // EPOLLEXCLUSIVE: the task waits on the file as an exclusive waiter, so one event
+            // wakes one of the epoll instances that wait for it (ep_ptable_queue_proc).
+            let excl_pt = pt.map(PollTable::exclusive);
+            let pt = if it.events & EPOLLEXCLUSIVE != 0 {
+                excl_pt.as_ref()
+            } else {
+                pt
+            };
             let ready = if et {
                 let woken = it.waker.sleep(Some(Instant::now()));
                 if consume {

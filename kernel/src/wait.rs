@@ -81,7 +81,8 @@ impl Waker {
 /// A list of wakers to wake when something changes.
 #[derive(Default)]
 pub struct WaitQueue {
-    waiters: Mutex<Vec<Weak<Waker>>>,
+    /// The registered wakers, and whether each waits exclusively.
+    waiters: Mutex<Vec<(Weak<Waker>, bool)>>,
 }
 
 impl WaitQueue {
@@ -94,18 +95,46 @@ impl WaitQueue {
 
     /// Registers a waker until the next [`WaitQueue::wake_all`].
     pub fn add(&self, w: &Arc<Waker>) {
-        let mut v = lock(&self.waiters);
-        v.retain(|x| x.strong_count() > 0 && !std::ptr::eq(x.as_ptr(), Arc::as_ptr(w)));
-        v.push(Arc::downgrade(w));
+        self.register(w, false);
     }
 
-    /// Wakes every registered waker and empties the queue.
+    /// Registers a waker as an exclusive waiter (Linux `add_wait_queue_exclusive`, what
+    /// `EPOLLEXCLUSIVE` asks for): of the exclusive waiters asleep, a wakeup wakes only the
+    /// first; the others stay registered for the next one.
+    pub fn add_exclusive(&self, w: &Arc<Waker>) {
+        self.register(w, true);
+    }
+
+    fn register(&self, w: &Arc<Waker>, exclusive: bool) {
+        let mut v = lock(&self.waiters);
+        v.retain(|(x, _)| x.strong_count() > 0 && !std::ptr::eq(x.as_ptr(), Arc::as_ptr(w)));
+        v.push((Arc::downgrade(w), exclusive));
+    }
+
+    /// Wakes the registered wakers and forgets them (`__wake_up` with one exclusive waiter):
+    /// every non-exclusive one, and of the exclusive ones the first that is asleep, plus any
+    /// that is not asleep (on its way to sleep, or gone back to its work: a spurious wakeup is
+    /// harmless, a lost one is not). The exclusive sleepers not woken stay registered.
     pub fn wake_all(&self) {
         let v = std::mem::take(&mut *lock(&self.waiters));
-        for w in v {
-            if let Some(w) = w.upgrade() {
-                w.wake();
+        let mut keep = Vec::new();
+        let mut woke_exclusive = false;
+        for (w, exclusive) in v {
+            let Some(w) = w.upgrade() else { continue };
+            if exclusive && w.is_sleeping() {
+                if woke_exclusive {
+                    keep.push((Arc::downgrade(&w), true));
+                    continue;
+                }
+                woke_exclusive = true;
             }
+            w.wake();
+        }
+        if !keep.is_empty() {
+            let mut cur = lock(&self.waiters);
+            // Ahead of what registered meanwhile, in their order (FIFO among exclusives).
+            keep.append(&mut cur);
+            *cur = keep;
         }
     }
 }
@@ -147,22 +176,41 @@ pub fn wait_event<T>(
 /// Handed to `FileOps::poll`: the file registers the polling task on its queues.
 pub struct PollTable<'a> {
     waker: &'a Arc<Waker>,
+    exclusive: bool,
 }
 
 impl<'a> PollTable<'a> {
     /// A poll table for `task`.
     pub fn new(task: &'a Task) -> PollTable<'a> {
-        PollTable { waker: &task.waker }
+        PollTable {
+            waker: &task.waker,
+            exclusive: false,
+        }
     }
 
     /// A poll table around an arbitrary waker (epoll's own).
     pub fn with_waker(waker: &'a Arc<Waker>) -> PollTable<'a> {
-        PollTable { waker }
+        PollTable {
+            waker,
+            exclusive: false,
+        }
+    }
+
+    /// The same waker, registering as an exclusive waiter (`EPOLLEXCLUSIVE`).
+    pub fn exclusive(&self) -> PollTable<'a> {
+        PollTable {
+            waker: self.waker,
+            exclusive: true,
+        }
     }
 
     /// Registers on `q` (Linux `poll_wait`).
     pub fn wait_on(&self, q: &WaitQueue) {
-        q.add(self.waker);
+        if self.exclusive {
+            q.add_exclusive(self.waker);
+        } else {
+            q.add(self.waker);
+        }
     }
 }
 
@@ -185,5 +233,47 @@ impl IoCtx<'_> {
             return cond().ok_or(Errno::EAGAIN);
         }
         wait_event(self.task, queues, None, cond).map_err(|_| Errno::ERESTARTSYS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Two exclusive sleepers: each wakeup wakes one of them, first come first served; a
+    /// waiter that is not asleep is always woken (no wakeup is lost to it).
+    #[test]
+    fn exclusive_waiters_are_woken_one_at_a_time() {
+        let q = Arc::new(WaitQueue::new());
+        let wakers: Vec<Arc<Waker>> = (0..2).map(|_| Arc::new(Waker::default())).collect();
+        let mut threads = Vec::new();
+        for w in &wakers {
+            q.add_exclusive(w);
+            let w = w.clone();
+            threads.push(std::thread::spawn(move || {
+                w.sleep(Some(Instant::now() + Duration::from_secs(10)))
+            }));
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !wakers.iter().all(|w| w.is_sleeping()) {
+            assert!(Instant::now() < deadline, "the sleepers never slept");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        q.wake_all();
+        let first = threads.remove(0).join().expect("first sleeper");
+        assert!(first, "the first exclusive waiter is woken");
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(wakers[1].is_sleeping(), "the second stays asleep");
+        q.wake_all();
+        assert!(threads.remove(0).join().expect("second sleeper"));
+        // A registered waker that is not asleep is woken too.
+        let idle = Arc::new(Waker::default());
+        q.add_exclusive(&idle);
+        q.add(&wakers[0]);
+        wakers[0].reset();
+        q.wake_all();
+        assert!(idle.sleep(Some(Instant::now())));
+        assert!(wakers[0].sleep(Some(Instant::now())));
     }
 }

@@ -617,6 +617,15 @@ impl Mm {
         if len == 0 || len > ts - addr {
             return Err(Errno::EINVAL);
         }
+        // mm/vma.c vms_gather_munmap_vmas: a hole punched in the middle of a vma makes one
+        // more; at vm.max_map_count that is ENOMEM (an unmap may go one over, not two).
+        if self.vmas.len() >= MAX_MAP_COUNT
+            && self
+                .vma_at(addr)
+                .is_some_and(|v| v.start < addr && addr + len < v.end)
+        {
+            return Err(Errno::ENOMEM);
+        }
         self.unmap_range(addr, addr + len);
         Ok(())
     }

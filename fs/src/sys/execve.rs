@@ -109,6 +109,15 @@ fn execveat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         }
         p
     };
+    if a[4] & AT_SYMLINK_NOFOLLOW != 0 {
+        // do_open_execat with AT_SYMLINK_NOFOLLOW: a symlink as the last component is ELOOP.
+        let fs = lock(&c.task.process.fs).clone();
+        let creds = *lock(&c.task.process.creds);
+        let d = crate::namei::walk_with(&fs, &creds, &fs.cwd, &path, crate::namei::Last::NoFollow)?;
+        if d.inode.stat()?.mode & um_kernel::vfs::mode::S_IFMT == um_kernel::vfs::mode::S_IFLNK {
+            return Err(Errno::ELOOP);
+        }
+    }
     execve_common(c, path, a[2], a[3])
 }
 
