@@ -487,6 +487,21 @@ impl Mm {
         flags: MapFlags,
         backing: Backing,
     ) -> Result<u64, Errno> {
+        self.mmap_may_write(addr, len, prot, flags, backing, true)
+    }
+
+    /// [`Mm::mmap`] of a file that may not be written through a shared mapping later
+    /// (`may_write` false: mm/mmap.c do_mmap clears VM_MAYWRITE when the file is not open for
+    /// writing, and shmem when a memfd is sealed against writes).
+    pub fn mmap_may_write(
+        &mut self,
+        addr: u64,
+        len: u64,
+        prot: Prot,
+        flags: MapFlags,
+        backing: Backing,
+        may_write: bool,
+    ) -> Result<u64, Errno> {
         let g = self.granule;
         if !Prot::all().contains(prot) {
             return Err(Errno::EINVAL);
@@ -573,6 +588,7 @@ impl Mm {
                 name: None,
                 lock,
                 wipe_on_fork: false,
+                may_write,
             },
         );
         self.merge_around(addr, addr + len);
@@ -644,6 +660,15 @@ impl Mm {
         let end = addr.checked_add(len).ok_or(Errno::ENOMEM)?;
         if !self.covered(addr, end) {
             return Err(Errno::ENOMEM);
+        }
+        // do_mprotect_pkey: PROT_WRITE on a shared mapping without VM_MAYWRITE is EACCES.
+        if prot.contains(Prot::WRITE)
+            && self
+                .keys_in(addr, end)
+                .iter()
+                .any(|k| self.vmas[k].is_shared() && !self.vmas[k].may_write)
+        {
+            return Err(Errno::EACCES);
         }
         self.split_at(addr);
         self.split_at(end);
@@ -723,6 +748,7 @@ impl Mm {
                 name: Some("[heap]".to_string()),
                 lock: self.def_lock,
                 wipe_on_fork: false,
+                may_write: true,
             },
         );
         self.merge_around(oldbrk, newbrk);

@@ -729,11 +729,36 @@ fn fallocate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if st.mode & mode::S_IFMT != mode::S_IFREG {
         return Err(Errno::ENODEV);
     }
+    /// FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE.
+    const KEEP_SIZE: u32 = 1;
+    const PUNCH_HOLE: u32 = 2;
+    let end = off.checked_add(len).ok_or(Errno::EFBIG)?;
+    if m == PUNCH_HOLE | KEEP_SIZE {
+        // Deallocate the range: what reads back is zeros, the size stays. The zeros go
+        // through the file's own write path (so mappings and seals see it as a write: a
+        // F_SEAL_WRITE memfd refuses it with EPERM, as shmem_fallocate does).
+        let stop = end.min(st.size);
+        let io = um_kernel::wait::IoCtx {
+            task: c.task,
+            nonblock: false,
+        };
+        let zeros = vec![0u8; 64 * 1024];
+        let mut at = off;
+        while at < stop {
+            let n = ((stop - at) as usize).min(zeros.len());
+            let done = f.ops.write(&io, &zeros[..n], at as u64)?;
+            if done == 0 {
+                return Err(Errno::EIO);
+            }
+            at += done as i64;
+        }
+        return Ok(0);
+    }
     if m != 0 {
-        // Only plain allocation: no KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE, ...
+        // Only plain allocation and hole punching: no KEEP_SIZE alone (nothing here reserves
+        // space ahead of writes), ZERO_RANGE, COLLAPSE_RANGE, ...
         return Err(Errno::EOPNOTSUPP);
     }
-    let end = off.checked_add(len).ok_or(Errno::EFBIG)?;
     if end > st.size {
         crate::inotify::notify_change(
             &d,

@@ -72,6 +72,7 @@ fn mmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let flags = MapFlags::from_bits_truncate(flags);
+    let mut may_write = true;
     let backing = if flags.contains(MapFlags::ANONYMOUS) {
         Backing::Anon
     } else {
@@ -84,17 +85,27 @@ fn mmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         }
         if file.ops.maps_as_anonymous() {
             // /dev/zero: anonymous memory (a shared object for MAP_SHARED, made by Mm::mmap).
-            return lock_mm(&c.mm()).mmap(addr, len, prot, flags, Backing::Anon);
+            return lock_mm(&c.mm()).mmap_may_write(
+                addr,
+                len,
+                prot,
+                flags,
+                Backing::Anon,
+                acc == 2,
+            );
         }
         let vm = file.ops.vm_file().ok_or(Errno::ENODEV)?;
         file.ops
             .may_mmap(flags.contains(MapFlags::SHARED) && prot.contains(Prot::WRITE))?;
+        // VM_MAYWRITE: a shared mapping may later be made writable only through a descriptor
+        // open for writing, of a file that allows shared writable mappings.
+        may_write = acc == 2 && file.ops.may_mmap(true).is_ok();
         Backing::File {
             file: vm,
             offset: off,
         }
     };
-    lock_mm(&c.mm()).mmap(addr, len, prot, flags, backing)
+    lock_mm(&c.mm()).mmap_may_write(addr, len, prot, flags, backing, may_write)
 }
 
 fn munmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
