@@ -688,6 +688,12 @@ impl HostFile {
 }
 
 impl FileOps for HostFile {
+    /// A regular file has no poll method (epoll_ctl refuses it with EPERM; poll and select
+    /// call it always ready).
+    fn can_poll(&self) -> bool {
+        false
+    }
+
     fn read(&self, _io: &IoCtx<'_>, buf: &mut [u8], off: u64) -> SysResult<usize> {
         host::pread(self.fd.as_fd(), buf, off).map_err(host_errno)
     }

@@ -182,6 +182,12 @@ pub struct MemfdFile {
 }
 
 impl FileOps for MemfdFile {
+    /// A regular file has no poll method (epoll_ctl refuses it with EPERM; poll and select
+    /// call it always ready).
+    fn can_poll(&self) -> bool {
+        false
+    }
+
     fn read(&self, io: &IoCtx<'_>, buf: &mut [u8], off: u64) -> SysResult<usize> {
         self.inner.read(io, buf, off)
     }

@@ -141,6 +141,24 @@ fn table() -> &'static Mutex<Table> {
     T.get_or_init(Default::default)
 }
 
+/// Counts changes of the mount table (Linux `mnt_namespace.event`): `/proc/PID/mounts` and
+/// `mountinfo` report POLLERR|POLLPRI to a poller that has not seen the latest one.
+static MOUNT_EVENT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Where pollers of the mount table wait (`mnt_namespace.poll`).
+pub static MOUNT_POLL: um_kernel::wait::WaitQueue = um_kernel::wait::WaitQueue::new();
+
+/// The mount table's change count.
+pub fn mount_event() -> u64 {
+    MOUNT_EVENT.load(Ordering::Acquire)
+}
+
+/// A mount, unmount or remount happened (`touch_mnt_namespace`).
+fn mounts_changed() {
+    MOUNT_EVENT.fetch_add(1, Ordering::AcqRel);
+    MOUNT_POLL.wake_all();
+}
+
 fn factories() -> &'static Mutex<BTreeMap<String, FsFactory>> {
     static F: OnceLock<Mutex<BTreeMap<String, FsFactory>>> = OnceLock::new();
     F.get_or_init(Default::default)
@@ -321,6 +339,7 @@ fn add(
     let mut t = lock(table());
     let seq = t.next_seq;
     t.next_seq += 1;
+    mounts_changed();
     t.mounts.push(Arc::new(Mount {
         seq,
         point,
@@ -397,6 +416,7 @@ pub fn do_mount(
             (m.flags() & !MS_RDONLY) | (flags & MS_RDONLY)
         };
         m.flags.store(new & MNT_FLAGS, Ordering::Relaxed);
+        mounts_changed();
         if let Some(h) = m.root.as_any().downcast_ref::<HostInode>() {
             h.set_readonly(new & MS_RDONLY != 0);
         }
@@ -474,6 +494,8 @@ pub fn do_umount(target: &Dentry, flags: u64) -> SysResult<()> {
         return Err(Errno::EBUSY);
     }
     t.mounts.retain(|x| x.seq != m.seq && !below(x));
+    drop(t);
+    mounts_changed();
     Ok(())
 }
 

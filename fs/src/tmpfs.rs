@@ -632,6 +632,12 @@ struct TmpFile {
 }
 
 impl FileOps for TmpFile {
+    /// A regular file has no poll method (epoll_ctl refuses it with EPERM; poll and select
+    /// call it always ready).
+    fn can_poll(&self) -> bool {
+        false
+    }
+
     fn read(&self, _io: &IoCtx<'_>, buf: &mut [u8], off: u64) -> SysResult<usize> {
         let d = lock(self.inode.data()?);
         let Ok(off) = usize::try_from(off) else {

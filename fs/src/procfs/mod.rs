@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use um_kernel::kernel::Kernel;
 use um_kernel::vfs::{DirEntry, FileOps, Inode, Kstat, SetAttr, Statfs, mode};
-use um_kernel::wait::IoCtx;
+use um_kernel::wait::{IoCtx, PollTable};
 use um_uapi::{Errno, SysResult};
 
 pub use pid::{Target, fd_name};
@@ -379,6 +379,7 @@ impl Inode for ProcInode {
             data,
             inode: me,
             st,
+            mount_event: std::sync::atomic::AtomicU64::new(crate::mount::mount_event()),
         }))
     }
 
@@ -435,6 +436,21 @@ struct ProcFile {
     data: Vec<u8>,
     inode: Arc<ProcInode>,
     st: Kstat,
+    /// For `mounts` and `mountinfo`: the mount-table change count last reported by poll
+    /// (Linux `proc_mounts.event`).
+    mount_event: std::sync::atomic::AtomicU64,
+}
+
+impl ProcFile {
+    fn is_mount_table(&self) -> bool {
+        matches!(
+            &self.inode.node,
+            Node::Pid(
+                _,
+                pid::PidNode::File(pid::PidFile::Mounts | pid::PidFile::Mountinfo)
+            )
+        )
+    }
 }
 
 impl FileOps for ProcFile {
@@ -455,15 +471,40 @@ impl FileOps for ProcFile {
         Ok(self.st)
     }
 
-    /// The files of `/proc/PID` have no poll method in Linux (fs/proc/base.c), except
-    /// `mounts` and `mountinfo` (`mounts_poll`); sysctl files have one (`proc_sys_poll`).
+    /// Most procfs files have no poll method in Linux (fs/proc/base.c, `single_open` files),
+    /// but `mounts` and `mountinfo` (`mounts_poll`) and the sysctl files, the writable ones
+    /// here (`proc_sys_poll`), do.
     fn can_poll(&self) -> bool {
         match &self.inode.node {
-            Node::Pid(_, pid::PidNode::File(f)) => {
-                matches!(f, pid::PidFile::Mounts | pid::PidFile::Mountinfo)
-            }
-            _ => true,
+            Node::Pid(_, pid::PidNode::File(_)) => self.is_mount_table(),
+            Node::File { put, .. } => put.is_some(),
+            _ => false,
         }
+    }
+
+    /// `mounts_poll` (fs/proc_namespace.c): always readable, and POLLERR|POLLPRI once after
+    /// every change of the mount table since the last report.
+    fn poll(&self, events: u16, pt: Option<&PollTable<'_>>) -> u16 {
+        const POLLIN: u16 = 0x1;
+        const POLLPRI: u16 = 0x2;
+        const POLLERR: u16 = 0x8;
+        const POLLRDNORM: u16 = 0x40;
+        if !self.is_mount_table() {
+            return events & (0x1 | 0x4 | 0x40 | 0x100);
+        }
+        if let Some(pt) = pt {
+            pt.wait_on(&crate::mount::MOUNT_POLL);
+        }
+        let mut r = POLLIN | POLLRDNORM;
+        let now = crate::mount::mount_event();
+        if self
+            .mount_event
+            .swap(now, std::sync::atomic::Ordering::AcqRel)
+            != now
+        {
+            r |= POLLERR | POLLPRI;
+        }
+        r
     }
 }
 
