@@ -47,6 +47,75 @@ pub fn install() {
     um_kernel::signal::set_core_dumper(dump);
 }
 
+/// `/proc/sys/kernel/core_pattern`.
+fn pattern() -> &'static std::sync::Mutex<String> {
+    static P: std::sync::OnceLock<std::sync::Mutex<String>> = std::sync::OnceLock::new();
+    P.get_or_init(|| std::sync::Mutex::new("core".to_string()))
+}
+
+/// The current core pattern.
+pub fn core_pattern() -> String {
+    lock(pattern()).clone()
+}
+
+/// Sets the core pattern (a sysctl write: the text up to the first newline, at most 127
+/// bytes, `CORENAME_MAX_SIZE`).
+pub fn set_core_pattern(data: &[u8]) -> SysResult<()> {
+    let line = data.split(|&b| b == b'\n').next().unwrap_or(&[]);
+    if line.len() > 127 {
+        return Err(Errno::EINVAL);
+    }
+    *lock(pattern()) = String::from_utf8_lossy(line).into_owned();
+    Ok(())
+}
+
+/// What `%` specifiers expand to (fs/coredump.c `format_corename`).
+pub struct NameInfo<'a> {
+    pub pid: u32,
+    pub tid: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub signo: i32,
+    pub time: u64,
+    pub host: &'a str,
+    pub comm: &'a [u8],
+    pub limit: u64,
+}
+
+/// Expands a core pattern: `%%`, `%p`/`%P` (pid), `%i`/`%I` (tid), `%u`, `%g`, `%s`
+/// (signal), `%t` (time), `%h` (host name), `%e` (comm), `%c` (core limit); an unknown
+/// specifier expands to nothing, as Linux drops it. A `/` in `%e` or `%h` becomes `!`.
+pub fn expand_pattern(pat: &str, n: &NameInfo<'_>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut it = pat.bytes();
+    while let Some(b) = it.next() {
+        if b != b'%' {
+            out.push(b);
+            continue;
+        }
+        let Some(spec) = it.next() else { break };
+        let s: Vec<u8> = match spec {
+            b'%' => b"%".to_vec(),
+            b'p' | b'P' => n.pid.to_string().into_bytes(),
+            b'i' | b'I' => n.tid.to_string().into_bytes(),
+            b'u' => n.uid.to_string().into_bytes(),
+            b'g' => n.gid.to_string().into_bytes(),
+            b's' => n.signo.to_string().into_bytes(),
+            b't' => n.time.to_string().into_bytes(),
+            b'c' => n.limit.to_string().into_bytes(),
+            b'h' => n.host.as_bytes().to_vec(),
+            b'e' => n.comm.to_vec(),
+            _ => Vec::new(),
+        };
+        let slashless = matches!(spec, b'h' | b'e');
+        out.extend(
+            s.iter()
+                .map(|&c| if slashless && c == b'/' { b'!' } else { c }),
+        );
+    }
+    out
+}
+
 /// One `PT_LOAD` of the core: a vma and how much of it is in the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
@@ -191,8 +260,8 @@ pub fn notes(n: &NoteInfo<'_>) -> Vec<u8> {
 }
 
 /// `do_coredump` for `task`; true if a core file was written whole.
-fn dump(_k: &Arc<Kernel>, task: &Arc<Task>, regs: &Regs, info: &Siginfo) -> bool {
-    match write_core(task, regs, info) {
+fn dump(k: &Arc<Kernel>, task: &Arc<Task>, regs: &Regs, info: &Siginfo) -> bool {
+    match write_core(k, task, regs, info) {
         Ok(()) => true,
         Err(e) => {
             um_kernel::printk::line(&format!(
@@ -205,7 +274,7 @@ fn dump(_k: &Arc<Kernel>, task: &Arc<Task>, regs: &Regs, info: &Siginfo) -> bool
     }
 }
 
-fn write_core(task: &Arc<Task>, regs: &Regs, info: &Siginfo) -> SysResult<()> {
+fn write_core(k: &Kernel, task: &Arc<Task>, regs: &Regs, info: &Siginfo) -> SysResult<()> {
     let p = &task.process;
     let limit = lock(&p.rlimits)[RLIMIT_CORE].0;
     let page = um_mm::page_size();
@@ -214,8 +283,11 @@ fn write_core(task: &Arc<Task>, regs: &Regs, info: &Siginfo) -> SysResult<()> {
         return Err(Errno::EFBIG);
     }
     let mm = lock(&p.mm).clone();
-    // What to dump of each vma, decided from its backing and PTEs (vma_dump_size), and
-    // whether it is anonymous memory.
+    let filter = p.coredump_filter.load(std::sync::atomic::Ordering::Relaxed);
+    let want = |bit: u32| filter & (1 << bit) != 0;
+    // What to dump of each vma, decided from its backing and PTEs (vma_dump_size, with the
+    // coredump_filter bits 0 anonymous private, 1 anonymous shared, 2 file private, 3 file
+    // shared, 4 ELF headers), and whether it is anonymous memory.
     let (segs, anon): (Vec<Segment>, Vec<bool>) = {
         let m = um_kernel::syscall::lock_mm(&mm);
         m.vmas()
@@ -223,16 +295,25 @@ fn write_core(task: &Arc<Task>, regs: &Regs, info: &Siginfo) -> SysResult<()> {
             .map(|v| {
                 let whole = v.end - v.start;
                 let dump = match &v.backing {
-                    Backing::Anon | Backing::Shmem { .. } => whole,
-                    Backing::File { .. } if v.is_shared() => 0,
+                    _ if v.dont_dump => 0,
+                    Backing::Anon if want(0) => whole,
+                    Backing::Shmem { .. } if want(1) => whole,
+                    Backing::Anon | Backing::Shmem { .. } => 0,
+                    Backing::File { .. } if v.is_shared() => {
+                        if want(3) {
+                            whole
+                        } else {
+                            0
+                        }
+                    }
                     Backing::File { offset, .. } => {
                         let mut written = false;
                         m.for_each_pte(v.start, v.end, |_, pte| {
                             written |= pte.flags.contains(PteFlags::ANON);
                         });
-                        if written {
+                        if (written && want(0)) || want(2) {
                             whole
-                        } else if *offset == 0 && v.prot.contains(Prot::READ) {
+                        } else if want(4) && *offset == 0 && v.prot.contains(Prot::READ) {
                             page // the ELF header page, checked when read below
                         } else {
                             0
@@ -281,13 +362,35 @@ fn write_core(task: &Arc<Task>, regs: &Regs, info: &Siginfo) -> SysResult<()> {
     });
     let (head, offs) = layout(arch::ELF_MACHINE, &notes, &segs, page);
 
-    // The file: "core" in the working directory, replacing what is there (an existing core is
-    // unlinked first), created 0600 less the umask, owned by the dying process's fsuid.
-    let (cwd, umask) = {
-        let fs = lock(&p.fs);
-        (fs.cwd.clone(), fs.umask)
-    };
-    let name: &[u8] = b"core";
+    // The file core_pattern names (relative to the working directory, or absolute),
+    // replacing what is there (an existing core is unlinked first), created 0600 less the
+    // umask, owned by the dying process's fsuid. A pipe pattern ("|helper") is not offered.
+    let pat = core_pattern();
+    if pat.starts_with('|') || pat.is_empty() {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let host = lock(&k.uts.nodename).clone();
+    let path = expand_pattern(
+        &pat,
+        &NameInfo {
+            pid: p.pid,
+            tid: task.tid,
+            uid: creds.uid,
+            gid: creds.gid,
+            signo: info.si_signo,
+            time,
+            host: &host,
+            comm: &comm,
+            limit,
+        },
+    );
+    let fsctx = lock(&p.fs).clone();
+    let umask = fsctx.umask;
+    let (cwd, name) = crate::namei::walk_parent_with(&fsctx, &creds, &fsctx.cwd, &path)?;
+    let name: &[u8] = &name;
     let dst = cwd.inode.stat()?;
     permission(&dst, &creds, MAY_WRITE | MAY_EXEC)?;
     crate::mount::check_writable(&cwd)?;
@@ -383,6 +486,28 @@ fn write_body(
 mod tests {
     use super::*;
     use goblin::elf::Elf;
+
+    #[test]
+    fn core_pattern_specifiers_expand_as_format_corename() {
+        let n = NameInfo {
+            pid: 42,
+            tid: 43,
+            uid: 1000,
+            gid: 100,
+            signo: 11,
+            time: 1_700_000_000,
+            host: "box",
+            comm: b"a/b",
+            limit: 4096,
+        };
+        assert_eq!(
+            expand_pattern("/cores/core.%e.%p.%i.%s.%u.%g.%t.%h.%c.%%.%z", &n),
+            b"/cores/core.a!b.42.43.11.1000.100.1700000000.box.4096.%.".to_vec()
+        );
+        assert_eq!(expand_pattern("core", &n), b"core".to_vec());
+        assert_eq!(expand_pattern("dump-%p%", &n), b"dump-42".to_vec());
+        assert!(set_core_pattern(&[b'x'; 128]).is_err());
+    }
 
     #[test]
     fn core_file_layout_reads_back_as_elf_core() {

@@ -180,6 +180,9 @@ pub struct Process {
     /// Some ancestor is (or was) a subreaper, so an exit must look for one (Linux
     /// `signal_struct.has_child_subreaper`, inherited at fork).
     pub has_child_subreaper: AtomicBool,
+    /// `/proc/PID/coredump_filter` (Linux `mm->flags` MMF_DUMP_FILTER bits): which kinds of
+    /// memory a core dump contains; inherited at fork and kept across exec. Default 0x33.
+    pub coredump_filter: AtomicU32,
 }
 
 impl Process {
@@ -259,6 +262,11 @@ impl Process {
             vfork_done: AtomicBool::new(false),
             vfork_wait: WaitQueue::new(),
             did_exec: AtomicBool::new(false),
+            coredump_filter: AtomicU32::new(
+                parent
+                    .map(|p| p.coredump_filter.load(Ordering::Relaxed))
+                    .unwrap_or(0x33),
+            ),
         }
     }
 

@@ -139,6 +139,8 @@ const MREMAP_DONTUNMAP: u32 = 4;
 
 const MADV_DONTNEED: u32 = 4;
 const MADV_FREE: u32 = 8;
+const MADV_DONTDUMP: u32 = 16;
+const MADV_DODUMP: u32 = 17;
 const MADV_WIPEONFORK: u32 = 18;
 const MADV_KEEPONFORK: u32 = 19;
 const MADV_REMOVE: u32 = 9;
@@ -589,6 +591,7 @@ impl Mm {
                 lock,
                 wipe_on_fork: false,
                 may_write,
+                dont_dump: false,
             },
         );
         self.merge_around(addr, addr + len);
@@ -749,6 +752,7 @@ impl Mm {
                 lock: self.def_lock,
                 wipe_on_fork: false,
                 may_write: true,
+                dont_dump: false,
             },
         );
         self.merge_around(oldbrk, newbrk);
@@ -955,6 +959,14 @@ impl Mm {
             // shared mappings it is accepted without effect (falls through to the no-ops).
             MADV_REMOVE if keys.iter().any(|k| !self.vmas[k].is_shared()) => {
                 return Err(Errno::EINVAL);
+            }
+            MADV_DONTDUMP | MADV_DODUMP if !hole => {
+                self.split_at(addr);
+                self.split_at(end);
+                for k in self.keys_in(addr, end) {
+                    self.vmas.get_mut(&k).expect("key listed").dont_dump = advice == MADV_DONTDUMP;
+                }
+                self.merge_around(addr, end);
             }
             MADV_WIPEONFORK | MADV_KEEPONFORK => {
                 self.split_at(addr);

@@ -110,6 +110,8 @@ pub struct Vma {
     pub lock: VmLock,
     /// `MADV_WIPEONFORK` (Linux `VM_WIPEONFORK`): a child gets this range empty (zero-fill).
     pub wipe_on_fork: bool,
+    /// `MADV_DONTDUMP` (Linux `VM_DONTDUMP`): left out of core dumps.
+    pub dont_dump: bool,
     /// Linux `VM_MAYWRITE` of a shared mapping: false when the file was not open for writing
     /// or refuses shared writable mappings (a sealed memfd); mprotect cannot add PROT_WRITE.
     pub may_write: bool,
@@ -160,6 +162,7 @@ impl Vma {
             && self.lock == next.lock
             && self.wipe_on_fork == next.wipe_on_fork
             && self.may_write == next.may_write
+            && self.dont_dump == next.dont_dump
             && self.backing.continues_as(self.len(), &next.backing)
     }
 }

@@ -138,6 +138,7 @@ pub enum PidFile {
     Smaps,
     /// Served by [`PagemapFile`], not generated.
     Pagemap,
+    CoredumpFilter,
 }
 
 /// The entries of `/proc/PID`, in Linux's order (`tgid_base_stuff`); the index is part of the
@@ -167,6 +168,7 @@ const ENTRIES: &[(&str, PidNode)] = &[
     ("io", PidNode::File(PidFile::Io)),
     ("smaps", PidNode::File(PidFile::Smaps)),
     ("pagemap", PidNode::File(PidFile::Pagemap)),
+    ("coredump_filter", PidNode::File(PidFile::CoredumpFilter)),
 ];
 
 /// `O_CLOEXEC` (the same on x86_64 and arm64).
@@ -211,9 +213,9 @@ fn mode_of(n: PidNode, fd_flags: u32) -> u32 {
         }
         PidNode::FdInfo(_) => mode::S_IFREG | 0o444,
         PidNode::File(PidFile::Environ | PidFile::Io | PidFile::Pagemap) => mode::S_IFREG | 0o400,
-        PidNode::File(PidFile::Comm | PidFile::OomAdj | PidFile::OomScoreAdj) => {
-            mode::S_IFREG | 0o644
-        }
+        PidNode::File(
+            PidFile::Comm | PidFile::OomAdj | PidFile::OomScoreAdj | PidFile::CoredumpFilter,
+        ) => mode::S_IFREG | 0o644,
         PidNode::File(_) => mode::S_IFREG | 0o444,
     }
 }
@@ -493,6 +495,21 @@ pub fn write(
                 return Err(Errno::EINVAL);
             }
             set_oom_score_adj(&p, v as i32);
+            Ok(data.len())
+        }
+        PidNode::File(PidFile::CoredumpFilter) => {
+            // proc_coredump_filter_write: a number in any base kstrtouint takes; the filter
+            // bits (MMF_DUMP_FILTER_MASK, 9 bits) are kept.
+            let s = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?.trim();
+            let v = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+                u32::from_str_radix(h, 16)
+            } else if s.len() > 1 && s.starts_with('0') {
+                u32::from_str_radix(&s[1..], 8)
+            } else {
+                s.parse::<u32>()
+            }
+            .map_err(|_| Errno::EINVAL)?;
+            p.coredump_filter.store(v & 0x1ff, Ordering::Relaxed);
             Ok(data.len())
         }
         PidNode::File(PidFile::OomAdj) => {
@@ -1119,6 +1136,9 @@ pub fn generate(_fs: &Arc<ProcFs>, t: &Target, n: PidNode, _io: &IoCtx<'_>) -> S
             PidFile::Cgroup => b"0::/\n".to_vec(),
             PidFile::OomScore => b"0\n".to_vec(),
             PidFile::OomScoreAdj => format!("{}\n", oom_score_adj(&p)).into_bytes(),
+            PidFile::CoredumpFilter => {
+                format!("{:08x}\n", p.coredump_filter.load(Ordering::Relaxed)).into_bytes()
+            }
             PidFile::OomAdj => {
                 // oom_adj_read: the adj scaled back to -17..15.
                 let a = oom_score_adj(&p);

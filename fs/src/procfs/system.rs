@@ -310,7 +310,20 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
         fs,
         vec![
             ("cap_last_cap", ProcInode::text(fs, "40\n")),
-            ("core_pattern", ProcInode::text(fs, "core\n")),
+            (
+                "core_pattern",
+                ProcInode::file_rw(
+                    fs,
+                    |_, _| Ok(format!("{}\n", crate::coredump::core_pattern()).into_bytes()),
+                    |_, io, data| {
+                        if lock(&io.task.process.creds).euid != 0 {
+                            return Err(Errno::EPERM);
+                        }
+                        crate::coredump::set_core_pattern(data)?;
+                        Ok(data.len())
+                    },
+                ),
+            ),
             ("domainname", uts_rw(fs, |k| &k.uts.domainname)),
             ("hostname", uts_rw(fs, |k| &k.uts.nodename)),
             (
