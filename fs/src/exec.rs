@@ -177,6 +177,7 @@ pub fn do_execve(
     let p = &task.process;
     um_kernel::sys::futex::mm_release(task);
     um_kernel::sys::timer::exec_process(p.pid);
+    p.note_maxrss();
     *lock(&p.mm) = Arc::new(Mutex::new(mm));
     p.exec_unmap
         .store(true, std::sync::atomic::Ordering::Release);

@@ -633,7 +633,9 @@ fn exit_process(k: &Arc<Kernel>, p: &Arc<Process>, st: ExitStatus) {
     for hook in lock(&k.process_exit_hooks).iter() {
         hook(p);
     }
-    // Drop what the process holds: descriptors (closing pipes wakes readers), memory.
+    // Drop what the process holds: descriptors (closing pipes wakes readers), memory (its
+    // resident high-water mark kept for the parent's getrusage).
+    p.note_maxrss();
     lock(&p.files()).clear();
     // mm->exe_file goes with the mm: the program may be written again.
     *lock(&p.exe) = None;

@@ -183,12 +183,33 @@ pub struct Process {
     /// `/proc/PID/coredump_filter` (Linux `mm->flags` MMF_DUMP_FILTER bits): which kinds of
     /// memory a core dump contains; inherited at fork and kept across exec. Default 0x33.
     pub coredump_filter: AtomicU32,
+    /// The largest resident size of the address spaces the process has left behind (exec,
+    /// exit), in KiB (Linux `signal_struct.maxrss`); getrusage adds the current one.
+    pub maxrss_kb: AtomicU64,
+    /// The largest `maxrss_kb` of the reaped children and their descendants (`cmaxrss`).
+    pub cmaxrss_kb: AtomicU64,
 }
 
 impl Process {
     /// Whether the process holds capability `cap` (effective set).
     pub fn capable(&self, cap: u32) -> bool {
         lock(&self.caps).has(cap)
+    }
+
+    /// The process's largest resident size so far in KiB: what it left behind and the current
+    /// address space's high-water mark (getrusage's `ru_maxrss`).
+    pub fn maxrss_now_kb(&self) -> u64 {
+        let mm = lock(&self.mm).clone();
+        let m = lock(&mm);
+        let kb = m.hiwater_pages() as u64 * m.granule().size() / 1024;
+        self.maxrss_kb.load(Ordering::Relaxed).max(kb)
+    }
+
+    /// Keeps the current address space's high-water mark before exec or exit drops it
+    /// (Linux `setmax_mm_hiwater_rss` into `signal_struct.maxrss`).
+    pub fn note_maxrss(&self) {
+        let v = self.maxrss_now_kb();
+        self.maxrss_kb.fetch_max(v, Ordering::Relaxed);
     }
 }
 
@@ -262,6 +283,8 @@ impl Process {
             vfork_done: AtomicBool::new(false),
             vfork_wait: WaitQueue::new(),
             did_exec: AtomicBool::new(false),
+            maxrss_kb: AtomicU64::new(0),
+            cmaxrss_kb: AtomicU64::new(0),
             coredump_filter: AtomicU32::new(
                 parent
                     .map(|p| p.coredump_filter.load(Ordering::Relaxed))

@@ -1722,6 +1722,12 @@ impl Mm {
         self.pt.len()
     }
 
+    /// The most pages resident at once (Linux `mm->hiwater_rss`; a forked copy starts at what
+    /// it inherited, as dup_mm sets it).
+    pub fn hiwater_pages(&self) -> usize {
+        self.pt.peak()
+    }
+
     /// Mapped size in pages (Linux's `mm->total_vm`; VmSize is this times the page size).
     pub fn total_vm(&self) -> u64 {
         self.vmas

@@ -119,6 +119,8 @@ pub struct PageTable {
     geom: Geom,
     root: Node,
     len: usize,
+    /// The most entries there have been at once (the resident high-water mark).
+    peak: usize,
     /// Number of table pages, root included (what a real kernel would spend on page tables).
     tables: usize,
 }
@@ -166,6 +168,7 @@ impl PageTable {
             geom,
             root: Node::new(geom, 0),
             len: 0,
+            peak: 0,
             tables: 1,
         }
     }
@@ -193,6 +196,11 @@ impl PageTable {
     /// Number of present entries.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// The most entries present at once since the table was made.
+    pub fn peak(&self) -> usize {
+        self.peak
     }
 
     /// Whether no entry is present.
@@ -243,6 +251,7 @@ impl PageTable {
                     if old.is_none() {
                         *used += 1;
                         self.len += 1;
+                        self.peak = self.peak.max(self.len);
                     }
                     return old;
                 }

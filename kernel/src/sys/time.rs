@@ -7,7 +7,7 @@
 //! [`instant_after`] that turn guest times into host deadlines for futexes ([`super::futex`])
 //! and timers ([`super::timer`]).
 
-use crate::syscall::{SyscallCtx, SyscallTable, lock_mm};
+use crate::syscall::{SyscallCtx, SyscallTable};
 use crate::wait::{WaitError, wait_event};
 use std::time::{Duration, Instant};
 use um_uapi::abi::Pod;
@@ -208,19 +208,22 @@ fn times(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(up.tv_sec as u64 * USER_HZ + up.tv_nsec as u64 / (1_000_000_000 / USER_HZ))
 }
 
-/// getrusage (kernel/sys.c): `ru_maxrss` is the resident size of the address space in KiB
-/// (Linux reports the high-water mark); CPU times and counters are not measured yet (zero).
+/// getrusage (kernel/sys.c): `ru_maxrss` is the largest resident size in KiB, of this
+/// process (its address spaces' high-water marks, exec included) or of its reaped children;
+/// CPU times and counters are not measured yet (zero).
 fn getrusage(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let who = a[0] as i32;
     if !(-1..=1).contains(&who) {
         return Err(Errno::EINVAL);
     }
     let mut ru = Rusage::default();
-    if who != -1 {
-        let mm = c.mm();
-        let m = lock_mm(&mm);
-        ru.ru_maxrss = (m.rss_pages() as u64 * m.granule().size() / 1024) as i64;
-    }
+    let p = &c.task.process;
+    ru.ru_maxrss = if who == -1 {
+        // RUSAGE_CHILDREN: the largest of the reaped children (and their descendants).
+        p.cmaxrss_kb.load(std::sync::atomic::Ordering::Relaxed)
+    } else {
+        p.maxrss_now_kb()
+    } as i64;
     c.write_bytes(a[1], &ru.as_bytes())?;
     Ok(0)
 }

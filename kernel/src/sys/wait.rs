@@ -64,6 +64,13 @@ fn scan(c: &SyscallCtx<'_>, which: Which, opts: u64) -> SysResult<Option<Found>>
             if opts & WNOWAIT == 0 {
                 lock(&me.children).retain(|x| !Arc::ptr_eq(x, ch));
                 c.kernel.tasks.remove(ch.pid);
+                // wait_task_zombie: the child's and its descendants' largest resident size
+                // join the parent's cmaxrss.
+                let rss = ch
+                    .maxrss_kb
+                    .load(Ordering::Relaxed)
+                    .max(ch.cmaxrss_kb.load(Ordering::Relaxed));
+                me.cmaxrss_kb.fetch_max(rss, Ordering::Relaxed);
             }
             return Ok(Some(Found {
                 pid: ch.pid,

@@ -1307,3 +1307,24 @@ fn wipe_on_fork_gives_the_child_zeroes_and_is_checked() {
         env.assert_no_leak();
     });
 }
+
+#[test]
+fn hiwater_keeps_the_largest_resident_size() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut mm = env.mm();
+        let ps = g.size();
+        let a = mm.mmap(0, 4 * ps, RW, ANON_PRIV, Backing::Anon).unwrap();
+        mm.write_bytes(a, &vec![1u8; (3 * ps) as usize]).unwrap();
+        assert_eq!((mm.rss_pages(), mm.hiwater_pages()), (3, 3));
+        mm.munmap(a, 4 * ps).unwrap();
+        assert_eq!((mm.rss_pages(), mm.hiwater_pages()), (0, 3));
+        // A forked copy starts at what it inherits (dup_mm's hiwater_rss).
+        let b = mm.mmap(0, ps, RW, ANON_PRIV, Backing::Anon).unwrap();
+        mm.write_bytes(b, b"x").unwrap();
+        let child = mm.fork().unwrap();
+        assert_eq!(child.hiwater_pages(), 1);
+        drop((mm, child));
+        env.assert_no_leak();
+    });
+}
