@@ -334,6 +334,17 @@ impl Mm {
         self.vmas.insert(addr, hi);
     }
 
+    /// Applies `f` to the vmas of `[start, end)`, split at the ends first and merged again
+    /// after (the shape of mlock_fixup, madvise_update_vma, prctl's vma naming).
+    fn update_range(&mut self, start: u64, end: u64, mut f: impl FnMut(&mut Vma)) {
+        self.split_at(start);
+        self.split_at(end);
+        for k in self.keys_in(start, end) {
+            f(self.vmas.get_mut(&k).expect("key listed"));
+        }
+        self.merge_around(start, end);
+    }
+
     /// Merges compatible neighbours among the vmas touching `[start, end]` (mm/vma.c
     /// `vma_merge_*`): adjacent anonymous vmas with equal protection and flags, or contiguous
     /// pieces of one file.
@@ -961,21 +972,10 @@ impl Mm {
                 return Err(Errno::EINVAL);
             }
             MADV_DONTDUMP | MADV_DODUMP if !hole => {
-                self.split_at(addr);
-                self.split_at(end);
-                for k in self.keys_in(addr, end) {
-                    self.vmas.get_mut(&k).expect("key listed").dont_dump = advice == MADV_DONTDUMP;
-                }
-                self.merge_around(addr, end);
+                self.update_range(addr, end, |v| v.dont_dump = advice == MADV_DONTDUMP);
             }
             MADV_WIPEONFORK | MADV_KEEPONFORK => {
-                self.split_at(addr);
-                self.split_at(end);
-                for k in self.keys_in(addr, end) {
-                    self.vmas.get_mut(&k).expect("key listed").wipe_on_fork =
-                        advice == MADV_WIPEONFORK;
-                }
-                self.merge_around(addr, end);
+                self.update_range(addr, end, |v| v.wipe_on_fork = advice == MADV_WIPEONFORK);
             }
             MADV_POPULATE_READ | MADV_POPULATE_WRITE => {
                 let access = if advice == MADV_POPULATE_WRITE {
@@ -1090,12 +1090,7 @@ impl Mm {
         if !self.covered(addr, end) {
             return Err(Errno::ENOMEM);
         }
-        self.split_at(addr);
-        self.split_at(end);
-        for k in self.keys_in(addr, end) {
-            self.vmas.get_mut(&k).expect("key listed").name = name.clone();
-        }
-        self.merge_around(addr, end);
+        self.update_range(addr, end, |v| v.name = name.clone());
         Ok(())
     }
 
@@ -1617,12 +1612,7 @@ impl Mm {
         if !self.covered(start, end) {
             return Err(Errno::ENOMEM);
         }
-        self.split_at(start);
-        self.split_at(end);
-        for k in self.keys_in(start, end) {
-            self.vmas.get_mut(&k).expect("key listed").lock = lock;
-        }
-        self.merge_around(start, end);
+        self.update_range(start, end, |v| v.lock = lock);
         if lock == VmLock::Locked {
             self.populate_locked(start, end);
         }
