@@ -178,6 +178,15 @@ fn fcntl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             let f = files.get(a[0])?;
             let old = f.flags();
             let new = (old & !SETFL_MASK) | (a[2] as u32 & SETFL_MASK);
+            // setfl: turning O_NOATIME on needs ownership or CAP_FOWNER.
+            const O_NOATIME: u32 = 0o1000000;
+            if new & O_NOATIME != 0 && old & O_NOATIME == 0 {
+                if let Some(d) = &f.dentry {
+                    if !super::open::owner_or_capable(c, &d.inode.stat()?) {
+                        return Err(Errno::EPERM);
+                    }
+                }
+            }
             f.flags.store(new, std::sync::atomic::Ordering::Relaxed);
             Ok(0)
         }

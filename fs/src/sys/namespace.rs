@@ -645,6 +645,7 @@ fn truncate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     mount::check_writable(&d)?;
     permission(&st, &creds(c), MAY_WRITE)?;
+    check_fsize(c, a[1], st.size)?;
     // do_sys_truncate: get_write_access (ETXTBSY while the file is being executed).
     let _write = um_kernel::vfs::WriteAccess::get(mount::inode_key(&*d.inode))?;
     crate::inotify::notify_change(
@@ -657,6 +658,22 @@ fn truncate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// `inode_newsize_ok`: growing a file beyond the soft `RLIMIT_FSIZE` sends SIGXFSZ and fails
+/// with EFBIG.
+fn check_fsize(c: &SyscallCtx<'_>, new: u64, old: i64) -> SysResult<()> {
+    const RLIMIT_FSIZE: usize = 1;
+    const SIGXFSZ: u32 = 25;
+    let limit = lock(&c.task.process.rlimits)[RLIMIT_FSIZE].0;
+    if new > limit && new as i64 > old {
+        um_kernel::signal::send_to_task(
+            c.task,
+            um_uapi::abi::signal::Siginfo::kill(SIGXFSZ, 0x80 /* SI_KERNEL */, 0, 0),
+        );
+        return Err(Errno::EFBIG);
+    }
+    Ok(())
+}
+
 fn ftruncate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if (a[1] as i64) < 0 {
         return Err(Errno::EINVAL);
@@ -666,9 +683,11 @@ fn ftruncate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let d = d.ok_or(Errno::EINVAL)?;
-    if d.inode.stat()?.mode & mode::S_IFMT != mode::S_IFREG {
+    let st = d.inode.stat()?;
+    if st.mode & mode::S_IFMT != mode::S_IFREG {
         return Err(Errno::EINVAL);
     }
+    check_fsize(c, a[1], st.size)?;
     crate::inotify::notify_change(
         &d,
         &SetAttr {

@@ -62,6 +62,12 @@ fn acc_mask(flags: u32) -> u32 {
 }
 
 /// The caller's credentials.
+/// `inode_owner_or_capable`: the caller's fsuid owns the inode, or it has CAP_FOWNER.
+pub fn owner_or_capable(c: &SyscallCtx<'_>, st: &Kstat) -> bool {
+    const CAP_FOWNER: u32 = 3;
+    lock(&c.task.process.creds).fsuid == st.uid || c.task.process.capable(CAP_FOWNER)
+}
+
 pub fn creds(c: &SyscallCtx<'_>) -> Creds {
     *lock(&c.task.process.creds)
 }
@@ -226,6 +232,10 @@ pub(crate) fn do_open(
         if !created {
             permission(&st, &creds(c), mask)?;
         }
+        // may_open: O_NOATIME only for the file's owner or CAP_FOWNER (inode_owner_or_capable).
+        if flags & OpenFlags::NOATIME.bits() != 0 && !owner_or_capable(c, &st) {
+            return Err(Errno::EPERM);
+        }
         if mask & MAY_WRITE != 0 && matches!(fmt, mode::S_IFREG | mode::S_IFDIR | mode::S_IFLNK) {
             mount::check_writable(&d)?;
         }
@@ -350,9 +360,12 @@ fn chdir(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 fn fchdir(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let f = lock(&c.task.process.files()).get(a[0])?;
     let d = f.dentry.clone().ok_or(Errno::ENOTDIR)?;
-    if d.inode.stat()?.mode & mode::S_IFMT != mode::S_IFDIR {
+    let st = d.inode.stat()?;
+    if st.mode & mode::S_IFMT != mode::S_IFDIR {
         return Err(Errno::ENOTDIR);
     }
+    // fs/open.c fchdir: search permission on the directory (MAY_EXEC | MAY_CHDIR).
+    permission(&st, &creds(c), MAY_EXEC)?;
     lock(&c.task.process.fs).cwd = d;
     Ok(0)
 }

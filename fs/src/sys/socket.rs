@@ -147,9 +147,13 @@ fn resolve(c: &SyscallCtx<'_>, addr: &UnixAddr) -> SysResult<Arc<UnixSocket>> {
         UnixAddr::Abstract(n) => UnixSocket::find_abstract(n).ok_or(Errno::ECONNREFUSED),
         UnixAddr::Path(p) => {
             let d = lookup(c, AT_FDCWD as u64, p, Last::Follow)?;
-            if d.inode.stat()?.mode & mode::S_IFMT != mode::S_IFSOCK {
+            let st = d.inode.stat()?;
+            if st.mode & mode::S_IFMT != mode::S_IFSOCK {
                 return Err(Errno::ECONNREFUSED);
             }
+            // unix_find_bsd: connecting (or sending) to a socket file needs write permission.
+            let creds = *lock(&c.task.process.creds);
+            namei::permission(&st, &creds, namei::MAY_WRITE)?;
             UnixSocket::find_path(crate::mount::inode_key(&*d.inode)).ok_or(Errno::ECONNREFUSED)
         }
     }
