@@ -186,16 +186,16 @@ pub fn send_to_task(t: &Arc<Task>, info: Siginfo) {
 /// woken (Linux `complete_signal`).
 pub fn send_to_process(k: &Kernel, p: &Arc<Process>, info: Siginfo) {
     let sig = info.si_signo as u32;
+    let threads = p.live_threads(k);
     // Linux checks the task the signal is sent through (the group leader for kill(2)).
-    let leader = p.live_threads(k).into_iter().find(|t| t.tid == p.pid);
-    if ignored(p, leader.as_deref(), sig) {
+    let leader = threads.iter().find(|t| t.tid == p.pid);
+    if ignored(p, leader.map(|t| &**t), sig) {
         return;
     }
     prepare(p, sig);
     if !lock(&p.shared_pending).push(info) {
         return;
     }
-    let threads = p.live_threads(k);
     let target = threads
         .iter()
         .find(|t| *lock(&t.sigmask) & sigbit(sig) == 0)
