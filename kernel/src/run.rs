@@ -634,9 +634,13 @@ fn exit_process(k: &Arc<Kernel>, p: &Arc<Process>, st: ExitStatus) {
         hook(p);
     }
     // Drop what the process holds: descriptors (closing pipes wakes readers), memory (its
-    // resident high-water mark kept for the parent's getrusage).
+    // resident high-water mark kept for the parent's getrusage). The descriptor table may be
+    // shared with other processes (CLONE_FILES): only this process's reference goes, and the
+    // files close when the last sharer lets go (kernel/exit.c `exit_files`,
+    // `put_files_struct`).
     p.note_maxrss();
-    lock(&p.files()).clear();
+    let files = std::mem::take(&mut *lock(&p.files));
+    drop(files);
     // mm->exe_file goes with the mm: the program may be written again.
     *lock(&p.exe) = None;
     *lock(&p.mm) = Arc::new(Mutex::new(um_mm::Mm::new(
