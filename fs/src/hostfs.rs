@@ -6,8 +6,8 @@
 //! the target itself, inside the guest's root), so no host path outside the root is ever
 //! reached. Host device nodes, sockets and fifos are never opened on the host: a guest that
 //! could open them would reach outside its root. A FIFO opens the kernel's own pipe keyed by
-//! the inode ([`crate::mount::inode_key`]), a character device node opens the kernel's driver
-//! for its number ([`um_kernel::vfs::open_chrdev`]).
+//! the inode ([`crate::mount::inode_key`]), a character or block device node opens the
+//! kernel's driver for its number ([`um_kernel::vfs::open_chrdev`], `open_blkdev`).
 //!
 //! Writes (create, mkdir, mknod, symlink, link, unlink, rmdir, rename, chmod, chown,
 //! truncate, utimes) go through [`um_os_linux::hostdir`], whose calls take one component
@@ -365,8 +365,8 @@ impl Inode for HostInode {
             mode::S_IFIFO => crate::mount::open_fifo(crate::mount::inode_key(self), flags, io),
             // The kernel's driver for the device number, never the host device.
             mode::S_IFCHR => vfs::open_chrdev(st.rdev, io, flags),
-            // Sockets are connected by path through the socket layer; block devices have no
-            // drivers.
+            mode::S_IFBLK => vfs::open_blkdev(st.rdev, io, flags),
+            // Sockets are connected by path through the socket layer.
             _ => Err(Errno::ENXIO),
         }
     }

@@ -19,6 +19,7 @@ pub mod hostfs;
 pub mod hostfs_meta;
 pub mod inotify;
 pub mod locks;
+pub mod loopdev;
 pub mod memfd;
 pub mod module;
 pub mod mount;

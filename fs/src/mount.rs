@@ -221,6 +221,15 @@ pub fn is_mountpoint(inode: &dyn Inode) -> bool {
     lock(table()).mounts.iter().any(|m| m.point == Some(key))
 }
 
+/// Whether `inode` is the root of a mount (statx's `STATX_ATTR_MOUNT_ROOT`).
+pub fn is_mount_root(inode: &dyn Inode) -> bool {
+    let key = (inode.fs_id(), inode.id());
+    lock(table())
+        .mounts
+        .iter()
+        .any(|m| (m.root.fs_id(), m.root.id()) == key)
+}
+
 /// Whether `a` is `b` or below it, component-wise (`/a` is under `/`, `/ab` is not under `/a`).
 fn under(a: &[u8], b: &[u8]) -> bool {
     b == b"/" || a == b || (a.starts_with(b) && a.get(b.len()) == Some(&b'/'))
@@ -529,6 +538,7 @@ pub fn boot_mounts(kernel: &Arc<Kernel>, root: &Arc<Dentry>) {
         "",
     );
     crate::devfs::register_mem_devices();
+    crate::loopdev::register();
     match root.inode.lookup(b"dev") {
         Ok(dev)
             if dev

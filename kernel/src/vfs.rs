@@ -249,6 +249,12 @@ fn chrdevs() -> &'static Mutex<BTreeMap<(u32, u32), ChrdevOpen>> {
     CHRDEVS.get_or_init(Default::default)
 }
 
+/// The block devices' drivers, as [`chrdevs`] (a separate number space, as in Linux).
+fn blkdevs() -> &'static Mutex<BTreeMap<(u32, u32), ChrdevOpen>> {
+    static BLKDEVS: OnceLock<Mutex<BTreeMap<(u32, u32), ChrdevOpen>>> = OnceLock::new();
+    BLKDEVS.get_or_init(Default::default)
+}
+
 /// `new_decode_dev` (include/linux/kdev_t.h): a `dev_t` as (major, minor).
 pub fn decode_dev(dev: u64) -> (u32, u32) {
     let major = (((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff)) as u32;
@@ -272,6 +278,27 @@ pub fn register_chrdev(major: u32, minor: u32, open: ChrdevOpen) {
 pub fn open_chrdev(rdev: u64, io: &IoCtx<'_>, flags: u32) -> SysResult<Box<dyn FileOps>> {
     let key = decode_dev(rdev);
     let open = crate::task::lock(chrdevs()).get(&key).cloned();
+    match open {
+        Some(f) => f(io, flags),
+        None => Err(Errno::ENXIO),
+    }
+}
+
+/// Registers the driver of block device `major:minor` (Linux `add_disk` of a gendisk).
+pub fn register_blkdev(major: u32, minor: u32, open: ChrdevOpen) {
+    crate::task::lock(blkdevs()).insert((major, minor), open);
+}
+
+/// Removes the driver of block device `major:minor` (`del_gendisk`); its node then opens with
+/// ENXIO.
+pub fn unregister_blkdev(major: u32, minor: u32) {
+    crate::task::lock(blkdevs()).remove(&(major, minor));
+}
+
+/// Opens the block device `rdev` (block/bdev.c `blkdev_open`): ENXIO if no driver.
+pub fn open_blkdev(rdev: u64, io: &IoCtx<'_>, flags: u32) -> SysResult<Box<dyn FileOps>> {
+    let key = decode_dev(rdev);
+    let open = crate::task::lock(blkdevs()).get(&key).cloned();
     match open {
         Some(f) => f(io, flags),
         None => Err(Errno::ENXIO),

@@ -40,6 +40,11 @@ pub const PAGE_SIZE_REFUSAL: &str = "arm64 guests have 4K or 16K pages";
 pub const O_DIRECTORY: u32 = 0o40000;
 /// `O_NOFOLLOW` on arm64.
 pub const O_NOFOLLOW: u32 = 0o100000;
+
+/// The old `struct loop_info` (`LOOP_SET_STATUS`/`LOOP_GET_STATUS`, include/uapi/linux/loop.h):
+/// `__kernel_old_dev_t` is the asm-generic `unsigned int` here: 160 bytes.
+pub type LoopInfo = um_uapi::abi::loopdev::LoopInfoNarrowDev;
+
 /// `O_DIRECT` on arm64.
 pub const O_DIRECT: u32 = 0o200000;
 /// `O_LARGEFILE` on arm64.

@@ -38,6 +38,11 @@ pub const PAGE_SIZES: &[u64] = &[4096];
 pub const PAGE_SIZE_REFUSAL: &str = "x86_64 guests have 4K pages only (their ELF files are \
     linked for 4K pages: segments are not 16K-congruent)";
 
+/// The old `struct loop_info` (`LOOP_SET_STATUS`/`LOOP_GET_STATUS`, include/uapi/linux/loop.h):
+/// `__kernel_old_dev_t` is `unsigned long` here (arch/x86/include/uapi/asm/posix_types_64.h):
+/// 168 bytes.
+pub type LoopInfo = um_uapi::abi::loopdev::LoopInfoWideDev;
+
 /// `O_DIRECT` on x86_64.
 pub const O_DIRECT: u32 = 0o40000;
 /// `O_LARGEFILE` on x86_64.

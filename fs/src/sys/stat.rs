@@ -5,6 +5,7 @@ use super::{AT_EMPTY_PATH, AT_FDCWD, Target, resolve_at};
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
 use um_kernel::vfs::Kstat;
+use um_uapi::abi::fcntl::STATX_ATTR_MOUNT_ROOT;
 use um_uapi::abi::pod::Pod;
 use um_uapi::{Errno, SysResult};
 
@@ -19,16 +20,20 @@ fn stat_of(t: Target) -> SysResult<Kstat> {
 /// descriptor is `vfs_fstat`: the open file's own inode, which still answers after its name
 /// was unlinked or renamed (a hostfs inode looked up by name would not).
 fn stat_at(c: &SyscallCtx<'_>, dirfd: u64, path: u64, flags: u64) -> SysResult<Kstat> {
+    stat_of(target_at(c, dirfd, path, flags)?)
+}
+
+/// What `(dirfd, path, flags)` names, for the stat calls (see [`stat_at`]).
+fn target_at(c: &SyscallCtx<'_>, dirfd: u64, path: u64, flags: u64) -> SysResult<Target> {
     if flags & AT_EMPTY_PATH != 0
         && dirfd as i32 != AT_FDCWD
         && matches!(c.read_cstr(path, 1), Ok(p) if p.is_empty())
     {
-        return lock(&c.task.process.files())
-            .get(dirfd & 0xffff_ffff)?
-            .ops
-            .stat();
+        return Ok(Target::File(
+            lock(&c.task.process.files()).get(dirfd & 0xffff_ffff)?,
+        ));
     }
-    stat_of(resolve_at(c, dirfd, path, flags)?)
+    resolve_at(c, dirfd, path, flags)
 }
 
 fn newfstatat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
@@ -65,8 +70,18 @@ fn statx(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if mask & 0x8000_0000 != 0 {
         return Err(Errno::EINVAL);
     }
-    let st = stat_at(c, dirfd, path, flags)?;
-    let x = st.to_statx();
+    let target = target_at(c, dirfd, path, flags)?;
+    let inode = match &target {
+        Target::Dentry(d) => Some(d.inode.clone()),
+        Target::File(f) => f.dentry.as_ref().map(|d| d.inode.clone()),
+    };
+    let mut x = stat_of(target)?.to_statx();
+    // fs/stat.c vfs_getattr_nosec: every file system reports whether the file is a mount's
+    // root.
+    x.stx_attributes_mask |= STATX_ATTR_MOUNT_ROOT;
+    if inode.is_some_and(|i| crate::mount::is_mount_root(&*i)) {
+        x.stx_attributes |= STATX_ATTR_MOUNT_ROOT;
+    }
     c.write_bytes(buf, &x.as_bytes())?;
     Ok(0)
 }

@@ -9,7 +9,8 @@
 //! termbits-common,ioctls,ioctl,poll,mman-common,resource}.h`, `include/uapi/linux/{stat,fcntl,
 //! auxvec,sched,wait,futex,time,time_types,resource,sysinfo,utsname,eventpoll,uio,mman}.h`,
 //! `include/uapi/asm-generic/statfs.h`, `include/linux/dirent.h` and `fs/readdir.c`
-//! (`linux_dirent64`). Each submodule names its own sources.
+//! (`linux_dirent64`), `include/uapi/linux/loop.h` (loop devices). Each submodule names its
+//! own sources.
 //!
 //! Every structure implements [`Pod`] (safe little-endian byte conversion) and has its size and
 //! key field offsets pinned with `static_assertions`.
@@ -17,6 +18,7 @@
 pub mod auxv;
 pub mod fcntl;
 pub mod futex;
+pub mod loopdev;
 pub mod mman;
 pub mod pod;
 pub mod poll;
