@@ -106,17 +106,13 @@ fn is_symlink(d: &Dentry) -> SysResult<bool> {
 /// `S_IFMT` type; the result's permission bits do not. Every file system applies this.
 pub fn inode_init_owner(dir: &Kstat, owner: Owner, mode: u32) -> (Owner, u32) {
     const S_ISGID: u32 = 0o2000;
-    const S_IXGRP: u32 = 0o010;
     let fmt = mode & mode::S_IFMT;
     let mut perm = mode & 0o7777;
     let gid = if dir.mode & S_ISGID != 0 {
         if fmt == mode::S_IFDIR {
             perm |= S_ISGID;
-        } else if perm & (S_ISGID | S_IXGRP) == (S_ISGID | S_IXGRP)
-            && owner.gid != dir.gid
-            && owner.uid != 0
-        {
-            perm &= !S_ISGID;
+        } else {
+            perm = mode_strip_sgid(dir, owner, fmt | perm) & 0o7777;
         }
         dir.gid
     } else {
@@ -129,6 +125,25 @@ pub fn inode_init_owner(dir: &Kstat, owner: Owner, mode: u32) -> (Owner, u32) {
         },
         perm,
     )
+}
+
+/// `mode_strip_sgid` (fs/inode.c): a non-directory asking for setgid and group execute in a
+/// setgid directory loses `S_ISGID` unless the creator is in the directory's group or
+/// privileged (`CAP_FSETID`: fsuid 0 here). The create calls apply it *before* the umask
+/// (`vfs_prepare_mode`, Linux 6.0+), so a umask that clears group execute cannot keep the bit.
+pub fn mode_strip_sgid(dir: &Kstat, owner: Owner, mode: u32) -> u32 {
+    const S_ISGID: u32 = 0o2000;
+    const S_IXGRP: u32 = 0o010;
+    if mode & mode::S_IFMT != mode::S_IFDIR
+        && dir.mode & S_ISGID != 0
+        && mode & (S_ISGID | S_IXGRP) == (S_ISGID | S_IXGRP)
+        && owner.gid != dir.gid
+        && owner.uid != 0
+    {
+        mode & !S_ISGID
+    } else {
+        mode
+    }
 }
 
 /// `MAY_EXEC`.

@@ -125,7 +125,8 @@ fn do_mknodat(c: &mut SyscallCtx<'_>, dirfd: u64, addr: u64, m: u64, dev: u64) -
     }
     let (major, minor) = vfs::decode_dev(dev & 0xffff_ffff);
     let rdev = vfs::encode_dev(major, minor);
-    let perm = m & 0o7777 & !umask(c);
+    let perm = crate::namei::mode_strip_sgid(&dir.inode.stat()?, owner(&cr), fmt | (m & 0o7777));
+    let perm = perm & 0o7777 & !umask(c);
     dir.inode.mknod(&name, fmt | perm, rdev, owner(&cr))?;
     crate::inotify::create(&*dir.inode, &name, false);
     Ok(0)

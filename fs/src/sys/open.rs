@@ -1,4 +1,4 @@
-//! open, openat, creat, close, getcwd, chdir, fchdir, readlink, access (Linux fs/open.c, fs/namei.c,
+//! open, openat, creat, close, getcwd, chdir, fchdir, chroot, readlink, access (Linux fs/open.c, fs/namei.c,
 //! fs/d_path.c).
 //!
 //! `open` follows Linux `path_openat`/`do_open`: with `O_CREAT` the parent is walked and the
@@ -151,6 +151,7 @@ fn open_create(
                     uid: cr.fsuid,
                     gid: cr.fsgid,
                 };
+                let perm = namei::mode_strip_sgid(&pst, owner, mode::S_IFREG | (perm & 0o7777));
                 let inode = parent.inode.create(&name, perm & 0o7777 & !umask, owner)?;
                 crate::inotify::create(&*parent.inode, &name, false);
                 return Ok((Dentry::child(&parent, &name, inode), true));
@@ -350,9 +351,12 @@ fn getcwd(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 fn chdir(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let path = c.read_path(a[0])?;
     let d = lookup(c, AT_FDCWD as u64, &path, Last::Follow)?;
-    if d.inode.stat()?.mode & mode::S_IFMT != mode::S_IFDIR {
+    let st = d.inode.stat()?;
+    if st.mode & mode::S_IFMT != mode::S_IFDIR {
         return Err(Errno::ENOTDIR);
     }
+    // fs/open.c chdir: search permission on the directory itself (MAY_EXEC | MAY_CHDIR).
+    permission(&st, &creds(c), MAY_EXEC)?;
     lock(&c.task.process.fs).cwd = d;
     Ok(0)
 }
@@ -367,6 +371,26 @@ fn fchdir(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     // fs/open.c fchdir: search permission on the directory (MAY_EXEC | MAY_CHDIR).
     permission(&st, &creds(c), MAY_EXEC)?;
     lock(&c.task.process.fs).cwd = d;
+    Ok(0)
+}
+
+/// `CAP_SYS_CHROOT` (include/uapi/linux/capability.h).
+const CAP_SYS_CHROOT: u32 = 18;
+
+/// chroot (fs/open.c): a directory the caller may search becomes the root of its path walks
+/// (`..` stops there); needs CAP_SYS_CHROOT. The working directory stays where it is.
+fn chroot(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let path = c.read_path(a[0])?;
+    let d = lookup(c, AT_FDCWD as u64, &path, Last::Follow)?;
+    let st = d.inode.stat()?;
+    if st.mode & mode::S_IFMT != mode::S_IFDIR {
+        return Err(Errno::ENOTDIR);
+    }
+    permission(&st, &creds(c), MAY_EXEC)?;
+    if !c.task.process.capable(CAP_SYS_CHROOT) {
+        return Err(Errno::EPERM);
+    }
+    lock(&c.task.process.fs).root = d;
     Ok(0)
 }
 
@@ -471,6 +495,7 @@ pub fn register(t: &mut SyscallTable) {
     t.register("getcwd", getcwd);
     t.register("chdir", chdir);
     t.register("fchdir", fchdir);
+    t.register("chroot", chroot);
     t.register("readlinkat", readlinkat);
     t.register("readlink", readlink);
     t.register("faccessat", faccessat);

@@ -1,4 +1,4 @@
-//! read, write and friends, lseek, getdents64, ioctl, sendfile (Linux fs/read_write.c,
+//! read, write and friends, lseek, getdents, getdents64, ioctl, sendfile (Linux fs/read_write.c,
 //! fs/readdir.c, fs/ioctl.c).
 
 use std::sync::Arc;
@@ -7,7 +7,7 @@ use um_kernel::task::lock;
 use um_kernel::vfs::{GuestMem, OpenFile};
 use um_kernel::wait::IoCtx;
 use um_mm::Mm;
-use um_uapi::abi::fcntl::LinuxDirent64;
+use um_uapi::abi::fcntl::{LinuxDirent, LinuxDirent64};
 use um_uapi::{Errno, SysResult};
 
 /// Largest single transfer (Linux `MAX_RW_COUNT`: INT_MAX rounded down to a page).
@@ -414,22 +414,44 @@ fn lseek(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn getdents64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    getdents_with(c, a, LinuxDirent64::reclen, LinuxDirent64::encode)
+}
+
+/// getdents (fs/readdir.c, x86_64 only): the old `struct linux_dirent` records.
+fn getdents(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    getdents_with(c, a, LinuxDirent::reclen, LinuxDirent::encode)
+}
+
+/// The directory listing of getdents and getdents64, with the record format's length and
+/// encoder.
+fn getdents_with(
+    c: &mut SyscallCtx<'_>,
+    a: [u64; 6],
+    reclen: fn(usize) -> usize,
+    encode: fn(&mut Vec<u8>, u64, i64, u8, &[u8]) -> usize,
+) -> SysResult {
     let f = file(c, a[0])?;
     let count = a[2] as usize;
     let entries = f.ops.readdir()?;
+    // fs/readdir.c iterate_dir: a directory that has been removed lists nothing (ENOENT).
+    if let Some(d) = &f.dentry
+        && d.inode.stat()?.nlink == 0
+    {
+        return Err(Errno::ENOENT);
+    }
     let mut pos = lock(&f.pos);
     let mut out = Vec::new();
     let mut i = *pos as usize;
     while i < entries.len() {
         let e = &entries[i];
-        let len = LinuxDirent64::reclen(e.name.len());
+        let len = reclen(e.name.len());
         if out.len() + len > count {
             if out.is_empty() {
                 return Err(Errno::EINVAL);
             }
             break;
         }
-        LinuxDirent64::encode(&mut out, e.ino, (i + 1) as i64, e.kind, &e.name);
+        encode(&mut out, e.ino, (i + 1) as i64, e.kind, &e.name);
         i += 1;
     }
     c.write_bytes(a[1], &out)?;
@@ -566,6 +588,8 @@ pub fn register(t: &mut SyscallTable) {
     t.register("preadv2", preadv2);
     t.register("pwritev2", pwritev2);
     t.register("getdents64", getdents64);
+    // x86_64 only: arm64 has no getdents (the name is not in its table).
+    t.register("getdents", getdents);
     t.register("ioctl", ioctl);
     t.register("sendfile", sendfile);
     t.register("fadvise64", fadvise64);

@@ -615,6 +615,35 @@ const_assert_eq!(core::mem::size_of::<Statfs>(), 120);
 const_assert_eq!(core::mem::offset_of!(Statfs, f_fsid), 56);
 const_assert_eq!(core::mem::offset_of!(Statfs, f_namelen), 64);
 
+/// The old `struct linux_dirent` of `getdents` (fs/readdir.c; x86_64 has the call, arm64 does
+/// not): `unsigned long d_ino, d_off; unsigned short d_reclen; char d_name[]`, then a NUL and
+/// the `DT_*` type in the record's last byte.
+pub struct LinuxDirent;
+
+impl LinuxDirent {
+    /// Offset of `d_name` in a record (64-bit `long`).
+    pub const HEADER_LEN: usize = 18;
+
+    /// The record length (`ALIGN(offsetof(d_name) + namlen + 2, sizeof(long))`): header, name,
+    /// NUL and the type byte, rounded up to 8.
+    pub const fn reclen(name_len: usize) -> usize {
+        (Self::HEADER_LEN + name_len + 2 + 7) & !7
+    }
+
+    /// Appends one complete record to `out`; returns its length.
+    pub fn encode(out: &mut Vec<u8>, ino: u64, off: i64, d_type: u8, name: &[u8]) -> usize {
+        let len = Self::reclen(name.len());
+        let start = out.len();
+        out.extend_from_slice(&ino.to_le_bytes());
+        out.extend_from_slice(&off.to_le_bytes());
+        out.extend_from_slice(&(len as u16).to_le_bytes());
+        out.extend_from_slice(name);
+        out.resize(start + len, 0);
+        out[start + len - 1] = d_type;
+        len
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -654,6 +683,20 @@ mod tests {
         assert_eq!(new_encode_dev(8, 1), 0x801);
         assert_eq!(new_encode_dev(136, 300), 0x10_882c);
         assert_eq!(new_decode_dev(new_encode_dev(259, 70000)), (259, 70000));
+    }
+
+    #[test]
+    fn old_dirent_records() {
+        // "." : 18 + 1 + 2 = 21, rounded to 24; the type in the last byte.
+        let mut v = Vec::new();
+        assert_eq!(LinuxDirent::encode(&mut v, 5, 1, DT_DIR, b"."), 24);
+        assert_eq!(u16::from_le_bytes([v[16], v[17]]), 24);
+        assert_eq!(&v[18..20], b".\0");
+        assert_eq!(v[23], DT_DIR);
+        // A 6-byte name fills 18 + 6 + 2 = 26 -> 32.
+        assert_eq!(LinuxDirent::encode(&mut v, 7, 2, DT_REG, b"abcdef"), 32);
+        assert_eq!(v[24 + 31], DT_REG);
+        assert_eq!(&v[24 + 18..24 + 25], b"abcdef\0");
     }
 
     #[test]
