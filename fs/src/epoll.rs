@@ -346,7 +346,7 @@ mod tests {
 
     #[test]
     fn level_edge_and_oneshot() {
-        let (r, w) = new_pipe(0, 0);
+        let (r, w) = new_pipe(0, 0, true);
         let rf = OpenFile::new(Box::new(r), 0, None);
         let wf = OpenFile::new(Box::new(w), 1, None);
         let ep = Epoll::new();

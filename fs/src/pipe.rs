@@ -26,6 +26,8 @@ use um_uapi::{Errno, SysResult};
 pub const PIPE_BUF: usize = 4096;
 /// Default pipe capacity in pages (`PIPE_DEF_BUFFERS`).
 pub const PIPE_DEF_BUFFERS: usize = 16;
+/// `CAP_SYS_RESOURCE` (include/uapi/linux/capability.h): pipes beyond `pipe-max-size`.
+pub const CAP_SYS_RESOURCE: u32 = 24;
 /// `/proc/sys/fs/pipe-max-size` at boot.
 pub const PIPE_MAX_SIZE: usize = 1 << 20;
 
@@ -183,10 +185,11 @@ pub struct Pipe {
 }
 
 impl Pipe {
-    fn new(key: Option<u64>, uid: u32, gid: u32) -> Arc<Pipe> {
+    /// A new pipe; `privileged`: its creator has CAP_SYS_RESOURCE (see [`initial_capacity`]).
+    fn new(key: Option<u64>, uid: u32, gid: u32, privileged: bool) -> Arc<Pipe> {
         Arc::new(Pipe {
             st: Mutex::new(State {
-                ring: Ring::new(PIPE_DEF_BUFFERS * um_mm::page_size() as usize),
+                ring: Ring::new(initial_capacity(privileged)),
                 readers: 0,
                 writers: 0,
                 r_counter: 0,
@@ -487,9 +490,23 @@ impl PipeEnd {
     }
 }
 
-/// Makes an anonymous pipe: (read end, write end), owned by `uid:gid`.
-pub fn new_pipe(uid: u32, gid: u32) -> (PipeEnd, PipeEnd) {
-    let p = Pipe::new(None, uid, gid);
+/// The capacity of a new pipe (fs/pipe.c `alloc_pipe_info`): `PIPE_DEF_BUFFERS` pages, but
+/// no more than `pipe-max-size` for a creator without CAP_SYS_RESOURCE.
+fn initial_capacity(privileged: bool) -> usize {
+    let page = um_mm::page_size() as usize;
+    let def = PIPE_DEF_BUFFERS * page;
+    let max = pipe_max_size();
+    if def > max && !privileged {
+        (max / page).max(1) * page
+    } else {
+        def
+    }
+}
+
+/// Makes an anonymous pipe: (read end, write end), owned by `uid:gid`; `privileged` as for
+/// [`initial_capacity`].
+pub fn new_pipe(uid: u32, gid: u32, privileged: bool) -> (PipeEnd, PipeEnd) {
+    let p = Pipe::new(None, uid, gid, privileged);
     let r = PipeEnd::open(&p, true, false);
     let w = PipeEnd::open(&p, false, true);
     (r, w)
@@ -649,10 +666,11 @@ pub fn open_fifo(key: u64, flags: u32, io: &IoCtx<'_>) -> SysResult<Box<dyn File
         let c = lock(&io.task.process.creds);
         (c.fsuid, c.fsgid)
     };
+    let privileged = io.task.process.capable(CAP_SYS_RESOURCE);
     let mut reg = lock(fifos());
     let pipe = reg
         .entry(key)
-        .or_insert_with(|| Pipe::new(Some(key), uid, gid))
+        .or_insert_with(|| Pipe::new(Some(key), uid, gid, privileged))
         .clone();
     match flags & 3 {
         0 => {
@@ -724,7 +742,7 @@ mod tests {
 
     #[test]
     fn counts_follow_ends() {
-        let (r, w) = new_pipe(0, 0);
+        let (r, w) = new_pipe(0, 0, true);
         let p = r.pipe.clone();
         let counts = |p: &Pipe| {
             let st = lock(&p.st);
@@ -740,7 +758,7 @@ mod tests {
 
     #[test]
     fn poll_bits() {
-        let (r, w) = new_pipe(0, 0);
+        let (r, w) = new_pipe(0, 0, true);
         assert_eq!(r.poll(POLLIN, None), 0);
         assert_eq!(w.poll(POLLOUT, None), POLLOUT);
         lock(&r.pipe.st).ring.push(b"hi");

@@ -198,8 +198,7 @@ fn fcntl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                 return Ok(p.capacity() as u64);
             }
             // pipe_set_size: beyond pipe-max-size needs CAP_SYS_RESOURCE.
-            const CAP_SYS_RESOURCE: u32 = 24;
-            let privileged = c.task.process.capable(CAP_SYS_RESOURCE);
+            let privileged = c.task.process.capable(crate::pipe::CAP_SYS_RESOURCE);
             Ok(p.set_capacity(a[2], privileged)? as u64)
         }
         crate::memfd::F_ADD_SEALS | crate::memfd::F_GET_SEALS => {

@@ -25,7 +25,8 @@ pub fn make_pipe(c: &SyscallCtx<'_>, flags: u32) -> SysResult<(u32, u32)> {
         let cr = lock(&c.task.process.creds);
         (cr.fsuid, cr.fsgid)
     };
-    let (r, w) = new_pipe(uid, gid);
+    let privileged = c.task.process.capable(crate::pipe::CAP_SYS_RESOURCE);
+    let (r, w) = new_pipe(uid, gid, privileged);
     let nb = flags & O_NONBLOCK;
     let rf = OpenFile::new(Box::new(r), nb, None);
     let wf = OpenFile::new(Box::new(w), 1 | nb, None);
