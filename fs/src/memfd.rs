@@ -13,7 +13,9 @@
 //! (`shmem_write_begin`), `F_SEAL_GROW` refuses writes past the end and growing truncates,
 //! `F_SEAL_SHRINK` shrinking truncates (`shmem_setattr`), and `F_SEAL_SEAL` refuses further
 //! seals, and a new `MAP_SHARED` mapping with `PROT_WRITE` is `EPERM` under `F_SEAL_WRITE` or
-//! `F_SEAL_FUTURE_WRITE` (`FileOps::may_mmap`). Not done: adding `F_SEAL_WRITE` while a
+//! `F_SEAL_FUTURE_WRITE` (`FileOps::may_mmap`). `fallocate` (`shmem_fallocate`): punching a
+//! hole is a write (`EPERM` under the write seals), allocating past the end is growing
+//! (`EPERM` under `F_SEAL_GROW`, even with `FALLOC_FL_KEEP_SIZE`). Not done: adding `F_SEAL_WRITE` while a
 //! writable shared mapping exists succeeds (Linux: `EBUSY` from `mapping_deny_writable`), and
 //! `mprotect` may still add `PROT_WRITE` to a shared mapping made before a write seal.
 
@@ -173,6 +175,27 @@ impl Inode for MemfdInode {
     fn statfs(&self) -> SysResult<Statfs> {
         self.inner.statfs()
     }
+
+    /// `shmem_fallocate`'s seal checks, then tmpfs's fallocate.
+    fn fallocate(&self, mode: u32, offset: u64, len: u64) -> Option<SysResult<()>> {
+        const KEEP_SIZE: u32 = 1;
+        const PUNCH_HOLE: u32 = 2;
+        let seals = self.seals();
+        match mode {
+            m if m == PUNCH_HOLE | KEEP_SIZE
+                && seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE) != 0 =>
+            {
+                return Some(Err(Errno::EPERM));
+            }
+            0 | KEEP_SIZE if seals & F_SEAL_GROW != 0 => match self.size() {
+                Ok(size) if offset.saturating_add(len) > size => return Some(Err(Errno::EPERM)),
+                Ok(_) => {}
+                Err(e) => return Some(Err(e)),
+            },
+            _ => {}
+        }
+        self.inner.fallocate(mode, offset, len)
+    }
 }
 
 /// An open memfd.
@@ -211,6 +234,10 @@ impl FileOps for MemfdFile {
 
     fn size(&self) -> SysResult<u64> {
         self.inner.size()
+    }
+
+    fn seek_data_hole(&self, off: u64, data: bool) -> SysResult<u64> {
+        self.inner.seek_data_hole(off, data)
     }
 
     fn readdir(&self) -> SysResult<Vec<DirEntry>> {
@@ -297,5 +324,19 @@ mod tests {
         assert_eq!(m.setattr(&smaller), Err(Errno::EPERM));
         m.setattr(&grow).unwrap();
         assert_eq!(m.stat().unwrap().size, 100);
+    }
+
+    #[test]
+    fn seals_refuse_fallocate() {
+        let m = memfd(true);
+        assert_eq!(m.fallocate(0, 0, 100), Some(Ok(())));
+        assert_eq!(m.stat().unwrap().size, 100);
+        m.add_seals(F_SEAL_GROW).unwrap();
+        assert_eq!(m.fallocate(1, 50, 100), Some(Err(Errno::EPERM)));
+        assert_eq!(m.fallocate(0, 0, 100), Some(Ok(())));
+        assert_eq!(m.fallocate(3, 0, 100), Some(Ok(())));
+        m.add_seals(F_SEAL_WRITE).unwrap();
+        assert_eq!(m.fallocate(3, 0, 100), Some(Err(Errno::EPERM)));
+        assert_eq!(m.fallocate(8, 0, 100), Some(Err(Errno::EOPNOTSUPP)));
     }
 }

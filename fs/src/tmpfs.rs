@@ -1,17 +1,30 @@
 //! tmpfs: a file system in kernel memory (Linux `mm/shmem.c`, without swap).
 //!
-//! Key types: [`TmpFs`] (one instance: its id, inode numbers, the namespace lock), [`TmpInode`]
-//! (directory entries in a `BTreeMap`, file data in a `Vec<u8>`, a symlink's target, or
-//! nothing for FIFOs, sockets and device nodes). Regular files are mappable: [`TmpVm`] is their
-//! [`VmFile`], so the page cache serves `mmap`; `write(2)` and truncate invalidate the file's
-//! cached pages, and the page cache writes dirty shared pages back through `write_page`.
+//! Key types: [`TmpFs`] (one instance: its id, inode numbers, the namespace lock, its block
+//! count), [`TmpInode`] (directory entries in a `BTreeMap`, file data in a sparse
+//! `PageMap`, a symlink's target, or nothing for FIFOs, sockets and device nodes). Regular
+//! files are mappable: [`TmpVm`] is their [`VmFile`], so the page cache serves `mmap`;
+//! `write(2)`, truncate and hole punching invalidate the file's cached pages, and the page
+//! cache writes dirty shared pages back through `write_page`.
+//!
+//! File data is page-granular and sparse, as in shmem (`pages.rs`): holes cost nothing and
+//! read as zeros, `lseek(SEEK_DATA/SEEK_HOLE)` sees them, `fallocate` reserves pages
+//! (`FALLOC_FL_KEEP_SIZE` too) or punches holes that free them. An instance mounted with
+//! `size=` or `nr_blocks=` counts its allocated pages and refuses more with `ENOSPC`;
+//! `statfs` reports its blocks. Without a limit (the default, `size=0`, or `size=N%`, since
+//! the percentage of RAM is not known here) nothing is refused.
+//!
 //! Every change to the tree takes the instance's namespace lock, so a rename between two
 //! directories sees both consistently; lookups take only the directory's own lock.
 //!
 //! Opening a FIFO opens the kernel pipe keyed by the inode ([`crate::mount::open_fifo`]), a
-//! character device the driver registered for its number ([`um_kernel::vfs::open_chrdev`]).
+//! character or block device the driver registered for its number
+//! ([`um_kernel::vfs::open_chrdev`], [`um_kernel::vfs::open_blkdev`]).
 //! Neighbours: `devfs` (devtmpfs is a tmpfs), `mount` (instances are made by `mount -t tmpfs`).
 
+mod pages;
+
+use pages::{Blocks, PageMap};
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,8 +39,12 @@ use um_uapi::{Errno, SysResult};
 
 /// `TMPFS_MAGIC`.
 pub const TMPFS_MAGIC: i64 = 0x0102_1994;
-/// Largest tmpfs file (`MAX_LFS_FILESIZE` would be larger; data lives in one `Vec`).
-const MAX_FILE: u64 = 1 << 40;
+/// Largest tmpfs file (`MAX_LFS_FILESIZE`: data is sparse, so any offset is fine).
+const MAX_FILE: u64 = i64::MAX as u64;
+/// `FALLOC_FL_KEEP_SIZE`.
+const FALLOC_FL_KEEP_SIZE: u32 = 1;
+/// `FALLOC_FL_PUNCH_HOLE`.
+const FALLOC_FL_PUNCH_HOLE: u32 = 2;
 
 /// The current time for timestamps.
 pub fn now() -> (i64, i64) {
@@ -43,24 +60,34 @@ pub struct TmpFs {
     next_ino: AtomicU64,
     /// Serialises changes to the tree.
     ns: Mutex<()>,
+    /// Its size limit and allocated pages (`shmem_sb_info.max_blocks`, `used_blocks`).
+    blocks: Arc<Blocks>,
 }
 
 impl TmpFs {
     /// A new instance; returns its root directory. `data` is the mount option string
-    /// (`mode=`, `uid=`, `gid=` are used; `size=`, `nr_inodes=` accepted and ignored).
+    /// (`mode=`, `uid=`, `gid=`, `size=` and `nr_blocks=` are used; `nr_inodes=` and the
+    /// others are accepted and ignored). Without a size nothing limits the instance (Linux's
+    /// default is half of RAM).
     pub fn new_root(_name: &str, _dev_only: bool, data: &[u8]) -> SysResult<Arc<dyn Inode>> {
-        let (mode, uid, gid) = parse_options(data, 0o1777)?;
-        Ok(Self::new_root_inode(mode, uid, gid))
+        let o = parse_options(data, 0o1777)?;
+        Ok(Self::new_instance(o.mode, o.uid, o.gid, o.limit))
     }
 
-    /// A new instance with a root of permission bits `mode`, as a [`TmpInode`].
+    /// A new unlimited instance with a root of permission bits `mode`, as a [`TmpInode`].
     pub fn new_root_inode(mode: u32, uid: u32, gid: u32) -> Arc<TmpInode> {
+        Self::new_instance(mode, uid, gid, u64::MAX)
+    }
+
+    /// A new instance of at most `limit` pages (`u64::MAX`: unlimited).
+    fn new_instance(mode: u32, uid: u32, gid: u32, limit: u64) -> Arc<TmpInode> {
         static ANON: AtomicU64 = AtomicU64::new(32);
         let fs = Arc::new(TmpFs {
             id: vfs::new_fs_id(),
             dev: vfs::encode_dev(0, ANON.fetch_add(1, Ordering::Relaxed) as u32),
             next_ino: AtomicU64::new(1),
             ns: Mutex::new(()),
+            blocks: Blocks::new(limit),
         });
         let root = TmpInode::new(
             &fs,
@@ -74,9 +101,46 @@ impl TmpFs {
     }
 }
 
-/// Parses `mode=`, `uid=`, `gid=` from a tmpfs option string (`shmem_parse_one`).
-fn parse_options(data: &[u8], default_mode: u32) -> SysResult<(u32, u32, u32)> {
+/// The options of a tmpfs instance (`shmem_parse_one`).
+#[derive(Debug, PartialEq, Eq)]
+struct Options {
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    /// Pages (`size=` rounded up, `nr_blocks=`); `u64::MAX` = unlimited.
+    limit: u64,
+}
+
+/// A number with an optional binary suffix (`memparse`: k, m, g, t, p, e), or a percentage of
+/// RAM (`size=50%`: the guest's memory is not known here, so a percentage leaves the size
+/// unlimited, `None`).
+fn parse_size(v: &str) -> SysResult<Option<u64>> {
+    if let Some(pct) = v.strip_suffix('%') {
+        pct.parse::<u64>().map_err(|_| Errno::EINVAL)?;
+        return Ok(None);
+    }
+    let (digits, shift) = match v.as_bytes().last().map(u8::to_ascii_lowercase) {
+        Some(b'k') => (&v[..v.len() - 1], 10),
+        Some(b'm') => (&v[..v.len() - 1], 20),
+        Some(b'g') => (&v[..v.len() - 1], 30),
+        Some(b't') => (&v[..v.len() - 1], 40),
+        Some(b'p') => (&v[..v.len() - 1], 50),
+        Some(b'e') => (&v[..v.len() - 1], 60),
+        _ => (v, 0),
+    };
+    let n: u64 = digits.parse().map_err(|_| Errno::EINVAL)?;
+    n.checked_shl(shift)
+        .filter(|r| r >> shift == n)
+        .map(Some)
+        .ok_or(Errno::EINVAL)
+}
+
+/// Parses `mode=`, `uid=`, `gid=`, `size=`, `nr_blocks=` from a tmpfs option string
+/// (`shmem_parse_one`). `size=0` / `nr_blocks=0` mean unlimited, as in Linux.
+fn parse_options(data: &[u8], default_mode: u32) -> SysResult<Options> {
     let (mut m, mut uid, mut gid) = (default_mode, 0, 0);
+    let mut limit = u64::MAX;
+    let pg = um_mm::page_size();
     let text = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
     for opt in text
         .trim_end_matches('\0')
@@ -88,19 +152,38 @@ fn parse_options(data: &[u8], default_mode: u32) -> SysResult<(u32, u32, u32)> {
             "mode" => m = u32::from_str_radix(v, 8).map_err(|_| Errno::EINVAL)? & 0o7777,
             "uid" => uid = v.parse().map_err(|_| Errno::EINVAL)?,
             "gid" => gid = v.parse().map_err(|_| Errno::EINVAL)?,
-            "size" | "nr_blocks" | "nr_inodes" | "mpol" | "huge" | "inode32" | "inode64"
-            | "noswap" | "quota" | "usrquota" | "grpquota" => {}
+            // `ctx->blocks = DIV_ROUND_UP(size, PAGE_SIZE)`.
+            "size" => {
+                limit = match parse_size(v)? {
+                    Some(0) | None => u64::MAX,
+                    Some(b) => b.div_ceil(pg),
+                }
+            }
+            "nr_blocks" => {
+                limit = match parse_size(v)? {
+                    Some(0) | None => u64::MAX,
+                    Some(b) => b,
+                }
+            }
+            "nr_inodes" | "mpol" | "huge" | "inode32" | "inode64" | "noswap" | "quota"
+            | "usrquota" | "grpquota" => {}
             // Generic options the mount syscall passes through in the data string.
             "rw" | "ro" | "nosuid" | "nodev" | "noexec" | "relatime" | "noatime" | "defaults" => {}
             _ => return Err(Errno::EINVAL),
         }
     }
-    Ok((m, uid, gid))
+    Ok(Options {
+        mode: m,
+        uid,
+        gid,
+        limit,
+    })
 }
 
 enum Body {
     Dir(Mutex<BTreeMap<Vec<u8>, Arc<TmpInode>>>),
-    File(Arc<Mutex<Vec<u8>>>),
+    /// A regular file's data, shared with its [`TmpVm`].
+    File(Arc<Mutex<PageMap>>),
     Symlink(Vec<u8>),
     Special,
 }
@@ -249,7 +332,7 @@ impl TmpInode {
         false
     }
 
-    fn data(&self) -> SysResult<&Arc<Mutex<Vec<u8>>>> {
+    fn data(&self) -> SysResult<&Arc<Mutex<PageMap>>> {
         match &self.body {
             Body::File(d) => Ok(d),
             Body::Dir(_) => Err(Errno::EISDIR),
@@ -261,7 +344,7 @@ impl TmpInode {
         if size > MAX_FILE {
             return Err(Errno::EFBIG);
         }
-        lock(self.data()?).resize(size as usize, 0);
+        lock(self.data()?).truncate(size);
         self.invalidate();
         let t = now();
         let mut m = lock(&self.meta);
@@ -273,14 +356,17 @@ impl TmpInode {
 
 impl Inode for TmpInode {
     fn stat(&self) -> SysResult<Kstat> {
-        let size = match &self.body {
-            Body::File(d) => lock(d).len() as i64,
-            Body::Symlink(t) => t.len() as i64,
-            Body::Dir(_) => 4096,
-            Body::Special => 0,
+        let page = um_mm::page_size();
+        let (size, pages) = match &self.body {
+            Body::File(d) => {
+                let d = lock(d);
+                (d.size() as i64, d.allocated())
+            }
+            Body::Symlink(t) => (t.len() as i64, (t.len() as u64).div_ceil(page)),
+            Body::Dir(_) => (4096, 4096u64.div_ceil(page)),
+            Body::Special => (0, 0),
         };
         let m = lock(&self.meta);
-        let page = um_mm::page_size();
         Ok(Kstat {
             dev: self.fs.dev,
             ino: self.ino,
@@ -290,9 +376,9 @@ impl Inode for TmpInode {
             gid: m.gid,
             rdev: m.rdev,
             size,
-            // shmem: whole pages (PAGE_SIZE), counted in 512-byte units.
+            // shmem: the pages allocated (holes are free), counted in 512-byte units.
             blksize: page as i64,
-            blocks: (size as u64).div_ceil(page) as i64 * (page / 512) as i64,
+            blocks: (pages * (page / 512)) as i64,
             atime: m.atime,
             mtime: m.mtime,
             ctime: m.ctime,
@@ -330,6 +416,7 @@ impl Inode for TmpInode {
             Body::Special => match fmt {
                 mode::S_IFIFO => crate::mount::open_fifo(crate::mount::inode_key(self), flags, io),
                 mode::S_IFCHR => vfs::open_chrdev(rdev, io, flags),
+                mode::S_IFBLK => vfs::open_blkdev(rdev, io, flags),
                 _ => Err(Errno::ENXIO),
             },
         }
@@ -344,7 +431,8 @@ impl Inode for TmpInode {
     }
 
     fn create(&self, name: &[u8], mode: u32, owner: Owner) -> SysResult<Arc<dyn Inode>> {
-        let body = Body::File(Arc::new(Mutex::new(Vec::new())));
+        let data = PageMap::new(self.fs.blocks.clone(), um_mm::page_size());
+        let body = Body::File(Arc::new(Mutex::new(data)));
         self.make(name, mode::S_IFREG | (mode & 0o7777), owner, 0, body)
     }
 
@@ -570,15 +658,23 @@ impl Inode for TmpInode {
     }
 
     fn statfs(&self) -> SysResult<Statfs> {
-        // No size limit is kept: report half of a notional 1 GiB free, like an unlimited tmpfs
-        // (`size=0` reports zeros, which confuses df; this keeps it readable).
-        let blocks = 262_144;
+        // shmem_statfs: with size=, the instance's blocks and what is left of them; without,
+        // a notional 1 GiB less what is used (Linux reports zeros for an unlimited tmpfs,
+        // which confuses df).
+        let pg = um_mm::page_size();
+        let b = &self.fs.blocks;
+        let blocks = if b.limit() == u64::MAX {
+            (1u64 << 30) / pg
+        } else {
+            b.limit()
+        };
+        let free = blocks.saturating_sub(b.used());
         Ok(Statfs {
             fs_type: TMPFS_MAGIC,
-            bsize: um_mm::page_size() as i64,
+            bsize: pg as i64,
             blocks,
-            bfree: blocks,
-            bavail: blocks,
+            bfree: free,
+            bavail: free,
             files: 1 << 20,
             ffree: (1u64 << 20).saturating_sub(self.fs.next_ino.load(Ordering::Relaxed)),
             fsid: self.fs.id,
@@ -586,6 +682,48 @@ impl Inode for TmpInode {
             frsize: um_mm::page_size() as i64,
             flags: 0,
         })
+    }
+
+    /// `shmem_fallocate`: mode 0 and `FALLOC_FL_KEEP_SIZE` allocate the range's pages (all or
+    /// nothing: `ENOSPC` leaves nothing allocated), mode 0 then grows the size; `PUNCH_HOLE |
+    /// KEEP_SIZE` frees the whole pages in the range and zeroes the partial ones. Other modes
+    /// are `EOPNOTSUPP`, as in shmem.
+    fn fallocate(&self, mode: u32, offset: u64, len: u64) -> Option<SysResult<()>> {
+        let data = match self.data() {
+            Ok(d) => d,
+            Err(e) => return Some(Err(e)),
+        };
+        let end = match offset.checked_add(len) {
+            Some(e) if e <= MAX_FILE => e,
+            _ => return Some(Err(Errno::EFBIG)),
+        };
+        let grew = match mode {
+            0 | FALLOC_FL_KEEP_SIZE => {
+                let mut d = lock(data);
+                if let Err(e) = d.reserve(offset, len) {
+                    return Some(Err(e));
+                }
+                let grow = mode == 0 && end > d.size();
+                if grow {
+                    d.extend(end);
+                }
+                grow
+            }
+            m if m == FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE => {
+                lock(data).punch(offset, len);
+                // Mapped frames keep their contents until unmapped, as after a truncate.
+                self.invalidate();
+                true
+            }
+            _ => return Some(Err(Errno::EOPNOTSUPP)),
+        };
+        let t = now();
+        let mut m = lock(&self.meta);
+        m.ctime = t;
+        if grew {
+            m.mtime = t;
+        }
+        Some(Ok(()))
     }
 }
 
@@ -639,36 +777,29 @@ impl FileOps for TmpFile {
     }
 
     fn read(&self, _io: &IoCtx<'_>, buf: &mut [u8], off: u64) -> SysResult<usize> {
-        let d = lock(self.inode.data()?);
-        let Ok(off) = usize::try_from(off) else {
-            return Ok(0);
-        };
-        if off >= d.len() {
-            return Ok(0);
-        }
-        let n = buf.len().min(d.len() - off);
-        buf[..n].copy_from_slice(&d[off..off + n]);
-        Ok(n)
+        Ok(lock(self.inode.data()?).read(off, buf))
     }
 
+    /// Writes allocate the pages they touch; a write that only partly fits the instance's
+    /// `size=` writes what fits, then `ENOSPC`.
     fn write(&self, _io: &IoCtx<'_>, data: &[u8], off: u64) -> SysResult<usize> {
-        let end = off.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
-        if end > MAX_FILE {
+        // generic_write_checks_count: past s_maxbytes is EFBIG, up to it the write is cut.
+        if off >= MAX_FILE && !data.is_empty() {
             return Err(Errno::EFBIG);
         }
-        {
-            let mut d = lock(self.inode.data()?);
-            if d.len() < end as usize {
-                d.resize(end as usize, 0);
-            }
-            d[off as usize..end as usize].copy_from_slice(data);
-        }
+        let data = &data[..data.len().min((MAX_FILE - off.min(MAX_FILE)) as usize)];
+        let n = lock(self.inode.data()?).write(off, data)?;
         self.inode.invalidate();
         let t = now();
         let mut m = lock(&self.inode.meta);
         m.mtime = t;
         m.ctime = t;
-        Ok(data.len())
+        Ok(n)
+    }
+
+    /// `shmem_file_llseek`: holes are the pages never written.
+    fn seek_data_hole(&self, off: u64, data: bool) -> SysResult<u64> {
+        lock(self.inode.data()?).seek(off, data)
     }
 
     fn stat(&self) -> SysResult<Kstat> {
@@ -691,7 +822,7 @@ impl FileOps for TmpFile {
 
 /// The page-cache side of a tmpfs regular file.
 pub struct TmpVm {
-    data: Arc<Mutex<Vec<u8>>>,
+    data: Arc<Mutex<PageMap>>,
     id: u64,
     name: String,
 }
@@ -702,34 +833,17 @@ impl VmFile for TmpVm {
     }
 
     fn size(&self) -> u64 {
-        lock(&self.data).len() as u64
+        lock(&self.data).size()
     }
 
     fn read_page(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
-        let d = lock(&self.data);
-        let Ok(off) = usize::try_from(offset) else {
-            return Ok(0);
-        };
-        if off >= d.len() {
-            return Ok(0);
-        }
-        let n = buf.len().min(d.len() - off);
-        buf[..n].copy_from_slice(&d[off..off + n]);
-        Ok(n)
+        Ok(lock(&self.data).read(offset, buf))
     }
 
     fn write_page(&self, offset: u64, data: &[u8]) -> Result<(), Errno> {
-        // Write-back of a shared mapping never extends the file: bytes past EOF are dropped.
-        let mut d = lock(&self.data);
-        let Ok(off) = usize::try_from(offset) else {
-            return Ok(());
-        };
-        if off >= d.len() {
-            return Ok(());
-        }
-        let n = data.len().min(d.len() - off);
-        d[off..off + n].copy_from_slice(&data[..n]);
-        Ok(())
+        // Write-back of a shared mapping never extends the file: bytes past EOF are dropped;
+        // a hole it covers gets its page (ENOSPC if the instance is full).
+        lock(&self.data).write_back(offset, data)
     }
 
     fn name(&self) -> String {
@@ -816,7 +930,7 @@ mod tests {
         let ft = f.as_any().downcast_ref::<TmpInode>().unwrap().me().unwrap();
         let file = TmpFile { inode: ft };
         let vm = file.vm_file().unwrap();
-        lock(file.inode.data().unwrap()).extend_from_slice(b"hello");
+        lock(file.inode.data().unwrap()).write(0, b"hello").unwrap();
         let mut buf = [0u8; 8];
         assert_eq!(vm.read_page(0, &mut buf).unwrap(), 5);
         assert_eq!(&buf[..5], b"hello");
@@ -833,16 +947,107 @@ mod tests {
             (2, (5, 6), mode::S_IFREG | 0o4755)
         );
         vm.write_page(0, b"HEL").unwrap();
-        assert_eq!(&lock(file.inode.data().unwrap())[..], b"HE");
+        let mut buf = [0u8; 4];
+        assert_eq!(lock(file.inode.data().unwrap()).read(0, &mut buf), 2);
+        assert_eq!(&buf[..2], b"HE");
     }
 
     #[test]
     fn options() {
+        let o = parse_options(b"mode=755,size=10m", 0o1777).unwrap();
+        let pg = um_mm::page_size();
         assert_eq!(
-            parse_options(b"mode=755,size=10m", 0o1777).unwrap(),
-            (0o755, 0, 0)
+            (o.mode, o.uid, o.gid, o.limit),
+            (0o755, 0, 0, (10 << 20) / pg)
         );
-        assert_eq!(parse_options(b"", 0o1777).unwrap(), (0o1777, 0, 0));
+        let o = parse_options(b"", 0o1777).unwrap();
+        assert_eq!((o.mode, o.limit), (0o1777, u64::MAX));
         assert!(parse_options(b"bogus", 0o1777).is_err());
+        // size=0 and a percentage leave the instance unlimited; sizes round up to pages.
+        assert_eq!(parse_options(b"size=0", 0).unwrap().limit, u64::MAX);
+        assert_eq!(parse_options(b"size=50%", 0).unwrap().limit, u64::MAX);
+        assert_eq!(parse_options(b"size=1", 0).unwrap().limit, 1);
+        assert_eq!(
+            parse_options(b"size=32M", 0).unwrap().limit,
+            (32 << 20) / pg
+        );
+        assert_eq!(parse_options(b"nr_blocks=3", 0).unwrap().limit, 3);
+        assert_eq!(parse_options(b"nr_blocks=1k", 0).unwrap().limit, 1024);
+        assert_eq!(parse_options(b"nr_blocks=0", 0).unwrap().limit, u64::MAX);
+        assert!(parse_options(b"size=12q", 0).is_err());
+        assert!(parse_options(b"size=99999999999e", 0).is_err());
+    }
+
+    fn file_of(f: &Arc<dyn Inode>) -> TmpFile {
+        let inode = f.as_any().downcast_ref::<TmpInode>().unwrap().me().unwrap();
+        TmpFile { inode }
+    }
+
+    #[test]
+    fn size_limit_counts_pages_not_lengths() {
+        let pg = um_mm::page_size();
+        let root = TmpFs::new_root("tmpfs", false, format!("size={}", 4 * pg).as_bytes()).unwrap();
+        let f = root.create(b"f", 0o644, own()).unwrap();
+        let size = |n: u64| SetAttr {
+            size: Some(n),
+            ..Default::default()
+        };
+        // Growing by truncate is a hole: free, and far past the limit.
+        f.setattr(&size(1 << 32)).unwrap();
+        let st = root.statfs().unwrap();
+        assert_eq!((st.blocks, st.bfree), (4, 4));
+        assert_eq!(f.stat().unwrap().blocks, 0);
+        // Writes are charged per page; one that only partly fits writes what fits.
+        // (Through the file's data: `TmpFile::write` adds only times and invalidation.)
+        let file = file_of(&f);
+        let w = |data: &[u8], off: u64| lock(file.inode.data().unwrap()).write(off, data);
+        assert_eq!(w(&vec![1u8; 3 * pg as usize], 10 * pg), Ok(3 * pg as usize));
+        assert_eq!(w(&vec![1u8; 2 * pg as usize], 20 * pg), Ok(pg as usize));
+        assert_eq!(w(b"x", 30 * pg), Err(Errno::ENOSPC));
+        assert_eq!(root.statfs().unwrap().bfree, 0);
+        assert_eq!(f.stat().unwrap().blocks as u64, 4 * pg / 512);
+        // fallocate: ENOSPC allocates nothing; punching frees whole pages.
+        assert_eq!(f.fallocate(0, 0, pg), Some(Err(Errno::ENOSPC)));
+        assert_eq!(f.fallocate(3, 10 * pg + 1, 2 * pg), Some(Ok(())));
+        assert_eq!(root.statfs().unwrap().bfree, 1);
+        assert_eq!(f.fallocate(1, 0, 1), Some(Ok(())));
+        assert_eq!(f.fallocate(8, 0, 1), Some(Err(Errno::EOPNOTSUPP)));
+        assert_eq!(f.stat().unwrap().size, 1 << 32, "KEEP_SIZE keeps the size");
+        assert_eq!(file.seek_data_hole(0, true), Ok(10 * pg));
+        assert_eq!(
+            file.seek_data_hole(10 * pg, false),
+            Ok(11 * pg),
+            "page 10 zeroed in part"
+        );
+        // Truncate gives pages back, and so does the last reference of an unlinked file.
+        f.setattr(&size(10 * pg)).unwrap();
+        assert_eq!(root.statfs().unwrap().bfree, 3);
+        root.unlink(b"f").unwrap();
+        assert_eq!(root.statfs().unwrap().bfree, 3);
+        drop(file);
+        drop(f);
+        assert_eq!(root.statfs().unwrap().bfree, 4);
+    }
+
+    #[test]
+    fn fallocate_grows_without_keep_size() {
+        let pg = um_mm::page_size();
+        let r = root();
+        let f = r.create(b"f", 0o644, own()).unwrap();
+        assert_eq!(f.fallocate(0, pg, 2 * pg), Some(Ok(())));
+        let st = f.stat().unwrap();
+        assert_eq!((st.size as u64, st.blocks as u64), (3 * pg, 2 * pg / 512));
+        // Reserved pages read as zeros and are holes.
+        let file = file_of(&f);
+        assert_eq!(file.seek_data_hole(0, true), Err(Errno::ENXIO));
+        assert_eq!(file.seek_data_hole(pg, false), Ok(pg));
+        let mut buf = [9u8; 8];
+        assert_eq!(lock(file.inode.data().unwrap()).read(pg, &mut buf), 8);
+        assert_eq!(buf, [0; 8]);
+        assert_eq!(
+            f.fallocate(0, MAX_FILE, 1),
+            Some(Err(Errno::EFBIG)),
+            "past MAX_LFS_FILESIZE"
+        );
     }
 }

@@ -186,6 +186,14 @@ pub trait Inode: Send + Sync + Any {
     fn statfs(&self) -> SysResult<Statfs> {
         Err(Errno::ENOSYS)
     }
+    /// `fallocate(2)` on a regular file (`file_operations.fallocate`), after the syscall's
+    /// generic checks: `mode` (`FALLOC_FL_*`), `offset` and `len` (> 0, their sum fits).
+    /// `None` when the file system has no allocation of its own: the syscall then emulates
+    /// plain allocation by growing the size and hole punching by writing zeros, and refuses
+    /// the rest (`EOPNOTSUPP`). tmpfs allocates and frees pages.
+    fn fallocate(&self, _mode: u32, _offset: u64, _len: u64) -> Option<SysResult<()>> {
+        None
+    }
 }
 
 /// Owner of a new inode: the caller's fsuid and fsgid.
@@ -378,6 +386,17 @@ pub trait FileOps: Send + Sync {
     /// Current size, for `SEEK_END`.
     fn size(&self) -> SysResult<u64> {
         Ok(self.stat()?.size.max(0) as u64)
+    }
+    /// `lseek` `SEEK_DATA` (`data`) or `SEEK_HOLE` from `off` (mm/filemap.c
+    /// `mapping_seek_hole_data`): `ENXIO` at or past the end (or, for `SEEK_DATA`, when only
+    /// holes follow). The default is `generic_file_llseek`'s: the whole file is data and
+    /// the only hole is at the end.
+    fn seek_data_hole(&self, off: u64, data: bool) -> SysResult<u64> {
+        let size = self.size()?;
+        if off >= size {
+            return Err(Errno::ENXIO);
+        }
+        Ok(if data { off } else { size })
     }
     /// Directory entries (all of them; the syscall pages through them by position).
     fn readdir(&self) -> SysResult<Vec<DirEntry>> {

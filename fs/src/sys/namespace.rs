@@ -753,6 +753,18 @@ fn fallocate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     const KEEP_SIZE: u32 = 1;
     const PUNCH_HOLE: u32 = 2;
     let end = off.checked_add(len).ok_or(Errno::EFBIG)?;
+    if m & PUNCH_HOLE == 0 {
+        // inode_newsize_ok, which shmem_fallocate and the block file systems call even with
+        // KEEP_SIZE: past RLIMIT_FSIZE is SIGXFSZ and EFBIG.
+        check_fsize(c, end as u64, st.size)?;
+    }
+    // The file system's own fallocate (tmpfs allocates and frees pages, and can reserve
+    // with KEEP_SIZE); vfs_fallocate notifies a modification when it succeeds.
+    if let Some(r) = d.inode.fallocate(m, off as u64, len as u64) {
+        r?;
+        crate::inotify::modified(&f);
+        return Ok(0);
+    }
     if m == PUNCH_HOLE | KEEP_SIZE {
         // Deallocate the range: what reads back is zeros, the size stays. The zeros go
         // through the file's own write path (so mappings and seals see it as a write: a
@@ -775,8 +787,8 @@ fn fallocate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         return Ok(0);
     }
     if m != 0 {
-        // Only plain allocation and hole punching: no KEEP_SIZE alone (nothing here reserves
-        // space ahead of writes), ZERO_RANGE, COLLAPSE_RANGE, ...
+        // Only plain allocation and hole punching: no KEEP_SIZE alone (a file system without
+        // its own fallocate reserves nothing ahead of writes), ZERO_RANGE, COLLAPSE_RANGE, ...
         return Err(Errno::EOPNOTSUPP);
     }
     if end > st.size {

@@ -393,15 +393,15 @@ fn lseek(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         0 => 0,
         1 => *pos as i64,
         2 => f.ops.size()? as i64,
-        // SEEK_DATA / SEEK_HOLE: the whole file is data.
+        // SEEK_DATA / SEEK_HOLE: the file's own answer (tmpfs knows its holes; others call
+        // the whole file data).
         3 | 4 => {
-            let size = f.ops.size()? as i64;
-            if off < 0 || off >= size {
+            if off < 0 {
                 return Err(Errno::ENXIO);
             }
-            let r = if a[2] == 3 { off } else { size };
-            *pos = r as u64;
-            return Ok(r as u64);
+            let r = f.ops.seek_data_hole(off as u64, a[2] == 3)?;
+            *pos = r;
+            return Ok(r);
         }
         _ => return Err(Errno::EINVAL),
     };
