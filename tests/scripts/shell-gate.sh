@@ -284,7 +284,27 @@ t_fifo() {
     done
 }
 
-for s in pipeline redirect cmdsubst bgwait trap stopcont ps top free df mount find sort awk sed grep dd tar fifo; do
+# TCP over the guest's loopback network: busybox nc listens on 127.0.0.1 in the background,
+# a second nc connects and sends a line, and the listener writes what it received. The client
+# retries while the listener is not up yet (connect is refused until it listens).
+t_tcploop() {
+    rm -f /tmp/nc.out /tmp/nc.err
+    timeout 20 nc -l -p 18765 >/tmp/nc.out 2>/tmp/nc.err &
+    srv=$!
+    i=0
+    until echo "over tcp loopback" | timeout 10 nc 127.0.0.1 18765 2>>/tmp/nc.err; do
+        i=$((i + 1))
+        [ $i -lt 50 ] || { kill $srv 2>/dev/null; echo "nc never connected: $(tail -n 1 /tmp/nc.err)"; return 1; }
+        sleep 0.1
+    done
+    wait $srv
+    rc=$?
+    [ $rc -eq 0 ] || { echo "the listening nc exited with $rc: $(tail -n 1 /tmp/nc.err)"; return 1; }
+    got=$(cat /tmp/nc.out)
+    [ "$got" = "over tcp loopback" ] || { echo "the listener received '$got'"; return 1; }
+}
+
+for s in pipeline redirect cmdsubst bgwait trap stopcont ps top free df mount find sort awk sed grep dd tar fifo tcploop; do
     step "$s"
 done
 

@@ -195,6 +195,11 @@ fn unixsock() {
 }
 
 #[test]
+fn inetsock() {
+    differential("inetsock", no_check);
+}
+
+#[test]
 fn epoll() {
     differential("epoll", no_check);
 }

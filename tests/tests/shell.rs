@@ -4,7 +4,8 @@
 //! `init=/bin/busybox -- sh /opt/um/shell-gate.sh`. It mounts proc, sysfs, tmpfs and devtmpfs,
 //! then runs pipelines, redirections, command substitution, background jobs and `wait`, `trap`,
 //! SIGSTOP/SIGCONT of a background job checked through /proc/PID/stat, ps, top, free, df, mount,
-//! find, sort, awk, sed, grep -r, dd and a tar.gz round trip. Each step prints `STEP <name> ok` or
+//! find, sort, awk, sed, grep -r, dd, a tar.gz round trip, FIFO hand-overs and a line sent over TCP
+//! on 127.0.0.1 between two busybox `nc`s. Each step prints `STEP <name> ok` or
 //! `STEP <name> FAIL <detail>`, and the script ends with `UM-SHELL-OK` only if all passed. This gate
 //! asserts the marker and, when it is missing, lists the failed steps and the steps that never ran.
 

@@ -1,10 +1,14 @@
 //! Sockets: the ABI they share (Linux `include/linux/socket.h`, `include/uapi/linux/un.h`,
-//! `net/core/scm.c`) and the one family we have, AF_UNIX ([`unix`]).
+//! `net/core/scm.c`) and the two families we have, AF_UNIX ([`unix`]) and AF_INET/AF_INET6 on
+//! the guest's own loopback network ([`inet`]).
 //!
 //! Key types: [`SockaddrUn`], [`Msghdr`], [`Cmsghdr`], [`Ucred`] (pinned C layouts), the
-//! control-message codec ([`parse_control`], [`put_cmsg`], [`rights_fit`]). The syscalls are in
-//! `sys/socket.rs`; they copy guest memory and call into [`unix::UnixSocket`].
+//! control-message codec ([`parse_control`], [`put_cmsg`], [`rights_fit`]). The internet
+//! address and option structures are in `um_uapi::abi::inet`. The syscalls are in
+//! `sys/socket.rs`; they copy guest memory and call into [`unix::UnixSocket`] or
+//! [`inet::InetSocket`].
 
+pub mod inet;
 pub mod unix;
 
 use um_uapi::abi::pod::Pod;

@@ -2,12 +2,19 @@
 //! socket, socketpair, bind, listen, accept, accept4, connect, getsockname, getpeername,
 //! sendto, recvfrom, sendmsg, recvmsg, shutdown, getsockopt, setsockopt.
 //!
-//! Only AF_UNIX exists ([`crate::socket::unix`]); every other family is `EAFNOSUPPORT`. This
-//! file copies guest memory, resolves addresses (path walk, `mknod` of the socket inode on
-//! bind), and installs passed descriptors at `recvmsg`.
+//! Two families exist: AF_UNIX ([`crate::socket::unix`]) and AF_INET/AF_INET6 on the loopback
+//! network ([`crate::socket::inet`]); every other family (AF_PACKET, AF_NETLINK, ...) is
+//! `EAFNOSUPPORT`, as for a family the kernel was built without. Raw internet sockets are
+//! `EPERM`, as for a caller without `CAP_NET_RAW` (and `EPROTONOSUPPORT` with protocol 0, as on
+//! Linux whoever asks); ICMP "ping" datagram sockets are `EACCES`, as with the default
+//! `net.ipv4.ping_group_range`. This file copies guest memory, resolves unix addresses (path
+//! walk, `mknod` of the socket inode on bind), installs passed descriptors at `recvmsg`, and
+//! hands internet sockets their raw address and option bytes.
 
 use super::{AT_FDCWD, lookup, start_dir};
 use crate::namei::{self, Last};
+use crate::socket::inet::opt::{CAP_NET_ADMIN, Proto};
+use crate::socket::inet::{CAP_NET_BIND_SERVICE, InetFile, InetSocket};
 use crate::socket::unix::{SocketFile, UnixAddr, UnixSocket, task_peercred, task_ucred};
 use crate::socket::*;
 use std::sync::Arc;
@@ -15,6 +22,9 @@ use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
 use um_kernel::vfs::{OpenFile, Owner, mode};
 use um_kernel::wait::IoCtx;
+use um_uapi::abi::inet::{
+    IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP, SOCKADDR_STORAGE,
+};
 use um_uapi::abi::pod::Pod;
 use um_uapi::abi::uio::{Iovec, UIO_MAXIOV};
 use um_uapi::{Errno, SysResult};
@@ -26,16 +36,24 @@ const MAX_RECV: usize = 4 << 20;
 /// Largest control buffer (`net.core.optmem_max`).
 const MAX_CONTROL: u64 = 131_072;
 
+/// A socket of either family.
+pub enum Sock {
+    Unix(Arc<UnixSocket>),
+    Inet(Arc<InetSocket>),
+}
+
 /// The socket behind `fd`, or `ENOTSOCK` (`EBADF` for an `O_PATH` descriptor, as
 /// net/socket.c `sockfd_lookup_light` gets it with `fdget`).
-pub fn socket_of(c: &SyscallCtx<'_>, fd: u64) -> SysResult<(Arc<OpenFile>, Arc<UnixSocket>)> {
+pub fn sock_of(c: &SyscallCtx<'_>, fd: u64) -> SysResult<(Arc<OpenFile>, Sock)> {
     let f = lock(&c.task.process.files()).get_nopath(fd)?;
-    let s = f
-        .ops
-        .as_any()
-        .and_then(|a| a.downcast_ref::<SocketFile>())
-        .map(|s| s.sock.clone())
-        .ok_or(Errno::ENOTSOCK)?;
+    let any = f.ops.as_any().ok_or(Errno::ENOTSOCK)?;
+    let s = if let Some(u) = any.downcast_ref::<SocketFile>() {
+        Sock::Unix(u.sock.clone())
+    } else if let Some(i) = any.downcast_ref::<InetFile>() {
+        Sock::Inet(i.sock.clone())
+    } else {
+        return Err(Errno::ENOTSOCK);
+    };
     Ok((f, s))
 }
 
@@ -46,12 +64,12 @@ fn io_ctx<'a>(c: &'a SyscallCtx<'_>, f: &OpenFile, flags: u32) -> IoCtx<'a> {
     }
 }
 
-fn install(c: &SyscallCtx<'_>, s: Arc<UnixSocket>, flags: u32) -> SysResult<u32> {
-    let file = OpenFile::new(
-        Box::new(SocketFile::new(s)),
-        2 | (flags & SOCK_NONBLOCK),
-        None,
-    );
+fn install(c: &SyscallCtx<'_>, s: Sock, flags: u32) -> SysResult<u32> {
+    let ops: Box<dyn um_kernel::vfs::FileOps> = match s {
+        Sock::Unix(s) => Box::new(SocketFile::new(s)),
+        Sock::Inet(sock) => Box::new(InetFile { sock }),
+    };
+    let file = OpenFile::new(ops, 2 | (flags & SOCK_NONBLOCK), None);
     lock(&c.task.process.files()).install(file, flags & SOCK_CLOEXEC != 0, 0)
 }
 
@@ -60,42 +78,86 @@ fn owner(c: &SyscallCtx<'_>) -> (u32, u32) {
     (cr.fsuid, cr.fsgid)
 }
 
-/// Checks `socket`'s domain, type and protocol; returns (type, flags).
-fn check_socket_args(domain: u64, ty: u64, protocol: u64) -> SysResult<(u32, u32)> {
+/// What `socket` makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// AF_UNIX of this type.
+    Unix(u32),
+    /// AF_INET / AF_INET6 with this transport.
+    Inet(u32, Proto),
+}
+
+/// `SOCK_MAX`: types at or above it are `EINVAL` in any family (`__sock_create`).
+const SOCK_MAX: u32 = 11;
+
+/// Checks `socket`'s domain, type and protocol (`__sock_create`, `unix_create`,
+/// `inet_create`, `inet6_create`); returns what to make and the flags.
+fn check_socket_args(domain: u64, ty: u64, protocol: u64) -> SysResult<(Kind, u32)> {
     let ty = ty as u32;
     let flags = ty & (SOCK_NONBLOCK | SOCK_CLOEXEC);
     let ty = ty & !flags;
-    if ty & !0xf != 0 {
+    if ty & !0xf != 0 || ty >= SOCK_MAX {
         return Err(Errno::EINVAL);
     }
     let domain = domain as u32;
-    if domain != AF_UNIX {
-        // AF_INET, AF_INET6, AF_NETLINK and the rest: no such protocol family here.
-        return Err(Errno::EAFNOSUPPORT);
+    let protocol = protocol as u32 as i32;
+    match domain {
+        AF_UNIX => {
+            if protocol != 0 && protocol != AF_UNIX as i32 {
+                return Err(Errno::EPROTONOSUPPORT);
+            }
+            let ty = match ty {
+                SOCK_STREAM | SOCK_DGRAM | SOCK_SEQPACKET => ty,
+                // unix_create: SOCK_RAW is quietly a datagram socket.
+                SOCK_RAW => SOCK_DGRAM,
+                _ => return Err(Errno::ESOCKTNOSUPPORT),
+            };
+            Ok((Kind::Unix(ty), flags))
+        }
+        AF_INET | AF_INET6 => {
+            let icmp = if domain == AF_INET {
+                IPPROTO_ICMP
+            } else {
+                IPPROTO_ICMPV6
+            };
+            let proto = match (ty, protocol) {
+                (SOCK_STREAM, 0 | IPPROTO_TCP) => Proto::Tcp,
+                (SOCK_DGRAM, 0 | IPPROTO_UDP) => Proto::Udp,
+                // Ping sockets: nobody is in net.ipv4.ping_group_range by default.
+                (SOCK_DGRAM, p) if p == icmp => return Err(Errno::EACCES),
+                // inet_create finds no raw protocol 0 before it asks for CAP_NET_RAW.
+                (SOCK_RAW, 0) => return Err(Errno::EPROTONOSUPPORT),
+                // No raw sockets: as for a caller without CAP_NET_RAW.
+                (SOCK_RAW, _) => return Err(Errno::EPERM),
+                (SOCK_STREAM | SOCK_DGRAM, _) => return Err(Errno::EPROTONOSUPPORT),
+                _ => return Err(Errno::ESOCKTNOSUPPORT),
+            };
+            Ok((Kind::Inet(domain, proto), flags))
+        }
+        // AF_PACKET, AF_NETLINK and the rest: no such protocol family here.
+        _ => Err(Errno::EAFNOSUPPORT),
     }
-    if protocol != 0 && protocol != u64::from(AF_UNIX) {
-        return Err(Errno::EPROTONOSUPPORT);
-    }
-    let ty = match ty {
-        SOCK_STREAM | SOCK_DGRAM | SOCK_SEQPACKET => ty,
-        // unix_create: SOCK_RAW is quietly a datagram socket.
-        SOCK_RAW => SOCK_DGRAM,
-        _ => return Err(Errno::ESOCKTNOSUPPORT),
-    };
-    Ok((ty, flags))
 }
 
 fn socket(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (ty, flags) = check_socket_args(a[0], a[1], a[2])?;
-    let s = UnixSocket::new(ty, owner(c));
+    let (kind, flags) = check_socket_args(a[0], a[1], a[2])?;
+    let s = match kind {
+        Kind::Unix(ty) => Sock::Unix(UnixSocket::new(ty, owner(c))),
+        Kind::Inet(family, proto) => Sock::Inet(InetSocket::new(proto, family, owner(c))),
+    };
     Ok(install(c, s, flags)? as u64)
 }
 
 fn socketpair(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (ty, flags) = check_socket_args(a[0], a[1], a[2])?;
+    let (kind, flags) = check_socket_args(a[0], a[1], a[2])?;
+    let ty = match kind {
+        Kind::Unix(ty) => ty,
+        // inet_stream_ops and inet_dgram_ops have sock_no_socketpair.
+        Kind::Inet(..) => return Err(Errno::EOPNOTSUPP),
+    };
     let (x, y) = UnixSocket::pair(ty, owner(c), task_peercred(c.task));
-    let fx = install(c, x, flags)?;
-    let fy = match install(c, y, flags) {
+    let fx = install(c, Sock::Unix(x), flags)?;
+    let fy = match install(c, Sock::Unix(y), flags) {
         Ok(f) => f,
         Err(e) => {
             let _ = lock(&c.task.process.files()).remove(fx as u64);
@@ -114,29 +176,37 @@ fn socketpair(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-/// Reads a socket address argument (`move_addr_to_kernel`, then `unix_validate_addr`).
-fn read_addr(c: &SyscallCtx<'_>, addr: u64, len: u64) -> SysResult<UnixAddr> {
+/// Copies a socket address argument in (`move_addr_to_kernel`): at most a
+/// `sockaddr_storage`, `EINVAL` for a negative or longer length.
+fn read_addr_bytes(c: &SyscallCtx<'_>, addr: u64, len: u64) -> SysResult<Vec<u8>> {
     let len = len as u32 as i32;
-    if !(0..=128).contains(&len) {
+    if !(0..=SOCKADDR_STORAGE as i32).contains(&len) {
         return Err(Errno::EINVAL);
     }
-    let b = c.read_bytes(addr, len as usize)?;
-    UnixAddr::parse(&b)
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    c.read_bytes(addr, len as usize)
+}
+
+/// Reads a unix socket address argument (`move_addr_to_kernel`, then `unix_validate_addr`).
+fn read_addr(c: &SyscallCtx<'_>, addr: u64, len: u64) -> SysResult<UnixAddr> {
+    UnixAddr::parse(&read_addr_bytes(c, addr, len)?)
 }
 
 /// Writes an address back (`move_addr_to_user`): at most `*len_ptr` bytes, then the real
-/// length into `*len_ptr`.
+/// length into `*len_ptr`. Callers for which the address is optional (accept, recvfrom) skip
+/// it when `addr` is NULL; getsockname and getpeername do not.
 fn write_addr(c: &SyscallCtx<'_>, addr: u64, len_ptr: u64, bytes: &[u8]) -> SysResult<()> {
-    if addr == 0 || len_ptr == 0 {
-        return Ok(());
-    }
     let b = c.read_bytes(len_ptr, 4)?;
     let len = i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    let len = len.min(bytes.len() as i32);
     if len < 0 {
         return Err(Errno::EINVAL);
     }
-    let n = (len as usize).min(bytes.len());
-    c.write_bytes(addr, &bytes[..n])?;
+    if len > 0 {
+        c.write_bytes(addr, &bytes[..len as usize])?;
+    }
     c.write_u32(len_ptr, bytes.len() as u32)
 }
 
@@ -160,7 +230,15 @@ fn resolve(c: &SyscallCtx<'_>, addr: &UnixAddr) -> SysResult<Arc<UnixSocket>> {
 }
 
 fn bind(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (_, s) = socket_of(c, a[0])?;
+    let (_, s) = sock_of(c, a[0])?;
+    let s = match s {
+        Sock::Unix(s) => s,
+        Sock::Inet(s) => {
+            let b = read_addr_bytes(c, a[1], a[2])?;
+            s.bind(&b, c.task.process.capable(CAP_NET_BIND_SERVICE))?;
+            return Ok(0);
+        }
+    };
     match read_addr(c, a[1], a[2])? {
         UnixAddr::Unnamed => s.autobind()?,
         UnixAddr::Abstract(n) => s.bind_abstract(n)?,
@@ -200,8 +278,10 @@ fn bind(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn listen(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (_, s) = socket_of(c, a[0])?;
-    s.listen(a[1] as i32, task_peercred(c.task))?;
+    match sock_of(c, a[0])?.1 {
+        Sock::Unix(s) => s.listen(a[1] as i32, task_peercred(c.task))?,
+        Sock::Inet(s) => s.listen(a[1] as i32)?,
+    }
     Ok(0)
 }
 
@@ -209,11 +289,27 @@ fn do_accept(c: &SyscallCtx<'_>, a: [u64; 6], flags: u32) -> SysResult {
     if flags & !(SOCK_CLOEXEC | SOCK_NONBLOCK) != 0 {
         return Err(Errno::EINVAL);
     }
-    let (f, s) = socket_of(c, a[0])?;
-    let new = s.accept(&io_ctx(c, &f, 0))?;
-    let peer = new.peer_addr().unwrap_or_default().to_bytes();
+    let (f, s) = sock_of(c, a[0])?;
+    let (new, peer) = match s {
+        Sock::Unix(s) => {
+            let new = s.accept(&io_ctx(c, &f, 0))?;
+            let peer = new.peer_addr().unwrap_or_default().to_bytes();
+            (Sock::Unix(new), peer)
+        }
+        Sock::Inet(s) => {
+            let new = s.accept(&io_ctx(c, &f, 0))?;
+            // A connection reset before accept still reports where it came from.
+            let peer = match new.peer_addr() {
+                Ok(p) => new.encode(&p),
+                Err(_) => new.encode(&new.local_addr()),
+            };
+            (Sock::Inet(new), peer)
+        }
+    };
     let fd = install(c, new, flags)?;
-    if let Err(e) = write_addr(c, a[1], a[2], &peer) {
+    if a[1] != 0
+        && let Err(e) = write_addr(c, a[1], a[2], &peer)
+    {
         let _ = lock(&c.task.process.files()).remove(fd as u64);
         return Err(e);
     }
@@ -229,7 +325,15 @@ fn accept4(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn connect(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (f, s) = socket_of(c, a[0])?;
+    let (f, s) = sock_of(c, a[0])?;
+    let s = match s {
+        Sock::Unix(s) => s,
+        Sock::Inet(s) => {
+            let b = read_addr_bytes(c, a[1], a[2])?;
+            s.connect(&io_ctx(c, &f, 0), &b)?;
+            return Ok(0);
+        }
+    };
     let len = a[2] as u32 as i32;
     if s.ty() == SOCK_DGRAM && len >= 2 {
         let fam = c.read_bytes(a[1], 2)?;
@@ -245,15 +349,20 @@ fn connect(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn getsockname(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (_, s) = socket_of(c, a[0])?;
-    write_addr(c, a[1], a[2], &s.local_addr().to_bytes())?;
+    let b = match sock_of(c, a[0])?.1 {
+        Sock::Unix(s) => s.local_addr().to_bytes(),
+        Sock::Inet(s) => s.encode(&s.local_addr()),
+    };
+    write_addr(c, a[1], a[2], &b)?;
     Ok(0)
 }
 
 fn getpeername(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (_, s) = socket_of(c, a[0])?;
-    let p = s.peer_addr()?;
-    write_addr(c, a[1], a[2], &p.to_bytes())?;
+    let b = match sock_of(c, a[0])?.1 {
+        Sock::Unix(s) => s.peer_addr()?.to_bytes(),
+        Sock::Inet(s) => s.encode(&s.peer_addr()?),
+    };
+    write_addr(c, a[1], a[2], &b)?;
     Ok(0)
 }
 
@@ -271,16 +380,16 @@ fn check_creds(c: &SyscallCtx<'_>, u: &Ucred) -> SysResult<()> {
     }
 }
 
-/// The common part of sendto and sendmsg.
-fn do_send(
+/// The common part of sendto and sendmsg for unix sockets.
+fn do_send_unix(
     c: &SyscallCtx<'_>,
-    fd: u64,
+    f: &OpenFile,
+    s: &UnixSocket,
     data: &[u8],
     to: Option<UnixAddr>,
     control: &[u8],
     flags: u32,
 ) -> SysResult {
-    let (f, s) = socket_of(c, fd)?;
     if flags & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
@@ -310,19 +419,68 @@ fn do_send(
         (Some(_), SOCK_SEQPACKET) => None,
         (Some(addr), _) => Some(resolve(c, &addr)?),
     };
-    let io = io_ctx(c, &f, flags);
+    let io = io_ctx(c, f, flags);
     Ok(s.send(&io, data, files, creds, target, flags & MSG_NOSIGNAL != 0)? as u64)
 }
 
+/// Checks the control messages of an internet send (`sock_cmsg_send`): malformed headers and
+/// unknown `SOL_SOCKET` types are `EINVAL`; descriptors and credentials mean nothing here and
+/// are ignored, as are other levels (their options do nothing on the loopback network).
+fn check_inet_control(buf: &[u8]) -> SysResult<()> {
+    /// `SO_PRIORITY`, `SO_MARK`, `SO_TIMESTAMPING_OLD`, `SCM_TXTIME`.
+    const KNOWN: [i32; 6] = [SCM_RIGHTS, SCM_CREDENTIALS, 12, 36, 37, 61];
+    let mut off = 0usize;
+    while off + Cmsghdr::SIZE <= buf.len() {
+        let h = Cmsghdr::read_le(&buf[off..]);
+        let len = usize::try_from(h.cmsg_len).map_err(|_| Errno::EINVAL)?;
+        if len < Cmsghdr::SIZE || len > buf.len() - off {
+            return Err(Errno::EINVAL);
+        }
+        if h.cmsg_level == SOL_SOCKET && !KNOWN.contains(&h.cmsg_type) {
+            return Err(Errno::EINVAL);
+        }
+        off += cmsg_align(len);
+    }
+    Ok(())
+}
+
+/// An internet send: `to` is the raw destination (TCP ignores it, as `tcp_sendmsg` does).
+fn do_send_inet(
+    c: &SyscallCtx<'_>,
+    f: &OpenFile,
+    s: &InetSocket,
+    data: &[u8],
+    to: Option<&[u8]>,
+    control: &[u8],
+    flags: u32,
+) -> SysResult {
+    check_inet_control(control)?;
+    let io = io_ctx(c, f, flags);
+    Ok(s.send(&io, data, to, flags, flags & MSG_NOSIGNAL != 0)? as u64)
+}
+
 fn sendto(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (f, s) = sock_of(c, a[0])?;
     let len = (a[2] as usize).min(SOCK_BUF_MAX);
     let data = c.read_bytes(a[1], len)?;
-    let to = if a[4] != 0 && a[5] as u32 != 0 {
-        Some(read_addr(c, a[4], a[5])?)
-    } else {
-        None
-    };
-    do_send(c, a[0], &data, to, &[], a[3] as u32)
+    match s {
+        Sock::Unix(s) => {
+            let to = if a[4] != 0 && a[5] as u32 != 0 {
+                Some(read_addr(c, a[4], a[5])?)
+            } else {
+                None
+            };
+            do_send_unix(c, &f, &s, &data, to, &[], a[3] as u32)
+        }
+        Sock::Inet(s) => {
+            let to = if a[4] != 0 {
+                Some(read_addr_bytes(c, a[4], a[5])?)
+            } else {
+                None
+            };
+            do_send_inet(c, &f, &s, &data, to.as_deref(), &[], a[3] as u32)
+        }
+    }
 }
 
 /// Largest stream write handed over in one piece (bigger writes return short, as a stream
@@ -348,8 +506,13 @@ fn read_iovecs(c: &SyscallCtx<'_>, addr: u64, n: u64) -> SysResult<Vec<Iovec>> {
     Ok(v)
 }
 
+/// Reads a `msghdr` (`copy_msghdr_from_user`): a negative `msg_namelen` is `EINVAL`.
 fn read_msghdr(c: &SyscallCtx<'_>, addr: u64) -> SysResult<Msghdr> {
-    Ok(Msghdr::read_le(&c.read_bytes(addr, Msghdr::SIZE)?))
+    let mh = Msghdr::read_le(&c.read_bytes(addr, Msghdr::SIZE)?);
+    if (mh.msg_namelen as i32) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(mh)
 }
 
 fn sendmsg(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
@@ -363,8 +526,8 @@ fn sendmsg(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         let n = (io.len as usize).min(SOCK_BUF_MAX.saturating_sub(data.len()));
         data.extend_from_slice(&c.read_bytes(io.base, n)?);
     }
-    let to = if mh.msg_name != 0 && mh.msg_namelen != 0 {
-        Some(read_addr(c, mh.msg_name, u64::from(mh.msg_namelen))?)
+    let name = if mh.msg_name != 0 && mh.msg_namelen != 0 {
+        Some(read_addr_bytes(c, mh.msg_name, u64::from(mh.msg_namelen))?)
     } else {
         None
     };
@@ -376,45 +539,91 @@ fn sendmsg(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     } else {
         Vec::new()
     };
-    do_send(c, a[0], &data, to, &control, a[2] as u32)
-}
-
-fn do_recv(
-    c: &SyscallCtx<'_>,
-    fd: u64,
-    len: usize,
-    flags: u32,
-) -> SysResult<(Arc<UnixSocket>, crate::socket::unix::Recv, Vec<u8>)> {
-    let (f, s) = socket_of(c, fd)?;
-    if flags & MSG_OOB != 0 {
-        return Err(Errno::EOPNOTSUPP);
+    let (f, s) = sock_of(c, a[0])?;
+    match s {
+        Sock::Unix(s) => {
+            let to = name.map(|b| UnixAddr::parse(&b)).transpose()?;
+            do_send_unix(c, &f, &s, &data, to, &control, a[2] as u32)
+        }
+        Sock::Inet(s) => do_send_inet(c, &f, &s, &data, name.as_deref(), &control, a[2] as u32),
     }
-    let mut buf = vec![0u8; len.min(MAX_RECV)];
-    let r = s.recv(&io_ctx(c, &f, flags), &mut buf, flags)?;
-    buf.truncate(r.n);
-    Ok((s, r, buf))
 }
 
-/// The return value of a receive: with `MSG_TRUNC`, a datagram's real length.
-fn recv_ret(s: &UnixSocket, r: &crate::socket::unix::Recv, flags: u32) -> u64 {
-    if flags & MSG_TRUNC != 0 && s.ty() != SOCK_STREAM {
-        r.full_len as u64
-    } else {
-        r.n as u64
+/// What a receive got, from either family.
+struct Received {
+    /// The bytes, `n` long.
+    data: Vec<u8>,
+    /// The return value (with `MSG_TRUNC`, a datagram's real length).
+    ret: u64,
+    /// `msg_flags` out.
+    flags: u32,
+    /// The sender's address, encoded (empty: none).
+    name: Vec<u8>,
+    /// Unix: the message's credentials and descriptors.
+    unix: Option<(Arc<UnixSocket>, crate::socket::unix::Recv)>,
+    /// Internet: control messages (level, type, data).
+    control: Vec<crate::socket::inet::opt::Cmsg>,
+}
+
+fn do_recv(c: &SyscallCtx<'_>, fd: u64, len: usize, flags: u32) -> SysResult<Received> {
+    let (f, s) = sock_of(c, fd)?;
+    let mut buf = vec![0u8; len.min(MAX_RECV)];
+    match s {
+        Sock::Unix(s) => {
+            if flags & MSG_OOB != 0 {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            let r = s.recv(&io_ctx(c, &f, flags), &mut buf, flags)?;
+            buf.truncate(r.n);
+            // The return value: with `MSG_TRUNC`, a datagram's real length.
+            let ret = if flags & MSG_TRUNC != 0 && s.ty() != SOCK_STREAM {
+                r.full_len as u64
+            } else {
+                r.n as u64
+            };
+            let name = if r.creds.is_some() {
+                r.from.to_bytes()
+            } else {
+                Vec::new()
+            };
+            Ok(Received {
+                data: buf,
+                ret,
+                flags: r.flags,
+                name,
+                unix: Some((s, r)),
+                control: Vec::new(),
+            })
+        }
+        Sock::Inet(s) => {
+            let r = s.recv(&io_ctx(c, &f, flags), &mut buf, flags)?;
+            buf.truncate(r.n);
+            let ret = if flags & MSG_TRUNC != 0 {
+                r.full_len as u64
+            } else {
+                r.n as u64
+            };
+            let name = r.from.map(|a| s.encode(&a)).unwrap_or_default();
+            Ok(Received {
+                data: buf,
+                ret,
+                flags: r.flags,
+                name,
+                unix: None,
+                control: r.control,
+            })
+        }
     }
 }
 
 fn recvfrom(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let flags = a[3] as u32;
-    let (s, r, data) = do_recv(c, a[0], a[2] as usize, flags)?;
-    c.write_bytes(a[1], &data)?;
-    let name = if r.creds.is_some() {
-        r.from.to_bytes()
-    } else {
-        Vec::new()
-    };
-    write_addr(c, a[4], a[5], &name)?;
-    Ok(recv_ret(&s, &r, flags))
+    let r = do_recv(c, a[0], a[2] as usize, flags)?;
+    c.write_bytes(a[1], &r.data)?;
+    if a[4] != 0 {
+        write_addr(c, a[4], a[5], &r.name)?;
+    }
+    Ok(r.ret)
 }
 
 fn recvmsg(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
@@ -422,7 +631,8 @@ fn recvmsg(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let mut mh = read_msghdr(c, a[1])?;
     let iovs = read_iovecs(c, mh.msg_iov, mh.msg_iovlen)?;
     let total: u64 = iovs.iter().map(|i| i.len).sum();
-    let (s, mut r, data) = do_recv(c, a[0], total as usize, flags)?;
+    let r = do_recv(c, a[0], total as usize, flags)?;
+    let data = &r.data;
     let mut off = 0usize;
     for io in &iovs {
         if off >= data.len() {
@@ -434,11 +644,12 @@ fn recvmsg(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     // Name.
     let mut namelen = 0u32;
-    if mh.msg_name != 0 && r.creds.is_some() {
-        let b = r.from.to_bytes();
-        let n = (mh.msg_namelen as usize).min(b.len());
-        c.write_bytes(mh.msg_name, &b[..n])?;
-        namelen = b.len() as u32;
+    if mh.msg_name != 0 && !r.name.is_empty() {
+        let n = (mh.msg_namelen as usize)
+            .min(SOCKADDR_STORAGE)
+            .min(r.name.len());
+        c.write_bytes(mh.msg_name, &r.name[..n])?;
+        namelen = r.name.len() as u32;
     }
     // Control: credentials first, then descriptors (scm_recv).
     let limit = if mh.msg_control == 0 {
@@ -448,35 +659,43 @@ fn recvmsg(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     };
     let mut out = Vec::new();
     let mut mflags = r.flags;
-    if s.passcred()
-        && let Some(cr) = r.creds
-        && !put_cmsg(&mut out, limit, SOL_SOCKET, SCM_CREDENTIALS, &cr.as_bytes())
-    {
-        mflags |= MSG_CTRUNC;
-    }
-    let files = std::mem::take(&mut r.files);
-    if !files.is_empty() {
-        let fit = rights_fit(limit.saturating_sub(out.len())).min(files.len());
-        let cloexec = flags & MSG_CMSG_CLOEXEC != 0;
-        let mut fds = Vec::new();
-        {
-            let table = c.task.process.files();
-            let mut t = lock(&table);
-            for f in files.iter().take(fit) {
-                match t.install(f.clone(), cloexec, 0) {
-                    Ok(fd) => fds.push(fd as i32),
-                    Err(_) => break,
-                }
-            }
+    for (level, ty, data) in &r.control {
+        if !put_cmsg(&mut out, limit, *level, *ty, data) {
+            mflags |= MSG_CTRUNC;
+            break;
         }
-        if fds.len() < files.len() {
+    }
+    if let Some((s, mut ur)) = r.unix {
+        if s.passcred()
+            && let Some(cr) = ur.creds
+            && !put_cmsg(&mut out, limit, SOL_SOCKET, SCM_CREDENTIALS, &cr.as_bytes())
+        {
             mflags |= MSG_CTRUNC;
         }
-        if !fds.is_empty() {
-            put_cmsg(&mut out, limit, SOL_SOCKET, SCM_RIGHTS, &rights_data(&fds));
+        let files = std::mem::take(&mut ur.files);
+        if !files.is_empty() {
+            let fit = rights_fit(limit.saturating_sub(out.len())).min(files.len());
+            let cloexec = flags & MSG_CMSG_CLOEXEC != 0;
+            let mut fds = Vec::new();
+            {
+                let table = c.task.process.files();
+                let mut t = lock(&table);
+                for f in files.iter().take(fit) {
+                    match t.install(f.clone(), cloexec, 0) {
+                        Ok(fd) => fds.push(fd as i32),
+                        Err(_) => break,
+                    }
+                }
+            }
+            if fds.len() < files.len() {
+                mflags |= MSG_CTRUNC;
+            }
+            if !fds.is_empty() {
+                put_cmsg(&mut out, limit, SOL_SOCKET, SCM_RIGHTS, &rights_data(&fds));
+            }
         }
+        drop(files);
     }
-    drop(files);
     if !out.is_empty() {
         c.write_bytes(mh.msg_control, &out)?;
     }
@@ -484,18 +703,33 @@ fn recvmsg(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     mh.msg_controllen = out.len() as u64;
     mh.msg_flags = mflags;
     c.write_bytes(a[1], &mh.as_bytes())?;
-    Ok(recv_ret(&s, &r, flags))
+    Ok(r.ret)
 }
 
 fn shutdown(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (_, s) = socket_of(c, a[0])?;
-    s.shutdown(a[1] as u32)?;
+    match sock_of(c, a[0])?.1 {
+        Sock::Unix(s) => s.shutdown(a[1] as u32)?,
+        Sock::Inet(s) => s.shutdown(a[1] as u32)?,
+    }
     Ok(0)
 }
 
 fn getsockopt(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     use so::*;
-    let (_, s) = socket_of(c, a[0])?;
+    let (_, s) = sock_of(c, a[0])?;
+    let s = match s {
+        Sock::Unix(s) => s,
+        Sock::Inet(s) => {
+            let lb = c.read_bytes(a[4], 4)?;
+            let len = i32::from_le_bytes([lb[0], lb[1], lb[2], lb[3]]);
+            let val = s.getsockopt(a[1] as i32, a[2] as i32, len)?;
+            if !val.is_empty() {
+                c.write_bytes(a[3], &val)?;
+            }
+            c.write_u32(a[4], val.len() as u32)?;
+            return Ok(0);
+        }
+    };
     if a[1] as i32 != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);
     }
@@ -537,13 +771,29 @@ fn getsockopt(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 fn setsockopt(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     use so::*;
-    let (_, s) = socket_of(c, a[0])?;
-    if a[1] as i32 != SOL_SOCKET {
-        return Err(Errno::EOPNOTSUPP);
-    }
+    let (_, s) = sock_of(c, a[0])?;
     let optlen = a[4] as u32 as i32;
     if optlen < 0 {
         return Err(Errno::EINVAL);
+    }
+    let s = match s {
+        Sock::Unix(s) => s,
+        Sock::Inet(s) => {
+            let (level, name) = (a[1] as i32, a[2] as i32);
+            // Copy only what the option reads, as Linux does.
+            let n = (optlen as usize).min(crate::socket::inet::opt::set_len(level, name));
+            let val = if n > 0 {
+                c.read_bytes(a[3], n)?
+            } else {
+                Vec::new()
+            };
+            let admin = c.task.process.capable(CAP_NET_ADMIN);
+            s.setsockopt(level, name, &val, optlen as usize, admin)?;
+            return Ok(0);
+        }
+    };
+    if a[1] as i32 != SOL_SOCKET {
+        return Err(Errno::EOPNOTSUPP);
     }
     let opt = a[2] as i32;
     let int = || -> SysResult<i32> {
@@ -603,16 +853,52 @@ mod tests {
 
     #[test]
     fn socket_args() {
+        let unix = |t| Ok((Kind::Unix(t), 0));
         assert_eq!(
             check_socket_args(1, u64::from(SOCK_STREAM | SOCK_CLOEXEC), 0),
-            Ok((SOCK_STREAM, SOCK_CLOEXEC))
+            Ok((Kind::Unix(SOCK_STREAM), SOCK_CLOEXEC))
         );
-        assert_eq!(check_socket_args(1, 3, 0), Ok((SOCK_DGRAM, 0)));
-        assert_eq!(check_socket_args(2, 1, 0), Err(Errno::EAFNOSUPPORT));
-        assert_eq!(check_socket_args(10, 1, 0), Err(Errno::EAFNOSUPPORT));
+        assert_eq!(check_socket_args(1, 3, 0), unix(SOCK_DGRAM));
         assert_eq!(check_socket_args(16, 3, 0), Err(Errno::EAFNOSUPPORT));
+        assert_eq!(check_socket_args(17, 3, 0x300), Err(Errno::EAFNOSUPPORT));
+        assert_eq!(check_socket_args(0, 1, 0), Err(Errno::EAFNOSUPPORT));
         assert_eq!(check_socket_args(1, 4, 0), Err(Errno::ESOCKTNOSUPPORT));
         assert_eq!(check_socket_args(1, 1, 6), Err(Errno::EPROTONOSUPPORT));
         assert_eq!(check_socket_args(1, 0x10001, 0), Err(Errno::EINVAL));
+        assert_eq!(check_socket_args(1, 11, 0), Err(Errno::EINVAL));
+    }
+
+    /// The socket01 and socketpair01 cases of LTP, and inet_create's other refusals.
+    #[test]
+    fn inet_socket_args() {
+        let tcp4 = Ok((Kind::Inet(AF_INET, Proto::Tcp), 0));
+        assert_eq!(check_socket_args(2, 1, 0), tcp4);
+        assert_eq!(check_socket_args(2, 1, 6), tcp4);
+        assert_eq!(
+            check_socket_args(10, 2 | u64::from(SOCK_NONBLOCK), 17),
+            Ok((Kind::Inet(AF_INET6, Proto::Udp), SOCK_NONBLOCK))
+        );
+        assert_eq!(check_socket_args(2, 75, 0), Err(Errno::EINVAL));
+        assert_eq!(check_socket_args(2, 3, 0), Err(Errno::EPROTONOSUPPORT));
+        assert_eq!(check_socket_args(2, 3, 1), Err(Errno::EPERM));
+        assert_eq!(check_socket_args(2, 1, 17), Err(Errno::EPROTONOSUPPORT));
+        assert_eq!(check_socket_args(2, 2, 6), Err(Errno::EPROTONOSUPPORT));
+        assert_eq!(check_socket_args(2, 1, 1), Err(Errno::EPROTONOSUPPORT));
+        assert_eq!(check_socket_args(2, 2, 1), Err(Errno::EACCES));
+        assert_eq!(check_socket_args(10, 2, 58), Err(Errno::EACCES));
+        assert_eq!(check_socket_args(2, 5, 0), Err(Errno::ESOCKTNOSUPPORT));
+    }
+
+    #[test]
+    fn inet_control_messages() {
+        let mut ok = Vec::new();
+        assert!(put_cmsg(&mut ok, 1 << 10, SOL_SOCKET, SCM_RIGHTS, &[0; 4]));
+        assert!(put_cmsg(&mut ok, 1 << 10, 0, 2, &[64, 0, 0, 0]));
+        assert_eq!(check_inet_control(&ok), Ok(()));
+        let mut bad = Vec::new();
+        assert!(put_cmsg(&mut bad, 1 << 10, SOL_SOCKET, 99, &[0; 4]));
+        assert_eq!(check_inet_control(&bad), Err(Errno::EINVAL));
+        bad[0] = 200;
+        assert_eq!(check_inet_control(&bad), Err(Errno::EINVAL));
     }
 }

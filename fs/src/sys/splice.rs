@@ -53,6 +53,21 @@ fn can_write(f: &OpenFile) -> bool {
     matches!(f.flags() & 3, 1 | 2)
 }
 
+/// Whether the file has `f_op->splice_write` and `splice_read`: Linux's anonymous-inode files
+/// (epoll, eventfd, timerfd, signalfd, inotify, pidfd) have neither, so splicing into or out
+/// of one is `EINVAL` at once, before anything waits (`do_splice_from`, `do_splice_read`).
+fn can_splice(f: &OpenFile) -> bool {
+    let Some(a) = f.ops.as_any() else {
+        return true;
+    };
+    !(a.is::<crate::epoll::Epoll>()
+        || a.is::<crate::eventfd::EventFd>()
+        || a.is::<crate::timerfd::TimerFd>()
+        || a.is::<crate::signalfd::SignalFd>()
+        || a.is::<crate::inotify::InotifyFile>()
+        || a.is::<um_kernel::pidfd::PidFd>())
+}
+
 fn nonblock(f: &OpenFile) -> bool {
     f.flags() & O_NONBLOCK != 0
 }
@@ -143,6 +158,9 @@ fn splice(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                 return Err(Errno::EINVAL);
             }
             verify_area(pos, len)?;
+            if !can_splice(&fout) {
+                return Err(Errno::EINVAL);
+            }
             let nb = nb_flag || nonblock(&fin);
             let out_io = io(c, nonblock(&fout));
             let stream = fout.ops.is_stream();
@@ -158,6 +176,9 @@ fn splice(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         (None, Some(o)) => {
             let pos = start_pos(&fin, o_in)?;
             verify_area(pos, len)?;
+            if !can_splice(&fin) {
+                return Err(Errno::EINVAL);
+            }
             let nb = nb_flag || nonblock(&fout);
             let n = file_to_pipe(c, &fin, pos, o, &fout, len as usize, nb)?;
             end_pos(c, &fin, off_in, pos + n as i64)?;

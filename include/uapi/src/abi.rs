@@ -9,8 +9,9 @@
 //! termbits-common,ioctls,ioctl,poll,mman-common,resource}.h`, `include/uapi/linux/{stat,fcntl,
 //! auxvec,sched,wait,futex,time,time_types,resource,sysinfo,utsname,eventpoll,uio,mman}.h`,
 //! `include/uapi/asm-generic/statfs.h`, `include/linux/dirent.h` and `fs/readdir.c`
-//! (`linux_dirent64`), `include/uapi/linux/loop.h` (loop devices). Each submodule names its
-//! own sources.
+//! (`linux_dirent64`), `include/uapi/linux/{in,in6,tcp}.h` (internet sockets),
+//! `include/uapi/linux/loop.h` (loop devices). Each submodule
+//! names its own sources.
 //!
 //! Every structure implements [`Pod`] (safe little-endian byte conversion) and has its size and
 //! key field offsets pinned with `static_assertions`.
@@ -18,6 +19,7 @@
 pub mod auxv;
 pub mod fcntl;
 pub mod futex;
+pub mod inet;
 pub mod loopdev;
 pub mod mman;
 pub mod pod;
@@ -33,6 +35,9 @@ pub use fcntl::{
     AtFlags, Flock, LinuxDirent64, OpenFlags, OpenFlagsArch, Statfs, Statx, StatxTimestamp,
 };
 pub use futex::RobustListHead;
+pub use inet::{
+    GroupReq, In6Pktinfo, InPktinfo, IpMreqn, Ipv6Mreq, Linger, SockaddrIn, SockaddrIn6,
+};
 pub use pod::Pod;
 pub use poll::Pollfd;
 pub use resource::{Rlimit, Rusage, Sysinfo, Utsname};
@@ -94,5 +99,13 @@ mod tests {
         check::<Stack>();
         check::<KernelSigaction>();
         check::<CloneArgs>();
+        check::<SockaddrIn>();
+        check::<SockaddrIn6>();
+        check::<Linger>();
+        check::<IpMreqn>();
+        check::<GroupReq>();
+        check::<Ipv6Mreq>();
+        check::<InPktinfo>();
+        check::<In6Pktinfo>();
     }
 }
