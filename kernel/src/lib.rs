@@ -3,14 +3,15 @@
 //! Tasks and processes ([`task`]), the syscall table and dispatcher ([`syscall`]), the engines
 //! that run guest code ([`engine`]), the per-thread run loop ([`run`]), the object traits that
 //! file systems and drivers implement ([`vfs`]), the kernel log ([`printk`]), and the
-//! process, memory, time and signal syscalls ([`sys`]). The native architecture is reached
-//! only through [`arch`].
+//! process, memory, time and signal syscalls ([`sys`]), with guest CPU-time accounting in
+//! [`cputime`]. The native architecture is reached only through [`arch`].
 //!
 //! Neighbours: `um-mm`, the arch crates, `um-os-linux` and `um-uapi` below; `um-fs`,
 //! `um-drivers` and `um-bin` above.
 #![forbid(unsafe_code)]
 
 pub mod arch;
+pub mod cputime;
 pub mod current;
 pub mod engine;
 pub mod kernel;

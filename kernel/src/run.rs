@@ -81,6 +81,7 @@ pub fn spawn(
         .stack_size(256 << 10)
         .spawn(move || {
             crate::current::set_current(Some(task.clone()));
+            crate::cputime::start_serving(&task);
             let mut th = match start_thread(&k, &task, start) {
                 Ok(th) => th,
                 Err(e) => {
@@ -221,6 +222,7 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
                 || task.zap.load(Ordering::Acquire)
         });
         task.in_guest.store(false, Ordering::Release);
+        crate::cputime::note_spin(task, th.take_spin());
         let ev = match ev {
             Ok(ev) => ev,
             Err(e) => {
@@ -599,6 +601,8 @@ pub fn exit_task(k: &Arc<Kernel>, task: &Arc<Task>, th: Option<GuestThread>, exi
     for hook in lock(&k.thread_exit_hooks).iter() {
         hook(task);
     }
+    // The thread's CPU times join its process while its host thread can still be read.
+    crate::cputime::exit_thread(task);
     // Release the host thread first (the process's last one kills the stub).
     drop(th);
     task.host_tid.store(0, Ordering::Release);

@@ -188,6 +188,8 @@ pub struct Process {
     pub maxrss_kb: AtomicU64,
     /// The largest `maxrss_kb` of the reaped children and their descendants (`cmaxrss`).
     pub cmaxrss_kb: AtomicU64,
+    /// CPU times of exited threads and reaped children ([`crate::cputime`]).
+    pub cpu: crate::cputime::ProcCpu,
 }
 
 impl Process {
@@ -285,6 +287,7 @@ impl Process {
             did_exec: AtomicBool::new(false),
             maxrss_kb: AtomicU64::new(0),
             cmaxrss_kb: AtomicU64::new(0),
+            cpu: Default::default(),
             coredump_filter: AtomicU32::new(
                 parent
                     .map(|p| p.coredump_filter.load(Ordering::Relaxed))
@@ -358,6 +361,8 @@ pub struct Task {
     /// current value into both.
     pub timer_slack_ns: AtomicU64,
     pub default_timer_slack_ns: AtomicU64,
+    /// CPU-time accounting ([`crate::cputime`]).
+    pub cpu: crate::cputime::TaskCpu,
 }
 
 /// The timer slack of init's first thread (include/linux/init_task.h: 50 us).
@@ -385,6 +390,7 @@ impl Task {
             pdeath_signal: AtomicU32::new(0),
             timer_slack_ns: AtomicU64::new(DEFAULT_TIMER_SLACK_NS),
             default_timer_slack_ns: AtomicU64::new(DEFAULT_TIMER_SLACK_NS),
+            cpu: Default::default(),
         });
         lock(&t.process.threads).push(Arc::downgrade(&t));
         t

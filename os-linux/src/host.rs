@@ -321,3 +321,115 @@ pub fn poll_in(fd: BorrowedFd<'_>) -> bool {
     let r = unsafe { libc::poll(&mut p, 1, 0) };
     r > 0
 }
+
+/// The calling host thread's id (gettid(2)).
+pub fn gettid() -> libc::pid_t {
+    // SAFETY: gettid takes no arguments and touches no memory.
+    unsafe { libc::gettid() }
+}
+
+/// The CPU clock of host thread `tid` of this process (Linux `MAKE_THREAD_CPUCLOCK(tid,
+/// CPUCLOCK_SCHED)`, include/linux/posix-timers_types.h): what pthread_getcpuclockid(3) gives.
+fn thread_cpu_clock(tid: libc::pid_t) -> libc::clockid_t {
+    const CPUCLOCK_PERTHREAD_MASK: libc::clockid_t = 4;
+    const CPUCLOCK_SCHED: libc::clockid_t = 2;
+    (!tid << 3) | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED
+}
+
+/// CPU time in nanoseconds that host thread `tid` of *this* process has used (one
+/// `clock_gettime` on its thread CPU clock, exact to the call). The host refuses thread CPU
+/// clocks of other processes (kernel/time/posix-cpu-timers.c `pid_for_clock`: `EINVAL`
+/// unless `same_thread_group`); for those see [`thread_runtime_ns`].
+pub fn own_thread_cpu_ns(tid: libc::pid_t) -> io::Result<u64> {
+    let (s, ns) = clock_gettime(thread_cpu_clock(tid))?;
+    Ok(s as u64 * 1_000_000_000 + ns as u64)
+}
+
+/// The run-time counter of host thread `tid` of process `pid` (any host process we may read,
+/// e.g. a stub): `/proc/PID/task/TID/schedstat`, whose first field is the thread's
+/// `se.sum_exec_runtime` in nanoseconds (fs/proc/base.c `proc_pid_schedstat`). Opened once;
+/// each [`ThreadRuntime::read_ns`] is one `pread` at offset 0, which makes the host generate
+/// the line afresh (fs/seq_file.c `seq_read_iter` restarts at position 0). For a thread that
+/// is running the value lags by at most one host scheduler tick (the scheduler brings it up to
+/// date at each tick and whenever the thread stops running).
+pub struct ThreadRuntime {
+    pid: libc::pid_t,
+    tid: libc::pid_t,
+    file: std::fs::File,
+}
+
+impl ThreadRuntime {
+    /// Opens the counter of host thread `tid` of process `pid`.
+    pub fn open(pid: libc::pid_t, tid: libc::pid_t) -> io::Result<ThreadRuntime> {
+        let file = std::fs::File::open(format!("/proc/{pid}/task/{tid}/schedstat"))?;
+        Ok(ThreadRuntime { pid, tid, file })
+    }
+
+    /// Which host thread this counts: (pid, tid).
+    pub fn thread(&self) -> (libc::pid_t, libc::pid_t) {
+        (self.pid, self.tid)
+    }
+
+    /// The thread's run time so far in nanoseconds (`ESRCH` once it has ended).
+    pub fn read_ns(&self) -> io::Result<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 96];
+        let n = self.file.read_at(&mut buf, 0)?;
+        parse_schedstat(&buf[..n]).ok_or_else(|| io::Error::from_raw_os_error(libc::EIO))
+    }
+}
+
+/// Run time in nanoseconds of host thread `tid` of process `pid` (one open, read and close;
+/// see [`ThreadRuntime`]).
+pub fn thread_runtime_ns(pid: libc::pid_t, tid: libc::pid_t) -> io::Result<u64> {
+    ThreadRuntime::open(pid, tid)?.read_ns()
+}
+
+/// The run time (first field) of a `schedstat` line: "RUNTIME WAIT SLICES".
+fn parse_schedstat(b: &[u8]) -> Option<u64> {
+    let end = b.iter().position(|&c| c == b' ' || c == b'\n')?;
+    std::str::from_utf8(&b[..end]).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedstat_first_field() {
+        assert_eq!(
+            parse_schedstat(b"1009486950 135523 5\n"),
+            Some(1_009_486_950)
+        );
+        assert_eq!(parse_schedstat(b"0 0 0\n"), Some(0));
+        assert_eq!(parse_schedstat(b""), None);
+        assert_eq!(parse_schedstat(b"x 1 2\n"), None);
+    }
+
+    #[test]
+    fn thread_cpu_clock_encoding() {
+        // pthread_getcpuclockid of tid 5: ((~5) << 3) | 6 = -42.
+        assert_eq!(thread_cpu_clock(5), -42);
+    }
+
+    #[test]
+    fn host_thread_cpu_times_are_readable() {
+        let me = gettid();
+        let a = own_thread_cpu_ns(me).expect("own thread clock");
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+        let b = own_thread_cpu_ns(me).expect("own thread clock");
+        assert!(b > a, "{a} -> {b}");
+        let pid = std::process::id() as libc::pid_t;
+        assert!(thread_runtime_ns(pid, me).is_ok());
+        let rt = ThreadRuntime::open(pid, me).expect("schedstat");
+        assert_eq!(rt.thread(), (pid, me));
+        let (x, y) = (
+            rt.read_ns().expect("read"),
+            rt.read_ns().expect("read again"),
+        );
+        assert!(y >= x, "{x} -> {y}");
+    }
+}

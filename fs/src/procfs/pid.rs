@@ -552,25 +552,19 @@ fn state(t: &Target, p: &Process) -> char {
     }
 }
 
-/// User and system clock ticks of a guest thread: those of the host thread that runs it.
-fn host_times(t: &Task) -> (u64, u64) {
-    let (pid, tid) = (
-        t.host_pid.load(Ordering::Relaxed),
-        t.host_tid.load(Ordering::Relaxed),
-    );
-    if pid <= 0 || tid <= 0 {
-        return (0, 0);
-    }
-    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")) else {
-        return (0, 0);
+/// User and system clock ticks of the target (fs/proc/array.c `do_task_stat`): the whole
+/// process's (`thread_group_cputime_adjusted`) or one thread's, and the reaped children's.
+fn cpu_ticks(t: &Target, p: &Process) -> [u64; 4] {
+    use um_kernel::cputime;
+    let own = match &t.thread {
+        Some((_, w)) => w
+            .upgrade()
+            .map(|x| cputime::task_times(&x))
+            .unwrap_or_default(),
+        None => cputime::process_times(p),
     };
-    let Some(i) = s.rfind(')') else {
-        return (0, 0);
-    };
-    let f: Vec<&str> = s[i + 1..].split_whitespace().collect();
-    // After the name: field 3 is f[0], so utime (14) is f[11] and stime (15) f[12].
-    let g = |j: usize| f.get(j).and_then(|v| v.parse().ok()).unwrap_or(0);
-    (g(11), g(12))
+    let ch = cputime::children_times(p);
+    [own.user, own.system, ch.user, ch.system].map(cputime::ns_to_clock_t)
 }
 
 /// Memory figures of a process, in pages.
@@ -653,13 +647,7 @@ fn ticks_since_boot(p: &Process) -> u64 {
 
 fn stat_info(t: &Target, p: &Process) -> fmt::StatInfo {
     let st = state(t, p);
-    let tasks = t.tasks(p);
-    let (mut ut, mut stt) = (0, 0);
-    for x in &tasks {
-        let (u, s) = host_times(x);
-        ut += u;
-        stt += s;
-    }
+    let [ut, stt, cut, cst] = cpu_ticks(t, p);
     let zombie = st == 'Z';
     let mm = if zombie {
         MmFigures::default()
@@ -691,6 +679,8 @@ fn stat_info(t: &Target, p: &Process) -> fmt::StatInfo {
         flags: 0,
         utime: ut,
         stime: stt,
+        cutime: cut,
+        cstime: cst,
         priority: 20,
         nice: 0,
         num_threads: live_threads(p).len() as u64,

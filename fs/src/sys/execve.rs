@@ -59,9 +59,9 @@ fn execve_common(c: &mut SyscallCtx<'_>, path: Vec<u8>, argv: u64, envp: u64) ->
             log::error!("execve: cannot start a stub process: {e}");
             Errno::ENOMEM
         })?;
+        // The old host thread's CPU time stays the task's.
+        um_kernel::cputime::move_host_thread(&task, fresh.pid(), fresh.tid());
         *c.thread = fresh;
-        task.host_pid.store(c.thread.pid(), Ordering::Release);
-        task.host_tid.store(c.thread.tid(), Ordering::Release);
         // The fresh stub has none of the old mappings: nothing to unmap.
         task.process.exec_unmap.store(false, Ordering::Release);
     }

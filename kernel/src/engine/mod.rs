@@ -91,6 +91,16 @@ impl GuestThread {
         }
     }
 
+    /// Wall time (ns) spent spinning for handoffs since the last call: by the stub thread
+    /// while the kernel served, and by the kernel thread while the guest ran (the seccomp
+    /// engine; the ptrace engine never spins). Neither is the guest's CPU time.
+    pub fn take_spin(&mut self) -> (u64, u64) {
+        match &mut self.engine {
+            Engine::Ptrace(_) => (0, 0),
+            Engine::Seccomp(s) => s.take_spin(),
+        }
+    }
+
     /// Creates a new host thread in this thread's stub process, for a guest thread that shares
     /// the address space: its host tid and the seed its serving thread attaches with.
     pub fn spawn_thread(&mut self) -> io::Result<(libc::pid_t, SiblingSeed)> {

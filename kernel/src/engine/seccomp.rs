@@ -167,6 +167,10 @@ pub struct SeccompThread {
     stub_backoff: u32,
     /// When the kernel last took the thread over (how long it served it).
     owned_since: Instant,
+    /// Wall time (ns) spent spinning for a handoff, not yet taken by [`Self::take_spin`]: by
+    /// the stub while the kernel served, and by the kernel while the guest ran.
+    stub_spun: u64,
+    kernel_spun: u64,
 }
 
 /// How many handoffs a missed spin makes the waiting side park at once.
@@ -439,6 +443,8 @@ impl SeccompThread {
             ended: false,
             stub_backoff: 0,
             owned_since: Instant::now(),
+            stub_spun: 0,
+            kernel_spun: 0,
         }
     }
 
@@ -465,7 +471,12 @@ impl SeccompThread {
     fn hand_to_stub(&mut self) {
         let tuning = self.proc.tuning;
         if tuning.spin_ticks != 0 {
-            if self.owned_since.elapsed() > tuning.spin {
+            let served = self.owned_since.elapsed();
+            if self.stub_backoff == 0 {
+                // The stub was told to spin: it spun for the serve, up to its spin.
+                self.stub_spun += served.min(tuning.spin).as_nanos() as u64;
+            }
+            if served > tuning.spin {
                 if self.stub_backoff == 0 {
                     self.store(layout::SLOT_SPIN, 0);
                 }
@@ -485,30 +496,47 @@ impl SeccompThread {
     /// Waits until the stub hands the thread back: a bounded spin, then parking, checking now
     /// and then that the stub process still lives.
     fn wait_for_stub(&mut self) -> io::Result<()> {
-        let r = self.wait_inner();
+        let (r, spin_start) = self.wait_inner();
         self.owned_since = Instant::now();
+        if let Some(t0) = spin_start {
+            let spun = self.owned_since.saturating_duration_since(t0);
+            self.kernel_spun += spun.min(self.proc.tuning.spin).as_nanos() as u64;
+        }
         r
     }
 
-    fn wait_inner(&mut self) -> io::Result<()> {
+    /// Waits; also returns when the kernel started spinning (None: it did not spin).
+    fn wait_inner(&mut self) -> (io::Result<()>, Option<Instant>) {
         let w = self.proc.slots.atomic32(self.off(layout::SLOT_FUTEX));
         // The kernel always spins first (bounded): a miss costs at most `spin` of a core that
         // would otherwise idle, while parking costs a wakeup (tens of microseconds) on every
         // handoff. (Only the stub backs off, on the evidence of how long the kernel served.)
         let spin = self.proc.tuning.spin;
-        if !spin.is_zero() {
-            let spin_until = Instant::now() + spin;
-            loop {
-                if w.load(Ordering::Acquire) & layout::OWNER_KERNEL != 0 {
-                    return Ok(());
-                }
-                if Instant::now() >= spin_until {
-                    break;
-                }
-                std::hint::spin_loop();
-            }
+        if spin.is_zero() {
+            return (self.park(w), None);
         }
-        self.park(w)
+        let t0 = Instant::now();
+        let spin_until = t0 + spin;
+        loop {
+            if w.load(Ordering::Acquire) & layout::OWNER_KERNEL != 0 {
+                return (Ok(()), Some(t0));
+            }
+            if Instant::now() >= spin_until {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        (self.park(w), Some(t0))
+    }
+
+    /// The wall time (ns) spent spinning for handoffs since the last call, by the stub while
+    /// the kernel served and by the kernel while the guest ran: CPU time of the two host
+    /// threads that is neither guest work nor serving it ([`crate::cputime`]).
+    pub fn take_spin(&mut self) -> (u64, u64) {
+        (
+            std::mem::take(&mut self.stub_spun),
+            std::mem::take(&mut self.kernel_spun),
+        )
     }
 
     /// Parks until the stub hands the thread back (see the module docs for the protocol).

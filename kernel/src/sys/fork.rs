@@ -169,7 +169,12 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
         }
     }
     let child_proc = task.process.clone();
+    let new_process = !f.contains(CloneFlags::THREAD);
     run::spawn(k, task, start).map_err(|_| Errno::EAGAIN)?;
+    if new_process {
+        // An inherited finite RLIMIT_CPU applies to the child's own CPU time.
+        crate::cputime::watch_rlimit_cpu(k, &child_proc);
+    }
     if f.contains(CloneFlags::VFORK) {
         // The parent sleeps until the child execs or exits (Linux `wait_for_vfork_done`);
         // a signal does not end that wait, as the child borrows the parent's memory.

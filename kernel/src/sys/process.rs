@@ -161,6 +161,11 @@ fn prlimit64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             // The descriptor table enforces the soft limit (fs/file.c alloc_fd, dup2).
             lock(&c.task.process.files()).set_nofile(v.0);
         }
+        drop(lim);
+        if res as usize == crate::cputime::RLIMIT_CPU {
+            // kernel/sys.c do_prlimit -> update_rlimit_cpu: a finite limit is watched.
+            crate::cputime::watch_rlimit_cpu(c.kernel, &c.task.process);
+        }
     }
     Ok(0)
 }

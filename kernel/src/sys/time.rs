@@ -3,25 +3,27 @@
 //! Reading clocks, sleeping (`nanosleep`, `clock_nanosleep`: interruptible waits on the task's
 //! waker, see [`crate::wait`]), `times`, `getrusage`, and the calls that would set the clock
 //! (`clock_settime`, `settimeofday`, `adjtimex`), which are refused: the guest must never change
-//! the host's clock. Also the helpers [`read_timespec_valid`], [`instant_at`] and
+//! the host's clock. The CPU-time clocks (`CLOCK_PROCESS_CPUTIME_ID`, `CLOCK_THREAD_CPUTIME_ID`
+//! and the negative ids of clock_getcpuclockid(3)), `times` and `getrusage` read the guest's
+//! CPU time from [`crate::cputime`]. Also the helpers [`read_timespec_valid`], [`instant_at`] and
 //! [`instant_after`] that turn guest times into host deadlines for futexes ([`super::futex`])
 //! and timers ([`super::timer`]).
 
+use crate::cputime::{self, CpuClock};
 use crate::syscall::{SyscallCtx, SyscallTable};
 use crate::wait::{WaitError, wait_event};
 use std::time::{Duration, Instant};
 use um_uapi::abi::Pod;
 use um_uapi::abi::resource::Rusage;
-use um_uapi::abi::time::{Timespec, Tms, USER_HZ};
+use um_uapi::abi::time::{NSEC_PER_SEC, Timespec, Tms, USER_HZ};
 use um_uapi::{Errno, SysResult};
 
-/// Clock ids Linux accepts (CLOCK_REALTIME .. CLOCK_TAI), mapped to host clocks.
+/// The fixed clock ids Linux accepts (CLOCK_REALTIME .. CLOCK_TAI) that are host clocks: all
+/// but the CPU-time clocks (2, 3), which are the guest's own ([`cputime_clock`]).
 fn host_clock(id: u64) -> SysResult<libc::clockid_t> {
     match id as i32 {
         0 => Ok(libc::CLOCK_REALTIME),
         1 => Ok(libc::CLOCK_MONOTONIC),
-        2 => Ok(libc::CLOCK_PROCESS_CPUTIME_ID),
-        3 => Ok(libc::CLOCK_THREAD_CPUTIME_ID),
         4 => Ok(libc::CLOCK_MONOTONIC_RAW),
         5 => Ok(libc::CLOCK_REALTIME_COARSE),
         6 => Ok(libc::CLOCK_MONOTONIC_COARSE),
@@ -40,18 +42,41 @@ fn timespec_bytes(s: i64, ns: i64) -> [u8; 16] {
     b
 }
 
+/// The CPU-time clock clock id `id` names, if it names one (`EINVAL` for a malformed
+/// negative id). clockid_t is an int: the upper half of the register is ignored.
+fn cputime_clock(id: u64) -> SysResult<Option<CpuClock>> {
+    CpuClock::decode(id as i32)
+}
+
 fn clock_gettime(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let clk = host_clock(a[0])?;
-    let (s, ns) = um_os_linux::host::clock_gettime(clk).map_err(|_| Errno::EINVAL)?;
+    let (s, ns) = if let Some(clock) = cputime_clock(a[0])? {
+        // posix_cpu_clock_get: the guest's CPU time, not this kernel's.
+        let ns = cputime::clock_read(c.kernel, c.task, clock, true)?;
+        let sec = NSEC_PER_SEC as u64;
+        ((ns / sec) as i64, (ns % sec) as i64)
+    } else {
+        let clk = host_clock(a[0])?;
+        um_os_linux::host::clock_gettime(clk).map_err(|_| Errno::EINVAL)?
+    };
     c.write_bytes(a[1], &timespec_bytes(s, ns))?;
     Ok(0)
 }
 
 fn clock_getres(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    host_clock(a[0])?;
+    let res = if let Some(clock) = cputime_clock(a[0])? {
+        // posix_cpu_clock_getres: the clock must exist (validate_clock_permissions).
+        cputime::clock_read(c.kernel, c.task, clock, false)?;
+        clock.resolution_ns()
+    } else {
+        host_clock(a[0])?;
+        if matches!(a[0] as i32, 5 | 6) {
+            cputime::TICK_NS
+        } else {
+            1
+        }
+    };
     if a[1] != 0 {
-        let coarse = matches!(a[0], 5 | 6);
-        c.write_bytes(a[1], &timespec_bytes(0, if coarse { 4_000_000 } else { 1 }))?;
+        c.write_bytes(a[1], &timespec_bytes(0, res))?;
     }
     Ok(0)
 }
@@ -167,6 +192,9 @@ fn nanosleep(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// that into EINVAL themselves), raw and coarse.
 fn nsleep_clock(id: u64) -> SysResult<libc::clockid_t> {
     match id as i32 {
+        // Other processes' CPU clocks have no sleep here (approximating them by wall time
+        // would be no better than refusing).
+        i32::MIN..=-1 => Err(Errno::EINVAL),
         3..=6 => Err(Errno::EOPNOTSUPP),
         // The process CPU clock is approximated by wall time: it sleeps at least as long.
         2 => Ok(libc::CLOCK_MONOTONIC),
@@ -198,19 +226,30 @@ fn clock_nanosleep(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-/// times (kernel/sys.c): CPU times are not measured yet (all zero); the result is the host's
-/// uptime in `USER_HZ` ticks, which is what callers use (differences of two calls).
+/// times (kernel/sys.c `do_sys_times`): the process's CPU times and its reaped children's,
+/// in `USER_HZ` ticks; the result is the host's uptime in ticks, which is what callers use
+/// (differences of two calls).
 fn times(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if a[0] != 0 {
-        c.write_bytes(a[0], &Tms::default().as_bytes())?;
+        let p = &c.task.process;
+        let (me, ch) = (cputime::process_times(p), cputime::children_times(p));
+        let t = |ns: u64| cputime::ns_to_clock_t(ns) as i64;
+        let tms = Tms {
+            tms_utime: t(me.user),
+            tms_stime: t(me.system),
+            tms_cutime: t(ch.user),
+            tms_cstime: t(ch.system),
+        };
+        c.write_bytes(a[0], &tms.as_bytes())?;
     }
     let up = now(libc::CLOCK_BOOTTIME);
     Ok(up.tv_sec as u64 * USER_HZ + up.tv_nsec as u64 / (1_000_000_000 / USER_HZ))
 }
 
-/// getrusage (kernel/sys.c): `ru_maxrss` is the largest resident size in KiB, of this
-/// process (its address spaces' high-water marks, exec included) or of its reaped children;
-/// CPU times and counters are not measured yet (zero).
+/// getrusage (kernel/sys.c): CPU times of the process (RUSAGE_SELF), of the calling thread
+/// (RUSAGE_THREAD) or of the reaped children (RUSAGE_CHILDREN); `ru_maxrss` is the largest
+/// resident size in KiB, of this process (its address spaces' high-water marks, exec
+/// included) or of its reaped children. The counters are not measured (zero).
 fn getrusage(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let who = a[0] as i32;
     if !(-1..=1).contains(&who) {
@@ -218,6 +257,13 @@ fn getrusage(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     let mut ru = Rusage::default();
     let p = &c.task.process;
+    let t = match who {
+        -1 => cputime::children_times(p),
+        1 => cputime::task_times(c.task),
+        _ => cputime::process_times(p),
+    };
+    ru.ru_utime = cputime::ns_to_timeval(t.user);
+    ru.ru_stime = cputime::ns_to_timeval(t.system);
     ru.ru_maxrss = if who == -1 {
         // RUSAGE_CHILDREN: the largest of the reaped children (and their descendants).
         p.cmaxrss_kb.load(std::sync::atomic::Ordering::Relaxed)
@@ -232,13 +278,19 @@ fn getrusage(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// host's, which this kernel must never change (as in a container without CAP_SYS_TIME).
 const CAP_SYS_TIME: bool = false;
 
-/// clock_settime: only CLOCK_REALTIME can be set (`EINVAL` for other clocks, `EPERM` for the
-/// CPU clocks, as kernel/time/posix-cpu-timers.c); the time is checked, then refused.
+/// clock_settime: only CLOCK_REALTIME can be set; the time is checked, then refused. Other
+/// clocks are `EINVAL` (kernel/time/posix-timers.c: no `clock_set`), including
+/// CLOCK_PROCESS_CPUTIME_ID and CLOCK_THREAD_CPUTIME_ID (`clock_process`/`clock_thread` have
+/// none), except the negative CPU-clock ids, which are `EPERM` once the clock is found to
+/// exist (posix-cpu-timers.c `posix_cpu_clock_set`).
 fn clock_settime(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     match a[0] as i32 {
         0 => {}
-        2 | 3 => {
-            read_timespec_valid(c, a[1])?;
+        // posix_cpu_clock_set: an existing CPU clock cannot be set.
+        id if id < 0 => {
+            let clock = cputime_clock(a[0])?.ok_or(Errno::EINVAL)?;
+            c.read_bytes(a[1], Timespec::SIZE)?;
+            cputime::clock_read(c.kernel, c.task, clock, false)?;
             return Err(Errno::EPERM);
         }
         _ => return Err(Errno::EINVAL),

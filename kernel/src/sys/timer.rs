@@ -10,8 +10,11 @@
 //!
 //! Time is the host's monotonic clock ([`Instant`]); absolute `CLOCK_REALTIME` times are
 //! converted when the timer is set (later steps of the host clock are not followed).
-//! Approximations: `ITIMER_VIRTUAL`, `ITIMER_PROF` and the CPU-time clocks count wall time
-//! (guest CPU time is not measured); a periodic timer whose previous signal is still pending
+//! POSIX timers on the CPU-time clocks (`CLOCK_PROCESS_CPUTIME_ID`, `CLOCK_THREAD_CPUTIME_ID`)
+//! follow the guest's CPU time ([`crate::cputime`]) by sampling: the heap entry is when the
+//! clock could first be due, and at that time the clock is read and the entry pushed back by
+//! what is still missing. Approximations: `ITIMER_VIRTUAL` and `ITIMER_PROF` count wall time;
+//! a periodic timer whose previous signal is still pending
 //! counts an overrun instead of queueing another signal, judged by the signal's pending bit
 //! (Linux tracks its own preallocated sigqueue entry) and keeps running (Linux re-arms it when
 //! the signal is dequeued).
@@ -112,6 +115,12 @@ struct Timer {
     overrun_last: i32,
     /// Clock id (POSIX timers), for absolute times.
     clock: i32,
+    /// A timer on a CPU-time clock (2, 3): the clock reading it expires at (ns). The wall-clock
+    /// deadline is then only when to look again: CPU time grows no faster than wall time on
+    /// one thread, so it never fires early ([`cpu_clock_now`]).
+    cpu_at: Option<u64>,
+    /// The thread whose CPU clock a `CLOCK_THREAD_CPUTIME_ID` timer follows (its creator).
+    owner: Weak<Task>,
 }
 
 impl Timer {
@@ -124,6 +133,8 @@ impl Timer {
             overrun: 0,
             overrun_last: 0,
             clock,
+            cpu_at: None,
+            owner: Weak::new(),
         }
     }
 
@@ -295,7 +306,28 @@ fn expire(st: &mut State, k: &Kernel, now: Instant, e: (Instant, u64, u32, Slot)
         return None;
     }
     let exp = t.expires?;
-    let (next, k_periods) = forward(exp, t.interval, now);
+    let (mut next, mut k_periods) = forward(exp, t.interval, now);
+    if let Some(cpu_at) = t.cpu_at {
+        // A CPU-time timer: due only once its clock has got there (posix-cpu-timers.c).
+        let Some(used) = cpu_clock_now(t, &p) else {
+            t.expires = None;
+            return None;
+        };
+        if used < cpu_at {
+            let at = now + Duration::from_nanos(cpu_at - used).max(MIN_REARM);
+            t.expires = Some(at);
+            st.heap.push(Reverse((at, generation, pid, slot)));
+            return None;
+        }
+        // The periods of the CPU clock that have passed, and the next expiry on its grid.
+        let step = t.interval.as_nanos() as u64;
+        if let Some(q) = (used - cpu_at).checked_div(step) {
+            k_periods = q + 1;
+            let next_cpu = cpu_at.saturating_add(k_periods.saturating_mul(step));
+            t.cpu_at = Some(next_cpu);
+            next = now + Duration::from_nanos(next_cpu - used);
+        }
+    }
     if t.interval.is_zero() {
         t.expires = None;
     } else {
@@ -342,6 +374,19 @@ fn expire(st: &mut State, k: &Kernel, now: Instant, e: (Instant, u64, u32, Slot)
         }
     };
     Some(send)
+}
+
+/// The current reading of a CPU-time timer's clock: its process's CPU time, or its owner
+/// thread's (None once that thread is gone).
+fn cpu_clock_now(t: &Timer, p: &Process) -> Option<u64> {
+    match t.clock {
+        3 => t
+            .owner
+            .upgrade()
+            .filter(|o| !o.exited.load(std::sync::atomic::Ordering::Acquire))
+            .map(|o| crate::cputime::task_times(&o).total()),
+        _ => Some(crate::cputime::process_times(p).total()),
+    }
 }
 
 fn timer_thread() {
@@ -634,7 +679,9 @@ fn timer_create(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             signo: SIGALRM,
             value: id as u64,
         });
-        pt.timers.insert(Slot::Posix(id), Timer::new(ev, clock));
+        let mut t = Timer::new(ev, clock);
+        t.owner = Arc::downgrade(c.task);
+        pt.timers.insert(Slot::Posix(id), t);
         id
     };
     if let Err(e) = c.write_bytes(a[2], &id.to_le_bytes()) {
@@ -677,14 +724,36 @@ fn timer_settime(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         let old = t.value(now);
         let clock = t.clock;
         let value = dur_of(spec.it_value);
+        // A CPU-time clock: the expiry on that clock, and a first look when it could be due.
+        let cpu = if matches!(clock, 2 | 3) && !value.is_zero() {
+            let used = cpu_clock_now(t, &p).unwrap_or(0);
+            let v = value.as_nanos() as u64;
+            let at = if flags & TIMER_ABSTIME != 0 {
+                v
+            } else {
+                used.saturating_add(v)
+            };
+            Some((at, Duration::from_nanos(at.saturating_sub(used))))
+        } else {
+            None
+        };
         let expires = if value.is_zero() {
             None
+        } else if let Some((_, wait)) = cpu {
+            Some(after(now, wait))
         } else if flags & TIMER_ABSTIME != 0 {
             Some(abs_instant(clock, spec.it_value, &p))
         } else {
             Some(after(now, value))
         };
         st.arm(p.pid, Slot::Posix(id), expires, dur_of(spec.it_interval));
+        if let Some(t) = st
+            .procs
+            .get_mut(&p.pid)
+            .and_then(|pt| pt.timers.get_mut(&Slot::Posix(id)))
+        {
+            t.cpu_at = cpu.map(|(at, _)| at);
+        }
         old
     };
     if old_addr != 0 {

@@ -7,6 +7,7 @@ use crate::wait::{WaitError, wait_event};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use um_uapi::abi::pod::Pod;
+use um_uapi::abi::resource::Rusage;
 use um_uapi::abi::signal::Siginfo;
 use um_uapi::{Errno, SysResult};
 
@@ -35,6 +36,8 @@ struct Found {
     code: i32,
     si_status: i32,
     uid: u32,
+    /// The child, for wait4's rusage.
+    child: Arc<Process>,
 }
 
 fn matches(which: Which, c: &Process) -> bool {
@@ -71,6 +74,8 @@ fn scan(c: &SyscallCtx<'_>, which: Which, opts: u64) -> SysResult<Option<Found>>
                     .load(Ordering::Relaxed)
                     .max(ch.cmaxrss_kb.load(Ordering::Relaxed));
                 me.cmaxrss_kb.fetch_max(rss, Ordering::Relaxed);
+                // ... and its CPU times (and its children's) join the parent's cutime/cstime.
+                crate::cputime::reap(me, ch);
             }
             return Ok(Some(Found {
                 pid: ch.pid,
@@ -78,6 +83,7 @@ fn scan(c: &SyscallCtx<'_>, which: Which, opts: u64) -> SysResult<Option<Found>>
                 code,
                 si_status,
                 uid,
+                child: ch.clone(),
             }));
         }
         let mut job = lock(&ch.job);
@@ -98,6 +104,7 @@ fn scan(c: &SyscallCtx<'_>, which: Which, opts: u64) -> SysResult<Option<Found>>
                     code: 5,
                     si_status: sig as i32,
                     uid,
+                    child: ch.clone(),
                 }));
             }
             JobState::Continued if opts & WCONTINUED != 0 => {
@@ -110,6 +117,7 @@ fn scan(c: &SyscallCtx<'_>, which: Which, opts: u64) -> SysResult<Option<Found>>
                     code: 6,
                     si_status: 18,
                     uid,
+                    child: ch.clone(),
                 }));
             }
             _ => {}
@@ -153,6 +161,20 @@ fn which_from_pid(c: &SyscallCtx<'_>, pid: i32) -> Which {
     }
 }
 
+/// What wait4 reports of the child it found (kernel/exit.c: `getrusage(p, RUSAGE_BOTH)`): its
+/// own CPU times plus its reaped children's, and the larger of their resident high-water marks.
+fn child_rusage(ch: &Process) -> Rusage {
+    let t = crate::cputime::process_times(ch) + crate::cputime::children_times(ch);
+    Rusage {
+        ru_utime: crate::cputime::ns_to_timeval(t.user),
+        ru_stime: crate::cputime::ns_to_timeval(t.system),
+        ru_maxrss: ch
+            .maxrss_now_kb()
+            .max(ch.cmaxrss_kb.load(Ordering::Relaxed)) as i64,
+        ..Rusage::default()
+    }
+}
+
 fn wait4(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let (pid, status, opts, rusage) = (a[0] as i32, a[1], a[2], a[3]);
     if opts & !(WNOHANG | WUNTRACED | WCONTINUED | WNOTHREAD | WALL | WCLONE) != 0 {
@@ -169,7 +191,7 @@ fn wait4(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                 c.write_u32(status, f.status as u32)?;
             }
             if rusage != 0 {
-                c.write_bytes(rusage, &[0u8; 144])?;
+                c.write_bytes(rusage, &child_rusage(&f.child).as_bytes())?;
             }
             Ok(f.pid as u64)
         }
@@ -217,6 +239,12 @@ fn waitid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             None => Siginfo::default(),
         };
         c.write_bytes(infop, &info.as_bytes())?;
+    }
+    // The raw syscall's fifth argument (kernel_waitid): the found child's rusage.
+    if a[4] != 0
+        && let Some(f) = &found
+    {
+        c.write_bytes(a[4], &child_rusage(&f.child).as_bytes())?;
     }
     Ok(0)
 }
