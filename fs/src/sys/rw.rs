@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use um_kernel::syscall::{SyscallCtx, SyscallTable, lock_mm};
 use um_kernel::task::lock;
-use um_kernel::vfs::{GuestMem, OpenFile};
+use um_kernel::vfs::{GuestMem, OpenFile, mode};
 use um_kernel::wait::IoCtx;
 use um_mm::Mm;
 use um_uapi::abi::fcntl::{LinuxDirent, LinuxDirent64};
@@ -98,6 +98,26 @@ fn read_into(
     Ok(done as u64)
 }
 
+/// `generic_write_check_limits` (mm/filemap.c): a write to a regular file stops at the soft
+/// `RLIMIT_FSIZE`: at or past it the writer gets SIGXFSZ and `EFBIG`, before it the write is
+/// cut short. Returns how many of `len` bytes at `off` may be written.
+fn fsize_limit(c: &SyscallCtx<'_>, f: &OpenFile, off: u64, len: usize) -> SysResult<usize> {
+    const RLIMIT_FSIZE: usize = 1;
+    const SIGXFSZ: u32 = 25;
+    let limit = lock(&c.task.process.rlimits)[RLIMIT_FSIZE].0;
+    if limit == u64::MAX || len == 0 || f.ops.stat()?.mode & mode::S_IFMT != mode::S_IFREG {
+        return Ok(len);
+    }
+    if off >= limit {
+        um_kernel::signal::send_to_task(
+            c.task,
+            um_uapi::abi::signal::Siginfo::kill(SIGXFSZ, 0x80 /* SI_KERNEL */, 0, 0),
+        );
+        return Err(Errno::EFBIG);
+    }
+    Ok(len.min((limit - off).min(usize::MAX as u64) as usize))
+}
+
 fn write_from(
     c: &SyscallCtx<'_>,
     f: &OpenFile,
@@ -121,6 +141,11 @@ fn write_from(
         (None, Some(_)) if append => f.ops.size()?,
         (None, Some(p)) => p,
         (None, None) => 0,
+    };
+    let len = if stream {
+        len
+    } else {
+        fsize_limit(c, f, off, len)?
     };
     let mut done = 0usize;
     while done < len {
@@ -263,7 +288,8 @@ fn writev(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     } else {
         *pos
     };
-    let n = f.ops.write(&io(c, &f), &data, off)?;
+    let allowed = fsize_limit(c, &f, off, data.len())?;
+    let n = f.ops.write(&io(c, &f), &data[..allowed], off)?;
     *pos = off + n as u64;
     drop(pos);
     crate::inotify::modified(&f);
