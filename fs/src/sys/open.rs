@@ -348,28 +348,27 @@ fn getcwd(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(p.len() as u64)
 }
 
-fn chdir(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let path = c.read_path(a[0])?;
-    let d = lookup(c, AT_FDCWD as u64, &path, Last::Follow)?;
+/// `d` if it is a directory the caller may search (fs/open.c: chdir, fchdir and chroot all
+/// ask for `MAY_EXEC | MAY_CHDIR` on the directory itself).
+fn searchable_dir(c: &SyscallCtx<'_>, d: Arc<Dentry>) -> SysResult<Arc<Dentry>> {
     let st = d.inode.stat()?;
     if st.mode & mode::S_IFMT != mode::S_IFDIR {
         return Err(Errno::ENOTDIR);
     }
-    // fs/open.c chdir: search permission on the directory itself (MAY_EXEC | MAY_CHDIR).
     permission(&st, &creds(c), MAY_EXEC)?;
+    Ok(d)
+}
+
+fn chdir(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let path = c.read_path(a[0])?;
+    let d = searchable_dir(c, lookup(c, AT_FDCWD as u64, &path, Last::Follow)?)?;
     lock(&c.task.process.fs).cwd = d;
     Ok(0)
 }
 
 fn fchdir(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let f = lock(&c.task.process.files()).get(a[0])?;
-    let d = f.dentry.clone().ok_or(Errno::ENOTDIR)?;
-    let st = d.inode.stat()?;
-    if st.mode & mode::S_IFMT != mode::S_IFDIR {
-        return Err(Errno::ENOTDIR);
-    }
-    // fs/open.c fchdir: search permission on the directory (MAY_EXEC | MAY_CHDIR).
-    permission(&st, &creds(c), MAY_EXEC)?;
+    let d = searchable_dir(c, f.dentry.clone().ok_or(Errno::ENOTDIR)?)?;
     lock(&c.task.process.fs).cwd = d;
     Ok(0)
 }
@@ -381,12 +380,7 @@ const CAP_SYS_CHROOT: u32 = 18;
 /// (`..` stops there); needs CAP_SYS_CHROOT. The working directory stays where it is.
 fn chroot(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let path = c.read_path(a[0])?;
-    let d = lookup(c, AT_FDCWD as u64, &path, Last::Follow)?;
-    let st = d.inode.stat()?;
-    if st.mode & mode::S_IFMT != mode::S_IFDIR {
-        return Err(Errno::ENOTDIR);
-    }
-    permission(&st, &creds(c), MAY_EXEC)?;
+    let d = searchable_dir(c, lookup(c, AT_FDCWD as u64, &path, Last::Follow)?)?;
     if !c.task.process.capable(CAP_SYS_CHROOT) {
         return Err(Errno::EPERM);
     }
