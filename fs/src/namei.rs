@@ -5,11 +5,13 @@
 //! crossed into the root of what is mounted on it ([`crate::mount::cross`]): the new dentry
 //! keeps the mount point's name and parent, so `..` from a mounted root leads to the mount
 //! point's parent and [`Dentry::path`] stays right. [`permission`] is the DAC check
-//! (`generic_permission`); [`walk_with`] applies its search (x) check to each directory.
+//! (`generic_permission`); [`inode_permission`] adds the inode flags (immutable, append-only)
+//! that the file syscalls enforce; [`walk_with`] applies its search (x) check to each directory.
 
 use std::sync::Arc;
 use um_kernel::task::{Creds, FsContext};
-use um_kernel::vfs::{Dentry, Kstat, Owner, mode};
+use um_kernel::vfs::{Dentry, Inode, Kstat, Owner, mode};
+use um_uapi::abi::fs::{FS_APPEND_FL, FS_IMMUTABLE_FL};
 use um_uapi::{Errno, SysResult};
 
 /// Symlinks followed per walk before `ELOOP` (Linux `MAXSYMLINKS`).
@@ -178,6 +180,34 @@ pub fn permission(st: &Kstat, creds: &Creds, mask: u32) -> SysResult<()> {
     } else {
         Err(Errno::EACCES)
     }
+}
+
+/// `IS_IMMUTABLE` (include/linux/fs.h): the inode carries `FS_IMMUTABLE_FL`.
+pub fn is_immutable(inode: &dyn Inode) -> bool {
+    inode.fsflags().unwrap_or(0) & FS_IMMUTABLE_FL != 0
+}
+
+/// `IS_APPEND`: the inode carries `FS_APPEND_FL`.
+pub fn is_append(inode: &dyn Inode) -> bool {
+    inode.fsflags().unwrap_or(0) & FS_APPEND_FL != 0
+}
+
+/// Linux `inode_permission` (fs/namei.c) for what this kernel has: writing to an immutable
+/// inode is `EPERM` whoever asks, then the DAC check ([`permission`]). `st` is `inode`'s.
+pub fn inode_permission(inode: &dyn Inode, st: &Kstat, creds: &Creds, mask: u32) -> SysResult<()> {
+    if mask & MAY_WRITE != 0 && is_immutable(inode) {
+        return Err(Errno::EPERM);
+    }
+    permission(st, creds, mask)
+}
+
+/// The attribute changes an immutable or append-only inode refuses (`EPERM`): mode, owner
+/// and explicit times (`notify_change`, fs/attr.c), and hard links to it (`may_linkat`).
+pub fn check_attr_change(inode: &dyn Inode) -> SysResult<()> {
+    if is_immutable(inode) || is_append(inode) {
+        return Err(Errno::EPERM);
+    }
+    Ok(())
 }
 
 /// Root credentials: a walk that checks nothing (the kernel's own lookups).

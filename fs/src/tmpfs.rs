@@ -35,6 +35,8 @@ use um_kernel::vfs::{
 };
 use um_kernel::wait::IoCtx;
 use um_mm::VmFile;
+use um_uapi::abi::fcntl::{STATX_ATTR_APPEND, STATX_ATTR_IMMUTABLE, STATX_ATTR_NODUMP};
+use um_uapi::abi::fs::{FS_APPEND_FL, FS_IMMUTABLE_FL, FS_NOATIME_FL, FS_NODUMP_FL};
 use um_uapi::{Errno, SysResult};
 
 /// `TMPFS_MAGIC`.
@@ -197,7 +199,16 @@ struct Meta {
     atime: (i64, i64),
     mtime: (i64, i64),
     ctime: (i64, i64),
+    /// Inode flags (`shmem_inode_info.fsflags`): only [`USER_MODIFIABLE`] ones are ever set.
+    fsflags: u32,
+    /// An `O_TMPFILE` file that `link` may still name (Linux `I_LINKABLE`).
+    linkable: bool,
 }
+
+/// `SHMEM_FL_USER_MODIFIABLE` (mm/shmem.c): the inode flags tmpfs keeps.
+const USER_MODIFIABLE: u32 = FS_IMMUTABLE_FL | FS_APPEND_FL | FS_NODUMP_FL | FS_NOATIME_FL;
+/// `SHMEM_FL_INHERITED`: the flags a new inode takes from its directory.
+const INHERITED: u32 = FS_NODUMP_FL | FS_NOATIME_FL;
 
 /// A tmpfs inode.
 pub struct TmpInode {
@@ -232,6 +243,8 @@ impl TmpInode {
                 atime: t,
                 mtime: t,
                 ctime: t,
+                fsflags: 0,
+                linkable: false,
             }),
             body,
             parent: Mutex::new(Weak::new()),
@@ -306,11 +319,18 @@ impl TmpInode {
             return Err(Errno::EEXIST);
         }
         drop(e);
-        let child = TmpInode::new(&self.fs, mode, owner, rdev, body);
+        let child = self.new_child(mode, owner, rdev, body);
         if child.is_dir() {
             lock(&child.meta).nlink = 2;
         }
         self.insert(name, child)
+    }
+
+    /// A new inode for this directory: `shmem_get_inode` inherits [`INHERITED`] flags.
+    fn new_child(&self, mode: u32, owner: Owner, rdev: u64, body: Body) -> Arc<TmpInode> {
+        let child = TmpInode::new(&self.fs, mode, owner, rdev, body);
+        lock(&child.meta).fsflags = lock(&self.meta).fsflags & INHERITED;
+        child
     }
 
     fn same_fs(&self, other: &Arc<dyn Inode>) -> SysResult<Arc<TmpInode>> {
@@ -436,6 +456,44 @@ impl Inode for TmpInode {
         self.make(name, mode::S_IFREG | (mode & 0o7777), owner, 0, body)
     }
 
+    /// `shmem_tmpfile`: a regular file in no directory, link count 0 (`d_tmpfile`).
+    fn tmpfile(&self, mode: u32, owner: Owner, linkable: bool) -> SysResult<Arc<dyn Inode>> {
+        let st = self.stat()?;
+        if st.mode & mode::S_IFMT != mode::S_IFDIR {
+            return Err(Errno::ENOTDIR);
+        }
+        let (owner, perm) = crate::namei::inode_init_owner(&st, owner, mode::S_IFREG | mode);
+        let data = PageMap::new(self.fs.blocks.clone(), um_mm::page_size());
+        let body = Body::File(Arc::new(Mutex::new(data)));
+        let child = self.new_child(mode::S_IFREG | perm, owner, 0, body);
+        {
+            let mut m = lock(&child.meta);
+            m.nlink = 0;
+            m.linkable = linkable;
+        }
+        Ok(child)
+    }
+
+    fn fsflags(&self) -> Option<u32> {
+        Some(lock(&self.meta).fsflags)
+    }
+
+    /// `shmem_fileattr_set`: only [`USER_MODIFIABLE`] flags (anything else `EOPNOTSUPP`).
+    fn set_fsflags(&self, flags: u32) -> SysResult<()> {
+        if flags & !USER_MODIFIABLE != 0 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let mut m = lock(&self.meta);
+        m.fsflags = flags;
+        m.ctime = now();
+        Ok(())
+    }
+
+    /// `shmem_getattr`: append-only, immutable and nodump are reported.
+    fn statx_attributes_mask(&self) -> u64 {
+        STATX_ATTR_APPEND | STATX_ATTR_IMMUTABLE | STATX_ATTR_NODUMP
+    }
+
     fn mkdir(&self, name: &[u8], mode: u32, owner: Owner) -> SysResult<Arc<dyn Inode>> {
         let body = Body::Dir(Mutex::new(BTreeMap::new()));
         self.make(name, mode::S_IFDIR | (mode & 0o7777), owner, 0, body)
@@ -470,10 +528,12 @@ impl Inode for TmpInode {
         }
         {
             let mut m = lock(&t.meta);
-            if m.nlink == 0 {
-                // Linux vfs_link: an unlinked file cannot get a name again (unless O_TMPFILE).
+            if m.nlink == 0 && !m.linkable {
+                // Linux vfs_link: an unlinked file cannot get a name again, except an
+                // O_TMPFILE file opened without O_EXCL (I_LINKABLE, cleared by its first link).
                 return Err(Errno::ENOENT);
             }
+            m.linkable = false;
             m.nlink += 1;
             m.ctime = now();
         }
@@ -854,6 +914,7 @@ impl VmFile for TmpVm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use um_uapi::abi::fs::FS_COMPR_FL;
 
     fn root() -> Arc<TmpInode> {
         TmpFs::new_root_inode(0o1777, 0, 0)
@@ -861,6 +922,12 @@ mod tests {
 
     fn own() -> Owner {
         Owner::default()
+    }
+
+    impl TmpInode {
+        fn readdir_names(&self) -> Vec<Vec<u8>> {
+            lock(self.entries().unwrap()).keys().cloned().collect()
+        }
     }
 
     #[test]
@@ -874,6 +941,45 @@ mod tests {
         r.unlink(b"a").unwrap();
         assert_eq!(r.lookup(b"a").err(), Some(Errno::ENOENT));
         assert_eq!(f.stat().unwrap().nlink, 0);
+    }
+
+    #[test]
+    fn tmpfile_is_unnamed_until_linked_once() {
+        let r = root();
+        let t = r.tmpfile(0o600, own(), true).unwrap();
+        let st = t.stat().unwrap();
+        assert_eq!((st.mode, st.nlink), (mode::S_IFREG | 0o600, 0));
+        assert!(r.readdir_names().is_empty());
+        r.link(b"named", &t).unwrap();
+        assert_eq!(t.stat().unwrap().nlink, 1);
+        // The first link used up I_LINKABLE: once unlinked again, it stays nameless.
+        r.unlink(b"named").unwrap();
+        assert_eq!(r.link(b"again", &t).err(), Some(Errno::ENOENT));
+        // O_EXCL: never linkable.
+        let x = r.tmpfile(0o600, own(), false).unwrap();
+        assert_eq!(r.link(b"x", &x).err(), Some(Errno::ENOENT));
+        let f = r.create(b"f", 0o644, own()).unwrap();
+        let ff = f.as_any().downcast_ref::<TmpInode>().unwrap();
+        assert_eq!(ff.tmpfile(0o600, own(), true).err(), Some(Errno::ENOTDIR));
+    }
+
+    #[test]
+    fn inode_flags_are_shmem_s() {
+        let r = root();
+        let d = r.mkdir(b"d", 0o755, own()).unwrap();
+        assert_eq!(d.fsflags(), Some(0));
+        // Only immutable, append-only, nodump and noatime are kept (shmem_fileattr_set).
+        assert_eq!(d.set_fsflags(FS_COMPR_FL).err(), Some(Errno::EOPNOTSUPP));
+        d.set_fsflags(FS_NODUMP_FL | FS_APPEND_FL).unwrap();
+        assert_eq!(d.fsflags(), Some(FS_NODUMP_FL | FS_APPEND_FL));
+        // New inodes inherit nodump and noatime only (SHMEM_FL_INHERITED).
+        let dd = d.as_any().downcast_ref::<TmpInode>().unwrap().me().unwrap();
+        let f = dd.create(b"f", 0o644, own()).unwrap();
+        assert_eq!(f.fsflags(), Some(FS_NODUMP_FL));
+        assert_eq!(
+            f.statx_attributes_mask(),
+            STATX_ATTR_APPEND | STATX_ATTR_IMMUTABLE | STATX_ATTR_NODUMP
+        );
     }
 
     #[test]

@@ -194,6 +194,29 @@ pub trait Inode: Send + Sync + Any {
     fn fallocate(&self, _mode: u32, _offset: u64, _len: u64) -> Option<SysResult<()>> {
         None
     }
+    /// Creates an unnamed regular file in this directory (`inode_operations.tmpfile`, for
+    /// `O_TMPFILE`): link count 0, freed with its last reference unless `linkable` (no
+    /// `O_EXCL`) lets [`Inode::link`] give it a name (Linux `I_LINKABLE`). `mode` is the
+    /// permission bits after the umask. `EOPNOTSUPP` where the file system cannot.
+    fn tmpfile(&self, _mode: u32, _owner: Owner, _linkable: bool) -> SysResult<Arc<dyn Inode>> {
+        Err(Errno::EOPNOTSUPP)
+    }
+    /// The inode flags (`FS_*_FL`: immutable, append-only, nodump, noatime), as
+    /// `FS_IOC_GETFLAGS` reports them (`inode_operations.fileattr_get`); `None` when the
+    /// file system keeps none (the ioctl is then `ENOTTY`). The path walk and the file
+    /// syscalls enforce immutable and append-only from these (`IS_IMMUTABLE`, `IS_APPEND`).
+    fn fsflags(&self) -> Option<u32> {
+        None
+    }
+    /// Sets the flags (`fileattr_set`), after the generic owner and capability checks;
+    /// `EOPNOTSUPP` for flags this file system cannot keep.
+    fn set_fsflags(&self, _flags: u32) -> SysResult<()> {
+        Err(Errno::ENOTTY)
+    }
+    /// The `STATX_ATTR_*` bits this file system can report (`stx_attributes_mask`).
+    fn statx_attributes_mask(&self) -> u64 {
+        0
+    }
 }
 
 /// Owner of a new inode: the caller's fsuid and fsgid.

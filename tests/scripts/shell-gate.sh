@@ -304,7 +304,26 @@ t_tcploop() {
     [ "$got" = "over tcp loopback" ] || { echo "the listener received '$got'"; return 1; }
 }
 
-for s in pipeline redirect cmdsubst bgwait trap stopcont ps top free df mount find sort awk sed grep dd tar fifo tcploop; do
+# Inode flags on tmpfs with busybox chattr/lsattr: an immutable file refuses writes, removal
+# and renaming even for root; an append-only one takes appends only; clearing the flags
+# restores everything (FS_IOC_SETFLAGS/GETFLAGS, IS_IMMUTABLE/IS_APPEND in the syscalls).
+t_chattr() {
+    d=/tmp/chattr.d
+    rm -rf $d && mkdir $d && echo one >$d/f || { echo "setup failed"; return 1; }
+    chattr +i $d/f || { echo "chattr +i failed"; return 1; }
+    lsattr $d/f | grep -q '^----i' || { echo "lsattr after +i: $(lsattr $d/f)"; return 1; }
+    (echo two >$d/f) 2>/dev/null && { echo "wrote to an immutable file"; return 1; }
+    rm -f $d/f 2>/dev/null; [ -e $d/f ] || { echo "removed an immutable file"; return 1; }
+    mv $d/f $d/g 2>/dev/null && { echo "renamed an immutable file"; return 1; }
+    chattr -i $d/f && chattr +a $d/f || { echo "chattr -i +a failed"; return 1; }
+    echo two >>$d/f || { echo "append to an append-only file failed"; return 1; }
+    (echo three >$d/f) 2>/dev/null && { echo "truncated an append-only file"; return 1; }
+    [ "$(cat $d/f)" = "one
+two" ] || { echo "append-only file holds '$(cat $d/f)'"; return 1; }
+    chattr -a $d/f && rm $d/f && rmdir $d || { echo "cleanup after chattr -a failed"; return 1; }
+}
+
+for s in pipeline redirect cmdsubst bgwait trap stopcont ps top free df mount find sort awk sed grep dd tar fifo tcploop chattr; do
     step "$s"
 done
 

@@ -11,7 +11,9 @@
 use super::open::creds;
 use super::{AT_EMPTY_PATH, AT_FDCWD, AT_SYMLINK_NOFOLLOW, Target, lookup, resolve_at, start_dir};
 use crate::mount;
-use crate::namei::{self, Last, MAY_EXEC, MAY_WRITE, permission};
+use crate::namei::{
+    self, Last, MAY_EXEC, MAY_WRITE, check_attr_change, inode_permission, is_append, permission,
+};
 use std::sync::Arc;
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::{Creds, lock};
@@ -60,18 +62,22 @@ fn parent_at(c: &SyscallCtx<'_>, dirfd: u64, path: &[u8]) -> SysResult<(Arc<Dent
 /// Linux `may_create`: write and search permission on the directory, not read-only.
 fn may_create(cr: &Creds, dir: &Dentry) -> SysResult<()> {
     mount::check_writable(dir)?;
-    permission(&dir.inode.stat()?, cr, MAY_WRITE | MAY_EXEC)
+    inode_permission(&*dir.inode, &dir.inode.stat()?, cr, MAY_WRITE | MAY_EXEC)
 }
 
-/// Linux `may_delete`: as `may_create`, plus the sticky bit (`check_sticky`).
-fn may_delete(cr: &Creds, dir: &Dentry, victim: &Kstat) -> SysResult<()> {
+/// Linux `may_delete`: as `may_create`, plus the sticky bit (`check_sticky`); nothing goes
+/// from an append-only directory, and an append-only or immutable inode keeps its names.
+fn may_delete(cr: &Creds, dir: &Dentry, victim: &dyn Inode, vst: &Kstat) -> SysResult<()> {
     mount::check_writable(dir)?;
     let dst = dir.inode.stat()?;
-    permission(&dst, cr, MAY_WRITE | MAY_EXEC)?;
-    if dst.mode & 0o1000 != 0 && cr.fsuid != 0 && cr.fsuid != victim.uid && cr.fsuid != dst.uid {
+    inode_permission(&*dir.inode, &dst, cr, MAY_WRITE | MAY_EXEC)?;
+    if dst.mode & 0o1000 != 0 && cr.fsuid != 0 && cr.fsuid != vst.uid && cr.fsuid != dst.uid {
         return Err(Errno::EPERM);
     }
-    Ok(())
+    if is_append(&*dir.inode) {
+        return Err(Errno::EPERM);
+    }
+    check_attr_change(victim)
 }
 
 /// A new name `name` in `dir`: `EEXIST` if taken, then `may_create`.
@@ -155,7 +161,7 @@ fn do_rmdir(c: &mut SyscallCtx<'_>, dirfd: u64, addr: u64) -> SysResult {
     if !is_dir(&vst) {
         return Err(Errno::ENOTDIR);
     }
-    may_delete(&cr, &dir, &vst)?;
+    may_delete(&cr, &dir, &*victim, &vst)?;
     if mount::is_mountpoint(&*victim) {
         return Err(Errno::EBUSY);
     }
@@ -179,7 +185,7 @@ fn do_unlink(c: &mut SyscallCtx<'_>, dirfd: u64, addr: u64) -> SysResult {
     if path.ends_with(b"/") {
         return Err(Errno::ENOTDIR);
     }
-    may_delete(&cr, &dir, &vst)?;
+    may_delete(&cr, &dir, &*victim, &vst)?;
     if mount::is_mountpoint(&*victim) {
         return Err(Errno::EBUSY);
     }
@@ -267,13 +273,13 @@ fn do_renameat2(
     if !is_dir(&sst) && (oldp.ends_with(b"/") || newp.ends_with(b"/") && flags & EXCHANGE == 0) {
         return Err(Errno::ENOTDIR);
     }
-    may_delete(&cr, &od, &sst)?;
+    may_delete(&cr, &od, &*src, &sst)?;
     match &dst {
         Some(d) => {
             if flags & NOREPLACE != 0 {
                 return Err(Errno::EEXIST);
             }
-            may_delete(&cr, &nd, &d.stat()?)?;
+            may_delete(&cr, &nd, &**d, &d.stat()?)?;
             if mount::is_mountpoint(&**d) {
                 return Err(Errno::EBUSY);
             }
@@ -369,6 +375,8 @@ fn do_linkat(
     if is_dir(&old.inode.stat()?) {
         return Err(Errno::EPERM);
     }
+    // may_linkat: an append-only or immutable file gets no new names.
+    check_attr_change(&*old.inode)?;
     nd.inode.link(&nn, &old.inode)?;
     crate::inotify::link(&*nd.inode, &nn, &*old.inode);
     Ok(0)
@@ -404,6 +412,7 @@ fn target_dentry(c: &SyscallCtx<'_>, dirfd: u64, addr: u64, flags: u64) -> SysRe
 
 fn chmod_dentry(c: &SyscallCtx<'_>, d: &Dentry, m: u64) -> SysResult {
     mount::check_writable(d)?;
+    check_attr_change(&*d.inode)?;
     let st = d.inode.stat()?;
     let cr = creds(c);
     if cr.fsuid != 0 && cr.fsuid != st.uid {
@@ -458,6 +467,7 @@ fn chown_dentry(c: &SyscallCtx<'_>, d: &Dentry, uid: u64, gid: u64) -> SysResult
     let uid = (uid as u32 != u32::MAX).then_some(uid as u32);
     let gid = (gid as u32 != u32::MAX).then_some(gid as u32);
     mount::check_writable(d)?;
+    check_attr_change(&*d.inode)?;
     let st = d.inode.stat()?;
     let cr = creds(c);
     if cr.fsuid != 0 {
@@ -530,8 +540,15 @@ fn set_times(
     mount::check_writable(d)?;
     let st = d.inode.stat()?;
     let cr = creds(c);
+    let explicit = matches!(at, Some(TimeSet::At(..))) || matches!(mt, Some(TimeSet::At(..)));
+    // may_setattr (fs/attr.c): explicit times are refused on append-only and immutable
+    // inodes, "now" on immutable ones.
+    if explicit {
+        check_attr_change(&*d.inode)?;
+    } else if namei::is_immutable(&*d.inode) {
+        return Err(Errno::EPERM);
+    }
     if cr.fsuid != 0 && cr.fsuid != st.uid {
-        let explicit = matches!(at, Some(TimeSet::At(..))) || matches!(mt, Some(TimeSet::At(..)));
         if explicit {
             return Err(Errno::EPERM);
         }
@@ -645,7 +662,11 @@ fn truncate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     mount::check_writable(&d)?;
-    permission(&st, &creds(c), MAY_WRITE)?;
+    inode_permission(&*d.inode, &st, &creds(c), MAY_WRITE)?;
+    // vfs_truncate: an append-only file cannot be cut.
+    if is_append(&*d.inode) {
+        return Err(Errno::EPERM);
+    }
     check_fsize(c, a[1], st.size)?;
     // do_sys_truncate: get_write_access (ETXTBSY while the file is being executed).
     let _write = um_kernel::vfs::WriteAccess::get(mount::inode_key(&*d.inode))?;
@@ -687,6 +708,10 @@ fn ftruncate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let st = d.inode.stat()?;
     if st.mode & mode::S_IFMT != mode::S_IFREG {
         return Err(Errno::EINVAL);
+    }
+    // do_sys_ftruncate: an append-only file cannot be cut.
+    if is_append(&*d.inode) {
+        return Err(Errno::EPERM);
     }
     check_fsize(c, a[1], st.size)?;
     crate::inotify::notify_change(
@@ -752,6 +777,10 @@ fn fallocate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     /// FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE.
     const KEEP_SIZE: u32 = 1;
     const PUNCH_HOLE: u32 = 2;
+    // vfs_fallocate: nothing on an immutable file; an append-only one may only grow.
+    if namei::is_immutable(&*d.inode) || m & !KEEP_SIZE != 0 && is_append(&*d.inode) {
+        return Err(Errno::EPERM);
+    }
     let end = off.checked_add(len).ok_or(Errno::EFBIG)?;
     if m & PUNCH_HOLE == 0 {
         // inode_newsize_ok, which shmem_fallocate and the block file systems call even with

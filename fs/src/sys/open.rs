@@ -5,11 +5,16 @@
 //! last component created through [`um_kernel::vfs::Inode::create`] (mode masked by the umask) unless it
 //! exists (`EEXIST` with `O_EXCL`; a symlink in the last component is followed, and a dangling
 //! one creates its target); then `may_open` (DAC permission, `EISDIR`, `ELOOP`, `EROFS`,
-//! `nodev`) and `O_TRUNC`. `O_PATH` opens only a name; `O_TMPFILE` is `EOPNOTSUPP`.
+//! `nodev`, append-only and immutable inodes) and `O_TRUNC`. `O_PATH` opens only a name.
+//! `O_TMPFILE` (`do_tmpfile`) asks the directory's file system for an unnamed file
+//! ([`um_kernel::vfs::Inode::tmpfile`]; `EOPNOTSUPP` where it has none) whose dentry,
+//! `#INO (deleted)` under the directory, is what `/proc/PID/fd` shows and `linkat` names.
 
 use super::{AT_FDCWD, Target, lookup, resolve_at, start_dir};
 use crate::mount;
-use crate::namei::{self, Last, MAY_EXEC, MAY_READ, MAY_WRITE, Resolve, permission};
+use crate::namei::{
+    self, Last, MAY_EXEC, MAY_READ, MAY_WRITE, Resolve, inode_permission, is_append, permission,
+};
 use std::sync::Arc;
 use um_kernel::arch::native::abi::OPEN_FLAGS_ARCH as ARCH;
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
@@ -61,13 +66,13 @@ fn acc_mask(flags: u32) -> u32 {
     m
 }
 
-/// The caller's credentials.
 /// `inode_owner_or_capable`: the caller's fsuid owns the inode, or it has CAP_FOWNER.
 pub fn owner_or_capable(c: &SyscallCtx<'_>, st: &Kstat) -> bool {
     const CAP_FOWNER: u32 = 3;
     lock(&c.task.process.creds).fsuid == st.uid || c.task.process.capable(CAP_FOWNER)
 }
 
+/// The caller's credentials.
 pub fn creds(c: &SyscallCtx<'_>) -> Creds {
     *lock(&c.task.process.creds)
 }
@@ -144,7 +149,7 @@ fn open_create(
             }
             Err(Errno::ENOENT) => {
                 let pst = parent.inode.stat()?;
-                permission(&pst, &cr, MAY_WRITE | MAY_EXEC)?;
+                inode_permission(&*parent.inode, &pst, &cr, MAY_WRITE | MAY_EXEC)?;
                 mount::check_writable(&parent)?;
                 let umask = lock(&c.task.process.fs).umask;
                 let owner = Owner {
@@ -185,12 +190,16 @@ pub(crate) fn do_open(
     let mut flags = flags;
     let path = c.read_path(path_addr)?;
     let tmpfile = ARCH.tmpfile();
+    if flags & tmpfile == OpenFlags::TMPFILE_BIT.bits() {
+        // build_open_flags: __O_TMPFILE without O_DIRECTORY.
+        return Err(Errno::EINVAL);
+    }
     if flags & tmpfile == tmpfile {
         // build_open_flags: O_TMPFILE needs write access and no O_CREAT.
         if flags & 3 == 0 || flags & OpenFlags::CREAT.bits() != 0 {
             return Err(Errno::EINVAL);
         }
-        return Err(Errno::EOPNOTSUPP);
+        return do_tmpfile(c, dirfd, &path, flags, perm as u32, res);
     }
     let is_path = flags & O_PATH != 0;
     if is_path {
@@ -231,7 +240,14 @@ pub(crate) fn do_open(
             return Err(Errno::EISDIR);
         }
         if !created {
-            permission(&st, &creds(c), mask)?;
+            inode_permission(&*d.inode, &st, &creds(c), mask)?;
+        }
+        // may_open: an append-only file opens for writing only to append, never to truncate.
+        if is_append(&*d.inode)
+            && (mask & MAY_WRITE != 0 && flags & OpenFlags::APPEND.bits() == 0
+                || flags & OpenFlags::TRUNC.bits() != 0)
+        {
+            return Err(Errno::EPERM);
         }
         // may_open: O_NOATIME only for the file's owner or CAP_FOWNER (inode_owner_or_capable).
         if flags & OpenFlags::NOATIME.bits() != 0 && !owner_or_capable(c, &st) {
@@ -273,6 +289,53 @@ pub(crate) fn do_open(
         file
     };
     crate::inotify::opened(&file);
+    let fd = lock(&c.task.process.files()).install(file, cloexec, 0)?;
+    Ok(fd as u64)
+}
+
+/// `O_TMPFILE` (fs/namei.c `do_tmpfile`, `vfs_tmpfile`): `path` names a directory, in which
+/// the caller needs write and search permission; the new file takes `perm` less the umask
+/// and the directory's setgid rules, has no name, and can be linked in later unless `O_EXCL`.
+fn do_tmpfile(
+    c: &mut SyscallCtx<'_>,
+    dirfd: u64,
+    path: &[u8],
+    flags: u32,
+    perm: u32,
+    res: &Resolve,
+) -> SysResult {
+    let cr = creds(c);
+    let (fs, start) = walk_start(c, dirfd, path, res)?;
+    let dir = namei::walk_resolve(&fs, &cr, &start, path, Last::Follow, res)?;
+    let dst = dir.inode.stat()?;
+    if dst.mode & mode::S_IFMT != mode::S_IFDIR {
+        return Err(Errno::ENOTDIR);
+    }
+    inode_permission(&*dir.inode, &dst, &cr, MAY_WRITE | MAY_EXEC)?;
+    mount::check_writable(&dir)?;
+    let owner = Owner {
+        uid: cr.fsuid,
+        gid: cr.fsgid,
+    };
+    let umask = lock(&c.task.process.fs).umask;
+    let perm = namei::mode_strip_sgid(&dst, owner, mode::S_IFREG | (perm & 0o7777));
+    let linkable = flags & OpenFlags::EXCL.bits() == 0;
+    let inode = dir.inode.tmpfile(perm & 0o7777 & !umask, owner, linkable)?;
+    let mut name = format!("#{}", inode.stat()?.ino).into_bytes();
+    name.extend_from_slice(b" (deleted)");
+    let d = Dentry::child(&dir, &name, inode);
+    let write_access = WriteAccess::get(mount::inode_key(&*d.inode))?;
+    let ops = d.inode.open(
+        &IoCtx {
+            task: c.task,
+            nonblock: flags & OpenFlags::NONBLOCK.bits() != 0,
+        },
+        flags & !ARCH.directory,
+    )?;
+    let file = OpenFile::new(ops, flags & !ARCH.directory, Some(d));
+    let _ = file.write_access.set(write_access);
+    crate::inotify::opened(&file);
+    let cloexec = flags & OpenFlags::CLOEXEC.bits() != 0;
     let fd = lock(&c.task.process.files()).install(file, cloexec, 0)?;
     Ok(fd as u64)
 }
@@ -463,6 +526,10 @@ fn do_faccessat(
         && d.as_deref().is_some_and(mount::is_readonly)
     {
         return Err(Errno::EROFS);
+    }
+    // inode_permission: writing to an immutable inode is EPERM.
+    if amode & 2 != 0 && d.is_some_and(|d| namei::is_immutable(&*d.inode)) {
+        return Err(Errno::EPERM);
     }
     Ok(0)
 }

@@ -8,6 +8,11 @@ use um_kernel::vfs::{GuestMem, OpenFile, mode};
 use um_kernel::wait::IoCtx;
 use um_mm::Mm;
 use um_uapi::abi::fcntl::{LinuxDirent, LinuxDirent64};
+use um_uapi::abi::fs::{
+    FS_APPEND_FL, FS_FL_USER_VISIBLE, FS_IMMUTABLE_FL, FS_IOC_FSGETXATTR, FS_IOC_GETFLAGS,
+    FS_IOC_SETFLAGS, FS_IOC32_GETFLAGS, FS_IOC32_SETFLAGS, FsXattr, xflags_of,
+};
+use um_uapi::abi::pod::Pod;
 use um_uapi::{Errno, SysResult};
 
 /// Largest single transfer (Linux `MAX_RW_COUNT`: INT_MAX rounded down to a page).
@@ -524,12 +529,53 @@ fn ioctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             );
             return Ok(0);
         }
+        FS_IOC_GETFLAGS | FS_IOC32_GETFLAGS | FS_IOC_SETFLAGS | FS_IOC32_SETFLAGS
+        | FS_IOC_FSGETXATTR => return fileattr_ioctl(c, a[0], cmd, a[2]),
         _ => {}
     }
     let f = file(c, a[0])?;
     let mm = c.mm();
     let mut mem = MmAccess(lock_mm(&mm));
     f.ops.ioctl(&io(c, &f), cmd, a[2], &mut mem)
+}
+
+/// The inode-flag ioctls (fs/ioctl.c `ioctl_getflags`, `ioctl_setflags`,
+/// `ioctl_fsgetxattr`), answered for every file from its inode's flags; `ENOTTY` where the
+/// file system keeps none. Setting them (`vfs_fileattr_set`) needs ownership or
+/// CAP_FOWNER, a writable mount, and CAP_LINUX_IMMUTABLE to change append-only or
+/// immutable; the kernel reads and writes an `int` whatever the number's size says.
+fn fileattr_ioctl(c: &SyscallCtx<'_>, fd: u64, cmd: u32, arg: u64) -> SysResult {
+    const CAP_LINUX_IMMUTABLE: u32 = 9;
+    let f = file(c, fd)?;
+    let d = f.dentry.clone().ok_or(Errno::ENOTTY)?;
+    let flags = d.inode.fsflags().ok_or(Errno::ENOTTY)?;
+    match cmd {
+        FS_IOC_GETFLAGS | FS_IOC32_GETFLAGS => {
+            c.write_bytes(arg, &(flags & FS_FL_USER_VISIBLE).to_le_bytes())?;
+        }
+        FS_IOC_FSGETXATTR => {
+            let x = FsXattr {
+                fsx_xflags: xflags_of(flags),
+                ..Default::default()
+            };
+            c.write_bytes(arg, &x.as_bytes())?;
+        }
+        _ => {
+            let b = c.read_bytes(arg, 4)?;
+            let new = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            if !super::open::owner_or_capable(c, &d.inode.stat()?) {
+                return Err(Errno::EPERM);
+            }
+            crate::mount::check_writable(&d)?;
+            if (new ^ flags) & (FS_APPEND_FL | FS_IMMUTABLE_FL) != 0
+                && !c.task.process.capable(CAP_LINUX_IMMUTABLE)
+            {
+                return Err(Errno::EPERM);
+            }
+            d.inode.set_fsflags(new)?;
+        }
+    }
+    Ok(0)
 }
 
 fn sendfile(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {

@@ -79,8 +79,15 @@ fn statx(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     // fs/stat.c vfs_getattr_nosec: every file system reports whether the file is a mount's
     // root.
     x.stx_attributes_mask |= STATX_ATTR_MOUNT_ROOT;
-    if inode.is_some_and(|i| crate::mount::is_mount_root(&*i)) {
-        x.stx_attributes |= STATX_ATTR_MOUNT_ROOT;
+    if let Some(i) = inode {
+        if crate::mount::is_mount_root(&*i) {
+            x.stx_attributes |= STATX_ATTR_MOUNT_ROOT;
+        }
+        // The inode flags that have statx attributes (the same bit values: compressed,
+        // immutable, append, nodump), as each file system's getattr reports them.
+        let mask = i.statx_attributes_mask();
+        x.stx_attributes_mask |= mask;
+        x.stx_attributes |= u64::from(i.fsflags().unwrap_or(0)) & mask;
     }
     c.write_bytes(buf, &x.as_bytes())?;
     Ok(0)

@@ -18,6 +18,7 @@
 
 pub mod auxv;
 pub mod fcntl;
+pub mod fs;
 pub mod futex;
 pub mod inet;
 pub mod loopdev;
