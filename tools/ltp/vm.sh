@@ -20,6 +20,7 @@
 #   ltp.mul=3           LTP_TIMEOUT_MUL: TCG runs code several times slower than a real CPU
 #   ltp.retry=0|1       run a failing test once more (the gate: a regression fails twice)
 #   ltp.mem=1G          linux mem= (getrusage03 wants 512 MB available)
+#   ltp.testmem=T:M,... linux mem= for these tests instead (tools/ltp/run's TEST_MEM)
 
 ENGINES=native
 JOBS=2
@@ -27,6 +28,7 @@ TMO=180
 MUL=3
 RETRY=0
 MEM=1G
+TESTMEM=
 for w in $(cat /proc/cmdline); do
     case "$w" in
     ltp.engines=*) ENGINES="${w#ltp.engines=}" ;;
@@ -35,6 +37,7 @@ for w in $(cat /proc/cmdline); do
     ltp.mul=*) MUL="${w#ltp.mul=}" ;;
     ltp.retry=*) RETRY="${w#ltp.retry=}" ;;
     ltp.mem=*) MEM="${w#ltp.mem=}" ;;
+    ltp.testmem=*) TESTMEM="${w#ltp.testmem=}" ;;
     esac
 done
 ENGINES=$(echo "$ENGINES" | tr ',' ' ')
@@ -94,7 +97,11 @@ run_one() {
                  exec env -i HOME=/root TERM=linux /usr/sbin/chroot $R /bin/busybox sh /ltp-run/'"$name"'.sh' \
                 </dev/null >$out 2>&1
         else
-            timeout -s KILL $((TMO + 60)) /opt/um/linux mem=$MEM rootfstype=hostfs \
+            mem=$MEM
+            for tm in $(echo "$TESTMEM" | tr ',' ' '); do
+                [ "${tm%%:*}" = "$name" ] && mem=${tm#*:}
+            done
+            timeout -s KILL $((TMO + 60)) /opt/um/linux mem=$mem rootfstype=hostfs \
                 rootflags=/ltp/linux rw init=/bin/busybox con0=fd:0,fd:1 $(echo "$opts" | tr '+' ' ') \
                 -- sh /ltp-run/$name.sh </dev/null >$out 2>$klog
         fi
