@@ -15,14 +15,16 @@
 //! seals, and a new `MAP_SHARED` mapping with `PROT_WRITE` is `EPERM` under `F_SEAL_WRITE` or
 //! `F_SEAL_FUTURE_WRITE` (`FileOps::may_mmap`). `fallocate` (`shmem_fallocate`): punching a
 //! hole is a write (`EPERM` under the write seals), allocating past the end is growing
-//! (`EPERM` under `F_SEAL_GROW`, even with `FALLOC_FL_KEEP_SIZE`). Not done: adding `F_SEAL_WRITE` while a
-//! writable shared mapping exists succeeds (Linux: `EBUSY` from `mapping_deny_writable`), and
-//! `mprotect` may still add `PROT_WRITE` to a shared mapping made before a write seal.
+//! (`EPERM` under `F_SEAL_GROW`, even with `FALLOC_FL_KEEP_SIZE`). `F_SEAL_WRITE` is `EBUSY`
+//! while a shared mapping may still write the file (`mapping_deny_writable`); so once sealed,
+//! every shared mapping left lacks `VM_MAYWRITE` and `mprotect` cannot make it writable.
 
 use crate::tmpfs::TmpFs;
 use std::any::Any;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
+use um_kernel::kernel::Kernel;
+use um_kernel::task::lock;
 use um_kernel::vfs::{
     Dentry, DirEntry, FileOps, GuestMem, Inode, Kstat, OpenFile, Owner, SetAttr, Statfs,
 };
@@ -68,10 +70,19 @@ impl MemfdInode {
     }
 
     /// `memfd_add_seals` after the caller checked `FMODE_WRITE`: `EINVAL` for unknown seals,
-    /// `EPERM` once `F_SEAL_SEAL` is set.
-    pub fn add_seals(&self, seals: u32) -> SysResult<()> {
+    /// `EPERM` once `F_SEAL_SEAL` is set, `EBUSY` for a new `F_SEAL_WRITE` while
+    /// `mapped_writable` says a shared mapping may still write the file
+    /// (`mapping_deny_writable`).
+    pub fn add_seals(&self, seals: u32, mapped_writable: impl FnOnce() -> bool) -> SysResult<()> {
         if seals & !F_ALL_SEALS != 0 {
             return Err(Errno::EINVAL);
+        }
+        let now = self.seals();
+        if now & F_SEAL_SEAL != 0 {
+            return Err(Errno::EPERM);
+        }
+        if seals & F_SEAL_WRITE != 0 && now & F_SEAL_WRITE == 0 && mapped_writable() {
+            return Err(Errno::EBUSY);
         }
         self.seals
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
@@ -115,8 +126,11 @@ pub fn memfd_of(f: &OpenFile) -> Option<&MemfdInode> {
 }
 
 /// `memfd_fcntl` (mm/memfd.c): `F_ADD_SEALS` needs a writable descriptor (`EPERM`) and an
-/// argument that fits an `unsigned int` (`EINVAL`); both are `EINVAL` on other files.
-pub fn fcntl(f: &OpenFile, cmd: u64, arg: u64) -> SysResult<u64> {
+/// argument that fits an `unsigned int` (`EINVAL`); both are `EINVAL` on other files. A new
+/// write seal looks through every address space of `k` for a shared mapping that may write
+/// the file (Linux keeps that count in `i_mmap_writable`; a mapping made while the seal is
+/// being added, between this scan and the seal, is not seen).
+pub fn fcntl(k: &Kernel, f: &OpenFile, cmd: u64, arg: u64) -> SysResult<u64> {
     match cmd {
         F_ADD_SEALS => {
             if arg > u64::from(u32::MAX) {
@@ -125,7 +139,18 @@ pub fn fcntl(f: &OpenFile, cmd: u64, arg: u64) -> SysResult<u64> {
             if f.flags() & 3 == 0 || f.flags() & 3 == 3 {
                 return Err(Errno::EPERM);
             }
-            memfd_of(f).ok_or(Errno::EINVAL)?.add_seals(arg as u32)?;
+            let mapped_writable = || {
+                let Some(id) = f.ops.vm_file().map(|v| v.id()) else {
+                    return false;
+                };
+                k.tasks
+                    .processes()
+                    .iter()
+                    .any(|p| lock(&lock(&p.mm).clone()).maps_shared_writable(id))
+            };
+            memfd_of(f)
+                .ok_or(Errno::EINVAL)?
+                .add_seals(arg as u32, mapped_writable)?;
             Ok(0)
         }
         F_GET_SEALS => Ok(u64::from(memfd_of(f).ok_or(Errno::EINVAL)?.seals())),
@@ -289,18 +314,22 @@ mod tests {
     fn sealing_needs_allow_sealing() {
         let m = memfd(false);
         assert_eq!(m.seals(), F_SEAL_SEAL);
-        assert_eq!(m.add_seals(F_SEAL_GROW), Err(Errno::EPERM));
+        assert_eq!(m.add_seals(F_SEAL_GROW, || false), Err(Errno::EPERM));
     }
 
     #[test]
     fn seals_accumulate_until_seal_seal() {
         let m = memfd(true);
         assert_eq!(m.seals(), 0);
-        assert_eq!(m.add_seals(0x20), Err(Errno::EINVAL), "unknown seal");
-        m.add_seals(F_SEAL_GROW).unwrap();
-        m.add_seals(F_SEAL_SHRINK | F_SEAL_SEAL).unwrap();
+        assert_eq!(
+            m.add_seals(0x20, || false),
+            Err(Errno::EINVAL),
+            "unknown seal"
+        );
+        m.add_seals(F_SEAL_GROW, || false).unwrap();
+        m.add_seals(F_SEAL_SHRINK | F_SEAL_SEAL, || false).unwrap();
         assert_eq!(m.seals(), F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
-        assert_eq!(m.add_seals(F_SEAL_WRITE), Err(Errno::EPERM));
+        assert_eq!(m.add_seals(F_SEAL_WRITE, || false), Err(Errno::EPERM));
     }
 
     #[test]
@@ -311,7 +340,7 @@ mod tests {
             ..Default::default()
         };
         m.setattr(&grow).unwrap();
-        m.add_seals(F_SEAL_GROW | F_SEAL_SHRINK).unwrap();
+        m.add_seals(F_SEAL_GROW | F_SEAL_SHRINK, || false).unwrap();
         let bigger = SetAttr {
             size: Some(200),
             ..Default::default()
@@ -331,12 +360,24 @@ mod tests {
         let m = memfd(true);
         assert_eq!(m.fallocate(0, 0, 100), Some(Ok(())));
         assert_eq!(m.stat().unwrap().size, 100);
-        m.add_seals(F_SEAL_GROW).unwrap();
+        m.add_seals(F_SEAL_GROW, || false).unwrap();
         assert_eq!(m.fallocate(1, 50, 100), Some(Err(Errno::EPERM)));
         assert_eq!(m.fallocate(0, 0, 100), Some(Ok(())));
         assert_eq!(m.fallocate(3, 0, 100), Some(Ok(())));
-        m.add_seals(F_SEAL_WRITE).unwrap();
+        m.add_seals(F_SEAL_WRITE, || false).unwrap();
         assert_eq!(m.fallocate(3, 0, 100), Some(Err(Errno::EPERM)));
         assert_eq!(m.fallocate(8, 0, 100), Some(Err(Errno::EOPNOTSUPP)));
+    }
+
+    #[test]
+    fn write_seal_waits_for_writable_shared_mappings() {
+        let m = memfd(true);
+        // A shared mapping that may write blocks F_SEAL_WRITE only, and only a new one.
+        assert_eq!(m.add_seals(F_SEAL_WRITE, || true), Err(Errno::EBUSY));
+        assert_eq!(m.seals(), 0);
+        m.add_seals(F_SEAL_SHRINK, || true).unwrap();
+        m.add_seals(F_SEAL_WRITE, || false).unwrap();
+        m.add_seals(F_SEAL_WRITE | F_SEAL_GROW, || true).unwrap();
+        assert_eq!(m.seals(), F_SEAL_SHRINK | F_SEAL_WRITE | F_SEAL_GROW);
     }
 }

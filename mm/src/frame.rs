@@ -19,6 +19,7 @@ use um_os_linux::physmem::PhysMem;
 use um_uapi::Errno;
 
 use crate::Granule;
+use crate::commit::Commit;
 
 /// A physical frame number: frame `n` covers bytes `n * granule .. (n + 1) * granule` of
 /// physical memory.
@@ -37,6 +38,8 @@ pub struct FrameAllocator {
     phys: Arc<PhysMem>,
     granule: Granule,
     inner: Mutex<Inner>,
+    /// The memory commitments against these frames (overcommit accounting).
+    commit: Commit,
 }
 
 impl FrameAllocator {
@@ -50,6 +53,7 @@ impl FrameAllocator {
                 refs: vec![0; n as usize],
                 free: (0..n).rev().collect(),
             }),
+            commit: Commit::new(u64::from(n), granule.size()),
         }
     }
 
@@ -57,6 +61,11 @@ impl FrameAllocator {
         // A panic while holding this lock cannot leave the counts half-updated (every critical
         // section is a single push/pop plus a counter store), so a poisoned lock is still usable.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The overcommit accounting of this memory.
+    pub fn commit(&self) -> &Commit {
+        &self.commit
     }
 
     /// The frame size.

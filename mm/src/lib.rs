@@ -5,7 +5,7 @@
 //! granule ([`PageTable`], 4K and 16K), the VMA map with Linux `mmap`/`munmap`/`mprotect`/`brk`/
 //! `mremap` semantics ([`Mm`]), the page cache for file mappings ([`PageCache`], behind the
 //! [`VmFile`] trait that file systems implement), fault resolution (zero-fill, file pages, COW,
-//! stack growth), and copying to and from guest memory.
+//! stack growth), copying to and from guest memory, and overcommit accounting ([`commit`]).
 //!
 //! The host side of a mapping is not done here: every change to what the guest may see is queued
 //! as a [`HostOp`] that the engine replays in the stub process before the guest runs again
@@ -16,6 +16,7 @@
 //! `um-uapi` below; `kernel` and `fs` above.
 #![forbid(unsafe_code)]
 
+pub mod commit;
 mod frame;
 mod granule;
 mod mm;

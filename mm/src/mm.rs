@@ -211,6 +211,9 @@ pub struct Mm {
     vdso: Option<Vdso>,
     /// The lock new mappings get (`mlockall(MCL_FUTURE)`; Linux `mm->def_flags`).
     def_lock: VmLock,
+    /// Pages of this address space's accounted vmas, charged to the frames'
+    /// [`crate::commit::Commit`].
+    committed: u64,
 }
 
 /// Where exec mapped the vDSO (Linux `mm->context.vdso`): kept even if the guest unmaps or
@@ -241,6 +244,7 @@ impl Mm {
             brk: 0,
             vdso: None,
             def_lock: VmLock::None,
+            committed: 0,
         }
     }
 
@@ -307,6 +311,22 @@ impl Mm {
             }
         }
         cursor >= end
+    }
+
+    /// Pages of `[start, end)` that lie in accounted vmas.
+    fn accounted_in(&self, start: u64, end: u64) -> u64 {
+        self.keys_in(start, end)
+            .iter()
+            .map(|k| &self.vmas[k])
+            .filter(|v| v.accounted)
+            .map(|v| self.granule.pages(v.end.min(end) - v.start.max(start)))
+            .sum()
+    }
+
+    /// Releases `pages` of this address space's charge (vm_unacct_memory).
+    fn uncharge(&mut self, pages: u64) {
+        self.committed -= pages;
+        self.frames.commit().uncharge(pages);
     }
 
     /// Keys of the vmas overlapping `[start, end)`, in order.
@@ -403,6 +423,9 @@ impl Mm {
         let keys: Vec<u64> = self.vmas.range(start..end).map(|(&k, _)| k).collect();
         for k in keys {
             let v = self.vmas.remove(&k).expect("key listed");
+            if v.accounted {
+                self.uncharge(self.granule.pages(v.len()));
+            }
             self.zap(&v, v.start, v.end);
             self.ops.push(HostOp::Unmap {
                 addr: v.start,
@@ -570,6 +593,26 @@ impl Mm {
         if self.vmas.len() >= MAX_MAP_COUNT {
             return Err(Errno::ENOMEM);
         }
+        // mm/mmap.c mmap_region: a private writable mapping is charged (VM_ACCOUNT) unless
+        // MAP_NORESERVE, which only the never-overcommit policy ignores; what it replaces is
+        // released, so only the difference is judged.
+        let commit = self.frames.commit();
+        let accounted = !shared
+            && prot.contains(Prot::WRITE)
+            && (!flags.contains(MapFlags::NORESERVE)
+                || commit.mode() == crate::commit::OVERCOMMIT_NEVER);
+        let pages = g.pages(len);
+        if accounted {
+            let replaced = if fixed {
+                self.accounted_in(addr, addr + len)
+            } else {
+                0
+            };
+            commit.charge(pages - replaced, self.total_vm())?;
+            // unmap_range releases the replaced pages' charge: they are this mapping's now.
+            commit.charge_anyway(replaced);
+            self.committed += pages;
+        }
         if fixed {
             self.unmap_range(addr, addr + len);
         }
@@ -603,6 +646,7 @@ impl Mm {
                 wipe_on_fork: false,
                 may_write,
                 dont_dump: false,
+                accounted,
             },
         );
         self.merge_around(addr, addr + len);
@@ -684,10 +728,33 @@ impl Mm {
         {
             return Err(Errno::EACCES);
         }
+        // mm/mprotect.c mprotect_fixup: a private mapping made writable for the first time
+        // is charged from then on (and stays charged when write is taken away again).
+        let newly = |v: &Vma| {
+            prot.contains(Prot::WRITE)
+                && !v.is_shared()
+                && !v.accounted
+                && !v.prot.contains(Prot::WRITE)
+                && !v.flags.contains(MapFlags::NORESERVE)
+        };
+        let charge: u64 = self
+            .keys_in(addr, end)
+            .iter()
+            .map(|k| &self.vmas[k])
+            .filter(|v| newly(v))
+            .map(|v| g.pages(v.end.min(end) - v.start.max(addr)))
+            .sum();
+        if charge > 0 {
+            self.frames.commit().charge(charge, self.total_vm())?;
+            self.committed += charge;
+        }
         self.split_at(addr);
         self.split_at(end);
         for k in self.keys_in(addr, end) {
             let v = self.vmas.get_mut(&k).expect("key listed");
+            if newly(&*v) {
+                v.accounted = true;
+            }
             v.prot = prot;
             let v = v.clone();
             let ops = &mut self.ops;
@@ -751,6 +818,12 @@ impl Mm {
         if self.vmas.len() >= MAX_MAP_COUNT {
             return self.brk;
         }
+        // do_brk_flags: the heap is accounted.
+        let pages = g.pages(newbrk - oldbrk);
+        if self.frames.commit().charge(pages, self.total_vm()).is_err() {
+            return self.brk;
+        }
+        self.committed += pages;
         self.vmas.insert(
             oldbrk,
             Vma {
@@ -764,6 +837,7 @@ impl Mm {
                 wipe_on_fork: false,
                 may_write: true,
                 dont_dump: false,
+                accounted: true,
             },
         );
         self.merge_around(oldbrk, newbrk);
@@ -826,6 +900,7 @@ impl Mm {
                 old_len = new_len;
             }
             let vma = self.vma_to_resize(old_addr, old_len)?;
+            self.charge_move(&vma, old_len, new_len, dontunmap)?;
             self.move_vma(&vma, old_addr, old_len, new_addr, new_len, dontunmap);
             return Ok(new_addr);
         }
@@ -845,6 +920,11 @@ impl Mm {
         if !dontunmap && old_len > 0 && old_addr + old_len == vma.end {
             let delta = new_len - old_len;
             if vma.end.checked_add(delta).is_some() && self.range_free(vma.end, delta) {
+                if vma.accounted {
+                    let pages = g.pages(delta);
+                    self.frames.commit().charge(pages, self.total_vm())?;
+                    self.committed += pages;
+                }
                 let new_end = vma.end + delta;
                 self.vmas.get_mut(&vma.start).expect("vma exists").end = new_end;
                 self.merge_around(vma.start, new_end);
@@ -858,8 +938,27 @@ impl Mm {
             return Err(Errno::ENOMEM);
         }
         let dest = self.get_unmapped_area(0, new_len)?;
+        self.charge_move(&vma, old_len, new_len, dontunmap)?;
         self.move_vma(&vma, old_addr, old_len, dest, new_len, dontunmap);
         Ok(dest)
+    }
+
+    /// The charge for moving `old_len` bytes of `vma` to a new range of `new_len` (mm/mremap.c
+    /// `vma_to_resize`, `move_vma`): the growth, or all of it when the old range stays
+    /// (MREMAP_DONTUNMAP). [`Mm::move_vma`] then hands the old range's charge to the new one.
+    fn charge_move(
+        &mut self,
+        vma: &Vma,
+        old_len: u64,
+        new_len: u64,
+        dontunmap: bool,
+    ) -> Result<(), Errno> {
+        if !vma.accounted {
+            return Ok(());
+        }
+        let kept = if dontunmap { 0 } else { old_len };
+        let pages = self.granule.pages(new_len.saturating_sub(kept));
+        self.frames.commit().charge(pages, self.total_vm())
     }
 
     /// mm/mremap.c `vma_to_resize`: the old range must lie within one vma; old_len 0 (duplicate a
@@ -913,7 +1012,16 @@ impl Mm {
             if !dontunmap {
                 // The PTEs are gone already, so this only drops the vma range.
                 self.unmap_range(old_addr, old_addr + old_len);
+                if nv.accounted {
+                    // Its charge moves with the pages (charge_move charged only the growth).
+                    self.frames
+                        .commit()
+                        .charge_anyway(self.granule.pages(old_len.min(new_len)));
+                }
             }
+        }
+        if nv.accounted {
+            self.committed += self.granule.pages(new_len);
         }
         self.vmas.insert(new_addr, nv);
         self.merge_around(new_addr, new_addr + new_len);
@@ -1131,6 +1239,15 @@ impl Mm {
                     && new_start - prev.end < self.guard_gap()))
         {
             return Err(SegvCode::MapErr);
+        }
+        // acct_stack_growth: the stack's new pages are charged like any accounted vma's.
+        if next.accounted {
+            let pages = self.granule.pages(next.start - new_start);
+            self.frames
+                .commit()
+                .charge(pages, self.total_vm())
+                .map_err(|_| SegvCode::MapErr)?;
+            self.committed += pages;
         }
         let mut v = self.vmas.remove(&key).expect("key found");
         v.start = new_start;
@@ -1468,6 +1585,19 @@ impl Mm {
     /// writable host mappings are queued to lose WRITE). The child's host process starts empty
     /// and faults its pages in, so the child's op queue is empty.
     pub fn fork(&mut self) -> Result<Mm, Errno> {
+        // dup_mmap: each accounted vma is charged again for the child; the first refusal
+        // fails the fork with ENOMEM.
+        let commit = self.frames.commit();
+        let total_vm = self.total_vm();
+        let mut charged = 0;
+        for v in self.vmas.values().filter(|v| v.accounted) {
+            let pages = self.granule.pages(v.len());
+            if let Err(e) = commit.charge(pages, total_vm) {
+                commit.uncharge(charged);
+                return Err(e);
+            }
+            charged += pages;
+        }
         let mut child = Mm {
             frames: self.frames.clone(),
             cache: self.cache.clone(),
@@ -1494,6 +1624,7 @@ impl Mm {
             brk: self.brk,
             vdso: self.vdso,
             def_lock: VmLock::None,
+            committed: charged,
         };
         let size = self.granule.size();
         let mut copies = Vec::with_capacity(self.pt.len());
@@ -1718,6 +1849,17 @@ impl Mm {
         self.pt.peak()
     }
 
+    /// Whether a shared mapping that may write (Linux `is_shared_maywrite`: `VM_SHARED` and
+    /// `VM_MAYWRITE`, whatever its protection now) maps the file with page-cache id `file_id`;
+    /// Linux counts these in `mapping->i_mmap_writable`.
+    pub fn maps_shared_writable(&self, file_id: u64) -> bool {
+        self.vmas.values().any(|v| {
+            v.is_shared()
+                && v.may_write
+                && matches!(&v.backing, Backing::File { file, .. } if file.id() == file_id)
+        })
+    }
+
     /// Mapped size in pages (Linux's `mm->total_vm`; VmSize is this times the page size).
     pub fn total_vm(&self) -> u64 {
         self.vmas
@@ -1729,6 +1871,7 @@ impl Mm {
 
 impl Drop for Mm {
     fn drop(&mut self) {
+        self.frames.commit().uncharge(self.committed);
         let vmas = std::mem::take(&mut self.vmas);
         for v in vmas.values() {
             self.zap(v, v.start, v.end);

@@ -115,6 +115,10 @@ pub struct Vma {
     /// Linux `VM_MAYWRITE` of a shared mapping: false when the file was not open for writing
     /// or refuses shared writable mappings (a sealed memfd); mprotect cannot add PROT_WRITE.
     pub may_write: bool,
+    /// Linux `VM_ACCOUNT`: the vma's pages are charged to the overcommit accounting
+    /// ([`crate::commit`]): private writable mappings without `MAP_NORESERVE`, the heap, the
+    /// stacks, and private mappings mprotect made writable.
+    pub accounted: bool,
 }
 
 impl Vma {
@@ -163,6 +167,7 @@ impl Vma {
             && self.wipe_on_fork == next.wipe_on_fork
             && self.may_write == next.may_write
             && self.dont_dump == next.dont_dump
+            && self.accounted == next.accounted
             && self.backing.continues_as(self.len(), &next.backing)
     }
 }

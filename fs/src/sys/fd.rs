@@ -202,7 +202,10 @@ fn fcntl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             Ok(p.set_capacity(a[2], privileged)? as u64)
         }
         crate::memfd::F_ADD_SEALS | crate::memfd::F_GET_SEALS => {
-            crate::memfd::fcntl(&*files.get(a[0])?, a[1], a[2])
+            // Sealing looks at every address space: not with the descriptor table locked.
+            let f = files.get(a[0])?;
+            drop(files);
+            crate::memfd::fcntl(c.kernel, &f, a[1], a[2])
         }
         _ => {
             files.get(a[0])?;

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::VmFile;
+use crate::commit::{OVERCOMMIT_ALWAYS, OVERCOMMIT_GUESS, OVERCOMMIT_NEVER};
 use crate::pagecache::tests::FakeFile;
 use um_os_linux::physmem::PhysMem;
 
@@ -833,6 +834,8 @@ fn private_after_fork_isolated_both_ways() {
 fn stack_growth_limits_and_guard() {
     both(|g| {
         let env = Env::new(g);
+        // The 8 MiB stack limit is more than this machine's 4 MiB: let it overcommit.
+        env.fa.commit().set_mode(OVERCOMMIT_ALWAYS).unwrap();
         let mut mm = env.mm();
         let ps = g.size();
         let s = mm.map_stack(4 * ps).unwrap();
@@ -1132,6 +1135,8 @@ fn out_of_memory_is_oom_not_panic() {
         g,
     ));
     let cache = Arc::new(PageCache::new(fa.clone()));
+    // Overcommitting, so that the mapping larger than memory is allowed and its faults run out.
+    fa.commit().set_mode(OVERCOMMIT_ALWAYS).unwrap();
     let mut mm = Mm::new(fa.clone(), cache, Env::layout());
     let a = mm.mmap(0, 8 * 4096, RW, ANON_PRIV, Backing::Anon).unwrap();
     for i in 0..4 {
@@ -1326,5 +1331,62 @@ fn hiwater_keeps_the_largest_resident_size() {
         assert_eq!(child.hiwater_pages(), 1);
         drop((mm, child));
         env.assert_no_leak();
+    });
+}
+
+#[test]
+fn overcommit_accounting_follows_the_mappings() {
+    both(|g| {
+        let env = Env::new(g);
+        let c = env.fa.commit();
+        let ps = g.size();
+        let total = env.fa.total_frames() as u64;
+        let mut mm = env.mm();
+        // Guess mode: one private writable mapping larger than memory is refused, with
+        // MAP_NORESERVE or read-only or shared it is not charged at all.
+        assert_eq!(
+            mm.mmap(0, (total + 1) * ps, RW, ANON_PRIV, Backing::Anon),
+            Err(Errno::ENOMEM)
+        );
+        let nores = ANON_PRIV | MapFlags::NORESERVE;
+        let big = mm
+            .mmap(0, (total + 1) * ps, RW, nores, Backing::Anon)
+            .unwrap();
+        let ro = mm
+            .mmap(0, 4 * ps, Prot::READ, ANON_PRIV, Backing::Anon)
+            .unwrap();
+        assert_eq!(c.committed_pages(), 0);
+        // Accounted: charged at once, released by munmap.
+        let a = mm.mmap(0, 10 * ps, RW, ANON_PRIV, Backing::Anon).unwrap();
+        assert_eq!(c.committed_pages(), 10);
+        mm.munmap(a + 2 * ps, 3 * ps).unwrap();
+        assert_eq!(c.committed_pages(), 7);
+        // mprotect making a private mapping writable charges it (and keeps the charge).
+        mm.mprotect(ro, 4 * ps, RW).unwrap();
+        mm.mprotect(ro, 4 * ps, Prot::READ).unwrap();
+        assert_eq!(c.committed_pages(), 11);
+        // The heap; mremap growth, in place or moved.
+        mm.set_brk_start(0x5000_0000);
+        mm.brk(0x5000_0000 + 3 * ps);
+        assert_eq!(c.committed_pages(), 14);
+        let m = mm
+            .mremap(a + 5 * ps, 5 * ps, 8 * ps, MREMAP_MAYMOVE, 0)
+            .unwrap();
+        assert_eq!(c.committed_pages(), 17);
+        // A fork charges every accounted vma again; dropping either releases its share.
+        let child = mm.fork().unwrap();
+        assert_eq!(c.committed_pages(), 34);
+        drop(child);
+        assert_eq!(c.committed_pages(), 17);
+        // Never mode: a fork beyond the limit fails and charges nothing.
+        c.set_mode(OVERCOMMIT_NEVER).unwrap();
+        c.set_kbytes(17 * ps / 1024);
+        assert_eq!(mm.fork().err(), Some(Errno::ENOMEM));
+        assert_eq!(c.committed_pages(), 17);
+        c.set_mode(OVERCOMMIT_GUESS).unwrap();
+        mm.munmap(m, 8 * ps).unwrap();
+        mm.munmap(big, (total + 1) * ps).unwrap();
+        drop(mm);
+        assert_eq!(c.committed_pages(), 0);
     });
 }
