@@ -3,7 +3,7 @@
 //! the guest's own loopback network ([`inet`]).
 //!
 //! Key types: [`SockaddrUn`], [`Msghdr`], [`Cmsghdr`], [`Ucred`] (pinned C layouts), the
-//! control-message codec ([`parse_control`], [`put_cmsg`], [`rights_fit`]). The internet
+//! control-message codec ([`cmsgs`], [`parse_control`], [`put_cmsg`], [`rights_fit`]). The internet
 //! address and option structures are in `um_uapi::abi::inet`. The syscalls are in
 //! `sys/socket.rs`; they copy guest memory and call into [`unix::UnixSocket`] or
 //! [`inet::InetSocket`].
@@ -175,18 +175,37 @@ pub struct Control {
     pub creds: Option<Ucred>,
 }
 
+/// The control messages of a `msg_control` buffer, each header with its data (Linux
+/// `for_each_cmsghdr` with `__scm_send`'s check): a length shorter than the header or past the
+/// end of the buffer is `EINVAL` and ends the walk; a tail too short for a header ends it
+/// quietly.
+pub fn cmsgs(buf: &[u8]) -> impl Iterator<Item = SysResult<(Cmsghdr, &[u8])>> + '_ {
+    let mut off = 0usize;
+    std::iter::from_fn(move || {
+        if off + Cmsghdr::SIZE > buf.len() {
+            return None;
+        }
+        let h = Cmsghdr::read_le(&buf[off..]);
+        match usize::try_from(h.cmsg_len) {
+            Ok(len) if len >= Cmsghdr::SIZE && len <= buf.len() - off => {
+                let data = &buf[off + Cmsghdr::SIZE..off + len];
+                off += cmsg_align(len);
+                Some(Ok((h, data)))
+            }
+            _ => {
+                off = buf.len();
+                Some(Err(Errno::EINVAL))
+            }
+        }
+    })
+}
+
 /// Parses a `msg_control` buffer. Malformed headers and unknown `SOL_SOCKET` types are
 /// `EINVAL`; other levels are skipped, as `__scm_send` does.
 pub fn parse_control(buf: &[u8]) -> SysResult<Control> {
     let mut out = Control::default();
-    let mut off = 0usize;
-    while off + Cmsghdr::SIZE <= buf.len() {
-        let h = Cmsghdr::read_le(&buf[off..]);
-        let len = usize::try_from(h.cmsg_len).map_err(|_| Errno::EINVAL)?;
-        if len < Cmsghdr::SIZE || len > buf.len() - off {
-            return Err(Errno::EINVAL);
-        }
-        let data = &buf[off + Cmsghdr::SIZE..off + len];
+    for m in cmsgs(buf) {
+        let (h, data) = m?;
         if h.cmsg_level == SOL_SOCKET {
             match h.cmsg_type {
                 SCM_RIGHTS => {
@@ -199,7 +218,7 @@ pub fn parse_control(buf: &[u8]) -> SysResult<Control> {
                     }
                 }
                 SCM_CREDENTIALS => {
-                    if len != cmsg_len(Ucred::SIZE) {
+                    if data.len() != Ucred::SIZE {
                         return Err(Errno::EINVAL);
                     }
                     out.creds = Some(Ucred::read_le(data));
@@ -207,7 +226,6 @@ pub fn parse_control(buf: &[u8]) -> SysResult<Control> {
                 _ => return Err(Errno::EINVAL),
             }
         }
-        off += cmsg_align(len);
     }
     Ok(out)
 }

@@ -429,17 +429,11 @@ fn do_send_unix(
 fn check_inet_control(buf: &[u8]) -> SysResult<()> {
     /// `SO_PRIORITY`, `SO_MARK`, `SO_TIMESTAMPING_OLD`, `SCM_TXTIME`.
     const KNOWN: [i32; 6] = [SCM_RIGHTS, SCM_CREDENTIALS, 12, 36, 37, 61];
-    let mut off = 0usize;
-    while off + Cmsghdr::SIZE <= buf.len() {
-        let h = Cmsghdr::read_le(&buf[off..]);
-        let len = usize::try_from(h.cmsg_len).map_err(|_| Errno::EINVAL)?;
-        if len < Cmsghdr::SIZE || len > buf.len() - off {
-            return Err(Errno::EINVAL);
-        }
+    for m in cmsgs(buf) {
+        let (h, _) = m?;
         if h.cmsg_level == SOL_SOCKET && !KNOWN.contains(&h.cmsg_type) {
             return Err(Errno::EINVAL);
         }
-        off += cmsg_align(len);
     }
     Ok(())
 }
