@@ -216,11 +216,7 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
         task.in_guest.store(true, Ordering::Release);
         // A signal that arrived between the check above and now: the kick is a host signal,
         // which stays pending on the stub thread and interrupts it right away.
-        let ev = th.switch(&ops, || {
-            task.signal_pending()
-                || lock(&task.process.exit).is_some()
-                || task.zap.load(Ordering::Acquire)
-        });
+        let ev = th.switch(&ops, || task.signal_pending());
         task.in_guest.store(false, Ordering::Release);
         crate::cputime::note_spin(task, th.take_spin());
         let ev = match ev {

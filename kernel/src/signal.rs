@@ -122,11 +122,24 @@ impl SigQueue {
 }
 
 impl Task {
-    /// Whether a signal that this thread does not block is pending for it or its process.
+    /// Whether a signal that this thread does not block is pending for it or its process, or
+    /// the thread is being killed: its process is exiting (exit_group or a fatal signal in
+    /// another thread) or exec in another thread is taking the process over. Linux queues
+    /// SIGKILL on every other thread for both (`zap_other_threads`, `de_thread`), so a thread
+    /// asleep in a syscall wakes with `ERESTARTSYS` and dies on its way out.
     pub fn signal_pending(&self) -> bool {
+        if self.dying() {
+            return true;
+        }
         let blocked = *lock(&self.sigmask);
         lock(&self.pending).bits() & !blocked != 0
             || lock(&self.process.shared_pending).bits() & !blocked != 0
+    }
+
+    /// Whether this thread is to end without returning to its program: its process is exiting
+    /// or another thread's exec is removing it.
+    pub fn dying(&self) -> bool {
+        lock(&self.process.exit).is_some() || self.zap.load(Ordering::Acquire)
     }
 
     /// Makes the thread notice a signal: wakes it if it sleeps in the kernel, and interrupts
