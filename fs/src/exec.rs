@@ -165,7 +165,7 @@ pub fn do_execve(
         secure: false,
         random,
         clktck: 100,
-        vdso: Some(crate::vdso::image()),
+        vdso: Some(crate::vdso::image_for_exec(&task.process)),
         minsigstksz: None,
     };
     let mut open_interp = |p: &[u8]| -> Result<Box<dyn ExecSource>, Errno> {
@@ -179,6 +179,8 @@ pub fn do_execve(
     um_kernel::sys::timer::exec_process(p.pid);
     p.note_maxrss();
     *lock(&p.mm) = Arc::new(Mutex::new(mm));
+    // exec_task_namespaces: the process enters its time namespace for children.
+    um_kernel::timens::on_exec(p);
     p.exec_unmap
         .store(true, std::sync::atomic::Ordering::Release);
     lock(&p.files()).close_on_exec();

@@ -1,7 +1,8 @@
 //! timerfd (Linux `fs/timerfd.c`): a timer whose expirations are read as a count.
 //!
 //! A [`TimerFd`] keeps its next expiry as a host `Instant` (absolute `CLOCK_REALTIME`,
-//! `CLOCK_MONOTONIC` and `CLOCK_BOOTTIME` times are converted once, at `timerfd_settime`) and
+//! `CLOCK_MONOTONIC` and `CLOCK_BOOTTIME` times are converted once, at `timerfd_settime`, the
+//! caller's time-namespace offset taken off first, `um_kernel::timens`) and
 //! counts expirations lazily: every look ([`TState::advance`]) adds the intervals that have
 //! passed. A blocking read sleeps until the next expiry; for pollers, one shared "timerfd"
 //! host thread wakes each timer's wait queue when it expires. The syscalls are in
@@ -127,6 +128,18 @@ impl TimerFd {
             let (s, ns) =
                 um_os_linux::host::clock_gettime(self.clock).map_err(|_| Errno::EINVAL)?;
             let clock_now = Duration::new(s.max(0) as u64, ns.clamp(0, 999_999_999) as u32);
+            // In the caller's time namespace the time is shifted back to the host clock
+            // (fs/timerfd.c do_timerfd_settime: timens_ktime_to_host).
+            let id = match self.clock {
+                libc::CLOCK_MONOTONIC => um_kernel::timens::CLOCK_MONOTONIC,
+                libc::CLOCK_BOOTTIME => um_kernel::timens::CLOCK_BOOTTIME,
+                _ => 0,
+            };
+            let host = um_kernel::timens::current_offsets().to_host(id, value.as_nanos());
+            let value = Duration::new(
+                (host / 1_000_000_000).min(u128::from(u64::MAX)) as u64,
+                (host % 1_000_000_000) as u32,
+            );
             Some(now + value.saturating_sub(clock_now))
         } else {
             Some(now.checked_add(value).ok_or(Errno::EINVAL)?)

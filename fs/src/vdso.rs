@@ -19,6 +19,13 @@
 //! (`arch/*/src/vdso.rs` `forward`): clock_gettime costs what it costs natively. Without that
 //! (the check failed, or the host has no vDSO) the functions make the syscall.
 //!
+//! **Time namespaces.** The host's vDSO cannot add a time namespace's offsets, so a process
+//! outside the initial one gets [`timens_image`]: the same layout, the time functions making
+//! the syscall (which `um_kernel::timens` shifts). Exec picks the image
+//! ([`image_for_exec`]); a process that changes namespace while running (the child of fork
+//! after `unshare(CLONE_NEWTIME)`, setns) gets its `[vdso]` rewritten in place, so addresses its
+//! libc already looked up stay valid.
+//!
 //! ```text
 //! 0x000  Elf64_Ehdr
 //! 0x040  Elf64_Phdr: PT_LOAD (whole image, R+X), PT_DYNAMIC
@@ -498,7 +505,7 @@ pub fn build(spec: &Spec<'_>) -> VdsoImage {
 }
 
 macro_rules! spec_for {
-    ($arch:ident, $machine:expr, $fns:ident, $host:expr) => {
+    ($arch:ident, $machine:expr, $fns:ident, $host:expr, $timens:expr) => {
         Spec {
             machine: $machine,
             soname: $arch::vdso::SONAME,
@@ -513,6 +520,21 @@ macro_rules! spec_for {
                         .host
                         .and_then(|n| $host.and_then(|h: &HostVdso| h.symbol(n)))
                     {
+                        // For a time namespace: the syscall, padded to the jump's length, so
+                        // the image has the forwarding one's layout.
+                        Some(target) if $timens => {
+                            let mut code = f.code.clone();
+                            let len = $arch::vdso::forward(target).len();
+                            if code.len() < len {
+                                code.resize(len, 0);
+                            }
+                            Function {
+                                name: f.name,
+                                aliases: f.aliases,
+                                code,
+                                entry: f.entry,
+                            }
+                        }
                         Some(target) => Function {
                             name: f.name,
                             aliases: f.aliases,
@@ -534,35 +556,66 @@ macro_rules! spec_for {
 
 /// The x86_64 image, forwarding to `host` where it can.
 pub fn build_x86_64(host: Option<&HostVdso>) -> VdsoImage {
+    build_x86_64_for(host, false)
+}
+
+/// The x86_64 image for a process in a time namespace: the layout of
+/// [`build_x86_64`]`(host)`, every time function making the syscall.
+pub fn build_x86_64_timens(host: Option<&HostVdso>) -> VdsoImage {
+    build_x86_64_for(host, true)
+}
+
+fn build_x86_64_for(host: Option<&HostVdso>, timens: bool) -> VdsoImage {
     let fns = um_arch_x86::vdso::functions();
-    build(&spec_for!(um_arch_x86, um_arch_x86::ELF_MACHINE, fns, host))
+    build(&spec_for!(
+        um_arch_x86,
+        um_arch_x86::ELF_MACHINE,
+        fns,
+        host,
+        timens
+    ))
 }
 
 /// The arm64 image, forwarding to `host` where it can.
 pub fn build_aarch64(host: Option<&HostVdso>) -> VdsoImage {
+    build_aarch64_for(host, false)
+}
+
+/// The arm64 image for a process in a time namespace (see [`build_x86_64_timens`]).
+pub fn build_aarch64_timens(host: Option<&HostVdso>) -> VdsoImage {
+    build_aarch64_for(host, true)
+}
+
+fn build_aarch64_for(host: Option<&HostVdso>, timens: bool) -> VdsoImage {
     let fns = um_arch_arm64::vdso::functions();
     build(&spec_for!(
         um_arch_arm64,
         um_arch_arm64::ELF_MACHINE,
         fns,
-        host
+        host,
+        timens
     ))
 }
 
 static IMAGE: OnceLock<VdsoImage> = OnceLock::new();
+static TIMENS_IMAGE: OnceLock<VdsoImage> = OnceLock::new();
 
-fn build_native(host: Option<&HostVdso>) -> VdsoImage {
+fn build_native(host: Option<&HostVdso>, timens: bool) -> VdsoImage {
     if um_kernel::arch::ELF_MACHINE == um_arch_arm64::ELF_MACHINE {
-        build_aarch64(host)
+        build_aarch64_for(host, timens)
     } else {
-        build_x86_64(host)
+        build_x86_64_for(host, timens)
     }
 }
 
-/// Builds the boot's image, forwarding time functions to `host` (see the module documentation).
-/// Returns the guest functions that forward. Only the first call has an effect.
+/// Builds the boot's images, forwarding time functions to `host` (see the module
+/// documentation), and hands `um_kernel::timens` the rewrite of a process's vDSO when it
+/// changes time namespace. Returns the guest functions that forward. Only the first call has
+/// an effect.
 pub fn init(host: Option<&HostVdso>) -> Vec<&'static str> {
-    let _ = IMAGE.set(build_native(host));
+    let _ = IMAGE.set(build_native(host, false));
+    let _ = TIMENS_IMAGE.set(build_native(host, true));
+    um_kernel::timens::set_vdso_switch(switch_time_namespace);
     let forwarded = |names: Vec<(&'static str, Option<&'static str>)>| {
         names
             .into_iter()
@@ -589,7 +642,44 @@ pub fn init(host: Option<&HostVdso>) -> Vec<&'static str> {
 
 /// The boot's image (syscall-only if [`init`] was not called).
 pub fn image() -> &'static VdsoImage {
-    IMAGE.get_or_init(|| build_native(None))
+    IMAGE.get_or_init(|| build_native(None, false))
+}
+
+/// The image for processes outside the initial time namespace: [`image`]'s layout, but the
+/// time functions make the syscall, since the host's vDSO cannot add the namespace's offsets
+/// (Linux gives such processes a time-namespace vvar page instead).
+pub fn timens_image() -> &'static VdsoImage {
+    TIMENS_IMAGE.get_or_init(|| build_native(None, true))
+}
+
+/// The image exec maps for process `p`: the one for the time namespace it will run in
+/// (exec enters the namespace for children, `um_kernel::timens::on_exec`).
+pub fn image_for_exec(p: &um_kernel::task::Process) -> &'static VdsoImage {
+    if um_kernel::timens::exec_in_root(p) {
+        image()
+    } else {
+        timens_image()
+    }
+}
+
+/// Rewrites the `[vdso]` of `mm` for a process that entered the initial time namespace
+/// (`root`) or another one (Linux `vdso_join_timens`). The two images have one layout, so
+/// function addresses a libc has looked up stay valid. Nothing happens if the guest has
+/// unmapped or moved its vDSO.
+fn switch_time_namespace(mm: &mut um_mm::Mm, root: bool) {
+    let Some(v) = mm.vdso() else {
+        return;
+    };
+    let intact = mm
+        .find_vma(v.base)
+        .is_some_and(|vma| vma.start == v.base && vma.name.as_deref() == Some("[vdso]"));
+    if !intact {
+        return;
+    }
+    let img = if root { image() } else { timens_image() };
+    if let Err(e) = mm.write_bytes_force(v.base, &img.bytes) {
+        log::debug!("vdso: cannot switch time namespace: {e:?}");
+    }
 }
 
 #[cfg(test)]
@@ -778,6 +868,74 @@ mod tests {
             0xd280_1168,
             "sigreturn is never forwarded"
         );
+    }
+
+    /// The time-namespace image has the forwarding image's layout (only code differs) and
+    /// its time functions make the syscall.
+    #[test]
+    fn timens_image_keeps_the_layout() {
+        let at = 0x7fff_f7fc_0000u64;
+        for (host_img, timens, fwd, version, names) in [
+            (
+                build_x86_64(None).bytes,
+                build_x86_64_timens as fn(Option<&HostVdso>) -> VdsoImage,
+                build_x86_64 as fn(Option<&HostVdso>) -> VdsoImage,
+                "LINUX_2.6",
+                &["__vdso_clock_gettime", "__vdso_gettimeofday", "__vdso_time"][..],
+            ),
+            (
+                build_aarch64(None).bytes,
+                build_aarch64_timens,
+                build_aarch64,
+                "LINUX_2.6.39",
+                &["__kernel_clock_gettime", "__kernel_gettimeofday"][..],
+            ),
+        ] {
+            let host = HostVdso {
+                addr: at,
+                image: host_img,
+            };
+            let (t, f) = (timens(Some(&host)), fwd(Some(&host)));
+            assert_eq!(t.bytes.len(), f.bytes.len());
+            assert_eq!(t.sigreturn, f.sigreturn);
+            for name in names {
+                let a = musl_lookup(&t.bytes, version, name);
+                assert_eq!(a, musl_lookup(&f.bytes, version, name), "{name}");
+                let a = a.unwrap() as usize;
+                assert_ne!(&t.bytes[a..a + 8], &f.bytes[a..a + 8], "{name}");
+            }
+            // Outside .text, byte for byte the same.
+            let e = goblin::elf::Elf::parse(&t.bytes).unwrap();
+            let text = e
+                .section_headers
+                .iter()
+                .find(|s| e.shdr_strtab.get_at(s.sh_name) == Some(".text"))
+                .unwrap();
+            let (ts, te) = (
+                text.sh_offset as usize,
+                (text.sh_offset + text.sh_size) as usize,
+            );
+            assert_eq!(&t.bytes[..ts], &f.bytes[..ts]);
+            assert_eq!(&t.bytes[te..], &f.bytes[te..]);
+        }
+        // x86_64: `mov eax, 228; syscall; ret`.
+        let host = HostVdso {
+            addr: at,
+            image: build_x86_64(None).bytes,
+        };
+        let t = build_x86_64_timens(Some(&host));
+        let a = musl_lookup(&t.bytes, "LINUX_2.6", "__vdso_clock_gettime").unwrap() as usize;
+        assert_eq!(t.bytes[a], 0xb8);
+        assert_eq!(u32at(&t.bytes, a + 1), 228);
+        // arm64: `mov x8, #113; svc #0`.
+        let host = HostVdso {
+            addr: at,
+            image: build_aarch64(None).bytes,
+        };
+        let t = build_aarch64_timens(Some(&host));
+        let a = musl_lookup(&t.bytes, "LINUX_2.6.39", "__kernel_clock_gettime").unwrap() as usize;
+        assert_eq!(u32at(&t.bytes, a), 0xd280_0008 | (113 << 5));
+        assert_eq!(u32at(&t.bytes, a + 4), 0xd400_0001);
     }
 
     /// The real host vDSO of this test process has the functions the guest's forward to.

@@ -22,6 +22,7 @@ pub mod signal;
 pub mod sys;
 pub mod syscall;
 pub mod task;
+pub mod timens;
 pub mod vfs;
 pub mod wait;
 

@@ -190,6 +190,9 @@ pub struct Process {
     pub cmaxrss_kb: AtomicU64,
     /// CPU times of exited threads and reaped children ([`crate::cputime`]).
     pub cpu: crate::cputime::ProcCpu,
+    /// Time namespaces: the process's and its children's ([`crate::timens`]); copied at
+    /// fork, where `timens::on_fork` may move the child.
+    pub timens: Mutex<crate::timens::TimeNsPair>,
 }
 
 impl Process {
@@ -288,6 +291,7 @@ impl Process {
             maxrss_kb: AtomicU64::new(0),
             cmaxrss_kb: AtomicU64::new(0),
             cpu: Default::default(),
+            timens: Mutex::new(parent.map(|p| lock(&p.timens).clone()).unwrap_or_default()),
             coredump_filter: AtomicU32::new(
                 parent
                     .map(|p| p.coredump_filter.load(Ordering::Relaxed))

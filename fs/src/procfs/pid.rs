@@ -6,7 +6,9 @@
 //! directory of it an inode is. Contents are gathered from the process's locks one at a time
 //! (never two at once) and formatted by [`super::fmt`]. `cwd`, `root`, `exe` and `fd/N` are
 //! magic links to the process's own dentries (never a host path), and like Linux (ptrace
-//! access mode) only the owner or root may follow or read them.
+//! access mode) only the owner or root may follow or read them. So are `ns/time` and
+//! `ns/time_for_children`, which lead to nsfs inodes (`um_kernel::timens`); `timens_offsets`
+//! shows and sets the offsets of the time namespace for children.
 //!
 //! Neighbours: [`super`] (the inode type), [`crate::mount`] (`mounts`, `mountinfo`).
 
@@ -113,6 +115,10 @@ pub enum PidNode {
     Cwd,
     Root,
     Exe,
+    /// `ns/`: the namespace links.
+    NsDir,
+    /// `ns/time` (false) or `ns/time_for_children` (true): magic links to nsfs inodes.
+    TimeNs(bool),
     File(PidFile),
 }
 
@@ -139,6 +145,8 @@ pub enum PidFile {
     /// Served by [`PagemapFile`], not generated.
     Pagemap,
     CoredumpFilter,
+    /// The offsets of the time namespace for children (`um_kernel::timens`).
+    TimensOffsets,
 }
 
 /// The entries of `/proc/PID`, in Linux's order (`tgid_base_stuff`); the index is part of the
@@ -169,6 +177,15 @@ const ENTRIES: &[(&str, PidNode)] = &[
     ("smaps", PidNode::File(PidFile::Smaps)),
     ("pagemap", PidNode::File(PidFile::Pagemap)),
     ("coredump_filter", PidNode::File(PidFile::CoredumpFilter)),
+    ("ns", PidNode::NsDir),
+    ("timens_offsets", PidNode::File(PidFile::TimensOffsets)),
+];
+
+/// The entries of `/proc/PID/ns` (fs/proc/namespaces.c `ns_entries`; only time namespaces
+/// exist here).
+const NS_ENTRIES: &[(&str, PidNode)] = &[
+    ("time", PidNode::TimeNs(false)),
+    ("time_for_children", PidNode::TimeNs(true)),
 ];
 
 /// `O_CLOEXEC` (the same on x86_64 and arm64).
@@ -180,6 +197,7 @@ fn ino(t: &Target, n: PidNode) -> u64 {
         PidNode::Dir => (0, 0),
         PidNode::Fd(fd) => (200, fd),
         PidNode::FdInfo(fd) => (201, fd),
+        PidNode::TimeNs(c) => (210 + u64::from(c), 0),
         other => (
             ENTRIES
                 .iter()
@@ -197,7 +215,10 @@ fn ino(t: &Target, n: PidNode) -> u64 {
 
 fn mode_of(n: PidNode, fd_flags: u32) -> u32 {
     match n {
-        PidNode::Dir | PidNode::TaskDir | PidNode::FdInfoDir => mode::S_IFDIR | 0o555,
+        PidNode::Dir | PidNode::TaskDir | PidNode::FdInfoDir | PidNode::NsDir => {
+            mode::S_IFDIR | 0o555
+        }
+        PidNode::TimeNs(_) => mode::S_IFLNK | 0o777,
         PidNode::FdDir => mode::S_IFDIR | 0o500,
         PidNode::Cwd | PidNode::Root | PidNode::Exe => mode::S_IFLNK | 0o777,
         // fs/proc/fd.c tid_fd_update_inode: r-x for reading, -wx for writing, per owner.
@@ -214,7 +235,11 @@ fn mode_of(n: PidNode, fd_flags: u32) -> u32 {
         PidNode::FdInfo(_) => mode::S_IFREG | 0o444,
         PidNode::File(PidFile::Environ | PidFile::Io | PidFile::Pagemap) => mode::S_IFREG | 0o400,
         PidNode::File(
-            PidFile::Comm | PidFile::OomAdj | PidFile::OomScoreAdj | PidFile::CoredumpFilter,
+            PidFile::Comm
+            | PidFile::OomAdj
+            | PidFile::OomScoreAdj
+            | PidFile::CoredumpFilter
+            | PidFile::TimensOffsets,
         ) => mode::S_IFREG | 0o644,
         PidNode::File(_) => mode::S_IFREG | 0o444,
     }
@@ -334,6 +359,14 @@ pub fn lookup(fs: &Arc<ProcFs>, t: &Target, n: PidNode, name: &[u8]) -> SysResul
                 make(fs, t, PidNode::FdInfo(fd), 0)
             })
         }
+        PidNode::NsDir => {
+            may_access(&p)?;
+            let (_, node) = NS_ENTRIES
+                .iter()
+                .find(|(e, _)| e.as_bytes() == name)
+                .ok_or(Errno::ENOENT)?;
+            Ok(make(fs, t, *node, 0))
+        }
         _ => Err(Errno::ENOTDIR),
     }
 }
@@ -379,7 +412,27 @@ pub fn entries(_fs: &Arc<ProcFs>, t: &Target, n: PidNode) -> SysResult<Vec<DirEn
                 })
                 .collect()
         }
+        PidNode::NsDir => {
+            may_access(&p)?;
+            NS_ENTRIES
+                .iter()
+                .map(|(e, node)| dir(e.as_bytes().to_vec(), *node, t, 0))
+                .collect()
+        }
         _ => return Err(Errno::ENOTDIR),
+    })
+}
+
+/// The time namespace a `/proc/PID/ns/time*` link names (fs/proc/namespaces.c: ptrace
+/// access needed).
+fn time_ns(t: &Target, for_children: bool) -> SysResult<Arc<um_kernel::timens::TimeNs>> {
+    let p = t.proc()?;
+    may_access(&p)?;
+    let pair = lock(&p.timens);
+    Ok(if for_children {
+        pair.for_children.clone()
+    } else {
+        pair.active.clone()
     })
 }
 
@@ -422,6 +475,9 @@ fn link_target(t: &Target, n: PidNode) -> SysResult<Arc<Dentry>> {
 
 /// `readlink` under `/proc/PID`.
 pub fn readlink(t: &Target, n: PidNode) -> SysResult<Vec<u8>> {
+    if let PidNode::TimeNs(c) = n {
+        return Ok(um_kernel::timens::link_name(&*time_ns(t, c)?));
+    }
     if let PidNode::Fd(fd) = n {
         let p = t.proc()?;
         may_access(&p)?;
@@ -434,6 +490,9 @@ pub fn readlink(t: &Target, n: PidNode) -> SysResult<Vec<u8>> {
 pub fn magic_link(t: &Target, n: PidNode) -> Option<Arc<Dentry>> {
     match n {
         PidNode::Cwd | PidNode::Root | PidNode::Exe | PidNode::Fd(_) => link_target(t, n).ok(),
+        PidNode::TimeNs(c) => time_ns(t, c)
+            .ok()
+            .map(|ns| um_kernel::timens::ns_dentry(&ns)),
         _ => None,
     }
 }
@@ -522,8 +581,32 @@ pub fn write(
             set_oom_score_adj(&p, adj as i32);
             Ok(data.len())
         }
+        PidNode::File(PidFile::TimensOffsets) => write_timens_offsets(&p, io, data),
         _ => Err(Errno::EINVAL),
     }
+}
+
+/// fs/proc/base.c `timens_offsets_write`: less than a page, parsed (`EINVAL`), then
+/// `proc_timens_set_offset` on the namespace for children: CAP_SYS_TIME (`EPERM`), the range
+/// (`ERANGE`), not yet entered (`EACCES`). Returns the bytes taken (at most two lines).
+fn write_timens_offsets(p: &Process, io: &IoCtx<'_>, data: &[u8]) -> SysResult<usize> {
+    if data.len() as u64 >= um_mm::page_size() {
+        return Err(Errno::EINVAL);
+    }
+    let (offsets, taken) = um_kernel::timens::parse_offsets(data)?;
+    if !io.task.process.capable(um_kernel::timens::CAP_SYS_TIME) {
+        return Err(Errno::EPERM);
+    }
+    let ns = lock(&p.timens).for_children.clone();
+    ns.set_offsets(&offsets, |clock| {
+        let host = if clock == um_kernel::timens::CLOCK_BOOTTIME {
+            libc::CLOCK_BOOTTIME
+        } else {
+            libc::CLOCK_MONOTONIC
+        };
+        um_os_linux::host::clock_gettime(host).unwrap_or((0, 0))
+    })?;
+    Ok(taken)
 }
 
 /// The state letter (fs/proc/array.c `task_state_array`): S while every thread sleeps in the
@@ -642,7 +725,10 @@ fn sig_sets(p: &Process) -> (u64, u64) {
 
 fn ticks_since_boot(p: &Process) -> u64 {
     let up = um_kernel::printk::uptime();
-    (up.saturating_sub(p.start.elapsed()).as_millis() / 10) as u64
+    let ns = up.saturating_sub(p.start.elapsed()).as_nanos() as i128;
+    // do_task_stat: the start time in the reader's time namespace (timens_add_boottime_ns).
+    let boot = um_kernel::timens::current_offsets().boottime.as_nanos();
+    ((ns + boot).max(0) / 10_000_000) as u64
 }
 
 fn stat_info(t: &Target, p: &Process) -> fmt::StatInfo {
@@ -1134,6 +1220,10 @@ pub fn generate(_fs: &Arc<ProcFs>, t: &Target, n: PidNode, _io: &IoCtx<'_>) -> S
                 let a = oom_score_adj(&p);
                 let v = if a == 1000 { 15 } else { a * 17 / 1000 };
                 format!("{v}\n").into_bytes()
+            }
+            PidFile::TimensOffsets => {
+                let ns = lock(&p.timens).for_children.clone();
+                um_kernel::timens::format_offsets(&ns.offsets()).into_bytes()
             }
             PidFile::Io => b"rchar: 0\nwchar: 0\nsyscr: 0\nsyscw: 0\nread_bytes: 0\nwrite_bytes: 0\ncancelled_write_bytes: 0\n".to_vec(),
         },

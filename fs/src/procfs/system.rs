@@ -172,7 +172,23 @@ fn meminfo(k: &Kernel) -> Vec<u8> {
 /// the time no guest thread ran, i.e. uptime per CPU).
 fn uptime() -> Vec<u8> {
     let up = printk::uptime().as_millis() as u64 / 10;
-    fmt::uptime_line(up, up * ncpus() as u64).into_bytes()
+    // The reader's time namespace shifts the first figure (fs/proc/uptime.c:
+    // timens_add_boottime). Guest uptime starts at this boot, so an offset Linux accepts (it
+    // checks against the host's boot time) can take it below zero here: then it is shown as
+    // seconds and hundredths of the normalised pair, which is what sysinfo's rounded-up figure
+    // agrees with.
+    let (s, ns) = um_kernel::timens::uptime();
+    let idle = up * ncpus() as u64;
+    match u64::try_from(s) {
+        Ok(s) => fmt::uptime_line(s * 100 + ns as u64 / 10_000_000, idle).into_bytes(),
+        Err(_) => format!(
+            "{s}.{:02} {}.{:02}\n",
+            ns / 10_000_000,
+            idle / 100,
+            idle % 100
+        )
+        .into_bytes(),
+    }
 }
 
 /// `/proc/loadavg`. Load averages are not tracked: zeros.

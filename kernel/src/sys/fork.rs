@@ -52,6 +52,10 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
     ) {
         return Err(Errno::EPERM);
     }
+    // CLONE_NEWTIME (clone3 only) needs CAP_SYS_ADMIN (kernel/nsproxy.c copy_namespaces).
+    if f.contains(CloneFlags::NEWTIME) && !c.task.process.capable(crate::timens::CAP_SYS_ADMIN) {
+        return Err(Errno::EPERM);
+    }
     if a.exit_signal > 64 {
         return Err(Errno::EINVAL);
     }
@@ -110,6 +114,13 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
         let child = Arc::new(Process::new(tid, Some(pp), mm, files, fs));
         *lock(&child.exe) = lock(&pp.exe).clone();
         *lock(&child.arg_range) = *lock(&pp.arg_range);
+        // Time namespaces: a new one with CLONE_NEWTIME; the child enters its parent's
+        // namespace for children unless it shares the address space.
+        crate::timens::on_fork(
+            &child,
+            f.contains(CloneFlags::NEWTIME),
+            f.contains(CloneFlags::VM),
+        );
         child
             .exit_signal
             .store(a.exit_signal as u32, Ordering::Relaxed);
@@ -223,7 +234,9 @@ fn clone3(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     let (flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls) =
         (w(0), w(1), w(2), w(3), w(4), w(5), w(6), w(7));
-    if (stack == 0) != (stack_size == 0) || flags & 0xff != 0 {
+    // The low byte is clone's exit signal, not flags; clone3 reuses only 0x80 there, as
+    // CLONE_NEWTIME.
+    if (stack == 0) != (stack_size == 0) || flags & 0x7f != 0 {
         return Err(Errno::EINVAL);
     }
     let sp = if stack != 0 { stack + stack_size } else { 0 };

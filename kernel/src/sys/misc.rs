@@ -45,7 +45,11 @@ fn sysinfo(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let k = c.kernel;
     let page = k.frames.granule().size();
     let info = um_uapi::Sysinfo {
-        uptime: crate::printk::uptime().as_secs() as i64,
+        // ktime_get_boottime_ts64 + timens_add_boottime, rounded up as do_sysinfo does.
+        uptime: {
+            let (s, ns) = crate::timens::uptime_of(&c.task.process);
+            s + i64::from(ns != 0)
+        },
         totalram: k.frames.total_frames() as u64 * page,
         freeram: k.frames.free_frames() as u64 * page,
         procs: k.tasks.all().len().min(u16::MAX as usize) as u16,

@@ -7,6 +7,7 @@ pub mod futex;
 pub mod membarrier;
 pub mod misc;
 pub mod mm;
+pub mod ns;
 pub mod pidfd;
 pub mod process;
 pub mod rseq;
@@ -26,6 +27,7 @@ pub fn register(t: &mut SyscallTable) {
     // After misc, whose set_robust_list only checks the length.
     futex::register(t);
     mm::register(t);
+    ns::register(t);
     pidfd::register(t);
     process::register(t);
     rseq::register(t);

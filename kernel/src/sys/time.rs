@@ -56,7 +56,10 @@ fn clock_gettime(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         ((ns / sec) as i64, (ns % sec) as i64)
     } else {
         let clk = host_clock(a[0])?;
-        um_os_linux::host::clock_gettime(clk).map_err(|_| Errno::EINVAL)?
+        let t = um_os_linux::host::clock_gettime(clk).map_err(|_| Errno::EINVAL)?;
+        // The caller's time namespace shifts the monotonic and boot-time clocks
+        // (kernel/time/posix-timers.c `posix_get_monotonic_timespec`: timens_add_monotonic).
+        crate::timens::offsets_of(&c.task.process).to_ns(a[0] as i32, t)
     };
     c.write_bytes(a[1], &timespec_bytes(s, ns))?;
     Ok(0)
@@ -152,6 +155,17 @@ pub(crate) fn instant_at(clk: libc::clockid_t, abs: Timespec) -> Option<Instant>
     start.checked_add(Duration::new(sec as u64, nsec as u32))
 }
 
+/// The absolute time `t` of clock `id` in a time namespace with offsets `off`, as the host
+/// clock's time ([`crate::timens::Offsets::to_host`]).
+pub(crate) fn to_host(off: &crate::timens::Offsets, id: i32, t: Timespec) -> Timespec {
+    let ns = u128::from(t.tv_sec.max(0) as u64) * 1_000_000_000 + t.tv_nsec.max(0) as u128;
+    let h = off.to_host(id, ns);
+    Timespec {
+        tv_sec: (h / 1_000_000_000).min(i64::MAX as u128) as i64,
+        tv_nsec: (h % 1_000_000_000) as i64,
+    }
+}
+
 /// Time left until `deadline` as a timespec (zero once passed).
 pub(crate) fn remaining(deadline: Instant) -> Timespec {
     let d = deadline.saturating_duration_since(Instant::now());
@@ -212,7 +226,10 @@ fn clock_nanosleep(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let req = read_timespec_valid(c, a[2])?;
     let abs = a[1] as u32 & um_uapi::abi::time::TIMER_ABSTIME != 0;
     let deadline = if abs {
-        instant_at(clk, req)
+        // An absolute time on a namespaced clock is a host time minus the offset
+        // (hrtimer_nanosleep's caller, common_nsleep_timens: timens_ktime_to_host).
+        let off = crate::timens::offsets_of(&c.task.process);
+        instant_at(clk, to_host(&off, a[0] as i32, req))
     } else {
         instant_after(duration(req))
     };

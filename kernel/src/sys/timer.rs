@@ -633,6 +633,9 @@ fn abs_instant(clock: i32, abs: Timespec, p: &Process) -> Instant {
         11 => Some(libc::CLOCK_TAI),
         _ => None,
     };
+    // In a time namespace the absolute time is shifted back to the host's clock
+    // (common_timer_set: timens_ktime_to_host).
+    let abs = super::time::to_host(&crate::timens::offsets_of(p), clock, abs);
     match host {
         Some(h) => instant_at(h, abs).unwrap_or_else(|| after(Instant::now(), dur_of(abs))),
         // CPU-time clocks count wall time from the process's start.

@@ -1,0 +1,121 @@
+//! unshare(2) and setns(2) (Linux `kernel/fork.c` `ksys_unshare`, `kernel/nsproxy.c` `setns`).
+//!
+//! Of the namespaces, only time namespaces exist here ([`crate::timens`]); every process shares
+//! the one mount, UTS, IPC, network, pid, user and cgroup namespace. So `unshare` creates time
+//! namespaces (`CLONE_NEWTIME`), unshares the descriptor table (`CLONE_FILES`), accepts what
+//! is already unshared (`CLONE_FS`: each process has its own; `CLONE_SYSVSEM`; and
+//! `CLONE_THREAD`/`CLONE_SIGHAND`/`CLONE_VM` in a single-threaded process, as Linux does),
+//! and refuses the other namespaces as a kernel built without them does (`EINVAL`; mount
+//! namespaces `EPERM`, as clone does). `setns` enters a time namespace from a
+//! `/proc/PID/ns/time*` descriptor or a pidfd.
+
+use crate::pidfd::PidFd;
+use crate::syscall::{SyscallCtx, SyscallTable};
+use crate::task::lock;
+use crate::timens::{self, CAP_SYS_ADMIN, NsFile};
+use std::sync::Arc;
+use std::sync::Mutex;
+use um_uapi::abi::sched::CloneFlags;
+use um_uapi::{Errno, SysResult};
+
+/// The namespace flags (`CLONE_NEW*`).
+fn ns_flags() -> CloneFlags {
+    CloneFlags::NEWNS
+        | CloneFlags::NEWCGROUP
+        | CloneFlags::NEWUTS
+        | CloneFlags::NEWIPC
+        | CloneFlags::NEWUSER
+        | CloneFlags::NEWPID
+        | CloneFlags::NEWNET
+        | CloneFlags::NEWTIME
+}
+
+fn unshare(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    // check_unshare_flags.
+    let allowed = ns_flags()
+        | CloneFlags::THREAD
+        | CloneFlags::FS
+        | CloneFlags::SIGHAND
+        | CloneFlags::VM
+        | CloneFlags::FILES
+        | CloneFlags::SYSVSEM;
+    let raw = a[0];
+    if raw & !allowed.bits() != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let f = CloneFlags::from_bits_truncate(raw);
+    let p = c.task.process.clone();
+    if f.intersects(CloneFlags::THREAD | CloneFlags::SIGHAND | CloneFlags::VM)
+        && p.live_threads(c.kernel).len() > 1
+    {
+        return Err(Errno::EINVAL);
+    }
+    // unshare_nsproxy_namespaces: CAP_SYS_ADMIN, then each namespace type.
+    if f.intersects(ns_flags()) {
+        if !p.capable(CAP_SYS_ADMIN) {
+            return Err(Errno::EPERM);
+        }
+        if f.contains(CloneFlags::NEWNS) {
+            return Err(Errno::EPERM);
+        }
+        if f.intersects(ns_flags() - CloneFlags::NEWNS - CloneFlags::NEWTIME) {
+            return Err(Errno::EINVAL);
+        }
+    }
+    if f.contains(CloneFlags::FILES) {
+        // unshare_fd: a private copy of the table.
+        let copy = lock(&p.files()).clone();
+        *lock(&p.files) = Arc::new(Mutex::new(copy));
+    }
+    if f.contains(CloneFlags::NEWTIME) {
+        timens::unshare(&p);
+    }
+    Ok(0)
+}
+
+fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let p = c.task.process.clone();
+    let file = lock(&p.files()).get(a[0])?;
+    let nstype = u64::from(a[1] as u32);
+    let any = file.ops.as_any();
+    let threads = p.live_threads(c.kernel).len();
+    if let Some(nf) = any.and_then(|x| x.downcast_ref::<NsFile>()) {
+        // A namespace file: `nstype` 0 or its type.
+        if nstype != 0 && nstype != CloneFlags::NEWTIME.bits() {
+            return Err(Errno::EINVAL);
+        }
+        timens::setns(&p, &nf.ns, threads)?;
+        return Ok(0);
+    }
+    if let Some(pf) = any.and_then(|x| x.downcast_ref::<PidFd>()) {
+        // A pidfd: the namespaces `nstype` names, of that process (check_setns_flags).
+        if nstype == 0 || nstype & !ns_flags().bits() != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let target = pf.process().clone();
+        if lock(&target.exit).is_some() {
+            return Err(Errno::ESRCH);
+        }
+        let f = CloneFlags::from_bits_truncate(nstype);
+        // userns_install: a process cannot enter the user namespace it is in.
+        if f.contains(CloneFlags::NEWUSER) {
+            return Err(Errno::EINVAL);
+        }
+        if !p.capable(CAP_SYS_ADMIN) {
+            return Err(Errno::EPERM);
+        }
+        if f.contains(CloneFlags::NEWTIME) {
+            let ns = timens::active(&target);
+            timens::setns(&p, &ns, threads)?;
+        }
+        // The other namespaces are the ones everybody is in: nothing changes.
+        return Ok(0);
+    }
+    Err(Errno::EINVAL)
+}
+
+/// Registers this family.
+pub fn register(t: &mut SyscallTable) {
+    t.register("unshare", unshare);
+    t.register("setns", setns);
+}
