@@ -145,16 +145,17 @@ impl Commit {
         self.user_reserve_kb.store(kb, Ordering::Relaxed);
     }
 
-    /// `__vm_enough_memory`: charges `pages` for a process whose mappings total `total_vm`
-    /// pages, or refuses (`ENOMEM`) and charges nothing.
-    pub fn charge(&self, pages: u64, total_vm: u64) -> Result<(), Errno> {
+    /// `__vm_enough_memory`: charges `pages` for a process whose mappings total `total_vm()`
+    /// pages (asked only in never mode: it is a walk of the address space), or refuses
+    /// (`ENOMEM`) and charges nothing.
+    pub fn charge(&self, pages: u64, total_vm: impl FnOnce() -> u64) -> Result<(), Errno> {
         let now = self.committed.fetch_add(pages, Ordering::Relaxed) + pages;
         let ok = match self.mode() {
             OVERCOMMIT_ALWAYS => true,
             OVERCOMMIT_GUESS => pages <= self.total_pages,
             _ => {
                 let admin = self.admin_reserve_kb() / self.page_kb;
-                let user = (total_vm / 32).min(self.user_reserve_kb() / self.page_kb);
+                let user = (total_vm() / 32).min(self.user_reserve_kb() / self.page_kb);
                 let allowed = self.limit_pages().saturating_sub(admin + user);
                 now < allowed
             }
@@ -189,10 +190,10 @@ mod tests {
     #[test]
     fn guess_refuses_only_a_single_request_bigger_than_memory() {
         let c = Commit::new(1000, 4096);
-        assert!(c.charge(1000, 0).is_ok());
-        assert!(c.charge(1000, 0).is_ok());
+        assert!(c.charge(1000, || 0).is_ok());
+        assert!(c.charge(1000, || 0).is_ok());
         assert_eq!(c.committed_pages(), 2000);
-        assert_eq!(c.charge(1001, 0), Err(Errno::ENOMEM));
+        assert_eq!(c.charge(1001, || 0), Err(Errno::ENOMEM));
         assert_eq!(c.committed_pages(), 2000);
         c.uncharge(2000);
         assert_eq!(c.committed_pages(), 0);
@@ -202,7 +203,7 @@ mod tests {
     fn always_refuses_nothing() {
         let c = Commit::new(10, 4096);
         c.set_mode(OVERCOMMIT_ALWAYS).unwrap();
-        assert!(c.charge(1 << 40, 0).is_ok());
+        assert!(c.charge(1 << 40, || 0).is_ok());
         assert_eq!(c.set_mode(3), Err(Errno::EINVAL));
     }
 
@@ -214,15 +215,15 @@ mod tests {
         assert_eq!(c.limit_pages(), 131_072);
         assert_eq!(c.admin_reserve_kb(), 8192);
         // The total, this request included, must stay below 131072 - 2048 = 129024.
-        assert!(c.charge(129_000, 0).is_ok());
-        assert!(c.charge(23, 0).is_ok());
-        assert_eq!(c.charge(1, 0), Err(Errno::ENOMEM));
+        assert!(c.charge(129_000, || 0).is_ok());
+        assert!(c.charge(23, || 0).is_ok());
+        assert_eq!(c.charge(1, || 0), Err(Errno::ENOMEM));
         c.uncharge(129_023);
         // A big process also holds back 1/32 of its size, up to the user reserve (set at
         // boot to 1/32 of memory, at most 128 MiB: 32 MiB = 8192 pages here).
         assert_eq!(c.user_reserve_kb(), 32 << 10);
-        assert!(c.charge(120_831, 1 << 30).is_ok());
-        assert_eq!(c.charge(1, 1 << 30), Err(Errno::ENOMEM));
+        assert!(c.charge(120_831, || 1 << 30).is_ok());
+        assert_eq!(c.charge(1, || 1 << 30), Err(Errno::ENOMEM));
         c.uncharge(120_831);
         // overcommit_kbytes replaces the ratio.
         c.set_kbytes(4096);

@@ -608,7 +608,7 @@ impl Mm {
             } else {
                 0
             };
-            commit.charge(pages - replaced, self.total_vm())?;
+            commit.charge(pages - replaced, || self.total_vm())?;
             // unmap_range releases the replaced pages' charge: they are this mapping's now.
             commit.charge_anyway(replaced);
             self.committed += pages;
@@ -745,7 +745,7 @@ impl Mm {
             .map(|v| g.pages(v.end.min(end) - v.start.max(addr)))
             .sum();
         if charge > 0 {
-            self.frames.commit().charge(charge, self.total_vm())?;
+            self.frames.commit().charge(charge, || self.total_vm())?;
             self.committed += charge;
         }
         self.split_at(addr);
@@ -820,7 +820,12 @@ impl Mm {
         }
         // do_brk_flags: the heap is accounted.
         let pages = g.pages(newbrk - oldbrk);
-        if self.frames.commit().charge(pages, self.total_vm()).is_err() {
+        if self
+            .frames
+            .commit()
+            .charge(pages, || self.total_vm())
+            .is_err()
+        {
             return self.brk;
         }
         self.committed += pages;
@@ -922,7 +927,7 @@ impl Mm {
             if vma.end.checked_add(delta).is_some() && self.range_free(vma.end, delta) {
                 if vma.accounted {
                     let pages = g.pages(delta);
-                    self.frames.commit().charge(pages, self.total_vm())?;
+                    self.frames.commit().charge(pages, || self.total_vm())?;
                     self.committed += pages;
                 }
                 let new_end = vma.end + delta;
@@ -958,7 +963,7 @@ impl Mm {
         }
         let kept = if dontunmap { 0 } else { old_len };
         let pages = self.granule.pages(new_len.saturating_sub(kept));
-        self.frames.commit().charge(pages, self.total_vm())
+        self.frames.commit().charge(pages, || self.total_vm())
     }
 
     /// mm/mremap.c `vma_to_resize`: the old range must lie within one vma; old_len 0 (duplicate a
@@ -1245,7 +1250,7 @@ impl Mm {
             let pages = self.granule.pages(next.start - new_start);
             self.frames
                 .commit()
-                .charge(pages, self.total_vm())
+                .charge(pages, || self.total_vm())
                 .map_err(|_| SegvCode::MapErr)?;
             self.committed += pages;
         }
@@ -1588,11 +1593,11 @@ impl Mm {
         // dup_mmap: each accounted vma is charged again for the child; the first refusal
         // fails the fork with ENOMEM.
         let commit = self.frames.commit();
-        let total_vm = self.total_vm();
+        let total_vm = std::cell::OnceCell::new();
         let mut charged = 0;
         for v in self.vmas.values().filter(|v| v.accounted) {
             let pages = self.granule.pages(v.len());
-            if let Err(e) = commit.charge(pages, total_vm) {
+            if let Err(e) = commit.charge(pages, || *total_vm.get_or_init(|| self.total_vm())) {
                 commit.uncharge(charged);
                 return Err(e);
             }
