@@ -315,6 +315,8 @@ fn watchers(k: Key, mask: u32) -> Vec<(Arc<Inotify>, i32, bool)> {
 
 /// Delivers `mask` (with `cookie` and `name`) to the watches on `k`; one-shot watches end.
 fn send(k: Key, mask: u32, cookie: u32, name: &[u8]) {
+    // dnotify marks ride on the same hooks (fs/notify/dnotify/dnotify.c).
+    crate::dnotify::event(k, mask);
     for (g, wd, oneshot) in watchers(k, mask) {
         g.queue(Event {
             wd,
@@ -344,7 +346,7 @@ fn removed(k: Key) {
 
 /// Whether any watch exists (callers skip work that only feeds the hooks).
 pub fn active() -> bool {
-    WATCHES.load(Ordering::Relaxed) != 0
+    WATCHES.load(Ordering::Relaxed) != 0 || crate::dnotify::active()
 }
 
 fn isdir_bit(st_mode: u32) -> u32 {
@@ -425,6 +427,10 @@ pub fn rename(
     let cookie = next_cookie();
     send(key(old_dir), IN_MOVED_FROM | isdir, cookie, old_name);
     send(key(new_dir), IN_MOVED_TO | isdir, cookie, new_name);
+    // fsnotify_move: a rename within one directory is also dnotify's DN_RENAME there.
+    if key(old_dir) == key(new_dir) {
+        crate::dnotify::event(key(old_dir), crate::dnotify::FS_DN_RENAME);
+    }
     if let Some((t, tst)) = target
         && isdir_bit(tst.mode) == 0
     {
@@ -467,8 +473,13 @@ pub fn opened(f: &OpenFile) {
     file_event(f, IN_OPEN);
 }
 
-/// The open file description `f` is going away (`__fput` -> `fsnotify_close`).
+/// The open file description `f` is going away (`__fput`): `fsnotify_close`, and the
+/// description's fasync owner, leases and dnotify marks go (`locks_remove_file`,
+/// `fasync_helper(-1, ...)`).
 fn released(f: &OpenFile) {
+    crate::fasync::released(f);
+    crate::locks::lease_released(f);
+    crate::dnotify::released(f);
     let write = matches!(f.flags() & 3, 1 | 2);
     file_event(
         f,
@@ -480,7 +491,8 @@ fn released(f: &OpenFile) {
     );
 }
 
-/// Connects inotify to the VFS's release of open files (once, at boot).
+/// Connects inotify (and fasync, leases, dnotify) to the VFS's release of open files (once,
+/// at boot).
 pub fn install() {
     um_kernel::vfs::set_release_hook(released);
 }

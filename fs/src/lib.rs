@@ -11,10 +11,12 @@
 pub mod binfmt_elf;
 pub mod coredump;
 pub mod devfs;
+pub mod dnotify;
 pub mod epoll;
 pub mod eventfd;
 pub mod exec;
 pub mod exec_stack;
+pub mod fasync;
 pub mod hostfs;
 pub mod hostfs_meta;
 pub mod inotify;

@@ -7,11 +7,24 @@
 //! descriptor closes. POSIX/OFD locks and flock locks do not see each other (as on Linux).
 //! Blocking requests sleep on one wait queue, woken whenever a lock is released, and are
 //! interruptible by signals.
+//!
+//! Also here: **leases** (`F_SETLEASE`/`F_GETLEASE`, `generic_setlease`, `__break_lease`),
+//! owned by an open file description. A read lease needs the file open for writing nowhere
+//! (not even through the requester), a write lease needs it open nowhere else; opens are
+//! counted over every process's descriptor table (files held only by a mapping are not seen).
+//! A conflicting `open(2)` or `truncate(2)` ([`break_lease`]) marks the lease as breaking
+//! (to `F_UNLCK` for a writer, `F_RDLCK` for a reader), signals its holder (`SIGIO` or the
+//! `F_SETSIG` signal, `POLL_MSG`, through `fasync`), and waits until the holder gives it up or
+//! `/proc/sys/fs/lease-break-time` seconds pass, when the kernel does it instead; an
+//! `O_NONBLOCK` opener gets `EWOULDBLOCK` at once. Leases go with their description.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+use um_kernel::kernel::Kernel;
 use um_kernel::task::{Task, lock};
-use um_kernel::vfs::OpenFile;
+use um_kernel::vfs::{Dentry, OpenFile, mode};
 use um_kernel::wait::{WaitError, WaitQueue, wait_event};
 use um_uapi::{Errno, SysResult};
 
@@ -227,15 +240,370 @@ pub fn description_owner(f: &Arc<OpenFile>) -> Owner {
     Owner::File(Arc::as_ptr(f) as usize)
 }
 
-/// What a close of `f` by process `pid` releases: the process's POSIX locks on the file, and,
+/// What a close of `f` by process `pid` releases: its dnotify marks through `f`, the
+/// process's POSIX locks on the file, and,
 /// when this was the description's last descriptor (`last`), its OFD and flock locks.
 pub fn on_close(f: &Arc<OpenFile>, pid: u32, last: bool) {
+    // filp_close -> dnotify_flush: the process's directory notifications through `f` end.
+    crate::dnotify::flush(f, pid);
     if let Some(key) = file_key(f) {
         release(key, Owner::Process(pid));
         if last {
             release(key, description_owner(f));
         }
     }
+}
+
+/// `CAP_LEASE`.
+pub const CAP_LEASE: u32 = 28;
+/// `O_PATH`: such descriptions are not opens of the file for leases.
+const O_PATH: u32 = 0o10000000;
+/// `O_NONBLOCK`.
+const O_NONBLOCK: u32 = 0o4000;
+
+/// `/proc/sys/fs/lease-break-time` in seconds (fs/locks.c `lease_break_time`, default 45).
+static LEASE_BREAK_TIME: AtomicI64 = AtomicI64::new(45);
+
+/// `/proc/sys/fs/lease-break-time`.
+pub fn lease_break_time() -> i64 {
+    LEASE_BREAK_TIME.load(Ordering::Relaxed)
+}
+
+/// Sets `/proc/sys/fs/lease-break-time`.
+pub fn set_lease_break_time(v: i64) {
+    LEASE_BREAK_TIME.store(v, Ordering::Relaxed);
+}
+
+/// `/proc/sys/fs/lease-break-time` as a sysctl file (`proc_dointvec`), for `/proc/sys/fs`
+/// (`procfs/system.rs` lists it).
+pub fn proc_lease_break_time(fs: &Arc<crate::procfs::ProcFs>) -> Arc<crate::procfs::ProcInode> {
+    crate::procfs::ProcInode::file_rw(
+        fs,
+        |_, _| Ok(format!("{}\n", lease_break_time()).into_bytes()),
+        |_, io, data| {
+            // A root-only sysctl (0644), as pipe-max-size.
+            if lock(&io.task.process.creds).euid != 0 {
+                return Err(Errno::EPERM);
+            }
+            let v = std::str::from_utf8(data)
+                .ok()
+                .and_then(|s| s.trim().parse::<i32>().ok())
+                .ok_or(Errno::EINVAL)?;
+            set_lease_break_time(i64::from(v));
+            Ok(data.len())
+        },
+    )
+}
+
+/// One lease (`struct file_lease` with `FL_LEASE`).
+#[derive(Clone, Debug)]
+struct Lease {
+    file: Weak<OpenFile>,
+    /// The holding description's address.
+    filp: usize,
+    /// The descriptor it was set through (`fa_fd`, for `si_fd`).
+    fd: i32,
+    /// `F_RDLCK` or `F_WRLCK`.
+    ty: i16,
+    /// Being broken: what it must become (`FL_UNLOCK_PENDING`: `F_UNLCK`,
+    /// `FL_DOWNGRADE_PENDING`: `F_RDLCK`), and when the kernel does it (None: never).
+    pending: Option<(i16, Option<Instant>)>,
+}
+
+impl Lease {
+    /// `target_leasetype`: what F_GETLEASE reports.
+    fn target(&self) -> i16 {
+        self.pending.map_or(self.ty, |p| p.0)
+    }
+}
+
+/// `check_conflicting_open`: may a lease of type `arg` be taken through a description opened
+/// for (`self_read`, `self_write`), with `readers` read-only and `writers` writable opens of
+/// the file in all (the requester's included)?
+pub fn lease_open_conflict(
+    arg: i16,
+    self_read: bool,
+    self_write: bool,
+    readers: usize,
+    writers: usize,
+) -> SysResult<()> {
+    let busy = match arg {
+        F_RDLCK => writers > 0,
+        F_WRLCK => {
+            let (sw, sr) = if self_write {
+                (1, 0)
+            } else {
+                (0, usize::from(self_read))
+            };
+            writers != sw || readers != sr
+        }
+        _ => false,
+    };
+    if busy { Err(Errno::EAGAIN) } else { Ok(()) }
+}
+
+/// `leases_conflict`: does an open for writing (`want_write`) or reading conflict with a lease
+/// of type `ty`?
+pub fn lease_breaks(ty: i16, want_write: bool) -> bool {
+    want_write || ty == F_WRLCK
+}
+
+/// Every lease by inode, and the queue breakers wait on.
+#[derive(Default)]
+struct Leases {
+    table: Mutex<HashMap<u64, Vec<Lease>>>,
+    /// Woken whenever a lease changes or goes.
+    changed: WaitQueue,
+}
+
+fn leases() -> &'static Leases {
+    static L: std::sync::OnceLock<Leases> = std::sync::OnceLock::new();
+    L.get_or_init(Default::default)
+}
+
+/// `time_out_leases`: leases whose break time passed become their target.
+fn time_out(list: &mut Vec<Lease>, now: Instant) -> bool {
+    let mut changed = false;
+    list.retain_mut(|l| match l.pending {
+        Some((target, Some(when))) if now >= when => {
+            changed = true;
+            if target == F_UNLCK {
+                return false;
+            }
+            l.ty = target;
+            l.pending = None;
+            true
+        }
+        _ => true,
+    });
+    changed
+}
+
+/// Counts the open descriptions of the inode `key` over every process: (read-only, writable).
+fn open_counts(k: &Kernel, key: u64) -> (usize, usize) {
+    let mut seen: Vec<*const OpenFile> = Vec::new();
+    let (mut readers, mut writers) = (0, 0);
+    for p in k.tasks.processes() {
+        let table = p.files();
+        let files = lock(&table);
+        for (_, e) in files.iter() {
+            let f = &e.file;
+            let Some(d) = &f.dentry else { continue };
+            if f.flags() & O_PATH != 0 || crate::mount::inode_key(&*d.inode) != key {
+                continue;
+            }
+            let ptr = Arc::as_ptr(f);
+            if seen.contains(&ptr) {
+                continue;
+            }
+            seen.push(ptr);
+            match f.flags() & 3 {
+                0 => readers += 1,
+                _ => writers += 1,
+            }
+        }
+    }
+    (readers, writers)
+}
+
+/// `fcntl(fd, F_SETLEASE, arg)` (`fcntl_setlease`, `generic_setlease`): `fsuid` and
+/// `cap_lease` are the caller's.
+pub fn set_lease(
+    k: &Kernel,
+    f: &Arc<OpenFile>,
+    fd: i32,
+    arg: i16,
+    fsuid: u32,
+    cap_lease: bool,
+) -> SysResult<u64> {
+    if !matches!(arg, F_RDLCK | F_WRLCK | F_UNLCK) {
+        return Err(Errno::EINVAL);
+    }
+    let d = f.dentry.as_ref().ok_or(Errno::EINVAL)?;
+    let st = f.ops.stat()?;
+    if st.uid != fsuid && !cap_lease {
+        return Err(Errno::EACCES);
+    }
+    if st.mode & mode::S_IFMT != mode::S_IFREG {
+        return Err(Errno::EINVAL);
+    }
+    let key = crate::mount::inode_key(&*d.inode);
+    let filp = Arc::as_ptr(f) as usize;
+    let Leases { table, changed } = leases();
+    // Counted before taking the table: the descriptor tables are locked one by one.
+    let counts = (arg != F_UNLCK).then(|| open_counts(k, key));
+    let mut all = lock(table);
+    let list = all.entry(key).or_default();
+    list.retain(|l| l.file.strong_count() > 0);
+    time_out(list, Instant::now());
+    let mine = list.iter().position(|l| l.filp == filp);
+    let r = if arg == F_UNLCK {
+        // generic_delete_lease: no lease is EAGAIN.
+        match mine {
+            Some(i) => {
+                list.remove(i);
+                Ok(0)
+            }
+            None => Err(Errno::EAGAIN),
+        }
+    } else {
+        let acc = f.flags() & 3;
+        let (readers, writers) = counts.unwrap_or_default();
+        lease_open_conflict(arg, acc != 1, acc != 0, readers, writers).and_then(|()| {
+            // generic_add_lease: no write lease beside another's lease, and no new lease
+            // while another is being broken for a writer.
+            for (i, l) in list.iter().enumerate() {
+                if Some(i) == mine {
+                    continue;
+                }
+                if arg == F_WRLCK || l.pending.is_some_and(|p| p.0 == F_UNLCK) {
+                    return Err(Errno::EAGAIN);
+                }
+            }
+            match mine {
+                Some(i) => {
+                    // lease_modify with lease_clear_pending.
+                    let l = &mut list[i];
+                    l.ty = arg;
+                    l.fd = fd;
+                    if arg == F_WRLCK || l.pending.is_some_and(|p| p.0 == F_RDLCK) {
+                        l.pending = None;
+                    }
+                }
+                None => list.push(Lease {
+                    file: Arc::downgrade(f),
+                    filp,
+                    fd,
+                    ty: arg,
+                    pending: None,
+                }),
+            }
+            Ok(0)
+        })
+    };
+    if list.is_empty() {
+        all.remove(&key);
+    }
+    drop(all);
+    changed.wake_all();
+    r
+}
+
+/// `F_GETLEASE`: the type of `f`'s lease (its target while being broken), or `F_UNLCK`.
+pub fn get_lease(f: &OpenFile) -> i16 {
+    let Some(d) = &f.dentry else { return F_UNLCK };
+    let key = crate::mount::inode_key(&*d.inode);
+    let filp = f as *const OpenFile as usize;
+    let mut all = lock(&leases().table);
+    let Some(list) = all.get_mut(&key) else {
+        return F_UNLCK;
+    };
+    time_out(list, Instant::now());
+    list.iter()
+        .find(|l| l.filp == filp)
+        .map_or(F_UNLCK, Lease::target)
+}
+
+/// `break_lease` before an open of `d` with `flags` (and `truncate`, with `O_WRONLY`):
+/// conflicting leases are broken and their holders signalled; waits for them unless
+/// `O_NONBLOCK` (`EWOULDBLOCK`).
+pub fn break_lease(task: &Task, d: &Dentry, flags: u32) -> SysResult<()> {
+    let Leases { table, changed } = leases();
+    if lock(table).is_empty() {
+        return Ok(());
+    }
+    let key = crate::mount::inode_key(&*d.inode);
+    let want_write = flags & 3 != 0;
+    let secs = lease_break_time();
+    let deadline = (secs > 0).then(|| Instant::now() + Duration::from_secs(secs as u64));
+    let mut notify = Vec::new();
+    {
+        let mut all = lock(table);
+        let Some(list) = all.get_mut(&key) else {
+            return Ok(());
+        };
+        list.retain(|l| l.file.strong_count() > 0);
+        time_out(list, Instant::now());
+        for l in list.iter_mut() {
+            if !lease_breaks(l.ty, want_write) {
+                continue;
+            }
+            if want_write {
+                if l.pending.is_some_and(|p| p.0 == F_UNLCK) {
+                    continue;
+                }
+                l.pending = Some((F_UNLCK, deadline));
+            } else {
+                if l.pending.is_some() {
+                    continue;
+                }
+                l.pending = Some((F_RDLCK, deadline));
+            }
+            notify.push((l.file.clone(), l.fd));
+        }
+        if list.is_empty() {
+            all.remove(&key);
+            return Ok(());
+        }
+    }
+    // lease_break_callback: kill_fasync(&fl->fl_fasync, SIGIO, POLL_MSG).
+    for (f, fd) in notify {
+        if let Some(f) = f.upgrade() {
+            let fown = crate::fasync::fown(&f);
+            drop(f);
+            crate::fasync::send_sigio(&fown, fd, crate::fasync::POLL_MSG);
+        }
+    }
+    let conflict = || -> Option<()> {
+        let mut all = lock(table);
+        let Some(list) = all.get_mut(&key) else {
+            return Some(());
+        };
+        list.retain(|l| l.file.strong_count() > 0);
+        time_out(list, Instant::now());
+        let busy = list.iter().any(|l| lease_breaks(l.ty, want_write));
+        if list.is_empty() {
+            all.remove(&key);
+        }
+        (!busy).then_some(())
+    };
+    if conflict().is_some() {
+        return Ok(());
+    }
+    if flags & O_NONBLOCK != 0 {
+        return Err(Errno::EWOULDBLOCK);
+    }
+    loop {
+        // Wake up when the earliest forced break is due.
+        let due = lock(table)
+            .get(&key)
+            .and_then(|l| l.iter().filter_map(|l| l.pending.and_then(|p| p.1)).min());
+        match wait_event(task, &[changed], due, conflict) {
+            Ok(()) => return Ok(()),
+            Err(WaitError::Interrupted) => return Err(Errno::ERESTARTSYS),
+            Err(WaitError::TimedOut) => {
+                if conflict().is_some() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// The description `f` is gone: its leases go (`locks_remove_file` -> `locks_remove_lease`).
+pub fn lease_released(f: &OpenFile) {
+    let a = f as *const OpenFile as usize;
+    let Leases { table, changed } = leases();
+    let mut all = lock(table);
+    if all.is_empty() {
+        return;
+    }
+    all.retain(|_, list| {
+        list.retain(|l| l.filp != a);
+        !list.is_empty()
+    });
+    drop(all);
+    changed.wake_all();
 }
 
 #[cfg(test)]
@@ -280,6 +648,62 @@ mod tests {
             Some(lk(1, false, 10, 19)),
         );
         assert_eq!(v.len(), 3);
+    }
+
+    #[test]
+    fn lease_conflict_rules() {
+        // A read lease: no writable open anywhere, the requester's included.
+        assert!(lease_open_conflict(F_RDLCK, true, false, 3, 0).is_ok());
+        assert_eq!(
+            lease_open_conflict(F_RDLCK, true, true, 0, 1),
+            Err(Errno::EAGAIN)
+        );
+        // A write lease: only the requester's own open.
+        assert!(lease_open_conflict(F_WRLCK, true, false, 1, 0).is_ok());
+        assert!(lease_open_conflict(F_WRLCK, true, true, 0, 1).is_ok());
+        assert_eq!(
+            lease_open_conflict(F_WRLCK, true, false, 2, 0),
+            Err(Errno::EAGAIN)
+        );
+        assert_eq!(
+            lease_open_conflict(F_WRLCK, true, true, 1, 1),
+            Err(Errno::EAGAIN)
+        );
+        // Breaking: a writer breaks any lease, a reader only a write lease.
+        assert!(lease_breaks(F_RDLCK, true) && lease_breaks(F_WRLCK, false));
+        assert!(!lease_breaks(F_RDLCK, false));
+    }
+
+    #[test]
+    fn leases_time_out_to_their_target() {
+        let now = Instant::now();
+        let mut v = vec![
+            Lease {
+                file: Weak::new(),
+                filp: 1,
+                fd: 3,
+                ty: F_WRLCK,
+                pending: Some((F_RDLCK, Some(now))),
+            },
+            Lease {
+                file: Weak::new(),
+                filp: 2,
+                fd: 4,
+                ty: F_RDLCK,
+                pending: Some((F_UNLCK, Some(now))),
+            },
+            Lease {
+                file: Weak::new(),
+                filp: 3,
+                fd: 5,
+                ty: F_RDLCK,
+                pending: Some((F_UNLCK, None)),
+            },
+        ];
+        assert!(time_out(&mut v, now));
+        assert_eq!(v.len(), 2);
+        assert_eq!((v[0].ty, v[0].pending), (F_RDLCK, None));
+        assert_eq!(v[1].target(), F_UNLCK);
     }
 
     #[test]

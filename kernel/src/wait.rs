@@ -5,6 +5,13 @@
 //! the state wakes the queue. Registering *before* checking means no wakeup is lost. A signal
 //! for the task also wakes its waker, so every sleep can be interrupted ([`wait_event`] returns
 //! [`WaitError::Interrupted`], which syscalls turn into `ERESTARTSYS`/`EINTR`).
+//!
+//! A queue may also carry [`WakeHook`]s: persistent callbacks run after every wakeup, for as
+//! long as their owner keeps them alive. Signal-driven I/O (`fs/src/fasync.rs`, Linux
+//! `kill_fasync`) registers one through [`PollTable::for_hook`] on the queues a file's `poll`
+//! names, so every place that wakes readers or writers also raises `SIGIO`, with no
+//! per-file-type code. Hooks run with whatever locks the waker holds: they must only note the
+//! event and defer real work.
 
 use crate::task::{Task, lock};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -78,11 +85,23 @@ impl Waker {
     }
 }
 
+/// A persistent callback on a [`WaitQueue`] (the part of Linux's `wait_queue_entry.func`
+/// that fasync needs). Runs inside [`WaitQueue::wake_all`], possibly under the waker's locks:
+/// it must not take locks of the object being woken.
+pub trait WakeHook: Send + Sync {
+    /// The queue was woken.
+    fn woken(&self);
+}
+
 /// A list of wakers to wake when something changes.
 #[derive(Default)]
 pub struct WaitQueue {
     /// The registered wakers, and whether each waits exclusively.
     waiters: Mutex<Vec<(Weak<Waker>, bool)>>,
+    /// Hooks run on every wakeup while they live (see [`WakeHook`]).
+    hooks: Mutex<Vec<Weak<dyn WakeHook>>>,
+    /// Whether `hooks` may be non-empty: `wake_all` skips the lock while it is not.
+    has_hooks: AtomicBool,
 }
 
 impl WaitQueue {
@@ -90,6 +109,37 @@ impl WaitQueue {
     pub const fn new() -> WaitQueue {
         WaitQueue {
             waiters: Mutex::new(Vec::new()),
+            hooks: Mutex::new(Vec::new()),
+            has_hooks: AtomicBool::new(false),
+        }
+    }
+
+    /// Registers `h` to run on every wakeup until it is dropped (once per hook).
+    pub fn add_hook(&self, h: &Arc<dyn WakeHook>) {
+        let mut v = lock(&self.hooks);
+        v.retain(|x| x.strong_count() > 0);
+        let w = Arc::downgrade(h);
+        if !v.iter().any(|x| Weak::ptr_eq(x, &w)) {
+            v.push(w);
+        }
+        self.has_hooks.store(true, Ordering::Release);
+    }
+
+    /// Runs the live hooks (outside the hook list's lock) and forgets dead ones.
+    fn run_hooks(&self) {
+        if !self.has_hooks.load(Ordering::Acquire) {
+            return;
+        }
+        let live: Vec<Arc<dyn WakeHook>> = {
+            let mut v = lock(&self.hooks);
+            v.retain(|x| x.strong_count() > 0);
+            if v.is_empty() {
+                self.has_hooks.store(false, Ordering::Release);
+            }
+            v.iter().filter_map(Weak::upgrade).collect()
+        };
+        for h in live {
+            h.woken();
         }
     }
 
@@ -136,6 +186,7 @@ impl WaitQueue {
             keep.append(&mut cur);
             *cur = keep;
         }
+        self.run_hooks();
     }
 }
 
@@ -177,6 +228,8 @@ pub fn wait_event<T>(
 pub struct PollTable<'a> {
     waker: &'a Arc<Waker>,
     exclusive: bool,
+    /// Registers this persistent hook instead of the waker (fasync).
+    hook: Option<&'a Arc<dyn WakeHook>>,
 }
 
 impl<'a> PollTable<'a> {
@@ -185,6 +238,7 @@ impl<'a> PollTable<'a> {
         PollTable {
             waker: &task.waker,
             exclusive: false,
+            hook: None,
         }
     }
 
@@ -193,6 +247,17 @@ impl<'a> PollTable<'a> {
         PollTable {
             waker,
             exclusive: false,
+            hook: None,
+        }
+    }
+
+    /// A poll table that registers `hook` persistently on every queue the file names
+    /// (`waker` is not registered; it only fills the slot).
+    pub fn for_hook(waker: &'a Arc<Waker>, hook: &'a Arc<dyn WakeHook>) -> PollTable<'a> {
+        PollTable {
+            waker,
+            exclusive: false,
+            hook: Some(hook),
         }
     }
 
@@ -201,12 +266,15 @@ impl<'a> PollTable<'a> {
         PollTable {
             waker: self.waker,
             exclusive: true,
+            hook: self.hook,
         }
     }
 
     /// Registers on `q` (Linux `poll_wait`).
     pub fn wait_on(&self, q: &WaitQueue) {
-        if self.exclusive {
+        if let Some(h) = self.hook {
+            q.add_hook(h);
+        } else if self.exclusive {
             q.add_exclusive(self.waker);
         } else {
             q.add(self.waker);
@@ -240,6 +308,34 @@ impl IoCtx<'_> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// A hook runs on every wakeup while its owner keeps it, and is forgotten once dropped.
+    #[test]
+    fn hooks_run_while_alive() {
+        use std::sync::atomic::AtomicUsize;
+        struct Count(AtomicUsize);
+        impl WakeHook for Count {
+            fn woken(&self) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let q = WaitQueue::new();
+        let c = Arc::new(Count(AtomicUsize::new(0)));
+        let h: Arc<dyn WakeHook> = c.clone();
+        // Registered through a poll table, twice: still one hook.
+        let w = Arc::new(Waker::default());
+        PollTable::for_hook(&w, &h).wait_on(&q);
+        PollTable::for_hook(&w, &h).wait_on(&q);
+        q.wake_all();
+        q.wake_all();
+        assert_eq!(c.0.load(Ordering::Relaxed), 2);
+        // The waker itself was not registered.
+        assert!(lock(&q.waiters).is_empty());
+        drop(h);
+        drop(c);
+        q.wake_all();
+        assert!(!q.has_hooks.load(Ordering::Relaxed));
+    }
 
     /// Two exclusive sleepers: each wakeup wakes one of them, first come first served; a
     /// waiter that is not asleep is always woken (no wakeup is lost to it).

@@ -404,6 +404,7 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
                 }),
             ),
             ("inotify", crate::inotify::proc_sys_dir(fs)),
+            ("lease-break-time", crate::locks::proc_lease_break_time(fs)),
             ("nr_open", ProcInode::text(fs, "1048576\n")),
             // fs/pipe.c limits: pipe-max-size is what the pipe code enforces for non-root.
             (

@@ -1,4 +1,8 @@
 //! Descriptor operations: dup, dup2, dup3, fcntl (Linux fs/file.c, fs/fcntl.c).
+//!
+//! The signal-driven I/O commands (`F_SETOWN`, `F_SETOWN_EX`, `F_SETSIG` and their getters,
+//! `O_ASYNC` through `F_SETFL`) are served by `crate::fasync`, leases (`F_SETLEASE`,
+//! `F_GETLEASE`) by `crate::locks`, and `F_NOTIFY` by `crate::dnotify`.
 
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
@@ -10,6 +14,21 @@ const F_SETFD: u64 = 2;
 const F_GETFL: u64 = 3;
 const F_SETFL: u64 = 4;
 const F_DUPFD_CLOEXEC: u64 = 1030;
+const F_SETOWN: u64 = 8;
+const F_GETOWN: u64 = 9;
+const F_SETSIG: u64 = 10;
+const F_GETSIG: u64 = 11;
+const F_SETOWN_EX: u64 = 15;
+const F_GETOWN_EX: u64 = 16;
+const F_SETLEASE: u64 = 1024;
+const F_GETLEASE: u64 = 1025;
+const F_NOTIFY: u64 = 1026;
+/// `O_ASYNC` (`FASYNC`).
+const O_ASYNC: u32 = 0o20000;
+/// `O_APPEND` (the same on x86_64 and arm64).
+const O_APPEND: u32 = 0o2000;
+/// `_NSIG`: the largest signal `F_SETSIG` takes.
+const NSIG: u64 = 64;
 /// O_CLOEXEC.
 const O_CLOEXEC: u64 = 0o2000000;
 /// Flags F_SETFL may change: O_APPEND, O_NONBLOCK, O_ASYNC, O_DIRECT (arch), O_NOATIME.
@@ -152,9 +171,93 @@ fn flock(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// The owner, signal, lease and notification commands (fs/fcntl.c `do_fcntl`), served
+/// without the descriptor table locked (leases look at every table).
+fn fcntl_async(c: &mut SyscallCtx<'_>, fd: u64, cmd: u64, arg: u64) -> SysResult {
+    use crate::fasync;
+    let f = lock(&c.task.process.files()).get_nopath(fd)?;
+    let ids = {
+        let cr = lock(&c.task.process.creds);
+        (cr.uid, cr.euid, cr.fsuid)
+    };
+    fasync::init(c.kernel);
+    match cmd {
+        F_GETOWN => Ok(fasync::fown(&f).getown() as u64),
+        F_SETOWN => {
+            let (kind, id) = fasync::decode_setown(arg as i32)?;
+            fasync::check_owner(c.kernel, kind, id)?;
+            fasync::set_owner(&f, kind, id, ids.0, ids.1);
+            Ok(0)
+        }
+        F_GETOWN_EX => {
+            let fown = fasync::fown(&f);
+            let (ty, mut pid) = fown.getown_ex();
+            // f_getown_ex: the id only while its task (or group) still exists.
+            if fasync::check_owner(c.kernel, fown.kind, fown.id).is_err() {
+                pid = 0;
+            }
+            let mut b = [0u8; 8];
+            b[..4].copy_from_slice(&ty.to_le_bytes());
+            b[4..].copy_from_slice(&pid.to_le_bytes());
+            c.write_bytes(arg, &b)?;
+            Ok(0)
+        }
+        F_SETOWN_EX => {
+            let b = c.read_bytes(arg, 8)?;
+            let ty = i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            let pid = i32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+            let (kind, id) = fasync::decode_setown_ex(ty, pid)?;
+            fasync::check_owner(c.kernel, kind, id)?;
+            fasync::set_owner(&f, kind, id, ids.0, ids.1);
+            Ok(0)
+        }
+        F_GETSIG => Ok(u64::from(fasync::fown(&f).signum)),
+        F_SETSIG => {
+            // valid_signal: 0 (plain SIGIO) to _NSIG.
+            if arg > NSIG {
+                return Err(Errno::EINVAL);
+            }
+            fasync::set_signal(&f, arg as u32);
+            Ok(0)
+        }
+        F_GETLEASE => Ok(crate::locks::get_lease(&f) as u64),
+        F_SETLEASE => {
+            let cap = c.task.process.capable(crate::locks::CAP_LEASE);
+            let r = crate::locks::set_lease(c.kernel, &f, fd as i32, arg as i16, ids.2, cap)?;
+            if arg as i16 != crate::locks::F_UNLCK {
+                // lease_setup: the caller becomes the owner the break is signalled to.
+                let pid = c.task.process.pid;
+                fasync::set_owner(&f, fasync::OwnerKind::Pid, pid, ids.0, ids.1);
+            }
+            Ok(r)
+        }
+        _ => crate::dnotify::fcntl_notify(
+            &f,
+            fd as i32,
+            arg as u32,
+            c.task.process.pid,
+            (ids.0, ids.1),
+        ),
+    }
+}
+
 fn fcntl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if matches!(a[1], 5..=7 | 36..=38) {
         return record_lock(c, a[0], a[1], a[2]);
+    }
+    if matches!(
+        a[1],
+        F_SETOWN
+            | F_GETOWN
+            | F_SETSIG
+            | F_GETSIG
+            | F_SETOWN_EX
+            | F_GETOWN_EX
+            | F_SETLEASE
+            | F_GETLEASE
+            | F_NOTIFY
+    ) {
+        return fcntl_async(c, a[0], a[1], a[2]);
     }
     let table = c.task.process.files();
     let mut files = lock(&table);
@@ -180,6 +283,14 @@ fn fcntl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             let new = (old & !SETFL_MASK) | (a[2] as u32 & SETFL_MASK);
             // setfl: turning O_NOATIME on needs ownership or CAP_FOWNER.
             const O_NOATIME: u32 = 0o1000000;
+            // setfl: an append-only file's descriptor cannot drop O_APPEND.
+            if (old ^ new) & O_APPEND != 0
+                && f.dentry
+                    .as_ref()
+                    .is_some_and(|d| crate::namei::is_append(&*d.inode))
+            {
+                return Err(Errno::EPERM);
+            }
             if new & O_NOATIME != 0 && old & O_NOATIME == 0 {
                 if let Some(d) = &f.dentry {
                     if !super::open::owner_or_capable(c, &d.inode.stat()?) {
@@ -188,6 +299,12 @@ fn fcntl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                 }
             }
             f.flags.store(new, std::sync::atomic::Ordering::Relaxed);
+            drop(files);
+            // setfl: turning FASYNC on or off arms or disarms signal-driven I/O.
+            if (old ^ new) & O_ASYNC != 0 {
+                crate::fasync::init(c.kernel);
+                crate::fasync::set_async(&f, a[0] as i32, new & O_ASYNC != 0);
+            }
             Ok(0)
         }
         // F_SETPIPE_SZ, F_GETPIPE_SZ (fs/pipe.c `pipe_fcntl`).

@@ -670,6 +670,7 @@ fn truncate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     check_fsize(c, a[1], st.size)?;
     // do_sys_truncate: get_write_access (ETXTBSY while the file is being executed).
     let _write = um_kernel::vfs::WriteAccess::get(mount::inode_key(&*d.inode))?;
+    crate::locks::break_lease(c.task, &d, 1 /* O_WRONLY */)?; // vfs_truncate: break_lease
     crate::inotify::notify_change(
         &d,
         &SetAttr {

@@ -259,6 +259,7 @@ pub(crate) fn do_open(
         if matches!(fmt, mode::S_IFCHR | mode::S_IFBLK) && mount::is_nodev(&d) {
             return Err(Errno::EACCES);
         }
+        crate::locks::break_lease(c.task, &d, flags)?; // do_dentry_open: break_lease
         // do_dentry_open: a regular file opened for writing takes write access, refused
         // (ETXTBSY) while the file is being executed; before O_TRUNC may cut it.
         let write_access = if mask & MAY_WRITE != 0 && fmt == mode::S_IFREG {

@@ -527,6 +527,11 @@ fn ioctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                 if on { old | bit } else { old & !bit },
                 std::sync::atomic::Ordering::Relaxed,
             );
+            // ioctl_fioasync: arm or disarm signal-driven I/O (fasync.rs).
+            if cmd == FIOASYNC && (old & bit != 0) != on {
+                crate::fasync::init(c.kernel);
+                crate::fasync::set_async(&f, a[0] as i32, on);
+            }
             return Ok(0);
         }
         FS_IOC_GETFLAGS | FS_IOC32_GETFLAGS | FS_IOC_SETFLAGS | FS_IOC32_SETFLAGS
