@@ -20,6 +20,7 @@ pub mod fasync;
 pub mod hostfs;
 pub mod hostfs_meta;
 pub mod inotify;
+pub mod ipc;
 pub mod locks;
 pub mod loopdev;
 pub mod memfd;

@@ -45,6 +45,10 @@ pub const O_NOFOLLOW: u32 = 0o100000;
 /// `__kernel_old_dev_t` is the asm-generic `unsigned int` here: 160 bytes.
 pub type LoopInfo = um_uapi::abi::loopdev::LoopInfoNarrowDev;
 
+/// `struct semid64_ds` (include/uapi/asm-generic/sembuf.h, 88 bytes).
+pub type SemidDs = um_uapi::abi::ipc::SemidDsGeneric;
+const_assert_eq!(core::mem::size_of::<SemidDs>(), 88);
+
 /// `O_DIRECT` on arm64.
 pub const O_DIRECT: u32 = 0o200000;
 /// `O_LARGEFILE` on arm64.

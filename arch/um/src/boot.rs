@@ -341,6 +341,9 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         drop(files);
         um_fs::locks::release_process(p.pid);
     }));
+    // SysV IPC at exit: SEM_UNDO adjustments (ipc/sem.c exit_sem), shm detach times.
+    um_kernel::task::lock(&kernel.process_exit_hooks)
+        .push(Box::new(|p| um_fs::ipc::exit_process(p)));
 
     // File systems that live outside um-fs register with the mount table.
     um_fs::mount::register_fs(

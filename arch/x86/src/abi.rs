@@ -43,6 +43,11 @@ pub const PAGE_SIZE_REFUSAL: &str = "x86_64 guests have 4K pages only (their ELF
 /// 168 bytes.
 pub type LoopInfo = um_uapi::abi::loopdev::LoopInfoWideDev;
 
+/// `struct semid64_ds` (arch/x86/include/uapi/asm/sembuf.h: an `__unused` word after each
+/// time, 104 bytes).
+pub type SemidDs = um_uapi::abi::ipc::SemidDsX86;
+const_assert_eq!(core::mem::size_of::<SemidDs>(), 104);
+
 /// `O_DIRECT` on x86_64.
 pub const O_DIRECT: u32 = 0o40000;
 /// `O_LARGEFILE` on x86_64.

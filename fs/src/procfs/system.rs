@@ -381,7 +381,10 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
                 }),
             ),
             ("version", uts(fs, |k| &k.uts.version)),
-        ],
+        ]
+        .into_iter()
+        .chain(crate::ipc::proc::sysctl_entries(fs))
+        .collect(),
     );
     let vm = ProcInode::dir(
         fs,
@@ -454,6 +457,7 @@ pub fn entries(fs: &Arc<ProcFs>) -> Vec<(Vec<u8>, Arc<ProcInode>)> {
             ProcInode::text(fs, "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"),
         ),
         ("sys", sys_tree(fs)),
+        ("sysvipc", crate::ipc::proc::sysvipc_dir(fs)),
         ("uptime", ProcInode::file(fs, |_, _| Ok(uptime()))),
         ("version", kfile(fs, version)),
     ];
