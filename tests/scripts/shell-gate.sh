@@ -323,7 +323,22 @@ two" ] || { echo "append-only file holds '$(cat $d/f)'"; return 1; }
     chattr -a $d/f && rm $d/f && rmdir $d || { echo "cleanup after chattr -a failed"; return 1; }
 }
 
-for s in pipeline redirect cmdsubst bgwait trap stopcont ps top free df mount find sort awk sed grep dd tar fifo tcploop chattr; do
+# Overcommit accounting in /proc: Committed_AS counts what the running programs committed,
+# CommitLimit is overcommit_ratio (50) percent of MemTotal, and vm.overcommit_memory takes
+# 0-2 only (the accounting itself: mm unit tests, and LTP's fork14 end to end).
+t_overcommit() {
+    total=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
+    limit=$(awk '/^CommitLimit:/ { print $2 }' /proc/meminfo)
+    committed=$(awk '/^Committed_AS:/ { print $2 }' /proc/meminfo)
+    [ "$committed" -gt 0 ] || { echo "Committed_AS is '$committed'"; return 1; }
+    [ "$limit" -eq $((total / 2)) ] || { echo "CommitLimit $limit for MemTotal $total"; return 1; }
+    echo 1 >/proc/sys/vm/overcommit_memory || { echo "cannot set overcommit_memory"; return 1; }
+    [ "$(cat /proc/sys/vm/overcommit_memory)" = 1 ] || { echo "overcommit_memory did not change"; return 1; }
+    (echo 3 >/proc/sys/vm/overcommit_memory) 2>/dev/null && { echo "overcommit_memory took 3"; return 1; }
+    echo 0 >/proc/sys/vm/overcommit_memory
+}
+
+for s in pipeline redirect cmdsubst bgwait trap stopcont ps top free df mount find sort awk sed grep dd tar fifo tcploop chattr overcommit; do
     step "$s"
 done
 

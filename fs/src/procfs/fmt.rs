@@ -393,12 +393,15 @@ pub struct MemInfo {
     pub anon: u64,
     pub mapped: u64,
     pub page_kb: u64,
+    /// `CommitLimit` (`vm_commit_limit`).
+    pub commit_limit: u64,
+    /// `Committed_AS` (`vm_committed_as`).
+    pub committed: u64,
 }
 
 /// The `/proc/meminfo` text.
 pub fn meminfo_text(m: &MemInfo) -> String {
     let mut t = String::new();
-    let commit_limit = m.total / 2;
     let rows: [(&str, u64); 42] = [
         ("MemTotal", m.total),
         ("MemFree", m.free),
@@ -430,8 +433,8 @@ pub fn meminfo_text(m: &MemInfo) -> String {
         ("NFS_Unstable", 0),
         ("Bounce", 0),
         ("WritebackTmp", 0),
-        ("CommitLimit", commit_limit),
-        ("Committed_AS", m.anon),
+        ("CommitLimit", m.commit_limit),
+        ("Committed_AS", m.committed),
         ("VmallocTotal", 34_359_738_367),
         ("VmallocUsed", 0),
         ("VmallocChunk", 0),

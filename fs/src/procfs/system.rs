@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use um_kernel::kernel::Kernel;
 use um_kernel::printk;
 use um_kernel::task::lock;
-use um_uapi::Errno;
+use um_mm::commit::Commit;
+use um_uapi::{Errno, SysResult};
 
 /// The host's `/proc/cpuinfo`, read once.
 fn host_cpuinfo() -> &'static str {
@@ -164,6 +165,8 @@ fn meminfo(k: &Kernel) -> Vec<u8> {
         anon,
         mapped: cached,
         page_kb,
+        commit_limit: k.frames.commit().limit_pages() * page_kb,
+        committed: k.frames.commit().committed_pages() * page_kb,
     })
     .into_bytes()
 }
@@ -273,6 +276,28 @@ fn int_knob(fs: &Arc<ProcFs>, v: i64) -> Arc<ProcInode> {
         |_, _, data| {
             let s = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
             s.trim().parse::<i64>().map_err(|_| Errno::EINVAL)?;
+            Ok(data.len())
+        },
+    )
+}
+
+/// A `vm.*` overcommit knob of the kernel's [`Commit`] (mm/util.c's sysctls): an unsigned
+/// decimal; writes need root (the files are 0644, as Linux's), other text is `EINVAL`.
+fn commit_knob(
+    fs: &Arc<ProcFs>,
+    get: fn(&Commit) -> u64,
+    set: fn(&Commit, u64) -> SysResult<()>,
+) -> Arc<ProcInode> {
+    ProcInode::file_rw(
+        fs,
+        move |k, _| Ok(format!("{}\n", get(k.frames.commit())).into_bytes()),
+        move |k, io, data| {
+            if lock(&io.task.process.creds).euid != 0 {
+                return Err(Errno::EPERM);
+            }
+            let s = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
+            let v = s.trim().parse::<u64>().map_err(|_| Errno::EINVAL)?;
+            set(k.frames.commit(), v)?;
             Ok(data.len())
         },
     )
@@ -389,10 +414,43 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
     let vm = ProcInode::dir(
         fs,
         vec![
-            ("max_map_count", int_knob(fs, 65530)),
-            ("overcommit_memory", int_knob(fs, 0)),
-            ("overcommit_ratio", int_knob(fs, 50)),
+            (
+                "admin_reserve_kbytes",
+                commit_knob(fs, Commit::admin_reserve_kb, |c, v| {
+                    c.set_admin_reserve_kb(v);
+                    Ok(())
+                }),
+            ),
+            (
+                "overcommit_kbytes",
+                commit_knob(fs, Commit::kbytes, |c, v| {
+                    c.set_kbytes(v);
+                    Ok(())
+                }),
+            ),
+            (
+                "overcommit_memory",
+                commit_knob(
+                    fs,
+                    |c| u64::from(c.mode()),
+                    |c, v| c.set_mode(u32::try_from(v).map_err(|_| Errno::EINVAL)?),
+                ),
+            ),
+            (
+                "overcommit_ratio",
+                commit_knob(fs, Commit::ratio, |c, v| {
+                    c.set_ratio(v);
+                    Ok(())
+                }),
+            ),
             ("swappiness", int_knob(fs, 60)),
+            (
+                "user_reserve_kbytes",
+                commit_knob(fs, Commit::user_reserve_kb, |c, v| {
+                    c.set_user_reserve_kb(v);
+                    Ok(())
+                }),
+            ),
         ],
     );
     let fsdir = ProcInode::dir(
