@@ -415,6 +415,7 @@ fn write_core(k: &Kernel, task: &Arc<Task>, regs: &Regs, info: &Siginfo) -> SysR
     let io = IoCtx {
         task,
         nonblock: false,
+        flags: 0,
     };
     let f = inode.open(&io, 1 /* O_WRONLY */)?;
     let mut written = 0u64;

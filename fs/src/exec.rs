@@ -31,6 +31,7 @@ impl ExecSource for Exe {
             &IoCtx {
                 task: &self.task,
                 nonblock: false,
+                flags: 0,
             },
             buf,
             off,
@@ -56,6 +57,7 @@ fn open_exec(d: &Arc<Dentry>, task: &Arc<Task>) -> SysResult<Exe> {
         &IoCtx {
             task,
             nonblock: false,
+            flags: 0,
         },
         0,
     )?;

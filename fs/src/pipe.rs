@@ -54,11 +54,21 @@ pub fn set_pipe_max_size(v: u64) -> SysResult<usize> {
 /// `FIONREAD` / `SIOCINQ`.
 pub const FIONREAD: u32 = 0x541b;
 
-/// A bounded FIFO of bytes.
+/// A bounded FIFO of bytes, which may hold packets (a pipe in packet mode).
 #[derive(Debug)]
 pub struct Ring {
     buf: VecDeque<u8>,
     cap: usize,
+    /// How the queued bytes were written, front first: runs of ordinary bytes and packets
+    /// (Linux pipe buffers with `PIPE_BUF_FLAG_PACKET`). Adjacent ordinary runs merge.
+    segs: VecDeque<Seg>,
+}
+
+/// A run of queued bytes in a [`Ring`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Seg {
+    len: usize,
+    packet: bool,
 }
 
 impl Ring {
@@ -67,6 +77,7 @@ impl Ring {
         Ring {
             buf: VecDeque::new(),
             cap,
+            segs: VecDeque::new(),
         }
     }
     /// Bytes queued.
@@ -97,7 +108,46 @@ impl Ring {
     pub fn push(&mut self, data: &[u8]) -> usize {
         let n = data.len().min(self.room());
         self.buf.extend(&data[..n]);
+        match self.segs.back_mut() {
+            Some(s) if !s.packet => s.len += n,
+            _ if n > 0 => self.segs.push_back(Seg {
+                len: n,
+                packet: false,
+            }),
+            _ => {}
+        }
         n
+    }
+
+    /// Appends `data` as one packet if it fits whole; returns whether it did.
+    pub fn push_packet(&mut self, data: &[u8]) -> bool {
+        if data.is_empty() || data.len() > self.room() {
+            return false;
+        }
+        self.buf.extend(data);
+        self.segs.push_back(Seg {
+            len: data.len(),
+            packet: true,
+        });
+        true
+    }
+
+    /// Drops `n` (at most what is queued) bytes from the front, and the runs they end.
+    fn consume(&mut self, n: usize) {
+        self.buf.drain(..n);
+        let mut left = n;
+        while left > 0 {
+            let Some(s) = self.segs.front_mut() else {
+                break;
+            };
+            if s.len <= left {
+                left -= s.len;
+                self.segs.pop_front();
+            } else {
+                s.len -= left;
+                left = 0;
+            }
+        }
     }
     /// Copies up to `out.len()` bytes from the front without consuming them.
     pub fn peek(&self, out: &mut [u8]) -> usize {
@@ -111,16 +161,22 @@ impl Ring {
         }
         n
     }
-    /// Removes and returns up to `out.len()` bytes from the front.
+    /// Removes and returns up to `out.len()` bytes from the front (pipe_read): a read takes
+    /// at most one packet, and what of it does not fit in `out` is lost; ordinary bytes are
+    /// read up to the next packet.
     pub fn pop(&mut self, out: &mut [u8]) -> usize {
-        let n = self.peek(out);
-        self.buf.drain(..n);
+        let Some(seg) = self.segs.front().copied() else {
+            return 0;
+        };
+        let want = out.len().min(seg.len);
+        let n = self.peek(&mut out[..want]);
+        self.consume(if seg.packet { seg.len } else { n });
         n
     }
     /// Drops up to `n` bytes from the front; returns how many.
     pub fn discard(&mut self, n: usize) -> usize {
         let n = n.min(self.buf.len());
-        self.buf.drain(..n);
+        self.consume(n);
         n
     }
 }
@@ -540,6 +596,8 @@ impl FileOps for PipeEnd {
 
     /// pipe_write: writes of at most `PIPE_BUF` bytes go in whole; larger ones as room allows,
     /// waiting until everything is written unless non-blocking. No reader: SIGPIPE and EPIPE.
+    /// A file with `O_DIRECT` writes packets (`is_packetized`): each write, a page at a time,
+    /// becomes packets that a read takes one at a time.
     fn write(&self, io: &IoCtx<'_>, data: &[u8], _off: u64) -> SysResult<usize> {
         if !self.write {
             return Err(Errno::EBADF);
@@ -549,12 +607,18 @@ impl FileOps for PipeEnd {
         }
         let p = &self.pipe;
         let atomic = data.len() <= PIPE_BUF;
+        let packet = io.flags & um_kernel::arch::native::abi::O_DIRECT != 0;
+        let page = um_mm::page_size() as usize;
         let mut done = 0usize;
         while done < data.len() {
             let r = io.wait(&[&p.wr_wait], || {
                 let mut st = lock(&p.st);
                 if st.readers == 0 {
                     return Some(Err(Errno::EPIPE));
+                }
+                if packet {
+                    let chunk = &data[done..data.len().min(done + page)];
+                    return st.ring.push_packet(chunk).then_some(Ok(chunk.len()));
                 }
                 let need = if atomic { data.len() } else { 1 };
                 if st.ring.room() >= need {
@@ -738,6 +802,38 @@ mod tests {
         assert_eq!(r.pop(&mut all), 8);
         assert!(r.is_empty());
         assert_eq!(r.pop(&mut all), 0);
+    }
+
+    #[test]
+    fn packets_are_read_one_at_a_time() {
+        let mut r = Ring::new(16);
+        assert!(r.push_packet(b"abc"));
+        assert!(r.push_packet(b"defgh"));
+        assert!(
+            !r.push_packet(b"0123456789"),
+            "a packet goes in whole or not at all"
+        );
+        assert_eq!(r.push(b"xy"), 2);
+        assert_eq!(r.push(b"z"), 1);
+        let mut out = [0u8; 16];
+        // One packet per read, even with room for more.
+        assert_eq!(r.pop(&mut out), 3);
+        assert_eq!(&out[..3], b"abc");
+        // A short read loses the rest of its packet.
+        assert_eq!(r.pop(&mut out[..2]), 2);
+        assert_eq!(&out[..2], b"de");
+        // Ordinary bytes written one after the other read together.
+        assert_eq!(r.pop(&mut out), 3);
+        assert_eq!(&out[..3], b"xyz");
+        assert!(r.is_empty());
+        // Ordinary bytes stop at the next packet; discarding keeps the runs right.
+        assert_eq!(r.push(b"12"), 2);
+        assert!(r.push_packet(b"pq"));
+        assert_eq!(r.pop(&mut out), 2);
+        assert_eq!(r.discard(1), 1);
+        assert_eq!(r.pop(&mut out), 1);
+        assert_eq!(&out[..1], b"q");
+        assert!(r.is_empty());
     }
 
     #[test]

@@ -285,8 +285,13 @@ impl<'a> PollTable<'a> {
 /// The context of a read, write or ioctl: who asks, and whether they may block.
 pub struct IoCtx<'a> {
     pub task: &'a Arc<Task>,
-    /// `O_NONBLOCK` on the open file.
+    /// Whether this call must not block: `O_NONBLOCK` on the open file, or the call's own
+    /// flag (`MSG_DONTWAIT`, `SPLICE_F_NONBLOCK`).
     pub nonblock: bool,
+    /// The open file's status flags (`f_flags`) when the call is on a file (0 for the kernel's
+    /// own I/O): what a file's operations consult at I/O time, as Linux's do (`O_DIRECT` makes
+    /// a pipe write packets, `is_packetized`).
+    pub flags: u32,
 }
 
 impl IoCtx<'_> {

@@ -461,6 +461,7 @@ fn read_firmware(name: &[u8]) -> SysResult<Vec<u8>> {
         let io = IoCtx {
             task: &task,
             nonblock: false,
+            flags: 0,
         };
         let f = d.inode.open(&io, 0)?;
         let mut out = Vec::new();

@@ -108,6 +108,7 @@ fn read_all(w: &World, d: &Arc<Dentry>) -> String {
     let io = IoCtx {
         task: &w.task,
         nonblock: false,
+        flags: 0,
     };
     let f = d.inode.open(&io, 0).unwrap();
     let mut out = Vec::new();
@@ -156,6 +157,7 @@ fn self_and_magic_links_stay_inside() {
     let io = IoCtx {
         task: &w.task,
         nonblock: false,
+        flags: 0,
     };
     let ops = f.inode.open(&io, 0).unwrap();
     let file = OpenFile::new(ops, 0o2, Some(f.clone()));
@@ -242,6 +244,7 @@ fn process_files() {
     let io = IoCtx {
         task: &w.task,
         nonblock: false,
+        flags: 0,
     };
     let c = walk(&w, "self/comm", Last::Follow).unwrap();
     c.inode
@@ -319,6 +322,7 @@ fn system_files() {
     let io = IoCtx {
         task: &w.task,
         nonblock: false,
+        flags: 0,
     };
     assert_eq!(
         vm.inode.open(&io, 1).unwrap().write(&io, b"x", 0),

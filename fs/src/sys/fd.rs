@@ -31,8 +31,15 @@ const O_APPEND: u32 = 0o2000;
 const NSIG: u64 = 64;
 /// O_CLOEXEC.
 const O_CLOEXEC: u64 = 0o2000000;
-/// Flags F_SETFL may change: O_APPEND, O_NONBLOCK, O_ASYNC, O_DIRECT (arch), O_NOATIME.
+/// Flags F_SETFL may change: O_APPEND, O_NONBLOCK, O_ASYNC, O_NOATIME, and the arch's
+/// O_DIRECT ([`setfl_mask`]).
 const SETFL_MASK: u32 = 0o2000 | 0o4000 | 0o20000 | 0o1000000;
+
+/// What F_SETFL may change (`SETFL_MASK` in fs/fcntl.c). `O_DIRECT` makes a pipe write
+/// packets; other files here take it as open(2) does, with no effect on their I/O.
+fn setfl_mask() -> u32 {
+    SETFL_MASK | um_kernel::arch::native::abi::O_DIRECT
+}
 
 fn dup(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let table = c.task.process.files();
@@ -280,7 +287,7 @@ fn fcntl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         F_SETFL => {
             let f = files.get(a[0])?;
             let old = f.flags();
-            let new = (old & !SETFL_MASK) | (a[2] as u32 & SETFL_MASK);
+            let new = (old & !setfl_mask()) | (a[2] as u32 & setfl_mask());
             // setfl: turning O_NOATIME on needs ownership or CAP_FOWNER.
             const O_NOATIME: u32 = 0o1000000;
             // setfl: an append-only file's descriptor cannot drop O_APPEND.

@@ -61,6 +61,7 @@ fn memfd_create(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         &IoCtx {
             task: c.task,
             nonblock: false,
+            flags: 0,
         },
         O_RDWR,
     )?;

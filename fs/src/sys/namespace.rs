@@ -803,6 +803,7 @@ fn fallocate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         let io = um_kernel::wait::IoCtx {
             task: c.task,
             nonblock: false,
+            flags: f.flags(),
         };
         let zeros = vec![0u8; 64 * 1024];
         let mut at = off;

@@ -280,6 +280,7 @@ pub(crate) fn do_open(
             &IoCtx {
                 task: c.task,
                 nonblock: flags & OpenFlags::NONBLOCK.bits() != 0,
+                flags,
             },
             flags,
         )?;
@@ -330,6 +331,7 @@ fn do_tmpfile(
         &IoCtx {
             task: c.task,
             nonblock: flags & OpenFlags::NONBLOCK.bits() != 0,
+            flags: flags & !ARCH.directory,
         },
         flags & !ARCH.directory,
     )?;

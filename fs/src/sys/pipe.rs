@@ -17,19 +17,17 @@ pub fn make_pipe(c: &SyscallCtx<'_>, flags: u32) -> SysResult<(u32, u32)> {
     if flags & !(O_CLOEXEC | O_NONBLOCK | direct) != 0 {
         return Err(Errno::EINVAL);
     }
-    if flags & direct != 0 {
-        // Packet mode ("O_DIRECT" pipes, Linux 3.4) is not offered.
-        return Err(Errno::EINVAL);
-    }
     let (uid, gid) = {
         let cr = lock(&c.task.process.creds);
         (cr.fsuid, cr.fsgid)
     };
     let privileged = c.task.process.capable(crate::pipe::CAP_SYS_RESOURCE);
     let (r, w) = new_pipe(uid, gid, privileged);
-    let nb = flags & O_NONBLOCK;
-    let rf = OpenFile::new(Box::new(r), nb, None);
-    let wf = OpenFile::new(Box::new(w), 1 | nb, None);
+    // O_DIRECT (packet mode, Linux 3.4) stays in both ends' flags: the write end's makes
+    // packets (F_SETFL may change it later).
+    let keep = flags & (O_NONBLOCK | direct);
+    let rf = OpenFile::new(Box::new(r), keep, None);
+    let wf = OpenFile::new(Box::new(w), 1 | keep, None);
     let cloexec = flags & O_CLOEXEC != 0;
     let table = c.task.process.files();
     let mut files = lock(&table);

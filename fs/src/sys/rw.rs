@@ -29,6 +29,7 @@ pub fn io<'a>(c: &'a SyscallCtx<'_>, f: &OpenFile) -> IoCtx<'a> {
     IoCtx {
         task: c.task,
         nonblock: f.flags() & 0o4000 != 0,
+        flags: f.flags(),
     }
 }
 

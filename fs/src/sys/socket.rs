@@ -61,6 +61,7 @@ fn io_ctx<'a>(c: &'a SyscallCtx<'_>, f: &OpenFile, flags: u32) -> IoCtx<'a> {
     IoCtx {
         task: c.task,
         nonblock: f.flags() & O_NONBLOCK != 0 || flags & MSG_DONTWAIT != 0,
+        flags: f.flags(),
     }
 }
 

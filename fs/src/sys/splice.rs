@@ -73,9 +73,11 @@ fn nonblock(f: &OpenFile) -> bool {
 }
 
 fn io<'a>(c: &'a SyscallCtx<'_>, nonblock: bool) -> IoCtx<'a> {
+    // Splicing moves bytes, not packets: the files' own flags play no part.
     IoCtx {
         task: c.task,
         nonblock,
+        flags: 0,
     }
 }
 

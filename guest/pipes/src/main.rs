@@ -8,6 +8,8 @@
 //!   one at a time, then EAGAIN.
 //! * poll: POLLOUT on an empty pipe, POLLIN with data, POLLHUP after the writer closed.
 //! * Writes of at most PIPE_BUF bytes from two processes are not interleaved.
+//! * Packet mode (pipe2 O_DIRECT): each write is a packet, a read takes one packet and loses
+//!   what did not fit; F_SETFL without O_DIRECT turns it off.
 //!
 //! Differential: prints the same lines natively and under the user-mode kernel, then UM-PIPES-OK.
 
@@ -357,6 +359,46 @@ fn atomic_writes() {
     say("PIPE_BUF writes from two processes are atomic");
 }
 
+fn packets() {
+    let (r, w) = umt::pipe2(libc::O_DIRECT);
+    // SAFETY: plain integers.
+    let fl = ok(unsafe { libc::fcntl(w, libc::F_GETFL) } as i64, "F_GETFL") as i32;
+    check(
+        fl & libc::O_DIRECT != 0,
+        "O_DIRECT in the write end's flags",
+    );
+    for msg in [&b"first"[..], b"second!", b"3"] {
+        // SAFETY: valid buffer.
+        let n = unsafe { libc::write(w, msg.as_ptr().cast(), msg.len()) };
+        check_eq(n, msg.len() as isize, "packet write");
+    }
+    let mut b = [0u8; 64];
+    let n = ok(umt::read_raw(r, &mut b), "read a packet") as usize;
+    check_eq(&b[..n], &b"first"[..], "one packet per read");
+    let n = ok(umt::read_raw(r, &mut b[..3]), "short read of a packet") as usize;
+    check_eq(&b[..n], &b"sec"[..], "the head of the second packet");
+    let n = ok(umt::read_raw(r, &mut b), "read the third packet") as usize;
+    check_eq(&b[..n], &b"3"[..], "the rest of the second packet is gone");
+    // SAFETY: plain integers.
+    ok(
+        unsafe { libc::fcntl(w, libc::F_SETFL, 0) } as i64,
+        "F_SETFL 0",
+    );
+    for msg in [&b"ab"[..], b"cd"] {
+        // SAFETY: valid buffer.
+        unsafe { libc::write(w, msg.as_ptr().cast(), msg.len()) };
+    }
+    let n = ok(umt::read_raw(r, &mut b), "read a byte stream") as usize;
+    check_eq(
+        &b[..n],
+        &b"abcd"[..],
+        "without O_DIRECT the writes run together",
+    );
+    say("packet mode: one packet per read, the rest of a short read lost; F_SETFL turns it off");
+    umt::close(r);
+    umt::close(w);
+}
+
 fn main() {
     umt::init("pipes");
     big_transfer();
@@ -364,5 +406,6 @@ fn main() {
     nonblock();
     polling();
     atomic_writes();
+    packets();
     umt::done("pipes");
 }

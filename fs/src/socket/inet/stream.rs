@@ -86,6 +86,7 @@ impl InetSocket {
             &IoCtx {
                 task: io.task,
                 nonblock: false,
+                flags: 0,
             },
             if nonblock { None } else { timeo },
             &[&listener.wq],
