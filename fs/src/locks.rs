@@ -8,6 +8,14 @@
 //! Blocking requests sleep on one wait queue, woken whenever a lock is released, and are
 //! interruptible by signals.
 //!
+//! **Deadlock detection** (`posix_locks_deadlock`): a sleeping request is recorded as a
+//! [`Waiter`] (Linux's `blocked_hash` entry: who waits, and for which lock, its `fl_blocker`).
+//! A process's `F_SETLKW` that would sleep on a lock whose owner is itself, transitively,
+//! waiting for a lock of the caller fails with `EDEADLK` at once. As on Linux the check is made
+//! only when a request is about to sleep (first, or after its blocker went away), so the
+//! newcomer that would close a cycle is the one that fails; OFD and flock requests are never
+//! checked, and chains longer than `MAX_DEADLK_ITERATIONS` are not followed.
+//!
 //! Also here: **leases** (`F_SETLEASE`/`F_GETLEASE`, `generic_setlease`, `__break_lease`),
 //! owned by an open file description. A read lease needs the file open for writing nowhere
 //! (not even through the requester), a write lease needs it open nowhere else; opens are
@@ -19,7 +27,7 @@
 //! `O_NONBLOCK` opener gets `EWOULDBLOCK` at once. Leases go with their description.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use um_kernel::kernel::Kernel;
@@ -64,11 +72,92 @@ fn overlaps(a: &Lock, start: u64, end: u64) -> bool {
     a.start <= end && start <= a.end
 }
 
+/// A request asleep in `F_SETLKW` (or flock's wait): Linux's entry in `blocked_hash`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Waiter {
+    /// This request (one `set_lock` call).
+    id: u64,
+    /// Who waits.
+    owner: Owner,
+    /// The inode of the lock it waits for.
+    key: u64,
+    /// The lock it waits for (`fl_blocker`), as it was when the request went to sleep.
+    blocker: Lock,
+}
+
 /// All locks, by inode.
 #[derive(Default)]
 pub struct LockTable {
     locks: Mutex<HashMap<u64, Vec<Lock>>>,
+    /// The sleeping requests. Taken only alone or inside `locks` (check and insert are one
+    /// step, as Linux does both under `blocked_lock_lock`).
+    blocked: Mutex<Vec<Waiter>>,
     released: WaitQueue,
+}
+
+/// fs/locks.c `MAX_DEADLK_ITERATIONS`: how far a waits-for chain is followed.
+const MAX_DEADLK_ITERATIONS: u32 = 10;
+
+/// `posix_locks_deadlock`: would `want`, sleeping on `blocker`, close a cycle of waiting
+/// owners? `waits_for(o)` is the owner of the lock `o` waits for, if `o` is asleep on one
+/// (`what_owner_is_waiting_for`). Only a process's POSIX request is checked: OFD locks have
+/// no process to follow (fs/locks.c says so) and flock(2) never reports `EDEADLK`.
+fn posix_locks_deadlock(
+    want: &Lock,
+    blocker: &Lock,
+    mut waits_for: impl FnMut(Owner) -> Option<Owner>,
+) -> bool {
+    if want.family != Family::Posix || !matches!(want.owner, Owner::Process(_)) {
+        return false;
+    }
+    let mut owner = blocker.owner;
+    let mut i = 0;
+    while let Some(next) = waits_for(owner) {
+        // `if (i++ > MAX_DEADLK_ITERATIONS) return 0;`: also ends cycles that do not
+        // include the caller.
+        if i > MAX_DEADLK_ITERATIONS {
+            return false;
+        }
+        i += 1;
+        if next == want.owner {
+            return true;
+        }
+        owner = next;
+    }
+    false
+}
+
+/// `what_owner_is_waiting_for` over the live table: the owner of the lock `owner` sleeps on.
+/// A waiter whose lock is gone or changed has been woken (Linux unlinks it from
+/// `blocked_hash` when its blocker goes) and waits for nothing until it looks again. Only
+/// waiters on a process's POSIX lock count (`__locks_insert_block` hashes no others).
+fn what_owner_is_waiting_for(
+    locks: &HashMap<u64, Vec<Lock>>,
+    blocked: &[Waiter],
+    owner: Owner,
+) -> Option<Owner> {
+    blocked
+        .iter()
+        .filter(|w| {
+            w.owner == owner
+                && w.blocker.family == Family::Posix
+                && matches!(w.blocker.owner, Owner::Process(_))
+        })
+        .find(|w| locks.get(&w.key).is_some_and(|l| l.contains(&w.blocker)))
+        .map(|w| w.blocker.owner)
+}
+
+/// Removes a request's [`Waiter`] when it stops waiting, however it stops (the lock, a
+/// signal, `EDEADLK`).
+struct WaiterGuard<'a> {
+    blocked: &'a Mutex<Vec<Waiter>>,
+    id: u64,
+}
+
+impl Drop for WaiterGuard<'_> {
+    fn drop(&mut self) {
+        lock(self.blocked).retain(|w| w.id != self.id);
+    }
 }
 
 static TABLE: std::sync::OnceLock<LockTable> = std::sync::OnceLock::new();
@@ -151,22 +240,65 @@ pub fn test_lock(key: u64, want: &Lock) -> Option<Lock> {
 /// F_SETLK/F_SETLKW/flock: sets (or, with `write == None`, removes) a lock, waiting for
 /// conflicting ones if `wait`.
 pub fn set_lock(task: &Task, key: u64, want: Lock, unlock: bool, wait: bool) -> SysResult<()> {
+    static NEXT_ID: AtomicU64 = AtomicU64::new(0);
     let t = table();
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    // Dropped when this call returns: the request no longer waits.
+    let _waiter = WaiterGuard {
+        blocked: &t.blocked,
+        id,
+    };
     let try_set = || -> Option<SysResult<()>> {
         let mut locks = lock(&t.locks);
-        let list = locks.entry(key).or_default();
         if unlock {
-            LockTable::apply(list, want.owner, want.family, want.start, want.end, None);
-            if list.is_empty() {
-                locks.remove(&key);
+            if let Some(list) = locks.get_mut(&key) {
+                LockTable::apply(list, want.owner, want.family, want.start, want.end, None);
+                if list.is_empty() {
+                    locks.remove(&key);
+                }
             }
             drop(locks);
             t.released.wake_all();
             return Some(Ok(()));
         }
-        if LockTable::conflict(list, &want).is_some() {
-            return if wait { None } else { Some(Err(Errno::EAGAIN)) };
+        if let Some(blocker) = locks
+            .get(&key)
+            .and_then(|list| LockTable::conflict(list, &want))
+        {
+            if !wait {
+                return Some(Err(Errno::EAGAIN));
+            }
+            let mut blocked = lock(&t.blocked);
+            let me = blocked.iter().position(|w| w.id == id);
+            // Woken by some other release while the same lock still blocks: Linux would not
+            // have woken this request, so it goes back to sleep without a second look.
+            if me.is_some_and(|i| blocked[i].key == key && blocked[i].blocker == blocker) {
+                return None;
+            }
+            // posix_lock_inode: the check and the insertion into `blocked_hash` are one step.
+            let cycle = posix_locks_deadlock(&want, &blocker, |o| {
+                what_owner_is_waiting_for(&locks, &blocked, o)
+            });
+            if cycle {
+                if let Some(i) = me {
+                    blocked.swap_remove(i);
+                }
+                return Some(Err(Errno::EDEADLK));
+            }
+            let w = Waiter {
+                id,
+                owner: want.owner,
+                key,
+                blocker,
+            };
+            match me {
+                Some(i) => blocked[i] = w,
+                None => blocked.push(w),
+            }
+            return None;
         }
+        lock(&t.blocked).retain(|w| w.id != id);
+        let list = locks.entry(key).or_default();
         LockTable::apply(
             list,
             want.owner,
@@ -704,6 +836,120 @@ mod tests {
         assert_eq!(v.len(), 2);
         assert_eq!((v[0].ty, v[0].pending), (F_RDLCK, None));
         assert_eq!(v[1].target(), F_UNLCK);
+    }
+
+    /// A waits-for relation from `(waiter, owner of its blocker)` pairs.
+    fn waits(edges: &[(u32, u32)]) -> impl FnMut(Owner) -> Option<Owner> + '_ {
+        move |o| {
+            edges
+                .iter()
+                .find(|e| Owner::Process(e.0) == o)
+                .map(|e| Owner::Process(e.1))
+        }
+    }
+
+    #[test]
+    fn deadlock_cycles_of_two_and_three_owners() {
+        // 1 would sleep on 2's lock while 2 sleeps on 1's.
+        assert!(posix_locks_deadlock(
+            &lk(1, true, 0, 0),
+            &lk(2, true, 0, 0),
+            waits(&[(2, 1)])
+        ));
+        // fcntl17: 3 would sleep on 2's lock, 2 sleeps on 4's... and 4 on 3's.
+        assert!(posix_locks_deadlock(
+            &lk(3, true, 0, 0),
+            &lk(2, true, 0, 0),
+            waits(&[(2, 4), (4, 3)])
+        ));
+        // A chain that ends in a running owner is no deadlock.
+        assert!(!posix_locks_deadlock(
+            &lk(3, true, 0, 0),
+            &lk(2, true, 0, 0),
+            waits(&[(2, 4), (4, 5)])
+        ));
+        assert!(!posix_locks_deadlock(
+            &lk(1, true, 0, 0),
+            &lk(2, true, 0, 0),
+            waits(&[])
+        ));
+        // A cycle the caller is not part of ends at the iteration cap.
+        assert!(!posix_locks_deadlock(
+            &lk(1, true, 0, 0),
+            &lk(2, true, 0, 0),
+            waits(&[(2, 3), (3, 2)])
+        ));
+    }
+
+    #[test]
+    fn deadlock_not_checked_for_ofd_or_flock_requests() {
+        let ofd = Lock {
+            owner: Owner::File(1),
+            ..lk(1, true, 0, 0)
+        };
+        let flock = Lock {
+            family: Family::Flock,
+            ..lk(1, true, 0, u64::MAX)
+        };
+        let rel = [(2, 1)];
+        assert!(!posix_locks_deadlock(&ofd, &lk(2, true, 0, 0), waits(&rel)));
+        assert!(!posix_locks_deadlock(
+            &flock,
+            &lk(2, true, 0, u64::MAX),
+            waits(&rel)
+        ));
+    }
+
+    #[test]
+    fn deadlock_chain_is_followed_only_so_far() {
+        // Owners 1..=n, each waiting for the next, the last for 1 (the caller), who would
+        // sleep on 2's lock: `i++ > MAX_DEADLK_ITERATIONS` sees cycles of up to 12 owners.
+        let cycle = |n: u32| {
+            let edges: Vec<(u32, u32)> = (2..=n)
+                .map(|o| (o, if o == n { 1 } else { o + 1 }))
+                .collect();
+            posix_locks_deadlock(&lk(1, true, 0, 0), &lk(2, true, 0, 0), waits(&edges))
+        };
+        assert!(cycle(2) && cycle(12));
+        assert!(!cycle(13));
+    }
+
+    #[test]
+    fn waiters_count_while_their_blocker_stands() {
+        let held = lk(2, true, 0, 9);
+        let mut locks = HashMap::new();
+        locks.insert(7, vec![held]);
+        let w = |id, owner, blocker| Waiter {
+            id,
+            owner: Owner::Process(owner),
+            key: 7,
+            blocker,
+        };
+        let blocked = [w(1, 1, held)];
+        assert_eq!(
+            what_owner_is_waiting_for(&locks, &blocked, Owner::Process(1)),
+            Some(Owner::Process(2))
+        );
+        assert_eq!(
+            what_owner_is_waiting_for(&locks, &blocked, Owner::Process(2)),
+            None
+        );
+        // The lock went (or changed): its waiter is as good as woken.
+        let gone = [w(1, 1, lk(2, true, 0, 4))];
+        assert_eq!(
+            what_owner_is_waiting_for(&locks, &gone, Owner::Process(1)),
+            None
+        );
+        // Waiters on an OFD lock are not followed (`__locks_insert_block`).
+        let ofd = Lock {
+            owner: Owner::File(9),
+            ..held
+        };
+        locks.insert(7, vec![ofd]);
+        assert_eq!(
+            what_owner_is_waiting_for(&locks, &[w(1, 1, ofd)], Owner::Process(1)),
+            None
+        );
     }
 
     #[test]
