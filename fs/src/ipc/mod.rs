@@ -234,6 +234,27 @@ impl<T> Ids<T> {
         }
     }
 
+    /// The object of an `IPC_STAT` (by id) or `*_STAT`/`*_STAT_ANY` command (by index), with
+    /// its id; `check` asks the caller for read permission (`*_STAT_ANY` does not).
+    pub fn get_for_stat(
+        &mut self,
+        c: &Caller,
+        id: i32,
+        by_idx: bool,
+        check: bool,
+    ) -> SysResult<(i32, &mut Perm, &mut T)> {
+        let (id, p, o) = if by_idx {
+            self.get_idx(id)?
+        } else {
+            let (p, o) = self.get(id)?;
+            (id, p, o)
+        };
+        if check {
+            check_perms(c, p, S_IRUGO)?;
+        }
+        Ok((id, p, o))
+    }
+
     /// Removes the object with this id (`ipc_rmid`).
     pub fn remove(&mut self, id: i32) -> Option<T> {
         let idx = id as u32 & (IPCMNI - 1);

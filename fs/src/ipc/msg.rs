@@ -232,15 +232,7 @@ impl MsgNs {
         by_idx: bool,
         check: bool,
     ) -> SysResult<(i32, MsqidDs)> {
-        let (id, p, q) = if by_idx {
-            self.ids.get_idx(id)?
-        } else {
-            let (p, q) = self.ids.get(id)?;
-            (id, p, q)
-        };
-        if check {
-            check_perms(c, p, super::S_IRUGO)?;
-        }
+        let (id, p, q) = self.ids.get_for_stat(c, id, by_idx, check)?;
         Ok((
             id,
             MsqidDs {

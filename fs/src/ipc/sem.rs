@@ -282,15 +282,7 @@ impl SemNs {
         by_idx: bool,
         check: bool,
     ) -> SysResult<(i32, Ipc64Perm, i64, i64, u64)> {
-        let (id, p, s) = if by_idx {
-            self.ids.get_idx(id)?
-        } else {
-            let (p, s) = self.ids.get(id)?;
-            (id, p, s)
-        };
-        if check {
-            check_perms(c, p, super::S_IRUGO)?;
-        }
+        let (id, p, s) = self.ids.get_for_stat(c, id, by_idx, check)?;
         Ok((id, p.to_abi(), s.otime, s.ctime, s.sems.len() as u64))
     }
 

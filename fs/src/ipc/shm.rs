@@ -219,15 +219,7 @@ impl ShmNs {
         by_idx: bool,
         check: bool,
     ) -> SysResult<(i32, ShmidDs)> {
-        let (id, p, s) = if by_idx {
-            self.ids.get_idx(id)?
-        } else {
-            let (p, s) = self.ids.get(id)?;
-            (id, p, s)
-        };
-        if check {
-            check_perms(c, p, super::S_IRUGO)?;
-        }
+        let (id, p, s) = self.ids.get_for_stat(c, id, by_idx, check)?;
         Ok((id, s.stat(p)))
     }
 
