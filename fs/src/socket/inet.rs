@@ -31,7 +31,7 @@ mod udp;
 use udp::Dgram;
 
 use super::{AF_INET, AF_INET6, SHUT_RD, SHUT_RDWR, SHUT_WR};
-use crate::pipe::{FIONREAD, anon_kstat, next_ino, send_sigpipe};
+use crate::pipe::{FIONREAD, next_ino, send_sigpipe};
 use addr::{Sa, canon6, overlap, pick_port, route, unmap};
 use opt::{LOOPBACK_MSS, LOOPBACK_MTU, OptCtx, Opts, Proto};
 use std::any::Any;
@@ -40,7 +40,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 use um_kernel::task::lock;
-use um_kernel::vfs::{FileOps, GuestMem, Kstat, mode};
+use um_kernel::vfs::{FileOps, GuestMem, Kstat};
 use um_kernel::wait::{IoCtx, PollTable, WaitError, WaitQueue, wait_event};
 use um_uapi::abi::inet::{IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, ip, ipv6, tcp};
 use um_uapi::abi::poll::{
@@ -1030,14 +1030,7 @@ impl FileOps for InetFile {
     }
 
     fn stat(&self) -> SysResult<Kstat> {
-        let (u, g) = self.sock.owner;
-        Ok(anon_kstat(
-            mode::S_IFSOCK | 0o777,
-            self.sock.ino,
-            0x08,
-            u,
-            g,
-        ))
+        Ok(super::sock_kstat(self.sock.ino, self.sock.owner))
     }
 
     fn size(&self) -> SysResult<u64> {

@@ -175,6 +175,12 @@ pub struct Control {
     pub creds: Option<Ucred>,
 }
 
+/// The `stat` of a socket (a sockfs inode: `S_IFSOCK | 0777` on the anonymous device 0:8),
+/// numbered `ino`, owned by its creator's `(uid, gid)`.
+pub fn sock_kstat(ino: u64, (uid, gid): (u32, u32)) -> um_kernel::vfs::Kstat {
+    crate::pipe::anon_kstat(um_kernel::vfs::mode::S_IFSOCK | 0o777, ino, 0x08, uid, gid)
+}
+
 /// The control messages of a `msg_control` buffer, each header with its data (Linux
 /// `for_each_cmsghdr` with `__scm_send`'s check): a length shorter than the header or past the
 /// end of the buffer is `EINVAL` and ends the walk; a tail too short for a header ends it

@@ -17,13 +17,13 @@ use super::{
     MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SHUT_RD, SHUT_RDWR, SHUT_WR, SOCK_DGRAM, SOCK_SEQPACKET,
     SOCK_STREAM, Ucred,
 };
-use crate::pipe::{FIONREAD, anon_kstat, next_ino, send_sigpipe};
+use crate::pipe::{FIONREAD, next_ino, send_sigpipe};
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use um_kernel::task::{Task, lock};
-use um_kernel::vfs::{FileOps, GuestMem, Kstat, OpenFile, mode};
+use um_kernel::vfs::{FileOps, GuestMem, Kstat, OpenFile};
 use um_kernel::wait::{IoCtx, PollTable, WaitQueue};
 use um_uapi::abi::pod::Pod;
 use um_uapi::abi::poll::{
@@ -980,14 +980,7 @@ impl FileOps for SocketFile {
     }
 
     fn stat(&self) -> SysResult<Kstat> {
-        let (u, g) = self.sock.owner;
-        Ok(anon_kstat(
-            mode::S_IFSOCK | 0o777,
-            self.sock.ino,
-            0x08,
-            u,
-            g,
-        ))
+        Ok(super::sock_kstat(self.sock.ino, self.sock.owner))
     }
 
     fn size(&self) -> SysResult<u64> {
