@@ -40,13 +40,8 @@ pub const F_OWNER_TID: i32 = 0;
 pub const F_OWNER_PID: i32 = 1;
 pub const F_OWNER_PGRP: i32 = 2;
 
-/// `si_code` reasons of `SIGIO`/`SIGPOLL` (include/uapi/asm-generic/siginfo.h).
-pub const POLL_IN: i32 = 1;
-pub const POLL_OUT: i32 = 2;
-pub const POLL_MSG: i32 = 3;
-pub const POLL_ERR: i32 = 4;
-pub const POLL_PRI: i32 = 5;
-pub const POLL_HUP: i32 = 6;
+/// `si_code` reasons of `SIGIO`/`SIGPOLL` (include/uapi/asm-generic/siginfo.h), from uapi.
+pub use um_uapi::abi::signal::{POLL_ERR, POLL_HUP, POLL_IN, POLL_MSG, POLL_OUT, POLL_PRI};
 
 /// Whom the owner id names (`enum pid_type` as `f_owner` uses it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
