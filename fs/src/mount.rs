@@ -369,7 +369,7 @@ fn new_instance(
     data: &[u8],
 ) -> SysResult<Arc<dyn Inode>> {
     match fstype {
-        "tmpfs" => crate::tmpfs::TmpFs::new_root("tmpfs", false, data),
+        "tmpfs" => crate::tmpfs::TmpFs::new_root(data, k.frames.total_frames() as u64),
         "devtmpfs" => Ok(crate::devfs::devtmpfs()),
         "proc" => crate::procfs::mount(k),
         "sysfs" => crate::sysfs::mount(k),

@@ -10,9 +10,10 @@
 //! File data is page-granular and sparse, as in shmem (`pages.rs`): holes cost nothing and
 //! read as zeros, `lseek(SEEK_DATA/SEEK_HOLE)` sees them, `fallocate` reserves pages
 //! (`FALLOC_FL_KEEP_SIZE` too) or punches holes that free them. An instance mounted with
-//! `size=` or `nr_blocks=` counts its allocated pages and refuses more with `ENOSPC`;
-//! `statfs` reports its blocks. Without a limit (the default, `size=0`, or `size=N%`, since
-//! the percentage of RAM is not known here) nothing is refused.
+//! a limit counts its allocated pages and refuses more with `ENOSPC`; `statfs` reports its
+//! blocks. A user's mount is limited to half of the guest's RAM unless `size=` or
+//! `nr_blocks=` says otherwise (`size=N%` of RAM; `size=0` is unlimited), as Linux; the
+//! kernel's internal instances ([`TmpFs::new_root_inode`]) are unlimited.
 //!
 //! Every change to the tree takes the instance's namespace lock, so a rename between two
 //! directories sees both consistently; lookups take only the directory's own lock.
@@ -67,16 +68,18 @@ pub struct TmpFs {
 }
 
 impl TmpFs {
-    /// A new instance; returns its root directory. `data` is the mount option string
-    /// (`mode=`, `uid=`, `gid=`, `size=` and `nr_blocks=` are used; `nr_inodes=` and the
-    /// others are accepted and ignored). Without a size nothing limits the instance (Linux's
-    /// default is half of RAM).
-    pub fn new_root(_name: &str, _dev_only: bool, data: &[u8]) -> SysResult<Arc<dyn Inode>> {
-        let o = parse_options(data, 0o1777)?;
+    /// A new instance mounted by a user; returns its root directory. `data` is the mount
+    /// option string (`mode=`, `uid=`, `gid=`, `size=` and `nr_blocks=` are used;
+    /// `nr_inodes=` and the others are accepted and ignored); `ram_pages` is the guest's
+    /// memory in pages. Without a size the instance holds at most half of RAM, as Linux's
+    /// `shmem_default_max_blocks` (mm/shmem.c); `size=0` lifts the limit.
+    pub fn new_root(data: &[u8], ram_pages: u64) -> SysResult<Arc<dyn Inode>> {
+        let o = parse_options(data, 0o1777, ram_pages)?;
         Ok(Self::new_instance(o.mode, o.uid, o.gid, o.limit))
     }
 
-    /// A new unlimited instance with a root of permission bits `mode`, as a [`TmpInode`].
+    /// A new unlimited instance with a root of permission bits `mode`, as a [`TmpInode`]
+    /// (the kernel's internal mounts: Linux sets no limit on `SB_KERNMOUNT` instances).
     pub fn new_root_inode(mode: u32, uid: u32, gid: u32) -> Arc<TmpInode> {
         Self::new_instance(mode, uid, gid, u64::MAX)
     }
@@ -113,13 +116,13 @@ struct Options {
     limit: u64,
 }
 
-/// A number with an optional binary suffix (`memparse`: k, m, g, t, p, e), or a percentage of
-/// RAM (`size=50%`: the guest's memory is not known here, so a percentage leaves the size
-/// unlimited, `None`).
-fn parse_size(v: &str) -> SysResult<Option<u64>> {
+/// A number of bytes with an optional binary suffix (`memparse`: k, m, g, t, p, e), or a
+/// percentage of RAM (`size=50%`, `ram_pages` pages of `pg` bytes), as `shmem_parse_one`.
+fn parse_size(v: &str, ram_pages: u64, pg: u64) -> SysResult<u64> {
     if let Some(pct) = v.strip_suffix('%') {
-        pct.parse::<u64>().map_err(|_| Errno::EINVAL)?;
-        return Ok(None);
+        let pct = pct.parse::<u64>().map_err(|_| Errno::EINVAL)?;
+        // `size = totalram_pages() * PAGE_SIZE / 100 * size` (in that order, in bytes).
+        return (ram_pages * pg / 100).checked_mul(pct).ok_or(Errno::EINVAL);
     }
     let (digits, shift) = match v.as_bytes().last().map(u8::to_ascii_lowercase) {
         Some(b'k') => (&v[..v.len() - 1], 10),
@@ -133,15 +136,15 @@ fn parse_size(v: &str) -> SysResult<Option<u64>> {
     let n: u64 = digits.parse().map_err(|_| Errno::EINVAL)?;
     n.checked_shl(shift)
         .filter(|r| r >> shift == n)
-        .map(Some)
         .ok_or(Errno::EINVAL)
 }
 
 /// Parses `mode=`, `uid=`, `gid=`, `size=`, `nr_blocks=` from a tmpfs option string
-/// (`shmem_parse_one`). `size=0` / `nr_blocks=0` mean unlimited, as in Linux.
-fn parse_options(data: &[u8], default_mode: u32) -> SysResult<Options> {
+/// (`shmem_parse_one`). The default limit is half of the `ram_pages` (at least one page);
+/// `size=0` / `nr_blocks=0` mean unlimited, as in Linux.
+fn parse_options(data: &[u8], default_mode: u32, ram_pages: u64) -> SysResult<Options> {
     let (mut m, mut uid, mut gid) = (default_mode, 0, 0);
-    let mut limit = u64::MAX;
+    let mut limit = (ram_pages / 2).max(1);
     let pg = um_mm::page_size();
     let text = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
     for opt in text
@@ -156,15 +159,15 @@ fn parse_options(data: &[u8], default_mode: u32) -> SysResult<Options> {
             "gid" => gid = v.parse().map_err(|_| Errno::EINVAL)?,
             // `ctx->blocks = DIV_ROUND_UP(size, PAGE_SIZE)`.
             "size" => {
-                limit = match parse_size(v)? {
-                    Some(0) | None => u64::MAX,
-                    Some(b) => b.div_ceil(pg),
+                limit = match parse_size(v, ram_pages, pg)? {
+                    0 => u64::MAX,
+                    b => b.div_ceil(pg),
                 }
             }
             "nr_blocks" => {
-                limit = match parse_size(v)? {
-                    Some(0) | None => u64::MAX,
-                    Some(b) => b,
+                limit = match parse_size(v, ram_pages, pg)? {
+                    0 => u64::MAX,
+                    b => b,
                 }
             }
             "nr_inodes" | "mpol" | "huge" | "inode32" | "inode64" | "noswap" | "quota"
@@ -1060,28 +1063,37 @@ mod tests {
 
     #[test]
     fn options() {
-        let o = parse_options(b"mode=755,size=10m", 0o1777).unwrap();
         let pg = um_mm::page_size();
+        // A guest of 1000 pages: the default and percentages are of those.
+        let ram = 1000;
+        let o = parse_options(b"mode=755,size=10m", 0o1777, ram).unwrap();
         assert_eq!(
             (o.mode, o.uid, o.gid, o.limit),
             (0o755, 0, 0, (10 << 20) / pg)
         );
-        let o = parse_options(b"", 0o1777).unwrap();
-        assert_eq!((o.mode, o.limit), (0o1777, u64::MAX));
-        assert!(parse_options(b"bogus", 0o1777).is_err());
-        // size=0 and a percentage leave the instance unlimited; sizes round up to pages.
-        assert_eq!(parse_options(b"size=0", 0).unwrap().limit, u64::MAX);
-        assert_eq!(parse_options(b"size=50%", 0).unwrap().limit, u64::MAX);
-        assert_eq!(parse_options(b"size=1", 0).unwrap().limit, 1);
+        let o = parse_options(b"", 0o1777, ram).unwrap();
+        assert_eq!((o.mode, o.limit), (0o1777, 500));
+        assert!(parse_options(b"bogus", 0o1777, ram).is_err());
+        // size=0 lifts the limit; a percentage is of RAM; sizes round up to pages.
+        assert_eq!(parse_options(b"size=0", 0, ram).unwrap().limit, u64::MAX);
+        assert_eq!(parse_options(b"size=50%", 0, ram).unwrap().limit, 500);
+        assert_eq!(parse_options(b"size=10%", 0, ram).unwrap().limit, 100);
+        assert!(parse_options(b"size=x%", 0, ram).is_err());
+        assert_eq!(parse_options(b"size=1", 0, ram).unwrap().limit, 1);
         assert_eq!(
-            parse_options(b"size=32M", 0).unwrap().limit,
+            parse_options(b"size=32M", 0, ram).unwrap().limit,
             (32 << 20) / pg
         );
-        assert_eq!(parse_options(b"nr_blocks=3", 0).unwrap().limit, 3);
-        assert_eq!(parse_options(b"nr_blocks=1k", 0).unwrap().limit, 1024);
-        assert_eq!(parse_options(b"nr_blocks=0", 0).unwrap().limit, u64::MAX);
-        assert!(parse_options(b"size=12q", 0).is_err());
-        assert!(parse_options(b"size=99999999999e", 0).is_err());
+        assert_eq!(parse_options(b"nr_blocks=3", 0, ram).unwrap().limit, 3);
+        assert_eq!(parse_options(b"nr_blocks=1k", 0, ram).unwrap().limit, 1024);
+        assert_eq!(
+            parse_options(b"nr_blocks=0", 0, ram).unwrap().limit,
+            u64::MAX
+        );
+        assert!(parse_options(b"size=12q", 0, ram).is_err());
+        assert!(parse_options(b"size=99999999999e", 0, ram).is_err());
+        // A tiny guest still gets a page.
+        assert_eq!(parse_options(b"", 0, 1).unwrap().limit, 1);
     }
 
     fn file_of(f: &Arc<dyn Inode>) -> TmpFile {
@@ -1092,7 +1104,7 @@ mod tests {
     #[test]
     fn size_limit_counts_pages_not_lengths() {
         let pg = um_mm::page_size();
-        let root = TmpFs::new_root("tmpfs", false, format!("size={}", 4 * pg).as_bytes()).unwrap();
+        let root = TmpFs::new_root(format!("size={}", 4 * pg).as_bytes(), 1000).unwrap();
         let f = root.create(b"f", 0o644, own()).unwrap();
         let size = |n: u64| SetAttr {
             size: Some(n),

@@ -188,10 +188,12 @@ fn remove_dev_junk(dev: &Path, since: std::time::SystemTime) -> Vec<String> {
 }
 
 /// The guest's memory for a test: 1G (getrusage03 wants 512 MB available), more for the
-/// tests in tools/ltp/run's `TEST_MEM` (fallocate06's 1 GB tmpfs needs 2 GB MemAvailable).
+/// tests in tools/ltp/run's `TEST_MEM` (fallocate06's 1 GB tmpfs needs 2 GB MemAvailable;
+/// sendfile09 needs 5 GB free on a tmpfs, which holds at most half of RAM).
 fn test_mem(name: &str) -> &'static str {
     match name {
         "fallocate06" => "3G",
+        "sendfile09" => "12G",
         _ => "1G",
     }
 }
