@@ -55,6 +55,18 @@ pub fn set_tls_call(v: u64) -> Option<(u64, [u64; 6])> {
     }
 }
 
+/// The host call that makes `rdtsc` fault (`off`) or work again in the calling stub thread:
+/// `prctl(PR_SET_TSC, PR_TSC_SIGSEGV or PR_TSC_ENABLE)`, the host's own TIF_NOTSC
+/// (arch/x86/kernel/process.c `set_tsc_mode`). None where the host has no such control.
+pub fn tsc_call(off: bool) -> Option<(u64, [u64; 6])> {
+    if !HAS_TSC_CTL {
+        return None;
+    }
+    // include/uapi/linux/prctl.h: PR_SET_TSC 26, PR_TSC_ENABLE 1, PR_TSC_SIGSEGV 2.
+    let mode = if off { 2 } else { 1 };
+    syscalls::number("prctl").map(|n| (u64::from(n), [26, mode, 0, 0, 0, 0]))
+}
+
 /// Leaves a syscall-entry stop `s` for the stop at which the kernel answers the call, and
 /// returns that stop with the guest's registers as they were at entry. `neutral`: `None` under
 /// `PTRACE_SYSEMU` (the host skips the call); `Some(nr)` under `PTRACE_SYSCALL`: the call's

@@ -213,6 +213,9 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
                 },
             );
         }
+        if crate::arch::HAS_TSC_CTL {
+            th.set_tsc_sigsegv(task.tsc_sigsegv.load(Ordering::Relaxed));
+        }
         task.in_guest.store(true, Ordering::Release);
         // A signal that arrived between the check above and now: the kick is a host signal,
         // which stays pending on the stub thread and interrupts it right away.

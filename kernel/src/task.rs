@@ -365,6 +365,10 @@ pub struct Task {
     /// current value into both.
     pub timer_slack_ns: AtomicU64,
     pub default_timer_slack_ns: AtomicU64,
+    /// prctl(PR_SET_TSC, PR_TSC_SIGSEGV): rdtsc faults in this thread (Linux TIF_NOTSC,
+    /// arch/x86/kernel/process.c); copied to the threads and processes it creates and kept
+    /// across execve. The engine makes the host thread agree before the guest runs.
+    pub tsc_sigsegv: AtomicBool,
     /// CPU-time accounting ([`crate::cputime`]).
     pub cpu: crate::cputime::TaskCpu,
 }
@@ -394,6 +398,7 @@ impl Task {
             pdeath_signal: AtomicU32::new(0),
             timer_slack_ns: AtomicU64::new(DEFAULT_TIMER_SLACK_NS),
             default_timer_slack_ns: AtomicU64::new(DEFAULT_TIMER_SLACK_NS),
+            tsc_sigsegv: AtomicBool::new(false),
             cpu: Default::default(),
         });
         lock(&t.process.threads).push(Arc::downgrade(&t));

@@ -32,6 +32,39 @@ enum Engine {
     Seccomp(seccomp::SeccompThread),
 }
 
+/// Whether `rdtsc` faults in a stub thread: what the guest thread asked for with
+/// prctl(PR_SET_TSC) and what its host thread has. The host state follows the thread: a fresh
+/// stub process starts with the TSC readable, a thread the stub clones inherits its creator's
+/// (the host's TIF_NOTSC is copied on clone, as the guest's is).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Tsc {
+    /// The guest thread's mode (Task::tsc_sigsegv).
+    pub want_off: bool,
+    /// The host thread's.
+    pub host_off: bool,
+}
+
+impl Tsc {
+    /// The host call that brings the host thread to the guest's mode, if it differs (the
+    /// caller makes it in the stub thread before the guest runs).
+    pub fn sync_call(&mut self) -> Option<(u64, [u64; 6])> {
+        if self.want_off == self.host_off {
+            return None;
+        }
+        let c = crate::arch::tsc_call(self.want_off)?;
+        self.host_off = self.want_off;
+        Some(c)
+    }
+
+    /// The state of a host thread cloned from this one.
+    pub fn inherited(self) -> Tsc {
+        Tsc {
+            want_off: self.host_off,
+            host_off: self.host_off,
+        }
+    }
+}
+
 /// One guest thread as the run loop sees it, in whichever engine runs it.
 pub struct GuestThread {
     /// The guest registers (valid whenever the guest is not running).
@@ -88,6 +121,15 @@ impl GuestThread {
                 self.regs = s.regs;
                 r
             }
+        }
+    }
+
+    /// Whether `rdtsc` must fault in this thread (prctl(PR_SET_TSC, PR_TSC_SIGSEGV)): the
+    /// next switch makes the host thread agree before the guest runs.
+    pub fn set_tsc_sigsegv(&mut self, off: bool) {
+        match &mut self.engine {
+            Engine::Ptrace(p) => p.tsc.want_off = off,
+            Engine::Seccomp(s) => s.tsc.want_off = off,
         }
     }
 

@@ -77,6 +77,8 @@ pub struct PtraceThread {
     stub: Arc<StubProcess>,
     tid: libc::pid_t,
     intercept: Intercept,
+    /// Whether rdtsc faults, for the guest thread and in its host thread.
+    pub(crate) tsc: super::Tsc,
 }
 
 fn prot_bits(p: Prot) -> u64 {
@@ -152,6 +154,7 @@ impl PtraceThread {
             stub,
             tid: pid,
             intercept,
+            tsc: super::Tsc::default(),
         };
         let page = um_os_linux::probe::page_size() as u64;
         let data_addr = base + layout::DATA_OFFSET;
@@ -206,6 +209,7 @@ impl PtraceThread {
             template: self.template,
             stub: self.stub.clone(),
             intercept: self.intercept,
+            tsc: self.tsc.inherited(),
         }
     }
 
@@ -302,6 +306,15 @@ impl PtraceThread {
     pub fn switch(&mut self, ops: &[HostOp], interrupted: impl Fn() -> bool) -> io::Result<Event> {
         if !ops.is_empty() {
             self.flush(ops)?;
+        }
+        if let Some((n, args)) = self.tsc.sync_call() {
+            let r = self.inject(n, args)?;
+            if r < 0 {
+                return Err(io::Error::other(format!(
+                    "host prctl(PR_SET_TSC) failed: {}",
+                    io::Error::from_raw_os_error(-r as i32)
+                )));
+            }
         }
         if interrupted() {
             return Ok(Event::Interrupted);
@@ -422,6 +435,8 @@ pub struct SiblingSeed {
     template: Regs,
     stub: Arc<StubProcess>,
     intercept: Intercept,
+    /// The TSC mode the new host thread inherited from the thread that cloned it.
+    tsc: super::Tsc,
 }
 
 impl SiblingSeed {
@@ -435,6 +450,7 @@ impl SiblingSeed {
             stub: self.stub.clone(),
             tid,
             intercept: self.intercept,
+            tsc: self.tsc,
         })
     }
 }

@@ -65,6 +65,10 @@ const STUB_CALLS: [&str; 11] = [
     "arch_prctl",
 ];
 
+/// Also allowed from the stub's code page where the host has a TSC control: `prctl`, for
+/// PR_SET_TSC on behalf of the guest thread ([`crate::arch::tsc_call`]).
+const STUB_TSC_CALL: &str = "prctl";
+
 /// How long the kernel waits on a parked handoff before it checks that the stub still lives.
 const LIVENESS_PERIOD: Duration = Duration::from_millis(200);
 
@@ -171,6 +175,9 @@ pub struct SeccompThread {
     /// the stub while the kernel served, and by the kernel while the guest ran.
     stub_spun: u64,
     kernel_spun: u64,
+    /// Whether rdtsc faults, for the guest thread and in its host thread. While it does the
+    /// stub must not spin (its spin clock is the TSC): it parks at once.
+    pub(crate) tsc: super::Tsc,
 }
 
 /// How many handoffs a missed spin makes the waiting side park at once.
@@ -233,7 +240,9 @@ fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
     put(layout::SETUP_SIGSET, 0);
     let allowed: Vec<u32> = STUB_CALLS
         .iter()
-        .filter_map(|n| crate::arch::syscalls::number(n))
+        .copied()
+        .chain(crate::arch::HAS_TSC_CTL.then_some(STUB_TSC_CALL))
+        .filter_map(crate::arch::syscalls::number)
         .collect();
     let audit_arch = u32::from(crate::arch::ELF_MACHINE) | 0x8000_0000 | 0x4000_0000;
     let filter = layout::stub_filter(audit_arch, base, 0x1000, &allowed);
@@ -445,6 +454,7 @@ impl SeccompThread {
             owned_since: Instant::now(),
             stub_spun: 0,
             kernel_spun: 0,
+            tsc: super::Tsc::default(),
         }
     }
 
@@ -470,7 +480,12 @@ impl SeccompThread {
     /// its spin (a thread that blocks in the kernel, e.g. in read or wait4, keeps doing so).
     fn hand_to_stub(&mut self) {
         let tuning = self.proc.tuning;
-        if tuning.spin_ticks != 0 {
+        if self.tsc.host_off {
+            // rdtsc would fault in the stub's spin loop: park at once; the backoff brings the
+            // spin back once the TSC works again.
+            self.store(layout::SLOT_SPIN, 0);
+            self.stub_backoff = BACKOFF;
+        } else if tuning.spin_ticks != 0 {
             let served = self.owned_since.elapsed();
             if self.stub_backoff == 0 {
                 // The stub was told to spin: it spun for the serve, up to its spin.
@@ -712,6 +727,9 @@ impl SeccompThread {
             }
             self.host_tls = Some(tls);
         }
+        if let Some(c) = self.tsc.sync_call() {
+            calls.push(c);
+        }
         let protect_enomem = |i: usize, r: i64| {
             // mm only protects pages it has PTEs for; if the host never had one mapped,
             // mprotect says ENOMEM and the next access simply faults it in.
@@ -773,6 +791,12 @@ impl SeccompThread {
             .proc
             .alloc_slot()
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EAGAIN))?;
+        if self.tsc.host_off {
+            // The new host thread inherits a faulting rdtsc: it must not spin either.
+            self.proc
+                .slots
+                .store(self.proc.word(slot, layout::SLOT_SPIN), 0);
+        }
         self.store(layout::SLOT_CMD_ARG, self.proc.slot_addr(slot));
         let r = self.run(&[], layout::CMD_CLONE, &|_, _| false);
         let res = self.load(layout::SLOT_CMD_RESULT) as i64;
@@ -783,6 +807,7 @@ impl SeccompThread {
                     proc: self.proc.clone(),
                     slot,
                     template: self.template,
+                    tsc: self.tsc.inherited(),
                 },
             )),
             Ok(_) if res < 0 => {
@@ -852,12 +877,15 @@ pub struct SeccompSeed {
     proc: Arc<SeccompProcess>,
     slot: usize,
     template: Regs,
+    /// The TSC mode the new host thread inherited from the thread that cloned it.
+    tsc: super::Tsc,
 }
 
 impl SeccompSeed {
     /// Takes over the new thread `tid` (waits for its first trap) with guest registers `regs`.
     pub fn attach(&self, tid: libc::pid_t, regs: Regs) -> io::Result<SeccompThread> {
         let mut th = SeccompThread::on_slot(self.proc.clone(), self.slot, tid, regs, self.template);
+        th.tsc = self.tsc;
         th.first_handoff()?;
         th.regs = regs;
         Ok(th)

@@ -150,6 +150,8 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
     let slack = parent_task.timer_slack_ns.load(Ordering::Relaxed);
     task.timer_slack_ns.store(slack, Ordering::Relaxed);
     task.default_timer_slack_ns.store(slack, Ordering::Relaxed);
+    let notsc = parent_task.tsc_sigsegv.load(Ordering::Relaxed);
+    task.tsc_sigsegv.store(notsc, Ordering::Relaxed);
     if f.contains(CloneFlags::CHILD_CLEARTID) {
         *lock(&task.clear_child_tid) = a.child_tid;
     }

@@ -212,8 +212,9 @@ const PR_GET_CHILD_SUBREAPER: u64 = 37;
 const PR_SET_NO_NEW_PRIVS: u64 = 38;
 const PR_GET_NO_NEW_PRIVS: u64 = 39;
 const PR_SET_VMA: u64 = 0x53564d41;
-/// PR_SET_TSC's mode "rdtsc allowed" (include/uapi/linux/prctl.h).
-const PR_TSC_ENABLE: u32 = 1;
+/// PR_SET_TSC's modes "rdtsc allowed" and "rdtsc raises SIGSEGV" (include/uapi/linux/prctl.h).
+const PR_TSC_ENABLE: u64 = 1;
+const PR_TSC_SIGSEGV: u64 = 2;
 const CAP_SETPCAP: u32 = 8;
 /// include/uapi/linux/securebits.h: the settable bits (NOROOT, NO_SETUID_FIXUP, KEEP_CAPS,
 /// NO_CAP_AMBIENT_RAISE) and their locks.
@@ -348,16 +349,22 @@ fn prctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             Ok(0)
         }
         PR_GET_TIMERSLACK => Ok(c.task.timer_slack_ns.load(Ordering::Relaxed)),
-        // rdtsc always works here: PR_TSC_ENABLE.
+        // arch/x86/kernel/process.c `get_tsc_mode`/`set_tsc_mode`: per thread (TIF_NOTSC).
+        // The engine makes the host thread's own mode agree before the guest runs again, so
+        // rdtsc faults in the host and the fault comes back as the guest's SIGSEGV.
         PR_GET_TSC if crate::arch::HAS_TSC_CTL => {
-            c.write_u32(a[1], PR_TSC_ENABLE)?;
+            let off = c.task.tsc_sigsegv.load(Ordering::Relaxed);
+            let mode = if off { PR_TSC_SIGSEGV } else { PR_TSC_ENABLE };
+            c.write_u32(a[1], mode as u32)?;
             Ok(0)
         }
-        // PR_TSC_SIGSEGV (Linux TIF_NOTSC, arch/x86/kernel/process.c `set_tsc_mode`) would
-        // need the host prctl made by the guest thread's own stub thread, and again in every
-        // stub a fork or exec creates; not yet, so it is refused rather than silently ignored.
         PR_SET_TSC if crate::arch::HAS_TSC_CTL => match a[1] {
-            1 => Ok(0),
+            PR_TSC_ENABLE | PR_TSC_SIGSEGV => {
+                c.task
+                    .tsc_sigsegv
+                    .store(a[1] == PR_TSC_SIGSEGV, Ordering::Relaxed);
+                Ok(0)
+            }
             _ => Err(Errno::EINVAL),
         },
         PR_SET_NO_NEW_PRIVS => {
