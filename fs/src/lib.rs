@@ -35,4 +35,5 @@ pub mod sys;
 pub mod sysfs;
 pub mod timerfd;
 pub mod tmpfs;
+pub mod userfaultfd;
 pub mod vdso;

@@ -255,7 +255,14 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
                 } else {
                     repeat = (addr, 0);
                 }
-                let r = if repeat.1 >= 2 {
+                // userfaultfd: a missing page of a registered range (or a write to a
+                // write-protected one) goes to its monitor; the thread sleeps there
+                // (interruptibly) and, once woken, comes round the loop (signals first) and
+                // retries the access (fs/userfaultfd.c handle_userfault, VM_FAULT_RETRY).
+                let uffd = lock_mm(&task.mm()).userfault(addr, access);
+                let r = if let Some((ctx, flags)) = uffd {
+                    ctx.handle_fault(addr, flags)
+                } else if repeat.1 >= 2 {
                     Err(SegvCode::AccErr)
                 } else {
                     let mm_arc = task.mm();

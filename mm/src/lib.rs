@@ -31,4 +31,4 @@ pub use mm::{Access, HostOp, Layout, MapFlags, Mm, Prot, SegvCode, Vdso};
 pub use pagecache::{PageCache, VmFile};
 pub use pagetable::{PageTable, Pte, PteFlags};
 pub use shmem::Shmem;
-pub use vma::{Backing, VmLock, Vma};
+pub use vma::{Backing, UffdReg, Userfault, VmLock, Vma};

@@ -28,7 +28,12 @@ use bitflags::bitflags;
 use um_uapi::Errno;
 
 use crate::{
-    Backing, FrameAllocator, Granule, PageCache, PageTable, Pte, PteFlags, Shmem, VmLock, Vma,
+    Backing, FrameAllocator, Granule, PageCache, PageTable, Pte, PteFlags, Shmem, UffdReg,
+    Userfault, VmLock, Vma,
+};
+use um_uapi::abi::userfaultfd::{
+    UFFD_PAGEFAULT_FLAG_WP, UFFD_PAGEFAULT_FLAG_WRITE, UFFDIO_REGISTER_MODE_MISSING,
+    UFFDIO_REGISTER_MODE_WP,
 };
 
 bitflags! {
@@ -173,6 +178,7 @@ fn with_prot(flags: PteFlags, prot: Prot) -> PteFlags {
 /// Whether a write may go straight to the PTE's frame.
 fn write_ok(flags: PteFlags) -> bool {
     !flags.contains(PteFlags::COW)
+        && !flags.contains(PteFlags::UFFD_WP)
         && (!flags.contains(PteFlags::FILE | PteFlags::SHARED) || flags.contains(PteFlags::DIRTY))
 }
 
@@ -214,6 +220,9 @@ pub struct Mm {
     /// Pages of this address space's accounted vmas, charged to the frames'
     /// [`crate::commit::Commit`].
     committed: u64,
+    /// Pages `UFFDIO_POISON` marked (Linux's `PTE_MARKER_POISONED`): no PTE, and an access is
+    /// SIGBUS until the page is unmapped or zapped.
+    poisoned: std::collections::BTreeSet<u64>,
 }
 
 /// Where exec mapped the vDSO (Linux `mm->context.vdso`): kept even if the guest unmaps or
@@ -245,6 +254,7 @@ impl Mm {
             vdso: None,
             def_lock: VmLock::None,
             committed: 0,
+            poisoned: Default::default(),
         }
     }
 
@@ -399,6 +409,10 @@ impl Mm {
         // not one per page).
         for (va, pte) in self.pt.drain_range(start, end).into_iter().rev() {
             self.release(vma, va, pte);
+        }
+        // zap_nonpresent_ptes: userfaultfd poison markers go too.
+        if !self.poisoned.is_empty() {
+            self.poisoned.retain(|&va| va < start || va >= end);
         }
     }
 
@@ -647,6 +661,7 @@ impl Mm {
                 may_write,
                 dont_dump: false,
                 accounted,
+                uffd: None,
             },
         );
         self.merge_around(addr, addr + len);
@@ -843,6 +858,7 @@ impl Mm {
                 may_write: true,
                 dont_dump: false,
                 accounted: true,
+                uffd: None,
             },
         );
         self.merge_around(oldbrk, newbrk);
@@ -996,9 +1012,22 @@ impl Mm {
             start: new_addr,
             end: new_addr + new_len,
             backing: vma.backing.advanced(old_addr - vma.start),
+            // mremap_userfaultfd_prep: without UFFD_FEATURE_EVENT_REMAP (not offered) the moved
+            // range leaves its userfaultfd behind; with DONTUNMAP the old range keeps it.
+            uffd: None,
             ..vma.clone()
         };
         if old_len > 0 {
+            // move_ptes: userfaultfd poison markers move with the pages.
+            let marks: Vec<u64> = self
+                .poisoned
+                .range(old_addr..old_addr + old_len)
+                .copied()
+                .collect();
+            for va in marks {
+                self.poisoned.remove(&va);
+                self.poisoned.insert(va - old_addr + new_addr);
+            }
             let moved = self.pt.drain_range(old_addr, old_addr + old_len);
             self.ops.push(HostOp::Unmap {
                 addr: old_addr,
@@ -1356,8 +1385,16 @@ impl Mm {
         }
         let (mut pte, fresh) = match self.pt.get(va) {
             Some(p) => (p, false),
+            // A userfaultfd poison marker (mm/memory.c do_pte_missing -> VM_FAULT_HWPOISON).
+            None if self.poisoned.contains(&va) => return Err(SegvCode::Bus),
             None => (self.new_pte(&vma, va)?, true),
         };
+        // A userfaultfd write-protected page whose write no monitor claimed (unregistered,
+        // descriptor closed, or the kernel's own copy): the protection lapses, as
+        // userfaultfd_clear_vma clears it.
+        if write {
+            pte.flags.remove(PteFlags::UFFD_WP);
+        }
         if write && !write_ok(pte.flags) {
             if pte.flags.contains(PteFlags::COW) {
                 match self.break_cow(pte) {
@@ -1400,6 +1437,235 @@ impl Mm {
         self.fault_page(addr, access, false).map(|_| ())
     }
 
+    // userfaultfd, the vma side (mm/userfaultfd.c; the descriptor is fs/src/userfaultfd.rs).
+
+    /// Whether the guest fault at `addr` goes to a userfaultfd monitor instead of being
+    /// resolved (mm/memory.c `do_anonymous_page` -> `handle_userfault` for a `VM_UFFD_MISSING`
+    /// vma): the page has no PTE, its vma is registered for missing faults with a context
+    /// that is still open, and the access is allowed (an access error is SIGSEGV first, as in
+    /// Linux). Returns the context and the message's `UFFD_PAGEFAULT_FLAG_*`. Only guest faults
+    /// ask: the kernel's own copies ([`Mm::read_bytes`] ...) and prefaulting fill such pages
+    /// with zeros, where Linux would block them on the monitor too.
+    /// A write to a present page write-protected by `UFFDIO_WRITEPROTECT` in a range
+    /// registered in WP mode goes to the monitor too (mm/memory.c `do_wp_page` ->
+    /// `handle_userfault(VM_UFFD_WP)`, flags WP | WRITE).
+    pub fn userfault(&self, addr: u64, access: Access) -> Option<(Arc<dyn Userfault>, u64)> {
+        let vma = self.vma_at(addr)?;
+        let reg = vma.uffd.as_ref()?;
+        let allowed = match access {
+            Access::Read => accessible(vma.prot),
+            Access::Write => vma.prot.contains(Prot::WRITE),
+            Access::Exec => vma.prot.contains(Prot::EXEC),
+        };
+        if !allowed || reg.ctx.released() {
+            return None;
+        }
+        let write = if access == Access::Write {
+            UFFD_PAGEFAULT_FLAG_WRITE
+        } else {
+            0
+        };
+        let va = self.granule.align_down(addr);
+        let flags = match self.pt.get(va) {
+            None if self.poisoned.contains(&va) => return None,
+            None if reg.mode & UFFDIO_REGISTER_MODE_MISSING != 0 => write,
+            Some(p)
+                if write != 0
+                    && p.flags.contains(PteFlags::UFFD_WP)
+                    && reg.mode & UFFDIO_REGISTER_MODE_WP != 0 =>
+            {
+                UFFD_PAGEFAULT_FLAG_WP | write
+            }
+            _ => return None,
+        };
+        Some((reg.ctx.clone(), flags))
+    }
+
+    /// Whether `vma` can be registered (fs/userfaultfd.c `vma_can_userfault` for
+    /// `VM_UFFD_MISSING`): private anonymous memory only here (Linux also takes shmem and
+    /// hugetlbfs).
+    fn uffd_capable(vma: &Vma) -> bool {
+        matches!(vma.backing, Backing::Anon) && !vma.is_shared()
+    }
+
+    /// `UFFDIO_REGISTER`'s vma part (fs/userfaultfd.c `userfaultfd_register`) for a validated
+    /// page-aligned `[start, end)`: at least one vma must lie in it (`EINVAL`), each one must
+    /// be able to take it (`EINVAL`) and not be registered with another open context
+    /// (`EBUSY`). The vmas are split at the ends and marked.
+    pub fn uffd_register(&mut self, start: u64, end: u64, reg: UffdReg) -> Result<(), Errno> {
+        let keys = self.keys_in(start, end);
+        if keys.is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        for v in keys.iter().map(|k| &self.vmas[k]) {
+            if !Self::uffd_capable(v) {
+                return Err(Errno::EINVAL);
+            }
+            if let Some(r) = &v.uffd
+                && !r.is(&reg.ctx)
+                && !r.ctx.released()
+            {
+                return Err(Errno::EBUSY);
+            }
+        }
+        self.update_range(start, end, |v| v.uffd = Some(reg.clone()));
+        Ok(())
+    }
+
+    /// `UFFDIO_UNREGISTER`'s vma part (`userfaultfd_unregister`): clears `ctx`'s registration
+    /// in `[start, end)`; `EINVAL` when no vma lies there or one could never be registered.
+    pub fn uffd_unregister(
+        &mut self,
+        start: u64,
+        end: u64,
+        ctx: &Arc<dyn Userfault>,
+    ) -> Result<(), Errno> {
+        let keys = self.keys_in(start, end);
+        if keys.is_empty() || keys.iter().any(|k| !Self::uffd_capable(&self.vmas[k])) {
+            return Err(Errno::EINVAL);
+        }
+        // userfaultfd_clear_vma: the write-protect bits go with the registration.
+        for k in self.keys_in(start, end) {
+            let v = &self.vmas[&k];
+            if v.uffd.as_ref().is_some_and(|r| r.is(ctx)) {
+                let (s, e) = (v.start.max(start), v.end.min(end));
+                self.uffd_wp_range(s, e, false);
+            }
+        }
+        self.update_range(start, end, |v| {
+            if v.uffd.as_ref().is_some_and(|r| r.is(ctx)) {
+                v.uffd = None;
+            }
+        });
+        Ok(())
+    }
+
+    /// `UFFDIO_WRITEPROTECT`'s vma part (mm/userfaultfd.c `mwriteprotect_range`): sets or
+    /// clears the write-protect bit of the present pages of `[start, end)`; every vma there
+    /// must be registered in WP mode with `ctx` (`ENOENT` otherwise, or when there is none).
+    /// Pages not present are not marked (no `UFFD_FEATURE_WP_UNPOPULATED`).
+    pub fn uffd_writeprotect(
+        &mut self,
+        start: u64,
+        end: u64,
+        wp: bool,
+        ctx: &Arc<dyn Userfault>,
+    ) -> Result<(), Errno> {
+        let keys = self.keys_in(start, end);
+        let registered = |v: &Vma| {
+            v.uffd
+                .as_ref()
+                .is_some_and(|r| r.is(ctx) && r.mode & UFFDIO_REGISTER_MODE_WP != 0)
+        };
+        if keys.is_empty() || keys.iter().any(|k| !registered(&self.vmas[k])) {
+            return Err(Errno::ENOENT);
+        }
+        self.uffd_wp_range(start, end, wp);
+        Ok(())
+    }
+
+    /// Sets or clears `UFFD_WP` on the present pages of `[start, end)` and queues the host
+    /// protection that follows (`uffd_wp_range`).
+    fn uffd_wp_range(&mut self, start: u64, end: u64, wp: bool) {
+        for k in self.keys_in(start, end) {
+            let v = self.vmas[&k].clone();
+            let (s, e) = (v.start.max(start), v.end.min(end));
+            let size = self.granule.size();
+            let ops = &mut self.ops;
+            self.pt.update_in(s, e, |va, pte| {
+                let flags = if wp {
+                    pte.flags | PteFlags::UFFD_WP
+                } else {
+                    pte.flags - PteFlags::UFFD_WP
+                };
+                if flags == pte.flags {
+                    return;
+                }
+                let prot = effective_prot(&v, flags);
+                pte.flags = with_prot(flags, prot);
+                ops.push(HostOp::Protect {
+                    addr: va,
+                    len: size,
+                    prot,
+                });
+            });
+        }
+    }
+
+    /// Whether `[start, end)` lies in one vma registered with `ctx` (mm/userfaultfd.c
+    /// `find_dst_vma`; `ENOENT` otherwise), the destination check of `UFFDIO_COPY` and
+    /// `UFFDIO_ZEROPAGE`.
+    pub fn uffd_dst_ok(&self, start: u64, end: u64, ctx: &Arc<dyn Userfault>) -> Result<(), Errno> {
+        match self.vma_at(start) {
+            Some(v) if end <= v.end && v.uffd.as_ref().is_some_and(|r| r.is(ctx)) => Ok(()),
+            _ => Err(Errno::ENOENT),
+        }
+    }
+
+    /// `UFFDIO_POISON` (mm/userfaultfd.c `mfill_atomic_pte_poison`): marks the missing page
+    /// `va` so that an access raises SIGBUS; `ENOENT` unless `va` lies in a vma registered
+    /// with `ctx`, `EEXIST` if it is present or marked.
+    pub fn uffd_poison(&mut self, va: u64, ctx: &Arc<dyn Userfault>) -> Result<(), Errno> {
+        self.uffd_dst_ok(va, va + self.granule.size(), ctx)?;
+        if self.pt.get(va).is_some() || !self.poisoned.insert(va) {
+            return Err(Errno::EEXIST);
+        }
+        Ok(())
+    }
+
+    /// Installs a new private anonymous page at the page `va` holding `data` (`UFFDIO_COPY`,
+    /// mm/userfaultfd.c `mfill_atomic_pte_copy`) or zeros (`UFFDIO_ZEROPAGE`), mapped with the
+    /// vma's protection: `ENOENT` unless `va` lies in a vma registered with `ctx`, `EEXIST` if
+    /// the page is present, `ENOMEM` without a frame.
+    /// `wp` (`UFFDIO_COPY_MODE_WP`) maps it write-protected, which needs a WP registration
+    /// (`EINVAL`).
+    pub fn uffd_fill(
+        &mut self,
+        va: u64,
+        data: Option<&[u8]>,
+        wp: bool,
+        ctx: &Arc<dyn Userfault>,
+    ) -> Result<(), Errno> {
+        let size = self.granule.size();
+        self.uffd_dst_ok(va, va + size, ctx)?;
+        let vma = self.vma_at(va).cloned().ok_or(Errno::ENOENT)?;
+        if wp
+            && vma
+                .uffd
+                .as_ref()
+                .is_none_or(|r| r.mode & UFFDIO_REGISTER_MODE_WP == 0)
+        {
+            return Err(Errno::EINVAL);
+        }
+        if self.pt.get(va).is_some() || self.poisoned.contains(&va) {
+            return Err(Errno::EEXIST);
+        }
+        let frame = self.frames.alloc_zeroed().map_err(|_| Errno::ENOMEM)?;
+        if let Some(d) = data {
+            self.frames
+                .write(frame, 0, &d[..d.len().min(size as usize)]);
+        }
+        let mut flags = PteFlags::ANON | PteFlags::DIRTY;
+        if wp {
+            flags |= PteFlags::UFFD_WP;
+        }
+        let prot = effective_prot(&vma, flags);
+        self.pt.set(
+            va,
+            Pte {
+                frame,
+                flags: with_prot(flags, prot),
+            },
+        );
+        self.ops.push(HostOp::Map {
+            addr: va,
+            len: size,
+            prot,
+            phys_offset: self.frames.offset(frame),
+        });
+        Ok(())
+    }
+
     /// Fault-around for sequential anonymous faults: after a fault at `addr`, maps up to
     /// `pages` more pages right after it, as a write fault would (zero-filled, writable), while
     /// they lie in the same private anonymous writable vma and have no PTE yet. Returns how
@@ -1410,9 +1676,11 @@ impl Mm {
         let Some(vma) = self.vma_at(addr).cloned() else {
             return 0;
         };
+        // A userfaultfd-registered range: its missing pages belong to the monitor.
         if !matches!(vma.backing, crate::Backing::Anon)
             || vma.is_shared()
             || !vma.prot.contains(Prot::WRITE)
+            || vma.uffd.is_some()
         {
             return 0;
         }
@@ -1449,6 +1717,7 @@ impl Mm {
         if !matches!(vma.backing, crate::Backing::File { .. })
             || vma.is_shared()
             || vma.prot.contains(Prot::WRITE)
+            || vma.uffd.is_some()
             || pages < 2
         {
             return 0;
@@ -1609,7 +1878,9 @@ impl Mm {
             layout: self.layout,
             granule: self.granule,
             // Memory locks are not inherited (mm/mmap.c dup_mmap clears VM_LOCKED and
-            // VM_LOCKONFAULT; mm_init keeps no VM_LOCKED in def_flags).
+            // VM_LOCKONFAULT; mm_init keeps no VM_LOCKED in def_flags). Nor are userfaultfd
+            // registrations without UFFD_FEATURE_EVENT_FORK, which is not offered
+            // (fs/userfaultfd.c dup_userfaultfd).
             vmas: self
                 .vmas
                 .iter()
@@ -1618,6 +1889,7 @@ impl Mm {
                         k,
                         Vma {
                             lock: VmLock::None,
+                            uffd: None,
                             ..v.clone()
                         },
                     )
@@ -1630,6 +1902,8 @@ impl Mm {
             vdso: self.vdso,
             def_lock: VmLock::None,
             committed: charged,
+            // copy_pte_marker: poison markers are copied to the child.
+            poisoned: self.poisoned.clone(),
         };
         let size = self.granule.size();
         let mut copies = Vec::with_capacity(self.pt.len());
@@ -1655,8 +1929,11 @@ impl Mm {
                 copies.push((va, *pte));
             });
         }
-        for (va, pte) in copies {
+        for (va, mut pte) in copies {
             self.frames.get(pte.frame);
+            // The child has no userfaultfd registration (above): no write-protect either
+            // (mm/memory.c copy_present_pte clears the uffd-wp bit).
+            pte.flags.remove(PteFlags::UFFD_WP);
             child.pt.set(va, pte);
         }
         Ok(child)
@@ -1890,3 +2167,5 @@ impl Drop for Mm {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod uffd_tests;

@@ -37,6 +37,9 @@ bitflags! {
         const ANON = 1 << 6;
         /// A page-cache frame of a file.
         const FILE = 1 << 7;
+        /// userfaultfd write-protected (Linux `_PAGE_UFFD_WP`, `UFFDIO_WRITEPROTECT`): never
+        /// writable in the host; a write goes to the monitor ([`crate::Mm::userfault`]).
+        const UFFD_WP = 1 << 8;
     }
 }
 

@@ -94,6 +94,46 @@ pub enum VmLock {
     OnFault,
 }
 
+/// A userfaultfd context (Linux `struct userfaultfd_ctx`, fs/userfaultfd.c), implemented by the
+/// file layer (`fs/src/userfaultfd.rs`). `mm` only keeps it on the vmas registered with it and
+/// asks it two things; the run loop hands it the faults [`crate::Mm::userfault`] picks out.
+pub trait Userfault: Send + Sync {
+    /// Whether its descriptor is closed: registered ranges then fault as if unregistered
+    /// (Linux `userfaultfd_release` clears them; here the stale registration is ignored).
+    fn released(&self) -> bool;
+    /// Hands the fault at `addr` (`UFFD_PAGEFAULT_FLAG_*` in `flags`) to the monitor and sleeps,
+    /// interruptibly, until it is woken (`UFFDIO_COPY`, `UFFDIO_WAKE`, ..., the descriptor
+    /// closed) or a signal is pending (fs/userfaultfd.c `handle_userfault`). `Ok` means retry
+    /// the access; `Err` is the signal to raise instead (`UFFD_FEATURE_SIGBUS`).
+    fn handle_fault(&self, addr: u64, flags: u64) -> Result<(), crate::SegvCode>;
+}
+
+/// A vma's userfaultfd registration (Linux `vm_userfaultfd_ctx` and the `VM_UFFD_*` flags).
+#[derive(Clone)]
+pub struct UffdReg {
+    pub ctx: Arc<dyn Userfault>,
+    /// `UFFDIO_REGISTER_MODE_*` (only MISSING is implemented).
+    pub mode: u64,
+}
+
+impl UffdReg {
+    /// Whether this is a registration with `ctx` (the same context object).
+    pub fn is(&self, ctx: &Arc<dyn Userfault>) -> bool {
+        std::ptr::addr_eq(Arc::as_ptr(&self.ctx), Arc::as_ptr(ctx))
+    }
+}
+
+impl fmt::Debug for UffdReg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "UffdReg({:p}, mode {:#x})",
+            Arc::as_ptr(&self.ctx),
+            self.mode
+        )
+    }
+}
+
 /// One mapped range `[start, end)`.
 #[derive(Clone, Debug)]
 pub struct Vma {
@@ -119,6 +159,8 @@ pub struct Vma {
     /// ([`crate::commit`]): private writable mappings without `MAP_NORESERVE`, the heap, the
     /// stacks, and private mappings mprotect made writable.
     pub accounted: bool,
+    /// userfaultfd registration (`UFFDIO_REGISTER`), if any.
+    pub uffd: Option<UffdReg>,
 }
 
 impl Vma {
@@ -168,6 +210,12 @@ impl Vma {
             && self.may_write == next.may_write
             && self.dont_dump == next.dont_dump
             && self.accounted == next.accounted
+            // is_mergeable_vma: the same userfaultfd context (or none) and mode.
+            && match (&self.uffd, &next.uffd) {
+                (None, None) => true,
+                (Some(a), Some(b)) => a.is(&b.ctx) && a.mode == b.mode,
+                _ => false,
+            }
             && self.backing.continues_as(self.len(), &next.backing)
     }
 }

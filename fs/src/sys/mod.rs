@@ -20,6 +20,7 @@ pub mod socket;
 pub mod splice;
 pub mod stat;
 pub mod sync_file_range;
+pub mod userfaultfd;
 pub mod xattr;
 
 use crate::namei::{self, Last};
@@ -110,5 +111,6 @@ pub fn register(t: &mut SyscallTable) {
     splice::register(t);
     stat::register(t);
     sync_file_range::register(t);
+    userfaultfd::register(t);
     xattr::register(t);
 }

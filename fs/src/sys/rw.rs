@@ -540,6 +540,15 @@ fn ioctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         _ => {}
     }
     let f = file(c, a[0])?;
+    // userfaultfd's ioctls act on the address space it serves, which may be the caller's own:
+    // they lock it themselves (crate::userfaultfd).
+    if let Some(u) = f
+        .ops
+        .as_any()
+        .and_then(|x| x.downcast_ref::<crate::userfaultfd::UserfaultFile>())
+    {
+        return u.ioctl(c, cmd, a[2]);
+    }
     let mm = c.mm();
     let mut mem = MmAccess(lock_mm(&mm));
     f.ops.ioctl(&io(c, &f), cmd, a[2], &mut mem)

@@ -32,6 +32,7 @@ pub mod signal;
 pub mod time;
 pub mod tty;
 pub mod uio;
+pub mod userfaultfd;
 
 pub use fcntl::{
     AtFlags, Flock, LinuxDirent64, OpenFlags, OpenFlagsArch, Statfs, Statx, StatxTimestamp,
