@@ -19,6 +19,7 @@ pub mod exec_stack;
 pub mod fasync;
 pub mod hostfs;
 pub mod hostfs_meta;
+pub mod hugetlbfs;
 pub mod inotify;
 pub mod ipc;
 pub mod locks;

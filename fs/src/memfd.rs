@@ -18,6 +18,11 @@
 //! (`EPERM` under `F_SEAL_GROW`, even with `FALLOC_FL_KEEP_SIZE`). `F_SEAL_WRITE` is `EBUSY`
 //! while a shared mapping may still write the file (`mapping_deny_writable`); so once sealed,
 //! every shared mapping left lacks `VM_MAYWRITE` and `mprotect` cannot make it writable.
+//!
+//! `MFD_HUGETLB` (mm/memfd.c: `hugetlb_file_setup` instead of `shmem_file_setup`): the file
+//! is a [`crate::hugetlbfs`] file of the internal mount of the chosen huge page size, with
+//! the same seals (hugetlbfs keeps seals since Linux 4.16); hugetlbfs's own rules apply
+//! under them (`write` is `EINVAL`, sizes are multiples of the huge page size).
 
 use crate::tmpfs::TmpFs;
 use std::any::Any;
@@ -59,6 +64,8 @@ fn shm_root() -> &'static Arc<dyn Inode> {
 /// A memfd's inode: the tmpfs inode plus its seals.
 pub struct MemfdInode {
     inner: Arc<dyn Inode>,
+    /// A `MFD_HUGETLB` memfd (the inner file is a hugetlbfs one).
+    hugetlb: bool,
     seals: AtomicU32,
     me: Weak<MemfdInode>,
 }
@@ -99,20 +106,36 @@ impl MemfdInode {
 
 /// Creates a memfd named `memfd:NAME` owned by `owner`, with `F_SEAL_SEAL` set unless
 /// `allow_sealing` (`MFD_ALLOW_SEALING`); returns its dentry (`/memfd:NAME (deleted)`).
-pub fn create(name: &[u8], owner: Owner, allow_sealing: bool) -> SysResult<Arc<Dentry>> {
+/// `huge`: the huge page size of a `MFD_HUGETLB` memfd (a hugetlbfs file).
+pub fn create(
+    name: &[u8],
+    owner: Owner,
+    allow_sealing: bool,
+    huge: Option<u64>,
+) -> SysResult<Arc<Dentry>> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
+    let mut shown = b"memfd:".to_vec();
+    shown.extend_from_slice(name);
+    shown.extend_from_slice(b" (deleted)");
     let root = shm_root();
-    let tmp_name = format!("memfd-{}", NEXT.fetch_add(1, Ordering::Relaxed));
-    let inner = root.create(tmp_name.as_bytes(), 0o777, owner)?;
-    root.unlink(tmp_name.as_bytes())?;
+    let inner: Arc<dyn Inode> = match huge {
+        Some(size) => {
+            let path = format!("/{}", String::from_utf8_lossy(&shown));
+            crate::hugetlbfs::file_setup(size, 0, owner, path)?
+        }
+        None => {
+            let tmp_name = format!("memfd-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+            let inner = root.create(tmp_name.as_bytes(), 0o777, owner)?;
+            root.unlink(tmp_name.as_bytes())?;
+            inner
+        }
+    };
     let inode = Arc::new_cyclic(|me| MemfdInode {
+        hugetlb: huge.is_some(),
         inner,
         seals: AtomicU32::new(if allow_sealing { 0 } else { F_SEAL_SEAL }),
         me: me.clone(),
     });
-    let mut shown = b"memfd:".to_vec();
-    shown.extend_from_slice(name);
-    shown.extend_from_slice(b" (deleted)");
     let parent = Dentry::root(root.clone());
     Ok(Dentry::child(&parent, &shown, inode))
 }
@@ -180,6 +203,15 @@ impl Inode for MemfdInode {
     /// `shmem_setattr`: size changes against `F_SEAL_SHRINK` / `F_SEAL_GROW`.
     fn setattr(&self, attr: &SetAttr) -> SysResult<()> {
         if let Some(new) = attr.size {
+            // hugetlbfs_setattr checks the huge page multiple before the seals.
+            if let Some(h) = self
+                .inner
+                .as_any()
+                .downcast_ref::<crate::hugetlbfs::HugeInode>()
+                && new % h.huge_page_size() != 0
+            {
+                return Err(Errno::EINVAL);
+            }
             let seals = self.seals();
             let old = self.size()?;
             if new < old && seals & F_SEAL_SHRINK != 0 || new > old && seals & F_SEAL_GROW != 0 {
@@ -243,6 +275,10 @@ impl FileOps for MemfdFile {
     /// `shmem_write_begin`: no writes under `F_SEAL_WRITE`/`F_SEAL_FUTURE_WRITE`, none past
     /// the end under `F_SEAL_GROW`.
     fn write(&self, io: &IoCtx<'_>, data: &[u8], off: u64) -> SysResult<usize> {
+        // hugetlbfs has no write at all: vfs_write's EINVAL comes before any seal.
+        if self.inode.hugetlb {
+            return Err(Errno::EINVAL);
+        }
         let seals = self.inode.seals();
         if seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE) != 0 {
             return Err(Errno::EPERM);
@@ -300,7 +336,7 @@ mod tests {
     use super::*;
 
     fn memfd(allow: bool) -> Arc<MemfdInode> {
-        let d = create(b"t", Owner::default(), allow).unwrap();
+        let d = create(b"t", Owner::default(), allow, None).unwrap();
         assert_eq!(d.path(), b"/memfd:t (deleted)".to_vec());
         let st = d.inode.stat().unwrap();
         assert_eq!(st.mode, 0o100777);

@@ -3,7 +3,9 @@
 //!
 //! Built from procfs nodes ([`crate::procfs::ProcInode`]) in an instance of its own, with
 //! sysfs's magic and device number. `/sys/fs/cgroup` is an empty directory to mount a cgroup
-//! file system on; `/sys/module` lists the loaded modules (`procfs::modules`). Neighbours:
+//! file system on; `/sys/module` lists the loaded modules (`procfs::modules`);
+//! `/sys/kernel/mm/hugepages/hugepages-<N>kB/` has one directory per huge page pool
+//! (mm/hugetlb.c `hugetlb_sysfs_add_hstate`, `um_mm::hugetlb`). Neighbours:
 //! [`crate::procfs`], `crate::mount` (which mounts it).
 
 use crate::procfs::{ProcFs, ProcInode, fmt};
@@ -44,6 +46,35 @@ fn cpu_dir(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
     ProcInode::dir(fs, borrowed)
 }
 
+/// `/sys/kernel/mm/hugepages`: a directory per supported huge page size, with the pool's
+/// counters (`nr_hugepages` and `nr_overcommit_hugepages` writable by root).
+fn hugepages_dir(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
+    use crate::procfs::{HugeKnob, huge_knob};
+    let dirs: Vec<(String, Arc<ProcInode>)> = um_mm::hugetlb::pool()
+        .sizes()
+        .into_iter()
+        .map(|size| {
+            let k = |knob| huge_knob(fs, Some(size), knob);
+            let files = vec![
+                ("free_hugepages", k(HugeKnob::Free)),
+                ("nr_hugepages", k(HugeKnob::Nr)),
+                ("nr_hugepages_mempolicy", k(HugeKnob::Nr)),
+                ("nr_overcommit_hugepages", k(HugeKnob::Overcommit)),
+                ("resv_hugepages", k(HugeKnob::Resv)),
+                ("surplus_hugepages", k(HugeKnob::Surplus)),
+            ];
+            (
+                format!("hugepages-{}kB", size / 1024),
+                ProcInode::dir(fs, files),
+            )
+        })
+        .collect();
+    ProcInode::dir(
+        fs,
+        dirs.iter().map(|(n, i)| (n.as_str(), i.clone())).collect(),
+    )
+}
+
 /// Mounts a new sysfs and returns its root inode.
 pub fn mount(k: &Arc<Kernel>) -> SysResult<Arc<dyn Inode>> {
     let fs = ProcFs::new_instance(k, SYSFS_MAGIC, SYSFS_DEV);
@@ -61,7 +92,10 @@ pub fn mount(k: &Arc<Kernel>) -> SysResult<Arc<dyn Inode>> {
         &fs,
         vec![
             ("debug", empty(&fs)),
-            ("mm", empty(&fs)),
+            (
+                "mm",
+                ProcInode::dir(&fs, vec![("hugepages", hugepages_dir(&fs))]),
+            ),
             ("security", empty(&fs)),
             ("uevent_seqnum", ProcInode::text(&fs, "0\n")),
         ],

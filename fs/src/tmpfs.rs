@@ -870,13 +870,20 @@ impl FileOps for TmpFile {
     }
 
     fn vm_file(&self) -> Option<Arc<dyn VmFile>> {
-        let data = self.inode.data().ok()?.clone();
-        let ino = &self.inode;
-        let vm = ino.vm.get_or_init(|| {
+        self.inode.vm_file()
+    }
+}
+
+impl TmpInode {
+    /// The page-cache side of a regular file (what `mmap` maps); also for file systems built
+    /// on tmpfs files that map one without opening it (hugetlbfs's `MAP_HUGETLB` files).
+    pub fn vm_file(&self) -> Option<Arc<dyn VmFile>> {
+        let data = self.data().ok()?.clone();
+        let vm = self.vm.get_or_init(|| {
             Arc::new(TmpVm {
                 data,
-                id: ino.vm_id(),
-                name: format!("/tmpfs-inode-{}", ino.ino),
+                id: self.vm_id(),
+                name: format!("/tmpfs-inode-{}", self.ino),
             })
         });
         Some(vm.clone() as Arc<dyn VmFile>)

@@ -5,7 +5,8 @@
 //! granule ([`PageTable`], 4K and 16K), the VMA map with Linux `mmap`/`munmap`/`mprotect`/`brk`/
 //! `mremap` semantics ([`Mm`]), the page cache for file mappings ([`PageCache`], behind the
 //! [`VmFile`] trait that file systems implement), fault resolution (zero-fill, file pages, COW,
-//! stack growth), copying to and from guest memory, and overcommit accounting ([`commit`]).
+//! stack growth), copying to and from guest memory, overcommit accounting ([`commit`]), and the
+//! huge page pools with the rules of hugetlb mappings ([`hugetlb`]).
 //!
 //! The host side of a mapping is not done here: every change to what the guest may see is queued
 //! as a [`HostOp`] that the engine replays in the stub process before the guest runs again
@@ -19,6 +20,7 @@
 pub mod commit;
 mod frame;
 mod granule;
+pub mod hugetlb;
 mod mm;
 mod pagecache;
 mod pagetable;

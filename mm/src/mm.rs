@@ -450,7 +450,7 @@ impl Mm {
 
     /// Whether `[addr, addr + len)` can take a new mapping: inside the task, above min_addr, no
     /// overlap, and clear of the guard gap of a stack above it.
-    fn range_free(&self, addr: u64, len: u64) -> bool {
+    pub(crate) fn range_free(&self, addr: u64, len: u64) -> bool {
         let Some(end) = addr.checked_add(len) else {
             return false;
         };
@@ -506,7 +506,7 @@ impl Mm {
 
     /// mm/mmap.c `get_unmapped_area` for non-fixed mappings: the hint if it is free, else
     /// top-down below mmap_base, else bottom-up from TASK_UNMAPPED_BASE (task_size / 3).
-    fn get_unmapped_area(&self, hint: u64, len: u64) -> Result<u64, Errno> {
+    pub(crate) fn get_unmapped_area(&self, hint: u64, len: u64) -> Result<u64, Errno> {
         if len > self.layout.task_size {
             return Err(Errno::ENOMEM);
         }
@@ -578,10 +578,9 @@ impl Mm {
         if backing.offset().checked_add(len).is_none() {
             return Err(Errno::EOVERFLOW);
         }
-        // No huge pages are ever reserved, as on a host with vm.nr_hugepages = 0.
-        if flags.contains(MapFlags::HUGETLB) {
-            return Err(Errno::ENOMEM);
-        }
+        // hugetlbfs files (crate::hugetlb): MAP_HUGETLB needs one, the offset is a multiple
+        // of the huge page size and the length rounds up to it.
+        let (huge, len) = crate::hugetlb::mmap_geometry(&backing, flags, len)?;
         if len > self.layout.task_size {
             return Err(Errno::ENOMEM);
         }
@@ -590,7 +589,8 @@ impl Mm {
             if addr > self.layout.task_size - len {
                 return Err(Errno::ENOMEM);
             }
-            if !g.is_aligned(addr) {
+            // hugetlb: prepare_hugepage_range wants a huge-page aligned address.
+            if !g.is_aligned(addr) || huge.is_some_and(|h| addr % h != 0) {
                 return Err(Errno::EINVAL);
             }
             // security_mmap_addr (security/min_addr.c): mapping below mmap_min_addr is EPERM.
@@ -600,18 +600,28 @@ impl Mm {
             if flags.contains(MapFlags::FIXED_NOREPLACE) && self.overlaps(addr, addr + len) {
                 return Err(Errno::EEXIST);
             }
+            // Replacing part of a hugetlb mapping splits it: EINVAL inside a huge page.
+            if self.hugetlb_split_refused(addr, addr + len) {
+                return Err(Errno::EINVAL);
+            }
             addr
+        } else if let Some(h) = huge {
+            self.huge_unmapped_area(addr, len, h)?
         } else {
             self.get_unmapped_area(addr, len)?
         };
         if self.vmas.len() >= MAX_MAP_COUNT {
             return Err(Errno::ENOMEM);
         }
+        // hugetlb_reserve_pages: the huge page pool must cover the mapping (ENOMEM).
+        let backing = crate::hugetlb::reserve(backing, len, shared, flags, prot)?;
         // mm/mmap.c mmap_region: a private writable mapping is charged (VM_ACCOUNT) unless
         // MAP_NORESERVE, which only the never-overcommit policy ignores; what it replaces is
         // released, so only the difference is judged.
         let commit = self.frames.commit();
+        // Hugetlb mappings are not: their pool is their accounting (accountable_mapping).
         let accounted = !shared
+            && huge.is_none()
             && prot.contains(Prot::WRITE)
             && (!flags.contains(MapFlags::NORESERVE)
                 || commit.mode() == crate::commit::OVERCOMMIT_NEVER);
@@ -715,6 +725,10 @@ impl Mm {
         {
             return Err(Errno::ENOMEM);
         }
+        // hugetlb_vm_op_split: a hugetlb mapping is not cut inside a huge page.
+        if self.hugetlb_split_refused(addr, addr + len) {
+            return Err(Errno::EINVAL);
+        }
         self.unmap_range(addr, addr + len);
         Ok(())
     }
@@ -733,6 +747,10 @@ impl Mm {
         let end = addr.checked_add(len).ok_or(Errno::ENOMEM)?;
         if !self.covered(addr, end) {
             return Err(Errno::ENOMEM);
+        }
+        // hugetlb_vm_op_split: a hugetlb mapping is not cut inside a huge page.
+        if self.hugetlb_split_refused(addr, end) {
+            return Err(Errno::EINVAL);
         }
         // do_mprotect_pkey: PROT_WRITE on a shared mapping without VM_MAYWRITE is EACCES.
         if prot.contains(Prot::WRITE)
@@ -899,6 +917,22 @@ impl Mm {
         if new_len == 0 || old_addr.checked_add(old_len).is_none() {
             return Err(Errno::EINVAL);
         }
+        // mm/mremap.c (5.16+): a hugetlb mapping moves or shrinks in whole huge pages at
+        // aligned addresses, and never grows (its reservation could not follow).
+        let new_len = match self
+            .vma_at(old_addr)
+            .and_then(|v| crate::hugetlb::backing_huge_size(&v.backing))
+        {
+            Some(h) => {
+                old_len = old_len.checked_next_multiple_of(h).ok_or(Errno::EINVAL)?;
+                let new_len = new_len.checked_next_multiple_of(h).ok_or(Errno::EINVAL)?;
+                if old_addr % h != 0 || new_addr % h != 0 || new_len > old_len {
+                    return Err(Errno::EINVAL);
+                }
+                new_len
+            }
+            None => new_len,
+        };
 
         if flags & MREMAP_FIXED != 0 {
             // mremap_to

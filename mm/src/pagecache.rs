@@ -32,6 +32,26 @@ pub trait VmFile: Send + Sync {
     fn write_page(&self, offset: u64, data: &[u8]) -> Result<(), Errno>;
     /// Path shown in /proc/PID/maps.
     fn name(&self) -> String;
+    /// The huge page size of a hugetlbfs file (its mappings keep to that geometry, see
+    /// [`crate::hugetlb`]); None for every other file.
+    fn huge_page_size(&self) -> Option<u64> {
+        None
+    }
+    /// hugetlbfs (fs/hugetlbfs/inode.c `hugetlbfs_file_mmap`): a new mapping of `len`
+    /// bytes at `offset`. With `reserve` (no `MAP_NORESERVE`), reserves the huge pages it
+    /// needs (`hugetlb_reserve_pages`; `ENOMEM` when the pool cannot): a shared mapping's
+    /// reservation stays with the file, a private one's is returned for the mapping to hold.
+    /// A `write`able mapping extends the file to cover it.
+    fn hugetlb_mmap(
+        &self,
+        _offset: u64,
+        _len: u64,
+        _shared: bool,
+        _reserve: bool,
+        _write: bool,
+    ) -> Result<Option<crate::hugetlb::Reservation>, Errno> {
+        Ok(None)
+    }
 }
 
 /// Cached file pages: file id -> page index -> frame.

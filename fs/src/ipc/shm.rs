@@ -45,6 +45,8 @@ pub struct Segment {
     pages: u64,
     /// The page size (for the byte figures of `/proc/sysvipc/shm`).
     page: u64,
+    /// A `SHM_HUGETLB` segment's huge page reservation, given back with the segment.
+    _huge: Option<um_mm::hugetlb::Reservation>,
 }
 
 impl Segment {
@@ -148,11 +150,14 @@ impl ShmNs {
                     Some(t) if t <= l.shmall.load(Ordering::Relaxed) => {}
                     _ => return Err(Errno::ENOSPC),
                 }
-                // No hugetlbfs here (CONFIG_HUGETLBFS=n): newseg's `hstate_sizelog` finds no
-                // huge page size, EINVAL.
-                if flg & SHM_HUGETLB != 0 {
-                    return Err(Errno::EINVAL);
-                }
+                // SHM_HUGETLB: newseg -> hugetlb_file_setup's checks and reservation
+                // (crate::hugetlbfs::shm_reserve); the segment holds the reservation.
+                let huge = if flg & SHM_HUGETLB != 0 {
+                    let may = c.cap_ipc_lock || c.in_group(crate::hugetlbfs::shm_group());
+                    crate::hugetlbfs::shm_reserve(size, flg, may)?
+                } else {
+                    None
+                };
                 let shm = make();
                 created = Some((shm.id(), pages));
                 Ok(Segment {
@@ -167,6 +172,7 @@ impl ShmNs {
                     lpid: 0,
                     pages,
                     page,
+                    _huge: huge,
                 })
             },
             |s| {

@@ -397,6 +397,13 @@ pub struct MemInfo {
     pub commit_limit: u64,
     /// `Committed_AS` (`vm_committed_as`).
     pub committed: u64,
+    /// `HugePages_Total`, `_Free`, `_Rsvd`, `_Surp` of the default size (mm/hugetlb.c
+    /// `hugetlb_report_meminfo`), in pages.
+    pub huge_pages: [u64; 4],
+    /// `Hugepagesize` (0: the PMD size of the page size).
+    pub hugepagesize: u64,
+    /// `Hugetlb`: all pools' pages, in kB.
+    pub hugetlb: u64,
 }
 
 /// The `/proc/meminfo` text.
@@ -444,17 +451,25 @@ pub fn meminfo_text(m: &MemInfo) -> String {
         ("ShmemPmdMapped", 0),
         ("FileHugePages", 0),
         ("FilePmdMapped", 0),
-        ("Hugetlb", 0),
+        ("Hugetlb", m.hugetlb),
     ];
     for (k, v) in rows.iter() {
         if *k == "Hugetlb" {
             // hugetlb_report_meminfo comes just before Hugetlb.
-            t.push_str("HugePages_Total:       0\nHugePages_Free:        0\n");
-            t.push_str("HugePages_Rsvd:        0\nHugePages_Surp:        0\n");
+            let [total, free, rsvd, surp] = m.huge_pages;
+            let _ = writeln!(t, "HugePages_Total:   {total:>5}");
+            let _ = writeln!(t, "HugePages_Free:    {free:>5}");
+            let _ = writeln!(t, "HugePages_Rsvd:    {rsvd:>5}");
+            let _ = writeln!(t, "HugePages_Surp:    {surp:>5}");
             // HPAGE_PMD_SIZE: one page of page-table entries' worth of pages (2M at 4K, 32M
-            // at 16K).
+            // at 16K), unless the pools say otherwise.
             let pmd_kb = m.page_kb * m.page_kb * 1024 / 8;
-            let _ = writeln!(t, "Hugepagesize:       {pmd_kb:>4} kB");
+            let size_kb = if m.hugepagesize != 0 {
+                m.hugepagesize
+            } else {
+                pmd_kb
+            };
+            let _ = writeln!(t, "Hugepagesize:   {size_kb:>8} kB");
         }
         let _ = writeln!(t, "{:<16}{v:>8} kB", format!("{k}:"));
     }

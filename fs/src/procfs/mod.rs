@@ -32,6 +32,7 @@ use um_uapi::{Errno, SysResult};
 
 pub use pid::{Target, fd_name};
 pub use system::ncpus;
+pub(crate) use system::{HugeKnob, huge_knob};
 
 /// `PROC_SUPER_MAGIC`.
 pub const PROC_SUPER_MAGIC: i64 = 0x9fa0;

@@ -156,7 +156,12 @@ fn meminfo(k: &Kernel) -> Vec<u8> {
     let free = k.frames.free_frames() as u64 * page_kb;
     let cached = (k.page_cache.cached_pages() as u64 * page_kb).min(total - free);
     let anon = (total - free).saturating_sub(cached);
+    let hp = um_mm::hugetlb::pool();
+    let h = hp.stats(hp.default_size()).unwrap_or_default();
     fmt::meminfo_text(&fmt::MemInfo {
+        huge_pages: [h.nr, h.free, h.resv, h.surplus],
+        hugepagesize: h.size / 1024,
+        hugetlb: hp.total_bytes() / 1024,
         total,
         free,
         available: free + cached,
@@ -228,6 +233,7 @@ fn filesystems() -> Vec<u8> {
         (true, "sockfs"),
         (true, "ramfs"),
         (true, "hostfs"),
+        (true, "hugetlbfs"),
     ] {
         s.push_str(if nodev { "nodev\t" } else { "\t" });
         s.push_str(name);
@@ -301,6 +307,62 @@ fn commit_knob(
             Ok(data.len())
         },
     )
+}
+
+/// Which counter of a huge page pool a file shows (`/proc/sys/vm/nr_hugepages`,
+/// `/sys/kernel/mm/hugepages/hugepages-<N>kB/*`; mm/hugetlb.c `hstate_attrs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HugeKnob {
+    /// `nr_hugepages` (and `nr_hugepages_mempolicy`): the persistent pages; writable.
+    Nr,
+    /// `nr_overcommit_hugepages`; writable.
+    Overcommit,
+    /// `free_hugepages`.
+    Free,
+    /// `resv_hugepages`.
+    Resv,
+    /// `surplus_hugepages`.
+    Surplus,
+}
+
+/// A file of the huge page pool of `size` bytes (None: the default size, as the `vm.*`
+/// sysctls are). Writes need root and an unsigned decimal; `nr_hugepages` grows the pool as
+/// far as free memory allows (`__nr_hugepages_store_common`): the count read back says how
+/// far it got.
+pub(crate) fn huge_knob(fs: &Arc<ProcFs>, size: Option<u64>, knob: HugeKnob) -> Arc<ProcInode> {
+    let render = move |_: &Arc<Kernel>, _: &um_kernel::wait::IoCtx<'_>| {
+        let p = um_mm::hugetlb::pool();
+        let h = p
+            .stats(size.unwrap_or_else(|| p.default_size()))
+            .unwrap_or_default();
+        let v = match knob {
+            HugeKnob::Nr => h.persistent(),
+            HugeKnob::Overcommit => h.overcommit,
+            HugeKnob::Free => h.free,
+            HugeKnob::Resv => h.resv,
+            HugeKnob::Surplus => h.surplus,
+        };
+        Ok(format!("{v}\n").into_bytes())
+    };
+    if !matches!(knob, HugeKnob::Nr | HugeKnob::Overcommit) {
+        return ProcInode::file(fs, render);
+    }
+    ProcInode::file_rw(fs, render, move |k, io, data| {
+        if lock(&io.task.process.creds).euid != 0 {
+            return Err(Errno::EPERM);
+        }
+        let s = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
+        let v = s.trim().parse::<u64>().map_err(|_| Errno::EINVAL)?;
+        let p = um_mm::hugetlb::pool();
+        let size = size.unwrap_or_else(|| p.default_size());
+        if knob == HugeKnob::Nr {
+            let avail = k.frames.free_frames() as u64 * k.frames.granule().size();
+            p.set_nr(size, v, avail)?;
+        } else {
+            p.set_overcommit(size, v)?;
+        }
+        Ok(data.len())
+    })
 }
 
 /// A kernel-object file.
@@ -442,6 +504,33 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
                     c.set_ratio(v);
                     Ok(())
                 }),
+            ),
+            // mm/compaction.c: writing compacts all memory; nothing to do here.
+            ("compact_memory", int_knob(fs, 0)),
+            // fs/drop_caches.c: 1 page cache, 2 slab, 3 both (4 quiets the message). The
+            // page cache here holds only what mappings use or files keep, so nothing drops.
+            ("drop_caches", int_knob(fs, 0)),
+            (
+                "hugetlb_shm_group",
+                ProcInode::file_rw(
+                    fs,
+                    |_, _| Ok(format!("{}\n", crate::hugetlbfs::shm_group()).into_bytes()),
+                    |_, io, data| {
+                        if lock(&io.task.process.creds).euid != 0 {
+                            return Err(Errno::EPERM);
+                        }
+                        let s = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
+                        let v = s.trim().parse::<u32>().map_err(|_| Errno::EINVAL)?;
+                        crate::hugetlbfs::set_shm_group(v);
+                        Ok(data.len())
+                    },
+                ),
+            ),
+            ("nr_hugepages", huge_knob(fs, None, HugeKnob::Nr)),
+            ("nr_hugepages_mempolicy", huge_knob(fs, None, HugeKnob::Nr)),
+            (
+                "nr_overcommit_hugepages",
+                huge_knob(fs, None, HugeKnob::Overcommit),
             ),
             ("swappiness", int_knob(fs, 60)),
             (

@@ -46,17 +46,24 @@ fn memfd_create(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         Err(Errno::ENAMETOOLONG) => return Err(Errno::EINVAL),
         Err(e) => return Err(e),
     };
-    if flags & MFD_HUGETLB != 0 {
-        // No hugetlbfs here: Linux without CONFIG_HUGETLBFS answers from its
-        // `hugetlb_file_setup` stub (include/linux/hugetlb.h), ENOSYS.
-        return Err(Errno::ENOSYS);
-    }
+    // MFD_HUGETLB: a hugetlbfs file of the size the MFD_HUGE_* field names (0: the default);
+    // hugetlb_file_setup answers ENODEV for a size the kernel has no pool of.
+    let huge = if flags & MFD_HUGETLB != 0 {
+        let log2 = (flags & MFD_HUGE_SIZE_BITS) >> 26;
+        Some(
+            um_mm::hugetlb::pool()
+                .size_of_log(log2)
+                .ok_or(Errno::ENODEV)?,
+        )
+    } else {
+        None
+    };
     let cr = creds(c);
     let owner = Owner {
         uid: cr.fsuid,
         gid: cr.fsgid,
     };
-    let d = crate::memfd::create(&name, owner, flags & MFD_ALLOW_SEALING != 0)?;
+    let d = crate::memfd::create(&name, owner, flags & MFD_ALLOW_SEALING != 0, huge)?;
     let ops = d.inode.open(
         &IoCtx {
             task: c.task,
@@ -71,8 +78,9 @@ fn memfd_create(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(lock(&c.task.process.files()).install(f, cloexec, 0)? as u64)
 }
 
-/// Registers this family.
+/// Registers this family (and hugetlbfs, which memfd_create and mmap use).
 pub fn register(t: &mut SyscallTable) {
+    crate::hugetlbfs::register();
     t.register("memfd_create", memfd_create);
 }
 

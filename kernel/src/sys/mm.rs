@@ -73,7 +73,11 @@ fn mmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     let flags = MapFlags::from_bits_truncate(flags);
     let mut may_write = true;
-    let backing = if flags.contains(MapFlags::ANONYMOUS) {
+    let backing = if flags.contains(MapFlags::ANONYMOUS | MapFlags::HUGETLB) {
+        // MAP_HUGETLB: a file of the internal hugetlbfs mount, of the MAP_HUGE_* size
+        // (mm/mmap.c ksys_mmap_pgoff -> hugetlb_file_setup); um_mm::hugetlb.
+        um_mm::hugetlb::anon_backing((a[3] as u32 >> 26) & 0x3f, len)?
+    } else if flags.contains(MapFlags::ANONYMOUS) {
         Backing::Anon
     } else {
         let file = file.ok_or(Errno::EBADF)?;
