@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 pub mod binfmt_elf;
+pub mod cgroup;
 pub mod coredump;
 pub mod devfs;
 pub mod dnotify;

@@ -70,6 +70,13 @@ pub type ShutdownHook = Box<dyn Fn() + Send + Sync>;
 pub type ThreadExitHook = Box<dyn Fn(&Arc<Task>) + Send + Sync>;
 /// A function run when a process's last thread is gone.
 pub type ProcessExitHook = Box<dyn Fn(&Arc<Process>) + Send + Sync>;
+/// A function run when clone has made a task, before it is visible or runs (Linux
+/// `cgroup_can_fork` + `cgroup_post_fork`): `(creator, child, thread, into_cgroup)`, where
+/// `child` is the creator's own process for a thread and `into_cgroup` is clone3's
+/// `CLONE_INTO_CGROUP` descriptor. An error fails the clone.
+pub type ForkHook = Box<
+    dyn Fn(&Arc<Process>, &Arc<Process>, bool, Option<u64>) -> um_uapi::SysResult<()> + Send + Sync,
+>;
 
 /// The kernel.
 pub struct Kernel {
@@ -96,4 +103,6 @@ pub struct Kernel {
     pub thread_exit_hooks: Mutex<Vec<ThreadExitHook>>,
     /// Run when a process's last thread is gone.
     pub process_exit_hooks: Mutex<Vec<ProcessExitHook>>,
+    /// Run by clone for every new task (cgroup membership: `um_fs::cgroup`).
+    pub fork_hooks: Mutex<Vec<ForkHook>>,
 }

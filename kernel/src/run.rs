@@ -548,7 +548,7 @@ fn group_stop(k: &Arc<Kernel>, p: &Arc<Process>, signo: u32) {
                 &parent,
                 Siginfo::chld(
                     5, /* CLD_STOPPED */
-                    p.pid as i32,
+                    crate::pidns::tgid_seen_by(p, &parent) as i32,
                     uid,
                     signo as i32,
                     0,
@@ -574,7 +574,7 @@ fn notify_continued(k: &Arc<Kernel>, p: &Arc<Process>) {
                 &parent,
                 Siginfo::chld(
                     6, /* CLD_CONTINUED */
-                    p.pid as i32,
+                    crate::pidns::tgid_seen_by(p, &parent) as i32,
                     uid,
                     sig::SIGCONT as i32,
                     0,
@@ -669,6 +669,8 @@ fn exit_process(k: &Arc<Kernel>, p: &Arc<Process>, st: ExitStatus) {
         };
         shutdown(k, code);
     }
+    // The init of a pid namespace takes the namespace's other processes with it.
+    crate::pidns::zap(k, p);
     // Orphans go to the nearest subreaper above, else init (Linux `forget_original_parent`),
     // and those that asked for it (PR_SET_PDEATHSIG) get their signal.
     let orphans = std::mem::take(&mut *lock(&p.children));
@@ -712,7 +714,8 @@ fn find_new_reaper(k: &Arc<Kernel>, p: &Arc<Process>) -> Option<Arc<Process>> {
     if p.has_child_subreaper.load(Ordering::Relaxed) {
         let mut up = lock(&p.parent).upgrade();
         while let Some(a) = up {
-            if a.pid == 1 {
+            // Only within the orphan's pid namespace (crate::pidns), up to its init.
+            if a.pid == 1 || crate::pidns::is_ns_init(&a) || !crate::pidns::same_ns(&a, p) {
                 break;
             }
             if a.child_subreaper.load(Ordering::Relaxed)
@@ -724,7 +727,8 @@ fn find_new_reaper(k: &Arc<Kernel>, p: &Arc<Process>) -> Option<Arc<Process>> {
             up = lock(&a.parent).upgrade();
         }
     }
-    k.tasks.process(1)
+    // The init of the orphan's pid namespace (crate::pidns).
+    crate::pidns::child_reaper(k, p)
 }
 
 /// kernel/signal.c `do_notify_parent`: the child `p` has ended with `st`. A parent that
@@ -747,7 +751,9 @@ fn notify_parent(k: &Arc<Kernel>, p: &Arc<Process>, parent: &Arc<Process>, st: E
                 ExitStatus::Dumped(s) => (3 /* CLD_DUMPED */, s),
             };
             let uid = lock(&p.creds).uid;
-            let mut info = Siginfo::chld(code, p.pid as i32, uid, status, 0, 0);
+            // si_pid as the parent's pid namespace sees the child.
+            let spid = crate::pidns::tgid_seen_by(p, parent) as i32;
+            let mut info = Siginfo::chld(code, spid, uid, status, 0, 0);
             info.si_signo = exit_signal as i32;
             sig::send_to_process(k, parent, info);
         }

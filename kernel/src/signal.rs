@@ -169,6 +169,15 @@ fn ignored(p: &Process, t: Option<&Task>, sig: u32) -> bool {
     if p.pid == 1 && act.handler == 0 {
         return true;
     }
+    // The init of a pid namespace likewise, except that SIGKILL and SIGSTOP from an ancestor
+    // namespace (a sender that cannot see it as a number of its own) get through
+    // (`__send_signal_locked`'s `force`).
+    if act.handler == 0 && crate::pidns::is_ns_init(p) {
+        let force = crate::current::current().is_none_or(|c| c.pids.nr_in(p.pids.ns()) == 0);
+        if !(force && (sig == SIGKILL || sig == SIGSTOP)) {
+            return true;
+        }
+    }
     if sig == SIGKILL || sig == SIGSTOP {
         return false;
     }

@@ -126,7 +126,18 @@ pub enum JobState {
 
 /// A thread group.
 pub struct Process {
+    /// The kernel-wide id (level 0 of `pids`): every internal table uses it; the guest sees
+    /// `pids`' number in its own namespace ([`crate::pidns`]).
     pub pid: u32,
+    /// The thread-group leader's numbers in each pid namespace (Linux `task_tgid`).
+    pub pids: Arc<crate::pidns::Pid>,
+    /// The pid namespace the process's next children enter (`nsproxy->pid_ns_for_children`):
+    /// its own, unless unshare(CLONE_NEWPID) or setns changed it.
+    pub pid_ns_children: Mutex<Arc<crate::pidns::PidNs>>,
+    /// A number no other process ever has (pids are reused): `/proc/PID` inode numbers
+    /// differ between two processes that had the same pid, as Linux's do.
+    pub serial: u64,
+    /// Global ids of ppid, pgid and sid (translated when they leave the kernel).
     pub ppid: AtomicU32,
     pub pgid: AtomicU32,
     pub sid: AtomicU32,
@@ -193,6 +204,9 @@ pub struct Process {
     /// Time namespaces: the process's and its children's ([`crate::timens`]); copied at
     /// fork, where `timens::on_fork` may move the child.
     pub timens: Mutex<crate::timens::TimeNsPair>,
+    /// The network namespace ([`crate::netns`], Linux `nsproxy->net_ns`): the parent's at
+    /// fork, where `netns::on_fork` may give the child a new one.
+    pub netns: Mutex<Arc<crate::netns::NetNs>>,
 }
 
 impl Process {
@@ -220,6 +234,7 @@ impl Process {
 
 impl Process {
     /// A new process with the given identity and resources; `parent` None only for init.
+    /// Its pid is `pid` of the initial pid namespace only (see [`Process::new_in`]).
     pub fn new(
         pid: u32,
         parent: Option<&Arc<Process>>,
@@ -227,6 +242,19 @@ impl Process {
         files: Arc<Mutex<FdTable>>,
         fs: FsContext,
     ) -> Process {
+        Process::new_in(crate::pidns::Pid::root_only(pid), parent, mm, files, fs)
+    }
+
+    /// A new process whose leader has the numbers `pids` (allocated by
+    /// [`crate::pidns::alloc`]); it starts with its own namespace as the one for children.
+    pub fn new_in(
+        pids: Arc<crate::pidns::Pid>,
+        parent: Option<&Arc<Process>>,
+        mm: Arc<Mutex<Mm>>,
+        files: Arc<Mutex<FdTable>>,
+        fs: FsContext,
+    ) -> Process {
+        let pid = pids.global();
         let (ppid, pgid, sid, creds, acts, rl, comm) = match parent {
             Some(p) => (
                 p.pid,
@@ -249,6 +277,9 @@ impl Process {
         };
         Process {
             pid,
+            serial: next_serial(),
+            pid_ns_children: Mutex::new(pids.ns().clone()),
+            pids,
             ppid: AtomicU32::new(ppid),
             pgid: AtomicU32::new(pgid),
             sid: AtomicU32::new(sid),
@@ -292,6 +323,9 @@ impl Process {
             cmaxrss_kb: AtomicU64::new(0),
             cpu: Default::default(),
             timens: Mutex::new(parent.map(|p| lock(&p.timens).clone()).unwrap_or_default()),
+            netns: Mutex::new(
+                parent.map_or_else(|| crate::netns::root().clone(), |p| lock(&p.netns).clone()),
+            ),
             coredump_filter: AtomicU32::new(
                 parent
                     .map(|p| p.coredump_filter.load(Ordering::Relaxed))
@@ -331,7 +365,12 @@ impl Process {
 
 /// A guest thread.
 pub struct Task {
+    /// The kernel-wide id (level 0 of `pids`).
     pub tid: u32,
+    /// The thread's numbers in each pid namespace (Linux `task_pid`).
+    pub pids: Arc<crate::pidns::Pid>,
+    /// Like [`Process::serial`], for the thread's `/proc/PID/task/TID` inodes.
+    pub serial: u64,
     pub process: Arc<Process>,
     pub sigmask: Mutex<u64>,
     /// Signals pending for this thread only.
@@ -377,10 +416,23 @@ pub struct Task {
 pub const DEFAULT_TIMER_SLACK_NS: u64 = 50_000;
 
 impl Task {
-    /// A new thread of `process` with signal mask `sigmask`.
+    /// A new thread of `process` with signal mask `sigmask`, id `tid` of the initial pid
+    /// namespace only; the process's leader reuses the process's numbers.
     pub fn new(tid: u32, process: Arc<Process>, sigmask: u64) -> Arc<Task> {
+        let pids = if tid == process.pid {
+            process.pids.clone()
+        } else {
+            crate::pidns::Pid::root_only(tid)
+        };
+        Task::new_in(pids, process, sigmask)
+    }
+
+    /// A new thread with the numbers `pids` (see [`crate::pidns::alloc`]).
+    pub fn new_in(pids: Arc<crate::pidns::Pid>, process: Arc<Process>, sigmask: u64) -> Arc<Task> {
         let t = Arc::new(Task {
-            tid,
+            tid: pids.global(),
+            serial: next_serial(),
+            pids,
             process,
             sigmask: Mutex::new(sigmask),
             pending: Mutex::new(SigQueue::default()),
@@ -411,6 +463,12 @@ impl Task {
     }
 }
 
+/// A number never handed out before (for [`Process::serial`], [`Task::serial`]).
+fn next_serial() -> u64 {
+    static SERIAL: AtomicU64 = AtomicU64::new(1);
+    SERIAL.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Default resource limits, as a fresh Linux boot gives init.
 pub fn default_rlimits() -> Rlimits {
     const INF: u64 = u64::MAX;
@@ -427,17 +485,16 @@ pub fn default_rlimits() -> Rlimits {
     r
 }
 
-/// All tasks, by tid, and pid allocation.
+/// All tasks, by their kernel-wide id; pid allocation is in [`crate::pidns`].
 #[derive(Default)]
 pub struct TaskTable {
     tasks: Mutex<BTreeMap<u32, Arc<Task>>>,
-    next: AtomicU32,
 }
 
 impl TaskTable {
-    /// Allocates the next pid (1 for init).
+    /// Allocates the next pid of the initial pid namespace (1 for init).
     pub fn alloc_pid(&self) -> u32 {
-        self.next.fetch_add(1, Ordering::Relaxed) + 1
+        crate::pidns::alloc_root()
     }
 
     /// Registers a task.
@@ -445,9 +502,12 @@ impl TaskTable {
         lock(&self.tasks).insert(t.tid, t);
     }
 
-    /// Removes a task.
+    /// Removes a task; its numbers become free (`release_task` -> `free_pid`).
     pub fn remove(&self, tid: u32) {
-        lock(&self.tasks).remove(&tid);
+        let t = lock(&self.tasks).remove(&tid);
+        if let Some(t) = t {
+            crate::pidns::free(&t.pids);
+        }
     }
 
     /// Looks up a task.
@@ -471,11 +531,54 @@ impl TaskTable {
         v
     }
 
-    /// The process with id `pid`.
+    /// The process with (kernel-wide) id `pid`.
     pub fn process(&self, pid: u32) -> Option<Arc<Process>> {
-        lock(&self.tasks)
+        let tasks = lock(&self.tasks);
+        if let Some(t) = tasks.get(&pid)
+            && t.process.pid == pid
+        {
+            return Some(t.process.clone());
+        }
+        tasks
             .values()
             .find(|t| t.process.pid == pid)
             .map(|t| t.process.clone())
+    }
+
+    /// The task with number `nr` in pid namespace `ns` (`find_task_by_pid_ns`).
+    pub fn find_task(&self, ns: &crate::pidns::PidNs, nr: u32) -> Option<Arc<Task>> {
+        let g = ns.lookup(nr)?;
+        self.get(g).filter(|t| t.pids.nr_in(ns) == nr)
+    }
+
+    /// The task that number `nr` names for `caller` (`find_task_by_vpid`).
+    pub fn find_task_vpid(&self, caller: &Task, nr: u32) -> Option<Arc<Task>> {
+        self.find_task(caller.pids.ns(), nr)
+    }
+
+    /// The process whose thread-group id is `nr` in `caller`'s namespace.
+    pub fn find_process_vpid(&self, caller: &Task, nr: u32) -> Option<Arc<Process>> {
+        let t = self.find_task_vpid(caller, nr)?;
+        (t.process.pid == t.tid).then(|| t.process.clone())
+    }
+
+    /// The kernel-wide id that number `nr` stands for in `caller`'s namespace (a pid,
+    /// process group or session id coming in), if any.
+    pub fn global_of(&self, caller: &Task, nr: u32) -> Option<u32> {
+        let ns = caller.pids.ns();
+        if ns.is_root() {
+            return Some(nr);
+        }
+        ns.lookup(nr)
+    }
+
+    /// What `caller` sees of kernel-wide id `global` (a pid, process group or session id
+    /// going out, `pid_vnr`): its number there, 0 if it lies outside the namespace.
+    pub fn vnr(&self, caller: &Task, global: u32) -> u32 {
+        let ns = caller.pids.ns();
+        if ns.is_root() {
+            return global;
+        }
+        self.get(global).map_or(0, |t| t.pids.nr_in(ns))
     }
 }

@@ -329,6 +329,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         shutdown_hooks: Default::default(),
         thread_exit_hooks: Default::default(),
         process_exit_hooks: Default::default(),
+        fork_hooks: Default::default(),
     });
     // A process's locks go with it: its POSIX record locks, and the OFD/flock locks of the
     // descriptions it held the last descriptor of (the hook runs before its table is emptied).
@@ -344,6 +345,8 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     // SysV IPC at exit: SEM_UNDO adjustments (ipc/sem.c exit_sem), shm detach times.
     um_kernel::task::lock(&kernel.process_exit_hooks)
         .push(Box::new(|p| um_fs::ipc::exit_process(p)));
+    // cgroup v2: the cgroup2 file system type and the fork/exit hooks of membership.
+    um_fs::cgroup::init(&kernel);
 
     // File systems that live outside um-fs register with the mount table.
     um_fs::mount::register_fs(

@@ -19,6 +19,7 @@
 mod config;
 pub mod fmt;
 pub mod modules;
+pub(crate) mod net;
 mod pid;
 mod system;
 
@@ -336,11 +337,12 @@ impl Inode for ProcInode {
             // fs/proc/self.c: ENOENT when there is no current task (a kernel thread).
             Node::SelfLink => {
                 let t = um_kernel::current::current().ok_or(Errno::ENOENT)?;
-                Ok(t.process.pid.to_string().into_bytes())
+                // Numbers of the reader's pid namespace (procfs/pid.rs `viewer_ns`).
+                Ok(t.process.pids.own().to_string().into_bytes())
             }
             Node::ThreadSelf => {
                 let t = um_kernel::current::current().ok_or(Errno::ENOENT)?;
-                Ok(format!("{}/task/{}", t.process.pid, t.tid).into_bytes())
+                Ok(format!("{}/task/{}", t.process.pids.own(), t.pids.own()).into_bytes())
             }
             Node::Pid(t, n) => pid::readlink(t, *n),
             _ => Err(Errno::EINVAL),
@@ -519,6 +521,11 @@ pub fn new_root(k: &Arc<Kernel>) -> Arc<ProcInode> {
     let fs = ProcFs::new_instance(k, PROC_SUPER_MAGIC, PROC_DEV);
     let mut entries = system::entries(&fs);
     entries.push((b"modules".to_vec(), modules::proc_modules(&fs)));
+    // /proc/cgroups (kernel/cgroup/cgroup-v1.c proc_cgroupstats_show), from crate::cgroup.
+    entries.push((
+        b"cgroups".to_vec(),
+        ProcInode::file(&fs, |_, _| Ok(crate::cgroup::proc_cgroups())),
+    ));
     entries.push((
         b"self".to_vec(),
         ProcInode::new(&fs, fs.alloc_ino(), mode::S_IFLNK | 0o777, Node::SelfLink),

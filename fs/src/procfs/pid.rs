@@ -8,7 +8,15 @@
 //! magic links to the process's own dentries (never a host path), and like Linux (ptrace
 //! access mode) only the owner or root may follow or read them. So are `ns/time` and
 //! `ns/time_for_children`, which lead to nsfs inodes (`um_kernel::timens`); `timens_offsets`
-//! shows and sets the offsets of the time namespace for children.
+//! shows and sets the offsets of the time namespace for children. `ns/pid` and
+//! `ns/pid_for_children` lead to pid namespaces (`um_kernel::pidns`), `ns/net` to the
+//! network namespace (`um_kernel::netns`).
+//!
+//! Pids: the directories are named, and the files show ids, as the pid namespace of the task
+//! looking sees them (Linux uses the namespace of the task that mounted /proc; here there is
+//! one /proc, so the reader's own namespace decides: `/proc/self` and `/proc/PID` work with
+//! the numbers a process in a new namespace knows). `/proc/sys/kernel/ns_last_pid` is
+//! [`ns_last_pid`].
 //!
 //! Neighbours: [`super`] (the inode type), [`crate::mount`] (`mounts`, `mountinfo`).
 
@@ -17,6 +25,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use um_kernel::kernel::Kernel;
+use um_kernel::pidns::{Pid, PidNs};
 use um_kernel::syscall::lock_mm;
 use um_kernel::task::{JobState, Process, Task, lock};
 use um_kernel::vfs::{Dentry, DirEntry, FileOps, Kstat, OpenFile, mode};
@@ -28,7 +37,8 @@ use um_uapi::{Errno, SysResult};
 #[derive(Clone)]
 pub struct Target {
     process: Weak<Process>,
-    pid: u32,
+    /// The process's (or thread's) `serial`: the inode numbers' identity part.
+    serial: u64,
     /// Under `task/TID` (or a hidden `/proc/TID`): that thread.
     thread: Option<(u32, Weak<Task>)>,
 }
@@ -38,7 +48,7 @@ impl Target {
     pub fn process(p: &Arc<Process>) -> Target {
         Target {
             process: Arc::downgrade(p),
-            pid: p.pid,
+            serial: p.serial,
             thread: None,
         }
     }
@@ -47,7 +57,7 @@ impl Target {
     pub fn thread(t: &Arc<Task>) -> Target {
         Target {
             process: Arc::downgrade(&t.process),
-            pid: t.process.pid,
+            serial: t.serial,
             thread: Some((t.tid, Arc::downgrade(t))),
         }
     }
@@ -64,8 +74,12 @@ impl Target {
         self.process.upgrade().ok_or(Errno::ESRCH)
     }
 
-    fn tid(&self) -> u32 {
-        self.thread.as_ref().map_or(self.pid, |t| t.0)
+    /// The numbers of the thread (or, for a whole process, its leader).
+    fn pids(&self, p: &Process) -> Arc<Pid> {
+        self.thread
+            .as_ref()
+            .and_then(|(_, t)| t.upgrade())
+            .map_or_else(|| p.pids.clone(), |t| t.pids.clone())
     }
 
     /// The inode owner: the process's effective ids (fs/proc/base.c `task_dump_owner`).
@@ -119,6 +133,10 @@ pub enum PidNode {
     NsDir,
     /// `ns/time` (false) or `ns/time_for_children` (true): magic links to nsfs inodes.
     TimeNs(bool),
+    /// `ns/pid` (false) or `ns/pid_for_children` (true).
+    PidNs(bool),
+    /// `ns/net`: the network namespace (`um_kernel::netns`).
+    NetNs,
     File(PidFile),
 }
 
@@ -181,9 +199,12 @@ const ENTRIES: &[(&str, PidNode)] = &[
     ("timens_offsets", PidNode::File(PidFile::TimensOffsets)),
 ];
 
-/// The entries of `/proc/PID/ns` (fs/proc/namespaces.c `ns_entries`; only time namespaces
-/// exist here).
+/// The entries of `/proc/PID/ns` (fs/proc/namespaces.c `ns_entries`, in its order; only
+/// net, pid and time namespaces exist here).
 const NS_ENTRIES: &[(&str, PidNode)] = &[
+    ("net", PidNode::NetNs),
+    ("pid", PidNode::PidNs(false)),
+    ("pid_for_children", PidNode::PidNs(true)),
     ("time", PidNode::TimeNs(false)),
     ("time_for_children", PidNode::TimeNs(true)),
 ];
@@ -198,6 +219,8 @@ fn ino(t: &Target, n: PidNode) -> u64 {
         PidNode::Fd(fd) => (200, fd),
         PidNode::FdInfo(fd) => (201, fd),
         PidNode::TimeNs(c) => (210 + u64::from(c), 0),
+        PidNode::PidNs(c) => (212 + u64::from(c), 0),
+        PidNode::NetNs => (214, 0),
         other => (
             ENTRIES
                 .iter()
@@ -206,8 +229,10 @@ fn ino(t: &Target, n: PidNode) -> u64 {
             0,
         ),
     };
+    // The process's (thread's) serial, not its pid: a reused pid gets other inode numbers,
+    // as Linux's `get_next_ino` gives (LTP pidfd_send_signal03 compares them as ints).
     (1 << 48)
-        | (u64::from(t.tid()) << 21)
+        | ((t.serial & 0x7ff_ffff) << 21)
         | (u64::from(t.thread.is_some()) << 20)
         | (kind << 12)
         | u64::from(sub & 0xfff)
@@ -218,7 +243,7 @@ fn mode_of(n: PidNode, fd_flags: u32) -> u32 {
         PidNode::Dir | PidNode::TaskDir | PidNode::FdInfoDir | PidNode::NsDir => {
             mode::S_IFDIR | 0o555
         }
-        PidNode::TimeNs(_) => mode::S_IFLNK | 0o777,
+        PidNode::TimeNs(_) | PidNode::PidNs(_) | PidNode::NetNs => mode::S_IFLNK | 0o777,
         PidNode::FdDir => mode::S_IFDIR | 0o500,
         PidNode::Cwd | PidNode::Root | PidNode::Exe => mode::S_IFLNK | 0o777,
         // fs/proc/fd.c tid_fd_update_inode: r-x for reading, -wx for writing, per owner.
@@ -279,17 +304,45 @@ fn all_processes(k: &Kernel) -> Vec<Arc<Process>> {
     v
 }
 
-/// The pid directories of the root.
+/// The pid namespace whose numbers /proc shows: the reader's (the initial one for the
+/// kernel itself).
+pub fn viewer_ns() -> Arc<PidNs> {
+    um_kernel::current::current()
+        .map_or_else(|| um_kernel::pidns::root().clone(), |t| t.pids.ns().clone())
+}
+
+/// What the viewer sees of kernel-wide id `global` (a pgid, sid or ppid): its number in
+/// `ns`, 0 outside it.
+fn vnr(k: &Kernel, ns: &PidNs, global: u32) -> u32 {
+    if ns.is_root() {
+        return global;
+    }
+    k.tasks.get(global).map_or(0, |t| t.pids.nr_in(ns))
+}
+
+/// The pid directories of the root: the processes the reader's namespace sees, by their
+/// numbers there.
 pub fn root_entries(fs: &Arc<ProcFs>) -> SysResult<Vec<DirEntry>> {
     let k = fs.kernel()?;
-    Ok(all_processes(&k)
+    let ns = viewer_ns();
+    let mut v: Vec<(u32, DirEntry)> = all_processes(&k)
         .iter()
-        .map(|p| DirEntry {
-            ino: ino(&Target::process(p), PidNode::Dir),
-            kind: 4,
-            name: p.pid.to_string().into_bytes(),
+        .filter_map(|p| {
+            let nr = p.pids.nr_in(&ns);
+            (nr != 0).then(|| {
+                (
+                    nr,
+                    DirEntry {
+                        ino: ino(&Target::process(p), PidNode::Dir),
+                        kind: 4,
+                        name: nr.to_string().into_bytes(),
+                    },
+                )
+            })
         })
-        .collect())
+        .collect();
+    v.sort_by_key(|e| e.0);
+    Ok(v.into_iter().map(|e| e.1).collect())
 }
 
 fn parse_num(name: &[u8]) -> Option<u32> {
@@ -303,13 +356,20 @@ fn parse_num(name: &[u8]) -> Option<u32> {
 
 /// Looks up a pid (or the hidden tid of a non-leader thread) in the root.
 pub fn root_lookup(fs: &Arc<ProcFs>, name: &[u8]) -> SysResult<Arc<ProcInode>> {
-    let id = parse_num(name).ok_or(Errno::ENOENT)?;
+    let nr = parse_num(name).ok_or(Errno::ENOENT)?;
     let k = fs.kernel()?;
-    if let Some(p) = find_process(&k, id) {
+    // A number of the reader's pid namespace.
+    let ns = viewer_ns();
+    let id = if ns.is_root() {
+        nr
+    } else {
+        ns.lookup(nr).ok_or(Errno::ENOENT)?
+    };
+    if let Some(p) = find_process(&k, id).filter(|p| p.pids.nr_in(&ns) == nr) {
         return Ok(make(fs, &Target::process(&p), PidNode::Dir, 0));
     }
     // fs/proc/base.c proc_pid_lookup finds any task; a thread's tid works but is not listed.
-    let t = k.tasks.get(id).ok_or(Errno::ENOENT)?;
+    let t = k.tasks.find_task(&ns, nr).ok_or(Errno::ENOENT)?;
     Ok(make(fs, &Target::thread(&t), PidNode::Dir, 0))
 }
 
@@ -342,9 +402,10 @@ pub fn lookup(fs: &Arc<ProcFs>, t: &Target, n: PidNode, name: &[u8]) -> SysResul
         }
         PidNode::TaskDir => {
             let tid = parse_num(name).ok_or(Errno::ENOENT)?;
+            let ns = viewer_ns();
             let task = live_threads(&p)
                 .into_iter()
-                .find(|x| x.tid == tid)
+                .find(|x| x.pids.nr_in(&ns) == tid)
                 .ok_or(Errno::ENOENT)?;
             Ok(make(fs, &Target::thread(&task), PidNode::Dir, 0))
         }
@@ -389,7 +450,7 @@ pub fn entries(_fs: &Arc<ProcFs>, t: &Target, n: PidNode) -> SysResult<Vec<DirEn
             .iter()
             .map(|x| {
                 dir(
-                    x.tid.to_string().into_bytes(),
+                    x.pids.nr_in(&viewer_ns()).to_string().into_bytes(),
                     PidNode::Dir,
                     &Target::thread(x),
                     0,
@@ -436,6 +497,57 @@ fn time_ns(t: &Target, for_children: bool) -> SysResult<Arc<um_kernel::timens::T
     })
 }
 
+/// The network namespace `/proc/PID/ns/net` names (fs/proc/namespaces.c, ptrace access
+/// needed).
+fn net_ns(t: &Target) -> SysResult<Arc<um_kernel::netns::NetNs>> {
+    let p = t.proc()?;
+    may_access(&p)?;
+    Ok(um_kernel::netns::of(&p))
+}
+
+/// The pid namespace a `/proc/PID/ns/pid*` link names (fs/proc/namespaces.c, ptrace access
+/// needed): the process's own, or the one for its children, which exists for the link only
+/// once its init does (`pidns_for_children_get`: ENOENT before).
+fn pid_ns(t: &Target, for_children: bool) -> SysResult<Arc<PidNs>> {
+    let p = t.proc()?;
+    may_access(&p)?;
+    if !for_children {
+        return Ok(p.pids.ns().clone());
+    }
+    let ns = lock(&p.pid_ns_children).clone();
+    if !Arc::ptr_eq(&ns, p.pids.ns()) && ns.reaper().is_none() {
+        return Err(Errno::ENOENT);
+    }
+    Ok(ns)
+}
+
+/// `/proc/sys/kernel/ns_last_pid` (kernel/pid_namespace.c `pid_ns_ctl_handler`): the last
+/// pid the reader's namespace handed out; writing one (CAP_SYS_ADMIN or
+/// CAP_CHECKPOINT_RESTORE, `EPERM`; `0..pid_max`, `EINVAL`) makes the next one follow it.
+pub fn ns_last_pid(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
+    let render =
+        |_: &Arc<Kernel>, _: &IoCtx<'_>| Ok(format!("{}\n", viewer_ns().last_pid()).into_bytes());
+    let put = |_: &Arc<Kernel>, io: &IoCtx<'_>, data: &[u8]| {
+        let p = &io.task.process;
+        if !p.capable(21 /* CAP_SYS_ADMIN */) && !p.capable(40 /* CAP_CHECKPOINT_RESTORE */) {
+            return Err(Errno::EPERM);
+        }
+        let s = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
+        let v: i64 = s.trim().parse().map_err(|_| Errno::EINVAL)?;
+        io.task.pids.ns().set_last_pid(v)?;
+        Ok(data.len())
+    };
+    ProcInode::new(
+        fs,
+        fs.alloc_ino(),
+        mode::S_IFREG | 0o666,
+        super::Node::File {
+            render: Box::new(render),
+            put: Some(Box::new(put)),
+        },
+    )
+}
+
 /// The open file behind `/proc/PID/fd/N`.
 fn fd_file(p: &Process, fd: u32) -> SysResult<Arc<OpenFile>> {
     lock(&p.files()).get(fd as u64).map_err(|_| Errno::ENOENT)
@@ -478,6 +590,12 @@ pub fn readlink(t: &Target, n: PidNode) -> SysResult<Vec<u8>> {
     if let PidNode::TimeNs(c) = n {
         return Ok(um_kernel::timens::link_name(&*time_ns(t, c)?));
     }
+    if let PidNode::NetNs = n {
+        return Ok(um_kernel::netns::link_name(&*net_ns(t)?));
+    }
+    if let PidNode::PidNs(c) = n {
+        return Ok(um_kernel::pidns::link_name(&*pid_ns(t, c)?));
+    }
     if let PidNode::Fd(fd) = n {
         let p = t.proc()?;
         may_access(&p)?;
@@ -493,6 +611,8 @@ pub fn magic_link(t: &Target, n: PidNode) -> Option<Arc<Dentry>> {
         PidNode::TimeNs(c) => time_ns(t, c)
             .ok()
             .map(|ns| um_kernel::timens::ns_dentry(&ns)),
+        PidNode::PidNs(c) => pid_ns(t, c).ok().map(|ns| um_kernel::pidns::ns_dentry(&ns)),
+        PidNode::NetNs => net_ns(t).ok().map(|ns| um_kernel::netns::ns_dentry(&ns)),
         _ => None,
     }
 }
@@ -731,7 +851,7 @@ fn ticks_since_boot(p: &Process) -> u64 {
     ((ns + boot).max(0) / 10_000_000) as u64
 }
 
-fn stat_info(t: &Target, p: &Process) -> fmt::StatInfo {
+fn stat_info(k: &Kernel, t: &Target, p: &Process) -> fmt::StatInfo {
     let st = state(t, p);
     let [ut, stt, cut, cst] = cpu_ticks(t, p);
     let zombie = st == 'Z';
@@ -752,13 +872,14 @@ fn stat_info(t: &Target, p: &Process) -> fmt::StatInfo {
         *lock(&p.arg_range)
     };
     let exit_code = lock(&p.exit).map_or(0, |e| e.wstatus());
+    let ids = Ids::of(k, t, p);
     fmt::StatInfo {
-        pid: t.tid(),
+        pid: ids.pid,
         comm: lock(&p.comm).clone(),
         state: st,
-        ppid: p.ppid.load(Ordering::Relaxed),
-        pgrp: p.pgid.load(Ordering::Relaxed),
-        session: p.sid.load(Ordering::Relaxed),
+        ppid: ids.ppid,
+        pgrp: ids.pgid,
+        session: ids.sid,
         tty_nr: 0,
         tpgid: -1,
         // PF_* flags are not tracked (PF_RANDOMIZE would be wrong: there is no ASLR).
@@ -801,7 +922,84 @@ fn fd_size(max_fd: Option<u32>) -> u32 {
     }
 }
 
-fn status_info(t: &Target, p: &Process) -> fmt::StatusInfo {
+/// A process's ids as the reader's pid namespace sees them (fs/proc/array.c, `ns` being
+/// the proc's namespace).
+struct Ids {
+    tgid: u32,
+    pid: u32,
+    ppid: u32,
+    pgid: u32,
+    sid: u32,
+}
+
+impl Ids {
+    fn of(k: &Kernel, t: &Target, p: &Process) -> Ids {
+        let ns = viewer_ns();
+        let ppid = match lock(&p.parent).upgrade() {
+            Some(parent) => parent.pids.nr_in(&ns),
+            None => vnr(k, &ns, p.ppid.load(Ordering::Relaxed)),
+        };
+        Ids {
+            tgid: p.pids.nr_in(&ns),
+            pid: t.pids(p).nr_in(&ns),
+            ppid,
+            pgid: vnr(k, &ns, p.pgid.load(Ordering::Relaxed)),
+            sid: vnr(k, &ns, p.sid.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+/// The `NStgid`, `NSpid`, `NSpgid` and `NSsid` lines (fs/proc/array.c `proc_pid_status`):
+/// the numbers from the reader's namespace down to the process's own.
+fn ns_lines(k: &Kernel, t: &Target, p: &Process) -> String {
+    let ns = viewer_ns();
+    let join = |v: Vec<u32>| {
+        v.iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join("\t")
+    };
+    let levels: Vec<Arc<PidNs>> = p
+        .pids
+        .levels()
+        .iter()
+        .skip(ns.level())
+        .map(|(n, _)| n.clone())
+        .collect();
+    let per_level =
+        |global: u32| -> Vec<u32> { levels.iter().map(|n| vnr(k, n, global)).collect() };
+    format!(
+        "NStgid:\t{}\nNSpid:\t{}\nNSpgid:\t{}\nNSsid:\t{}\n",
+        join(p.pids.numbers_from(&ns)),
+        join(t.pids(p).numbers_from(&ns)),
+        join(per_level(p.pgid.load(Ordering::Relaxed))),
+        join(per_level(p.sid.load(Ordering::Relaxed))),
+    )
+}
+
+/// Puts the multi-level `NS*` lines in place of the single-number ones `fmt` writes.
+fn with_ns_lines(text: Vec<u8>, lines: &str) -> Vec<u8> {
+    let s = String::from_utf8_lossy(&text);
+    let mut out = String::with_capacity(s.len() + lines.len());
+    let mut done = false;
+    for l in s.split_inclusive('\n') {
+        if l.starts_with("NStgid:")
+            || l.starts_with("NSpid:")
+            || l.starts_with("NSpgid:")
+            || l.starts_with("NSsid:")
+        {
+            if !done {
+                out.push_str(lines);
+                done = true;
+            }
+            continue;
+        }
+        out.push_str(l);
+    }
+    out.into_bytes()
+}
+
+fn status_info(k: &Kernel, t: &Target, p: &Process) -> fmt::StatusInfo {
     let st = state(t, p);
     let creds = *lock(&p.creds);
     let vm = (st != 'Z').then(|| {
@@ -833,20 +1031,21 @@ fn status_info(t: &Target, p: &Process) -> fmt::StatusInfo {
     let (ign, cgt) = sig_sets(p);
     let root = creds.euid == 0;
     let full = fmt::CAP_FULL;
+    let ids = Ids::of(k, t, p);
     fmt::StatusInfo {
         name: lock(&p.comm).clone(),
         umask: Some(lock(&p.fs).umask),
         state: st,
-        tgid: p.pid,
-        pid: t.tid(),
-        ppid: p.ppid.load(Ordering::Relaxed),
+        tgid: ids.tgid,
+        pid: ids.pid,
+        ppid: ids.ppid,
         tracer: 0,
         uids: [creds.uid, creds.euid, creds.suid, creds.fsuid],
         gids: [creds.gid, creds.egid, creds.sgid, creds.fsgid],
         fdsize: fd_size(max_fd),
         groups: Vec::new(),
-        pgid: p.pgid.load(Ordering::Relaxed),
-        sid: p.sid.load(Ordering::Relaxed),
+        pgid: ids.pgid,
+        sid: ids.sid,
         vm,
         threads: live_threads(p).len() as u64,
         sigq: (
@@ -1177,8 +1376,12 @@ pub fn generate(_fs: &Arc<ProcFs>, t: &Target, n: PidNode, _io: &IoCtx<'_>) -> S
     let zombie = lock(&p.exit).is_some();
     Ok(match n {
         PidNode::File(f) => match f {
-            PidFile::Stat => fmt::stat_line(&stat_info(t, &p)),
-            PidFile::Status => fmt::status_text(&status_info(t, &p)),
+            PidFile::Stat => fmt::stat_line(&stat_info(&*_fs.kernel()?, t, &p)),
+            PidFile::Status => {
+                let k = _fs.kernel()?;
+                let text = fmt::status_text(&status_info(&k, t, &p));
+                with_ns_lines(text, &ns_lines(&k, t, &p))
+            }
             PidFile::Statm => {
                 if zombie {
                     fmt::statm_line(0, 0, 0, 0, 0).into_bytes()
@@ -1209,7 +1412,8 @@ pub fn generate(_fs: &Arc<ProcFs>, t: &Target, n: PidNode, _io: &IoCtx<'_>) -> S
             PidFile::Mounts => mounts_text(),
             PidFile::Mountinfo => mountinfo_text(),
             PidFile::Wchan => b"0".to_vec(),
-            PidFile::Cgroup => b"0::/\n".to_vec(),
+            // The v2 hierarchy's line (kernel/cgroup/cgroup.c proc_cgroup_show).
+            PidFile::Cgroup => crate::cgroup::proc_pid_cgroup(p.pid),
             PidFile::OomScore => b"0\n".to_vec(),
             PidFile::OomScoreAdj => format!("{}\n", oom_score_adj(&p)).into_bytes(),
             PidFile::CoredumpFilter => {

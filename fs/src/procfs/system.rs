@@ -450,6 +450,8 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
                 ),
             ),
             ("ngroups_max", ProcInode::text(fs, "65536\n")),
+            // The caller's pid namespace's last pid (procfs/pid.rs, um_kernel::pidns).
+            ("ns_last_pid", super::pid::ns_last_pid(fs)),
             ("osrelease", uts(fs, |k| &k.uts.release)),
             ("ostype", uts(fs, |k| &k.uts.sysname)),
             ("overflowgid", ProcInode::text(fs, "65534\n")),
@@ -577,7 +579,16 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
             ("pipe-user-pages-soft", int_knob(fs, 16384)),
         ],
     );
-    ProcInode::dir(fs, vec![("fs", fsdir), ("kernel", kernel), ("vm", vm)])
+    ProcInode::dir(
+        fs,
+        vec![
+            ("fs", fsdir),
+            ("kernel", kernel),
+            // Per network namespace (procfs/net.rs).
+            ("net", super::net::sys_net_dir(fs)),
+            ("vm", vm),
+        ],
+    )
 }
 
 /// The fixed entries of the procfs root.

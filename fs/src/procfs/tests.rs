@@ -44,6 +44,7 @@ fn test_kernel() -> Arc<Kernel> {
         shutdown_hooks: Default::default(),
         thread_exit_hooks: Default::default(),
         process_exit_hooks: Default::default(),
+        fork_hooks: Default::default(),
     })
 }
 

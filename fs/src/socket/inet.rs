@@ -39,6 +39,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
+use um_kernel::netns::{self, NetNs};
 use um_kernel::task::lock;
 use um_kernel::vfs::{FileOps, GuestMem, Kstat};
 use um_kernel::wait::{IoCtx, PollTable, WaitError, WaitQueue, wait_event};
@@ -52,7 +53,8 @@ use um_uapi::{Errno, SysResult};
 const MSG_OOB: u32 = super::MSG_OOB;
 /// `MSG_ERRQUEUE`: the error queue (always empty here).
 pub const MSG_ERRQUEUE: u32 = 0x2000;
-/// Most pending connections a listener accepts (`net.core.somaxconn`).
+/// Most pending connections a listener accepts by default (`net.core.somaxconn`, per network
+/// namespace: `crate::procfs::net::somaxconn`).
 pub const SOMAXCONN: u32 = 4096;
 /// Largest UDP payload over IPv4 (65535 less the IP and UDP headers) and over IPv6.
 pub const UDP_MAX_V4: usize = 65_507;
@@ -115,12 +117,17 @@ pub struct InetSocket {
     ino: u64,
     /// The creator's fsuid/fsgid (the socket inode's owner, `sock_i_uid` for SO_REUSEPORT).
     owner: (u32, u32),
+    /// The network namespace the socket was made in (`sock_net`): it binds, connects and
+    /// receives only there.
+    net: Arc<NetNs>,
     me: Weak<InetSocket>,
 }
 
-type PortKey = (Proto, u16);
+/// A bound port: network namespace ([`NetNs::inum`]), transport, port.
+type PortKey = (u64, Proto, u16);
 
-/// The bind table (Linux `inet_bind_hashbucket` plus `udp_table`): every socket holding a port.
+/// The bind table (Linux `inet_bind_hashbucket` plus `udp_table`): every socket holding a port,
+/// keyed by network namespace too (Linux hashes `net` into the buckets and compares it).
 fn ports() -> &'static Mutex<HashMap<PortKey, Vec<Weak<InetSocket>>>> {
     static T: OnceLock<Mutex<HashMap<PortKey, Vec<Weak<InetSocket>>>>> = OnceLock::new();
     T.get_or_init(Default::default)
@@ -197,12 +204,19 @@ enum Dest {
 }
 
 impl InetSocket {
-    /// A new unbound socket.
+    /// A new unbound socket in the caller's network namespace (`inet_create` with
+    /// `current->nsproxy->net_ns`).
     pub fn new(proto: Proto, family: u32, owner: (u32, u32)) -> Arc<InetSocket> {
-        Self::with_opts(proto, family, owner, Opts::new(proto))
+        Self::with_opts(proto, family, owner, Opts::new(proto), netns::current())
     }
 
-    fn with_opts(proto: Proto, family: u32, owner: (u32, u32), opts: Opts) -> Arc<InetSocket> {
+    fn with_opts(
+        proto: Proto,
+        family: u32,
+        owner: (u32, u32),
+        opts: Opts,
+        net: Arc<NetNs>,
+    ) -> Arc<InetSocket> {
         Arc::new_cyclic(|me| InetSocket {
             proto,
             inner: Mutex::new(Inner {
@@ -229,12 +243,18 @@ impl InetSocket {
             wq: WaitQueue::new(),
             ino: next_ino(),
             owner,
+            net,
             me: me.clone(),
         })
     }
 
     fn me(&self) -> Arc<InetSocket> {
         self.me.upgrade().expect("a socket in use is alive")
+    }
+
+    /// The bind table key of `port` for this socket's namespace and transport.
+    fn key(&self, port: u16) -> PortKey {
+        (self.net.inum(), self.proto, port)
     }
 
     /// The transport.
@@ -277,7 +297,7 @@ impl InetSocket {
         t: &HashMap<PortKey, Vec<Weak<InetSocket>>>,
         port: u16,
     ) -> Vec<Arc<InetSocket>> {
-        t.get(&(self.proto, port))
+        t.get(&self.key(port))
             .map(|v| {
                 v.iter()
                     .filter_map(Weak::upgrade)
@@ -288,7 +308,7 @@ impl InetSocket {
     }
 
     fn port_in_use(&self, t: &HashMap<PortKey, Vec<Weak<InetSocket>>>, port: u16) -> bool {
-        t.get(&(self.proto, port))
+        t.get(&self.key(port))
             .is_some_and(|v| v.iter().any(|w| w.strong_count() > 0))
     }
 
@@ -332,7 +352,7 @@ impl InetSocket {
             port
         };
         me.ip = ip;
-        let v = t.entry((self.proto, port)).or_default();
+        let v = t.entry(self.key(port)).or_default();
         v.retain(|w| w.strong_count() > 0);
         v.push(self.me.clone());
         lock(&self.inner).local = Some(SocketAddr::new(me.ip, port));
@@ -346,10 +366,10 @@ impl InetSocket {
             None => return,
         };
         let mut t = lock(ports());
-        if let Some(v) = t.get_mut(&(self.proto, port)) {
+        if let Some(v) = t.get_mut(&self.key(port)) {
             v.retain(|w| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), self));
             if v.is_empty() {
-                t.remove(&(self.proto, port));
+                t.remove(&self.key(port));
             }
         }
     }
@@ -357,7 +377,7 @@ impl InetSocket {
     /// Registers an accepted socket on its listener's port (`__inet_inherit_port`).
     fn inherit_port(&self, port: u16) {
         lock(ports())
-            .entry((self.proto, port))
+            .entry(self.key(port))
             .or_default()
             .push(self.me.clone());
     }
@@ -444,7 +464,7 @@ impl InetSocket {
         if self.proto == Proto::Udp {
             return Err(Errno::EOPNOTSUPP);
         }
-        let backlog = (backlog as u32).min(SOMAXCONN) as usize;
+        let backlog = (backlog as u32).min(crate::procfs::net::somaxconn(&self.net)) as usize;
         let bound = {
             let mut i = lock(&self.inner);
             match i.state {
@@ -1161,6 +1181,15 @@ mod tests {
         let mut un = far.clone();
         un[0] = 1;
         assert_eq!(o.bind(&un, false), Err(Errno::EAFNOSUPPORT));
+        // Another network namespace has its own ports: the same port binds there, and the
+        // listener of the initial namespace is not reachable from it.
+        let net = um_kernel::netns::NetNs::new();
+        let n = InetSocket::with_opts(Proto::Tcp, AF_INET, (0, 0), Opts::new(Proto::Tcp), net);
+        assert!(n.find_listener(dst).is_none());
+        n.bind(&same, false).unwrap();
+        n.listen(5).unwrap();
+        assert!(c.find_listener(dst).is_some_and(|f| Arc::ptr_eq(&f, &l)));
+        n.release();
         l.release();
         assert!(c.find_listener(dst).is_none());
         o.bind(&same, false).unwrap();

@@ -6,8 +6,9 @@
 //! on every change), [`SocketFile`] (its `FileOps`; dropping it is `unix_release`), [`UnixAddr`]
 //! and [`Recv`]. Messages queue at the *receiver* ([`Msg`]); a sender waits on the receiver's
 //! queue for room. No operation holds two sockets' locks at once. Bound sockets are found
-//! through two global tables: by inode identity for paths (the inode itself is made by the
-//! caller with `Inode::mknod`) and by name for abstract addresses.
+//! through one global table: by inode identity for paths (the inode itself is made by the
+//! caller with `Inode::mknod`) and by network namespace and name for abstract addresses
+//! (a socket's namespace is its creator's, `um_kernel::netns`).
 //!
 //! Neighbours: `sys/socket.rs` (the syscalls: guest copies, path lookups, descriptor install),
 //! [`super`] (ABI layouts and the control-message codec), [`crate::pipe`] (SIGPIPE, inode
@@ -22,6 +23,7 @@ use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use um_kernel::netns::{self, NetNs};
 use um_kernel::task::{Task, lock};
 use um_kernel::vfs::{FileOps, GuestMem, Kstat, OpenFile};
 use um_kernel::wait::{IoCtx, PollTable, WaitQueue};
@@ -35,7 +37,8 @@ use um_uapi::{Errno, SysResult};
 pub const SOCK_BUF: usize = 212_992;
 /// Datagrams a receiver not connected back to the sender queues (`net.unix.max_dgram_qlen`).
 pub const MAX_DGRAM_QLEN: usize = 10;
-/// Most pending connections a listener accepts (`net.core.somaxconn`).
+/// Most pending connections a listener accepts by default (`net.core.somaxconn`, per network
+/// namespace: `crate::procfs::net::somaxconn`).
 pub const SOMAXCONN: u32 = 4096;
 /// `offsetof(struct sockaddr_un, sun_path)`.
 const SUN_PATH_OFF: usize = 2;
@@ -145,7 +148,9 @@ enum Conn {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum BindKey {
     Inode(u64),
-    Abstract(Vec<u8>),
+    /// An abstract name in a network namespace ([`NetNs::inum`]): the abstract namespace is
+    /// per network namespace, paths are not (they are found through the file system).
+    Abstract(u64, Vec<u8>),
 }
 
 struct Inner {
@@ -174,6 +179,9 @@ pub struct UnixSocket {
     wq: WaitQueue,
     ino: u64,
     owner: (u32, u32),
+    /// The network namespace the socket was made in (`sock_net`): where its abstract name
+    /// lives and where it looks abstract names up.
+    net: Arc<NetNs>,
     me: Weak<UnixSocket>,
 }
 
@@ -203,8 +211,13 @@ pub fn task_peercred(task: &Task) -> Ucred {
 }
 
 impl UnixSocket {
-    /// A new unconnected socket of type `ty` (`SOCK_STREAM`, `SOCK_DGRAM`, `SOCK_SEQPACKET`).
+    /// A new unconnected socket of type `ty` (`SOCK_STREAM`, `SOCK_DGRAM`, `SOCK_SEQPACKET`)
+    /// in the caller's network namespace (`unix_create` with `current->nsproxy->net_ns`).
     pub fn new(ty: u32, owner: (u32, u32)) -> Arc<UnixSocket> {
+        Self::new_in(ty, owner, netns::current())
+    }
+
+    fn new_in(ty: u32, owner: (u32, u32), net: Arc<NetNs>) -> Arc<UnixSocket> {
         Arc::new_cyclic(|me| UnixSocket {
             ty,
             inner: Mutex::new(Inner {
@@ -228,6 +241,7 @@ impl UnixSocket {
             wq: WaitQueue::new(),
             ino: next_ino(),
             owner,
+            net,
             me: me.clone(),
         })
     }
@@ -263,10 +277,11 @@ impl UnixSocket {
             .and_then(Weak::upgrade)
     }
 
-    /// The socket bound to abstract `name`.
-    pub fn find_abstract(name: &[u8]) -> Option<Arc<UnixSocket>> {
+    /// The socket bound to abstract `name` in this socket's network namespace
+    /// (`unix_find_abstract` with `sock_net(sk)`).
+    pub fn find_abstract(&self, name: &[u8]) -> Option<Arc<UnixSocket>> {
         lock(paths())
-            .get(&BindKey::Abstract(name.to_vec()))
+            .get(&BindKey::Abstract(self.net.inum(), name.to_vec()))
             .and_then(Weak::upgrade)
     }
 
@@ -275,9 +290,9 @@ impl UnixSocket {
         lock(&self.inner).addr != UnixAddr::Unnamed
     }
 
-    /// Whether `key` is taken by a live socket.
-    pub fn abstract_in_use(name: &[u8]) -> bool {
-        Self::find_abstract(name).is_some()
+    /// Whether abstract `name` is taken by a live socket of this socket's namespace.
+    pub fn abstract_in_use(&self, name: &[u8]) -> bool {
+        self.find_abstract(name).is_some()
     }
 
     fn bind_key(&self, key: BindKey, addr: UnixAddr) -> SysResult<()> {
@@ -302,7 +317,10 @@ impl UnixSocket {
 
     /// Binds to an abstract name.
     pub fn bind_abstract(&self, name: Vec<u8>) -> SysResult<()> {
-        self.bind_key(BindKey::Abstract(name.clone()), UnixAddr::Abstract(name))
+        self.bind_key(
+            BindKey::Abstract(self.net.inum(), name.clone()),
+            UnixAddr::Abstract(name),
+        )
     }
 
     /// `unix_autobind`: an abstract name of five hex digits. EINVAL if already bound.
@@ -350,7 +368,7 @@ impl UnixSocket {
         if self.ty == SOCK_DGRAM {
             return Err(Errno::EOPNOTSUPP);
         }
-        let backlog = (backlog as u32).min(SOMAXCONN) as usize;
+        let backlog = (backlog as u32).min(crate::procfs::net::somaxconn(&self.net)) as usize;
         let mut i = lock(&self.inner);
         if i.addr == UnixAddr::Unnamed {
             return Err(Errno::EINVAL);
@@ -396,7 +414,7 @@ impl UnixSocket {
             if t.accept_q.len() > t.backlog {
                 return None;
             }
-            let embryo = UnixSocket::new(self.ty, owner);
+            let embryo = UnixSocket::new_in(self.ty, owner, self.net.clone());
             {
                 let mut e = lock(&embryo.inner);
                 e.conn = Conn::Connected;
@@ -1056,9 +1074,14 @@ mod tests {
             b.bind_abstract(b"um-test-bind".to_vec()),
             Err(Errno::EADDRINUSE)
         );
-        assert!(UnixSocket::find_abstract(b"um-test-bind").is_some());
+        assert!(b.find_abstract(b"um-test-bind").is_some());
+        // Another network namespace has its own abstract names.
+        let c = UnixSocket::new_in(SOCK_STREAM, (0, 0), um_kernel::netns::NetNs::new());
+        assert!(c.find_abstract(b"um-test-bind").is_none());
+        c.bind_abstract(b"um-test-bind".to_vec()).unwrap();
         a.release(false);
-        assert!(UnixSocket::find_abstract(b"um-test-bind").is_none());
+        assert!(b.find_abstract(b"um-test-bind").is_none());
+        assert!(c.find_abstract(b"um-test-bind").is_some());
         b.autobind().unwrap();
         assert!(matches!(b.local_addr(), UnixAddr::Abstract(n) if n.len() == 5));
     }

@@ -211,11 +211,12 @@ fn write_addr(c: &SyscallCtx<'_>, addr: u64, len_ptr: u64, bytes: &[u8]) -> SysR
     c.write_u32(len_ptr, bytes.len() as u32)
 }
 
-/// Finds the socket an address names (`unix_find_other`).
-fn resolve(c: &SyscallCtx<'_>, addr: &UnixAddr) -> SysResult<Arc<UnixSocket>> {
+/// Finds the socket an address names for socket `s` (`unix_find_other`; abstract names in
+/// `s`'s network namespace).
+fn resolve(c: &SyscallCtx<'_>, s: &UnixSocket, addr: &UnixAddr) -> SysResult<Arc<UnixSocket>> {
     match addr {
         UnixAddr::Unnamed => Err(Errno::EINVAL),
-        UnixAddr::Abstract(n) => UnixSocket::find_abstract(n).ok_or(Errno::ECONNREFUSED),
+        UnixAddr::Abstract(n) => s.find_abstract(n).ok_or(Errno::ECONNREFUSED),
         UnixAddr::Path(p) => {
             let d = lookup(c, AT_FDCWD as u64, p, Last::Follow)?;
             let st = d.inode.stat()?;
@@ -344,7 +345,7 @@ fn connect(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         }
     }
     let addr = read_addr(c, a[1], a[2])?;
-    let target = resolve(c, &addr)?;
+    let target = resolve(c, &s, &addr)?;
     s.connect(&io_ctx(c, &f, 0), &target)?;
     Ok(0)
 }
@@ -418,7 +419,7 @@ fn do_send_unix(
             });
         }
         (Some(_), SOCK_SEQPACKET) => None,
-        (Some(addr), _) => Some(resolve(c, &addr)?),
+        (Some(addr), _) => Some(resolve(c, s, &addr)?),
     };
     let io = io_ctx(c, f, flags);
     Ok(s.send(&io, data, files, creds, target, flags & MSG_NOSIGNAL != 0)? as u64)

@@ -4,6 +4,9 @@
 //! runs as a new host thread of the same stub process; any other child gets a stub process of
 //! its own and a copy-on-write copy of the address space. Either way a new kernel host thread
 //! serves it ([`crate::run::spawn`]).
+//!
+//! The child's numbers come from [`crate::pidns::alloc`] in the namespace it enters (a new
+//! one with `CLONE_NEWPID`); the caller gets the number it sees ([`crate::pidns`]).
 
 use crate::run::{self, Start};
 use crate::syscall::{SyscallCtx, SyscallTable, lock_mm};
@@ -28,6 +31,11 @@ pub struct CloneArgs {
 
 /// Creates a task as `clone` says and starts it; returns its tid.
 pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
+    do_clone_into(c, a, None)
+}
+
+/// [`do_clone`], with clone3's `CLONE_INTO_CGROUP` descriptor (`cgroup`) for the fork hooks.
+pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) -> SysResult {
     let f = CloneFlags::from_bits_truncate(a.flags);
     // Linux copy_process checks, in its order.
     if f.contains(CloneFlags::NEWNS | CloneFlags::FS)
@@ -41,20 +49,43 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
     if f.contains(CloneFlags::SIGHAND) && !f.contains(CloneFlags::VM) {
         return Err(Errno::EINVAL);
     }
-    if f.intersects(
-        CloneFlags::NEWNS
-            | CloneFlags::NEWPID
-            | CloneFlags::NEWNET
-            | CloneFlags::NEWUSER
-            | CloneFlags::NEWUTS
-            | CloneFlags::NEWIPC
-            | CloneFlags::NEWCGROUP,
-    ) {
+    // A namespace's init (or the global one) may not make siblings (SIGNAL_UNKILLABLE).
+    if f.contains(CloneFlags::PARENT)
+        && (c.task.process.pid == 1 || crate::pidns::is_ns_init(&c.task.process))
+    {
+        return Err(Errno::EINVAL);
+    }
+    // A thread stays in its process's pid namespace: not with CLONE_NEWPID, nor after
+    // unshare(CLONE_NEWPID) or setns changed the namespace for children.
+    if f.contains(CloneFlags::THREAD)
+        && (f.intersects(CloneFlags::NEWUSER | CloneFlags::NEWPID)
+            || !Arc::ptr_eq(
+                &lock(&c.task.process.pid_ns_children),
+                c.task.process.pids.ns(),
+            ))
+    {
+        return Err(Errno::EINVAL);
+    }
+    let namespaces = CloneFlags::NEWNS
+        | CloneFlags::NEWPID
+        | CloneFlags::NEWNET
+        | CloneFlags::NEWUSER
+        | CloneFlags::NEWUTS
+        | CloneFlags::NEWIPC
+        | CloneFlags::NEWCGROUP
+        | CloneFlags::NEWTIME;
+    // Every new namespace needs CAP_SYS_ADMIN (kernel/nsproxy.c copy_namespaces). Only pid,
+    // time and network namespaces exist; the others are refused as before.
+    if f.intersects(namespaces) && !c.task.process.capable(crate::timens::CAP_SYS_ADMIN) {
         return Err(Errno::EPERM);
     }
-    // CLONE_NEWTIME (clone3 only) needs CAP_SYS_ADMIN (kernel/nsproxy.c copy_namespaces).
-    if f.contains(CloneFlags::NEWTIME) && !c.task.process.capable(crate::timens::CAP_SYS_ADMIN) {
+    if f.intersects(namespaces - CloneFlags::NEWPID - CloneFlags::NEWTIME - CloneFlags::NEWNET) {
         return Err(Errno::EPERM);
+    }
+    // Network namespaces are per process here (crate::netns), so a thread cannot have its
+    // own (Linux allows it).
+    if f.contains(CloneFlags::THREAD | CloneFlags::NEWNET) {
+        return Err(Errno::EINVAL);
     }
     if a.exit_signal > 64 {
         return Err(Errno::EINVAL);
@@ -70,7 +101,26 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
     let k = c.kernel;
     let parent_task = c.task.clone();
     let pp = &parent_task.process;
-    let tid = k.tasks.alloc_pid();
+    // The child's pid namespace: the process's own for a thread, else its namespace for
+    // children, or a new one below that with CLONE_NEWPID (copy_pid_ns).
+    let ns = if f.contains(CloneFlags::THREAD) {
+        pp.pids.ns().clone()
+    } else {
+        let nsc = lock(&pp.pid_ns_children).clone();
+        if f.contains(CloneFlags::NEWPID) {
+            crate::pidns::PidNs::new_child(&nsc)?
+        } else {
+            nsc
+        }
+    };
+    let mut pids = PidGuard {
+        pid: crate::pidns::alloc(&ns)?,
+        armed: true,
+    };
+    // What the caller sees (clone's return value, CLONE_PARENT_SETTID) and what the child
+    // sees of itself (CLONE_CHILD_SETTID).
+    let vnr = pids.pid().nr_in(parent_task.pids.ns());
+    let own = pids.pid().own();
 
     // The child's registers: the parent's at this syscall, returning 0, on its own stack.
     let mut regs = c.thread.regs;
@@ -89,7 +139,7 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
             Errno::EAGAIN
         })?;
         let mask = *lock(&parent_task.sigmask);
-        let t = Task::new(tid, pp.clone(), mask);
+        let t = Task::new_in(pids.pid().clone(), pp.clone(), mask);
         (
             t,
             Start::Thread {
@@ -111,7 +161,7 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
             Arc::new(Mutex::new(lock(&pp.files()).clone()))
         };
         let fs = lock(&pp.fs).clone();
-        let child = Arc::new(Process::new(tid, Some(pp), mm, files, fs));
+        let child = Arc::new(Process::new_in(pids.pid().clone(), Some(pp), mm, files, fs));
         *lock(&child.exe) = lock(&pp.exe).clone();
         *lock(&child.arg_range) = *lock(&pp.arg_range);
         // Time namespaces: a new one with CLONE_NEWTIME; the child enters its parent's
@@ -121,6 +171,10 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
             f.contains(CloneFlags::NEWTIME),
             f.contains(CloneFlags::VM),
         );
+        // Network namespaces: CLONE_NEWNET puts the child in a new one at once.
+        if f.contains(CloneFlags::NEWNET) {
+            crate::netns::on_fork(&child);
+        }
         child
             .exit_signal
             .store(a.exit_signal as u32, Ordering::Relaxed);
@@ -131,7 +185,7 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
             }
         }
         let mask = *lock(&parent_task.sigmask);
-        let t = Task::new(tid, child.clone(), mask);
+        let t = Task::new_in(pids.pid().clone(), child.clone(), mask);
         let start = if f.contains(CloneFlags::VM) {
             let (host_tid, seed) = c.thread.spawn_thread().map_err(|_| Errno::EAGAIN)?;
             Start::Thread {
@@ -156,10 +210,15 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
         *lock(&task.clear_child_tid) = a.child_tid;
     }
     if f.contains(CloneFlags::CHILD_SETTID) {
-        lock_mm(&task.mm()).write_bytes(a.child_tid, &tid.to_le_bytes())?;
+        lock_mm(&task.mm()).write_bytes(a.child_tid, &own.to_le_bytes())?;
     }
     if f.contains(CloneFlags::PARENT_SETTID) {
-        c.write_u32(a.parent_tid, tid)?;
+        c.write_u32(a.parent_tid, vnr)?;
+    }
+    // cgroup membership (`Kernel::fork_hooks`, um_fs::cgroup): the child joins its creator's
+    // group or the CLONE_INTO_CGROUP one; a refusal (EBADF, EACCES ...) fails the clone.
+    for hook in lock(&k.fork_hooks).iter() {
+        hook(pp, &task.process, f.contains(CloneFlags::THREAD), cgroup)?;
     }
     if f.contains(CloneFlags::PIDFD) {
         // pidfd_prepare: O_RDWR | O_CLOEXEC in the parent, its number stored as an int.
@@ -175,7 +234,10 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
         }
     }
     k.tasks.insert(task.clone());
+    // From here the task table owns the numbers (freed by `TaskTable::remove`).
+    pids.armed = false;
     if !f.contains(CloneFlags::THREAD) {
+        crate::pidns::on_fork(&task.process);
         let parent_of_child = lock(&task.process.parent).upgrade();
         if let Some(par) = parent_of_child {
             lock(&par.children).push(task.process.clone());
@@ -198,7 +260,27 @@ pub fn do_clone(c: &mut SyscallCtx<'_>, a: CloneArgs) -> SysResult {
             });
         }
     }
-    Ok(tid as u64)
+    Ok(u64::from(vnr))
+}
+
+/// Frees the child's numbers if clone fails before the task is registered.
+struct PidGuard {
+    pid: Arc<crate::pidns::Pid>,
+    armed: bool,
+}
+
+impl PidGuard {
+    fn pid(&self) -> &Arc<crate::pidns::Pid> {
+        &self.pid
+    }
+}
+
+impl Drop for PidGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            crate::pidns::free(&self.pid);
+        }
+    }
 }
 
 fn clone(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
@@ -242,7 +324,17 @@ fn clone3(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let sp = if stack != 0 { stack + stack_size } else { 0 };
-    do_clone(
+    // CLONE_INTO_CGROUP: clone_args.cgroup, present from CLONE_ARGS_SIZE_VER2 (88 bytes) on
+    // and an int (kernel/fork.c copy_clone_args_from_user).
+    let cgroup = if flags & CloneFlags::INTO_CGROUP.bits() != 0 {
+        if size < 88 || w(10) > i32::MAX as u64 {
+            return Err(Errno::EINVAL);
+        }
+        Some(w(10))
+    } else {
+        None
+    };
+    do_clone_into(
         c,
         CloneArgs {
             flags,
@@ -253,6 +345,7 @@ fn clone3(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             tls,
             pidfd,
         },
+        cgroup,
     )
 }
 

@@ -600,7 +600,11 @@ fn get_robust_list(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     } else if pid < 0 {
         return Err(Errno::ESRCH);
     } else {
-        c.kernel.tasks.get(pid as u32).ok_or(Errno::ESRCH)?
+        // A tid of the caller's pid namespace (crate::pidns).
+        c.kernel
+            .tasks
+            .find_task_vpid(c.task, pid as u32)
+            .ok_or(Errno::ESRCH)?
     };
     if !Arc::ptr_eq(&target.process, &c.task.process) {
         let me = *lock(&c.task.process.creds);
@@ -753,7 +757,8 @@ pub fn exit_robust_list(task: &Task) {
         return;
     }
     let mm = task.mm();
-    let wake = walk_robust_list(&mut GuestMem(&mm), head, task.tid);
+    // Lock words hold the owner's tid as the owner sees it (`task_pid_vnr`).
+    let wake = walk_robust_list(&mut GuestMem(&mm), head, task.pids.own());
     for uaddr in wake {
         wake_shared_one(&mm, uaddr);
     }

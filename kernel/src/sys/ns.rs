@@ -1,13 +1,16 @@
 //! unshare(2) and setns(2) (Linux `kernel/fork.c` `ksys_unshare`, `kernel/nsproxy.c` `setns`).
 //!
-//! Of the namespaces, only time namespaces exist here ([`crate::timens`]); every process shares
-//! the one mount, UTS, IPC, network, pid, user and cgroup namespace. So `unshare` creates time
-//! namespaces (`CLONE_NEWTIME`), unshares the descriptor table (`CLONE_FILES`), accepts what
+//! Of the namespaces, only time, pid and network namespaces exist here ([`crate::timens`],
+//! [`crate::pidns`], [`crate::netns`]); every process shares the one mount, UTS, IPC, user
+//! and cgroup namespace. So `unshare` creates time and pid namespaces (`CLONE_NEWTIME`,
+//! `CLONE_NEWPID`: both for the caller's future children) and network namespaces
+//! (`CLONE_NEWNET`: the caller moves at once), unshares the descriptor table (`CLONE_FILES`), accepts what
 //! is already unshared (`CLONE_FS`: each process has its own; `CLONE_SYSVSEM`; and
 //! `CLONE_THREAD`/`CLONE_SIGHAND`/`CLONE_VM` in a single-threaded process, as Linux does),
 //! and refuses the other namespaces as a kernel built without them does (`EINVAL`; mount
-//! namespaces `EPERM`, as clone does). `setns` enters a time namespace from a
-//! `/proc/PID/ns/time*` descriptor or a pidfd.
+//! namespaces `EPERM`, as clone does). `setns` enters a time namespace, or makes a pid
+//! namespace the one for children, or enters a network namespace, from a
+//! `/proc/PID/ns/{time,pid,net}*` descriptor or a pidfd.
 
 use crate::pidfd::PidFd;
 use crate::syscall::{SyscallCtx, SyscallTable};
@@ -58,7 +61,13 @@ fn unshare(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         if f.contains(CloneFlags::NEWNS) {
             return Err(Errno::EPERM);
         }
-        if f.intersects(ns_flags() - CloneFlags::NEWNS - CloneFlags::NEWTIME) {
+        if f.intersects(
+            ns_flags()
+                - CloneFlags::NEWNS
+                - CloneFlags::NEWTIME
+                - CloneFlags::NEWPID
+                - CloneFlags::NEWNET,
+        ) {
             return Err(Errno::EINVAL);
         }
     }
@@ -67,8 +76,15 @@ fn unshare(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         let copy = lock(&p.files()).clone();
         *lock(&p.files) = Arc::new(Mutex::new(copy));
     }
+    if f.contains(CloneFlags::NEWPID) {
+        crate::pidns::unshare(&p)?;
+    }
     if f.contains(CloneFlags::NEWTIME) {
         timens::unshare(&p);
+    }
+    if f.contains(CloneFlags::NEWNET) {
+        // The caller itself moves (crate::netns).
+        crate::netns::unshare(&p);
     }
     Ok(0)
 }
@@ -85,6 +101,20 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             return Err(Errno::EINVAL);
         }
         timens::setns(&p, &nf.ns, threads)?;
+        return Ok(0);
+    }
+    if let Some(nf) = any.and_then(|x| x.downcast_ref::<crate::pidns::PidNsFile>()) {
+        if nstype != 0 && nstype != CloneFlags::NEWPID.bits() {
+            return Err(Errno::EINVAL);
+        }
+        crate::pidns::setns(&p, &nf.ns)?;
+        return Ok(0);
+    }
+    if let Some(nf) = any.and_then(|x| x.downcast_ref::<crate::netns::NetNsFile>()) {
+        if nstype != 0 && nstype != CloneFlags::NEWNET.bits() {
+            return Err(Errno::EINVAL);
+        }
+        crate::netns::setns(&p, &nf.ns)?;
         return Ok(0);
     }
     if let Some(pf) = any.and_then(|x| x.downcast_ref::<PidFd>()) {
@@ -104,9 +134,15 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         if !p.capable(CAP_SYS_ADMIN) {
             return Err(Errno::EPERM);
         }
+        if f.contains(CloneFlags::NEWPID) {
+            crate::pidns::setns(&p, target.pids.ns())?;
+        }
         if f.contains(CloneFlags::NEWTIME) {
             let ns = timens::active(&target);
             timens::setns(&p, &ns, threads)?;
+        }
+        if f.contains(CloneFlags::NEWNET) {
+            crate::netns::setns(&p, &crate::netns::of(&target))?;
         }
         // The other namespaces are the ones everybody is in: nothing changes.
         return Ok(0);

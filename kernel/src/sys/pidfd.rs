@@ -27,7 +27,12 @@ fn pidfd_open(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if flags & !u64::from(O_NONBLOCK) != 0 || pid <= 0 {
         return Err(Errno::EINVAL);
     }
-    let t = c.kernel.tasks.get(pid as u32).ok_or(Errno::ESRCH)?;
+    // A number of the caller's pid namespace.
+    let t = c
+        .kernel
+        .tasks
+        .find_task_vpid(c.task, pid as u32)
+        .ok_or(Errno::ESRCH)?;
     if t.tid != t.process.pid {
         return Err(Errno::EINVAL);
     }
@@ -59,7 +64,9 @@ fn pidfd_send_signal(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         }
         info
     } else {
-        Siginfo::kill(sig as u32, SI_USER, me.pid as i32, lock(&me.creds).uid)
+        // The sender as the target's namespace sees it.
+        let spid = crate::pidns::tgid_seen_by(me, &target) as i32;
+        Siginfo::kill(sig as u32, SI_USER, spid, lock(&me.creds).uid)
     };
     // kill_pid_info: the pid must still have its task (a zombie does; a reaped process not).
     let alive = c

@@ -7,19 +7,24 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use um_uapi::{Errno, SysResult};
 
+// Ids go out as numbers of the caller's pid namespace (`task_tgid_vnr`, `task_pid_vnr`).
 fn getpid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
-    Ok(c.task.process.pid as u64)
+    Ok(u64::from(c.task.process.pids.own()))
 }
 
 fn gettid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
-    Ok(c.task.tid as u64)
+    Ok(u64::from(c.task.pids.own()))
 }
 
+/// getppid(2): the parent's number in the caller's namespace, 0 for a parent outside it
+/// (the init of a new namespace).
 fn getppid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
-    Ok(c.task
-        .process
-        .ppid
-        .load(std::sync::atomic::Ordering::Relaxed) as u64)
+    let p = &c.task.process;
+    if let Some(parent) = lock(&p.parent).upgrade() {
+        return Ok(u64::from(parent.pids.nr_in(p.pids.ns())));
+    }
+    let ppid = p.ppid.load(Ordering::Relaxed);
+    Ok(u64::from(c.kernel.tasks.vnr(c.task, ppid)))
 }
 
 fn getuid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
@@ -56,7 +61,7 @@ fn getresgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 fn set_tid_address(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     *lock(&c.task.clear_child_tid) = a[0];
-    Ok(c.task.tid as u64)
+    Ok(u64::from(c.task.pids.own()))
 }
 
 fn exit(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
@@ -126,7 +131,7 @@ fn prlimit64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if res >= RLIM_NLIMITS {
         return Err(Errno::EINVAL);
     }
-    if pid != 0 && pid as u32 != c.task.process.pid {
+    if pid != 0 && pid as u32 != c.task.process.pids.own() {
         return Err(Errno::ESRCH);
     }
     let newval = if new != 0 {

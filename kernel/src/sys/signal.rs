@@ -140,12 +140,24 @@ fn sender_info(c: &SyscallCtx<'_>, sig: u64, code: i32) -> Siginfo {
     )
 }
 
-/// The process that `pid` names for kill(2) and rt_sigqueueinfo(2): the thread group of the
-/// task with that id, which may be any of its threads (kernel/signal.c `kill_proc_info`
-/// looks the pid up as PIDTYPE_PID and signals its group).
+/// The process that `pid` (a number of the caller's pid namespace) names for kill(2) and
+/// rt_sigqueueinfo(2): the thread group of the task with that id, which may be any of its
+/// threads (kernel/signal.c `kill_proc_info` looks the pid up as PIDTYPE_PID and signals its
+/// group).
 fn process_of(c: &SyscallCtx<'_>, pid: u32) -> SysResult<Arc<Process>> {
-    let t = c.kernel.tasks.get(pid).ok_or(Errno::ESRCH)?;
+    let t = c
+        .kernel
+        .tasks
+        .find_task_vpid(c.task, pid)
+        .ok_or(Errno::ESRCH)?;
     Ok(t.process.clone())
+}
+
+/// A siginfo the kernel made for the caller's kill or tkill names the sender as the target's
+/// namespace sees it (`__send_signal_locked`: `task_tgid_nr_ns(current, task_active_pid_ns(t))`).
+fn sender_for(c: &SyscallCtx<'_>, to: &Process, mut info: Siginfo) -> Siginfo {
+    info.set_pid(crate::pidns::tgid_seen_by(&c.task.process, to) as i32);
+    info
 }
 
 /// Sends `info` to process `p` if the caller may (`group_send_sig_info`): the permission is
@@ -168,17 +180,19 @@ fn kill(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     match pid {
         p if p > 0 => {
             let proc = process_of(c, p as u32)?;
-            send_group(c, &proc, sig, info)?;
+            send_group(c, &proc, sig, sender_for(c, &proc, info))?;
         }
         -1 => {
             // Everyone but init and the caller; only errors other than EPERM count
             // (`kill_something_info`).
             let mut count = 0;
             let mut ret = Ok(());
+            // Those the caller's namespace sees, but its init (`task_pid_vnr(p) > 1`).
+            let ns = c.task.pids.ns();
             for p in k.tasks.processes() {
-                if p.pid > 1 && !Arc::ptr_eq(&p, &c.task.process) {
+                if p.pids.nr_in(ns) > 1 && p.pid != 1 && !Arc::ptr_eq(&p, &c.task.process) {
                     count += 1;
-                    match send_group(c, &p, sig, info) {
+                    match send_group(c, &p, sig, sender_for(c, &p, info)) {
                         Err(Errno::EPERM) | Ok(()) => {}
                         Err(e) => ret = Err(e),
                     }
@@ -194,7 +208,9 @@ fn kill(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             let pgid = if p == 0 {
                 c.task.process.pgid.load(Ordering::Relaxed)
             } else {
-                p.unsigned_abs()
+                k.tasks
+                    .global_of(c.task, p.unsigned_abs())
+                    .ok_or(Errno::ESRCH)?
             };
             let members: Vec<Arc<Process>> = k
                 .tasks
@@ -205,7 +221,7 @@ fn kill(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             let mut ret = Err(Errno::ESRCH);
             let mut any = false;
             for m in &members {
-                match send_group(c, m, sig, info) {
+                match send_group(c, m, sig, sender_for(c, m, info)) {
                     Ok(()) => any = true,
                     Err(e) => ret = Err(e),
                 }
@@ -221,23 +237,37 @@ fn kill(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 fn to_thread(c: &mut SyscallCtx<'_>, tgid: Option<u32>, tid: u32, sig: u64) -> SysResult {
     check_sig(sig)?;
     let info = sender_info(c, sig, -6 /* SI_TKILL */);
-    send_thread(c, tgid, tid, sig, info)
+    send_thread(c, tgid, tid, sig, info, true)
 }
 
 /// `do_send_specific`: one thread, `ESRCH` unless it exists (in `tgid`, if given); the
-/// permission and RLIMIT_SIGPENDING checks of its process.
+/// permission and RLIMIT_SIGPENDING checks of its process. `kernel_info`: the kernel made
+/// `info` (tkill, tgkill), so its sender is named as the target sees it.
 fn send_thread(
     c: &SyscallCtx<'_>,
     tgid: Option<u32>,
     tid: u32,
     sig: u64,
     info: Siginfo,
+    kernel_info: bool,
 ) -> SysResult {
-    let t = c.kernel.tasks.get(tid).ok_or(Errno::ESRCH)?;
-    if tgid.is_some_and(|g| g != t.process.pid) || t.exited.load(Ordering::Acquire) {
+    // Both ids are numbers of the caller's namespace.
+    let t = c
+        .kernel
+        .tasks
+        .find_task_vpid(c.task, tid)
+        .ok_or(Errno::ESRCH)?;
+    if tgid.is_some_and(|g| g != t.process.pids.nr_in(c.task.pids.ns()))
+        || t.exited.load(Ordering::Acquire)
+    {
         return Err(Errno::ESRCH);
     }
     sigs::check_kill_permission(&c.task.process, &t.process, sig as u32, info.si_code)?;
+    let info = if kernel_info {
+        sender_for(c, &t.process, info)
+    } else {
+        info
+    };
     if sig != 0 {
         sigs::check_sigpending(c.kernel, &t.process, sig as u32, info.si_code)?;
         sigs::send_to_task(&t, info);
@@ -263,7 +293,7 @@ fn rt_sigqueueinfo(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     check_sig(a[1])?;
     let mut info = Siginfo::from_bytes(&c.read_bytes(a[2], 128)?).ok_or(Errno::EFAULT)?;
     // Only the kernel may claim kernel or kill() codes for someone else's process.
-    if (info.si_code >= 0 || info.si_code == -6) && a[0] as u32 != c.task.process.pid {
+    if (info.si_code >= 0 || info.si_code == -6) && a[0] as u32 != c.task.process.pids.own() {
         return Err(Errno::EPERM);
     }
     info.si_signo = a[1] as i32;
@@ -275,11 +305,11 @@ fn rt_sigqueueinfo(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 fn rt_tgsigqueueinfo(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     check_sig(a[2])?;
     let mut info = Siginfo::from_bytes(&c.read_bytes(a[3], 128)?).ok_or(Errno::EFAULT)?;
-    if (info.si_code >= 0 || info.si_code == -6) && a[0] as u32 != c.task.process.pid {
+    if (info.si_code >= 0 || info.si_code == -6) && a[0] as u32 != c.task.process.pids.own() {
         return Err(Errno::EPERM);
     }
     info.si_signo = a[2] as i32;
-    send_thread(c, Some(a[0] as u32), a[1] as u32, a[2], info)
+    send_thread(c, Some(a[0] as u32), a[1] as u32, a[2], info, false)
 }
 
 fn rt_sigpending(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {

@@ -1,5 +1,9 @@
 //! wait4 and waitid (Linux `kernel/exit.c` `do_wait`): zombies, stopped and continued
 //! children, reaping.
+//!
+//! Ids coming in (a pid, a process group) are numbers of the caller's pid namespace, turned
+//! into kernel-wide ids before the search; the pid reported is the child's number there
+//! ([`crate::pidns`]).
 
 use crate::syscall::{SyscallCtx, SyscallTable};
 use crate::task::{ExitStatus, JobState, Process, lock};
@@ -78,7 +82,7 @@ fn scan(c: &SyscallCtx<'_>, which: Which, opts: u64) -> SysResult<Option<Found>>
                 crate::cputime::reap(me, ch);
             }
             return Ok(Some(Found {
-                pid: ch.pid,
+                pid: ch.pids.nr_in(me.pids.ns()),
                 status: st.wstatus(),
                 code,
                 si_status,
@@ -99,7 +103,7 @@ fn scan(c: &SyscallCtx<'_>, which: Which, opts: u64) -> SysResult<Option<Found>>
                     };
                 }
                 return Ok(Some(Found {
-                    pid: ch.pid,
+                    pid: ch.pids.nr_in(me.pids.ns()),
                     status: ((sig as i32) << 8) | 0x7f,
                     code: 5,
                     si_status: sig as i32,
@@ -112,7 +116,7 @@ fn scan(c: &SyscallCtx<'_>, which: Which, opts: u64) -> SysResult<Option<Found>>
                     *job = JobState::Running;
                 }
                 return Ok(Some(Found {
-                    pid: ch.pid,
+                    pid: ch.pids.nr_in(me.pids.ns()),
                     status: 0xffff,
                     code: 6,
                     si_status: 18,
@@ -153,11 +157,13 @@ fn do_wait(c: &SyscallCtx<'_>, which: Which, opts: u64) -> SysResult<Option<Foun
 }
 
 fn which_from_pid(c: &SyscallCtx<'_>, pid: i32) -> Which {
+    // A number the caller's namespace does not have matches nobody (kernel-wide id 0).
+    let global = |nr: u32| c.kernel.tasks.global_of(c.task, nr).unwrap_or(0);
     match pid {
         -1 => Which::Any,
         0 => Which::Pgid(c.task.process.pgid.load(Ordering::Relaxed)),
-        p if p < 0 => Which::Pgid((-p) as u32),
-        p => Which::Pid(p as u32),
+        p if p < 0 => Which::Pgid(global(p.unsigned_abs())),
+        p => Which::Pid(global(p as u32)),
     }
 }
 
@@ -211,10 +217,10 @@ fn waitid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let mut opts = opts;
     let mut pidfd_nonblock = false;
     let which = match idtype {
-        0 => Which::Any,     // P_ALL
-        1 => Which::Pid(id), // P_PID
+        0 => Which::Any,                                                    // P_ALL
+        1 => Which::Pid(c.kernel.tasks.global_of(c.task, id).unwrap_or(0)), // P_PID
         2 if id == 0 => Which::Pgid(c.task.process.pgid.load(Ordering::Relaxed)),
-        2 => Which::Pgid(id), // P_PGID
+        2 => Which::Pgid(c.kernel.tasks.global_of(c.task, id).unwrap_or(0)), // P_PGID
         // P_PIDFD (kernel_waitid): the pidfd's process; a non-blocking pidfd means WNOHANG.
         3 if (id as i32) < 0 => return Err(Errno::EINVAL),
         3 => {
@@ -254,23 +260,32 @@ fn waitid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// move (EPERM); the group joined must exist in the caller's session (EPERM).
 fn setpgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let me = &c.task.process;
-    let pid = if a[0] as i32 == 0 {
-        me.pid
-    } else {
-        a[0] as i32 as u32
-    };
-    let pgid = if a[1] as i32 == 0 {
-        pid
-    } else {
-        a[1] as i32 as u32
-    };
-    if (pgid as i32) < 0 {
+    if (a[1] as i32) < 0 {
         return Err(Errno::EINVAL);
     }
-    let task = c.kernel.tasks.get(pid).ok_or(Errno::ESRCH)?;
+    // Both ids are numbers of the caller's pid namespace.
+    let task = if a[0] as i32 == 0 {
+        c.task.clone()
+    } else {
+        let nr = a[0] as i32 as u32;
+        c.kernel
+            .tasks
+            .find_task_vpid(c.task, nr)
+            .ok_or(Errno::ESRCH)?
+    };
+    let pid = task.tid;
+    let pgid = if a[1] as i32 == 0 {
+        task.process.pid
+    } else {
+        // A group the namespace does not have cannot be joined.
+        c.kernel
+            .tasks
+            .global_of(c.task, a[1] as u32)
+            .ok_or(Errno::EPERM)?
+    };
     let target = task.process.clone();
     // Only a thread group leader names its process.
-    if target.pid != pid {
+    if target.pid != pid && a[0] as i32 != 0 {
         return Err(Errno::EINVAL);
     }
     let my_sid = me.sid.load(Ordering::Relaxed);
@@ -303,26 +318,31 @@ fn setpgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// The process `pid` (a number of the caller's namespace, any of its threads; 0 the
+/// caller) names for getpgid and getsid (`find_task_by_vpid`).
+fn process_of(c: &SyscallCtx<'_>, pid: u64) -> SysResult<Arc<Process>> {
+    if pid == 0 {
+        return Ok(c.task.process.clone());
+    }
+    let t = c.kernel.tasks.find_task_vpid(c.task, pid as u32);
+    Ok(t.ok_or(Errno::ESRCH)?.process.clone())
+}
+
 fn getpgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let p = if a[0] == 0 {
-        c.task.process.clone()
-    } else {
-        c.kernel.tasks.process(a[0] as u32).ok_or(Errno::ESRCH)?
-    };
-    Ok(p.pgid.load(Ordering::Relaxed) as u64)
+    let p = process_of(c, a[0])?;
+    let g = p.pgid.load(Ordering::Relaxed);
+    Ok(u64::from(c.kernel.tasks.vnr(c.task, g)))
 }
 
 fn getpgrp(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
-    Ok(c.task.process.pgid.load(Ordering::Relaxed) as u64)
+    let g = c.task.process.pgid.load(Ordering::Relaxed);
+    Ok(u64::from(c.kernel.tasks.vnr(c.task, g)))
 }
 
 fn getsid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let p = if a[0] == 0 {
-        c.task.process.clone()
-    } else {
-        c.kernel.tasks.process(a[0] as u32).ok_or(Errno::ESRCH)?
-    };
-    Ok(p.sid.load(Ordering::Relaxed) as u64)
+    let p = process_of(c, a[0])?;
+    let s = p.sid.load(Ordering::Relaxed);
+    Ok(u64::from(c.kernel.tasks.vnr(c.task, s)))
 }
 
 fn setsid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
@@ -341,7 +361,7 @@ fn setsid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
     }
     me.sid.store(me.pid, Ordering::Relaxed);
     me.pgid.store(me.pid, Ordering::Relaxed);
-    Ok(me.pid as u64)
+    Ok(u64::from(me.pids.own()))
 }
 
 /// Registers this family.

@@ -103,6 +103,7 @@ impl InetSocket {
                     l.family,
                     listener.owner,
                     l.opts.clone_for_accept(),
+                    listener.net.clone(),
                 );
                 {
                     let mut ei = lock(&e.inner);

@@ -9,7 +9,7 @@
 
 use super::super::{MSG_PEEK, MSG_TRUNC};
 use super::addr::{match_score, route};
-use super::opt::{self, Proto};
+use super::opt;
 use super::{Dest, InetSocket, Recv, State, UDP_MAX_V4, UDP_MAX_V6, ports, sk_wait};
 use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
@@ -128,7 +128,7 @@ impl InetSocket {
         let t = lock(ports());
         let mut best: Option<(u32, Arc<InetSocket>)> = None;
         let cands = t
-            .get(&(Proto::Udp, dst.port()))
+            .get(&self.key(dst.port()))
             .map(|v| v.iter().filter_map(Weak::upgrade).collect::<Vec<_>>())
             .unwrap_or_default();
         drop(t);
