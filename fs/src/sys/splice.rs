@@ -54,8 +54,9 @@ fn can_write(f: &OpenFile) -> bool {
 }
 
 /// Whether the file has `f_op->splice_write` and `splice_read`: Linux's anonymous-inode files
-/// (epoll, eventfd, timerfd, signalfd, inotify, pidfd) have neither, so splicing into or out
-/// of one is `EINVAL` at once, before anything waits (`do_splice_from`, `do_splice_read`).
+/// (epoll, eventfd, timerfd, signalfd, inotify, pidfd, userfaultfd) have neither, so splicing
+/// into or out of one is `EINVAL` at once, before anything waits (`do_splice_from`,
+/// `do_splice_read`).
 fn can_splice(f: &OpenFile) -> bool {
     let Some(a) = f.ops.as_any() else {
         return true;
@@ -65,6 +66,7 @@ fn can_splice(f: &OpenFile) -> bool {
         || a.is::<crate::timerfd::TimerFd>()
         || a.is::<crate::signalfd::SignalFd>()
         || a.is::<crate::inotify::InotifyFile>()
+        || a.is::<crate::userfaultfd::UserfaultFile>()
         || a.is::<um_kernel::pidfd::PidFd>())
 }
 
