@@ -98,7 +98,7 @@ fn guest_script(argv: &[String]) -> String {
         cmd.push_str(&quote(a));
     }
     format!(
-        "mount -t proc proc /proc; mount -t tmpfs tmp /tmp; \
+        "mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t tmpfs tmp /tmp; \
          mount -t devtmpfs dev /dev 2>/dev/null; \
          export PATH=/opt/ltp:/usr/sbin:/usr/bin:/sbin:/bin TMPDIR=/tmp LTPROOT=/opt/ltp \
          LTP_COLORIZE_OUTPUT=0 LTP_TIMEOUT_MUL={LTP_TIMEOUT_MUL}; \

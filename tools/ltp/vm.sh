@@ -73,7 +73,7 @@ write_script() { # root name linux(0|1) command args...
     shift 3
     {
         echo '#!/bin/sh'
-        [ "$mounts" = 1 ] && echo 'mount -t proc proc /proc; mount -t tmpfs tmp /tmp; mount -t devtmpfs dev /dev 2>/dev/null'
+        [ "$mounts" = 1 ] && echo 'mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t tmpfs tmp /tmp; mount -t devtmpfs dev /dev 2>/dev/null'
         echo "export PATH=/opt/ltp:/usr/sbin:/usr/bin:/sbin:/bin TMPDIR=/tmp LTPROOT=/opt/ltp LTP_COLORIZE_OUTPUT=0 LTP_TIMEOUT_MUL=$MUL"
         echo "d=\$(mktemp -d) && cd \"\$d\" && timeout $TMO /opt/ltp/$*; rc=\$?; cd /; rm -rf \"\$d\"; echo LTP-EXIT=\$rc"
     } >$root/ltp-run/$name.sh
