@@ -295,12 +295,20 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
                         SegvCode::MapErr => (sig::SIGSEGV, 1),
                         SegvCode::AccErr => (sig::SIGSEGV, 2),
                         SegvCode::Bus => (sig::SIGBUS, 2),
+                        SegvCode::HwPoison => (sig::SIGBUS, 4),
                         SegvCode::Oom => {
                             log::warn!("pid {}: out of memory, killed", task.tid);
                             return Exit::Group(ExitStatus::Signaled(sig::SIGKILL as i32));
                         }
                     };
-                    force_signal(task, Siginfo::fault(signo, si_code, addr), th);
+                    let info = if code == SegvCode::HwPoison {
+                        // si_addr_lsb: the poisoned unit is one page.
+                        let shift = lock_mm(&task.mm()).granule().size().trailing_zeros();
+                        Siginfo::mce_fault(addr, shift as u16)
+                    } else {
+                        Siginfo::fault(signo, si_code, addr)
+                    };
+                    force_signal(task, info, th);
                 }
             }
             Event::Signal { signo, addr, code } => {

@@ -88,6 +88,9 @@ pub enum SegvCode {
     AccErr,
     /// SIGBUS, BUS_ADRERR (2): the backing file could not be read (Linux: VM_FAULT_SIGBUS).
     Bus,
+    /// SIGBUS, BUS_MCEERR_AR (4): the page is poisoned (`MADV_HWPOISON`, `UFFDIO_POISON`;
+    /// Linux: VM_FAULT_HWPOISON), reported with the page shift as `si_addr_lsb`.
+    HwPoison,
     /// Out of physical memory (Linux: VM_FAULT_OOM -> the OOM killer): the kernel should kill
     /// the task with SIGKILL rather than deliver a catchable signal.
     Oom,
@@ -99,6 +102,7 @@ impl SegvCode {
         match self {
             SegvCode::MapErr => 1,
             SegvCode::AccErr | SegvCode::Bus => 2,
+            SegvCode::HwPoison => 4,
             SegvCode::Oom => 0,
         }
     }
@@ -1180,6 +1184,37 @@ impl Mm {
         Ok(())
     }
 
+    /// `MADV_HWPOISON` and `MADV_SOFT_OFFLINE` (mm/madvise.c `madvise_inject_error`,
+    /// CONFIG_MEMORY_FAILURE): each page of `[addr, end)` is faulted in as `get_user_pages`
+    /// would (`EFAULT` where it cannot be); then a hard failure drops the page and leaves a
+    /// poison marker, so the next access is SIGBUS `BUS_MCEERR_AR` until the range is unmapped
+    /// or zapped (`memory_failure` on an anonymous page: a hwpoison entry), and a soft offline
+    /// keeps the contents (Linux migrates them to a new frame, which changes nothing the
+    /// process can see). Differences: the failure hits this address space's mapping of the
+    /// page, not the frame's other users (another process sharing it copy-on-write, a shared
+    /// file page's other mappers), and frames are not kept out of use. Returns the pages hit.
+    pub fn inject_memory_failure(&mut self, addr: u64, end: u64, soft: bool) -> Result<u64, Errno> {
+        let pg = self.granule.size();
+        let mut va = self.granule.align_down(addr);
+        let mut n = 0;
+        while va < end {
+            self.fault_page(va, Access::Read, false)
+                .map_err(|e| match e {
+                    SegvCode::Oom => Errno::ENOMEM,
+                    _ => Errno::EFAULT,
+                })?;
+            if !soft {
+                let vma = self.vma_at(va).ok_or(Errno::EFAULT)?.clone();
+                self.zap(&vma, va, va + pg);
+                self.ops.push(HostOp::Unmap { addr: va, len: pg });
+                self.poisoned.insert(va);
+            }
+            n += 1;
+            va += pg;
+        }
+        Ok(n)
+    }
+
     /// msync (mm/msync.c): writes the DIRTY pages of shared file mappings in the range back to
     /// their files and write-protects them again so the next write is tracked. Linux makes
     /// MS_ASYNC a no-op because background writeback exists; there is none here, so MS_ASYNC
@@ -1419,8 +1454,9 @@ impl Mm {
         }
         let (mut pte, fresh) = match self.pt.get(va) {
             Some(p) => (p, false),
-            // A userfaultfd poison marker (mm/memory.c do_pte_missing -> VM_FAULT_HWPOISON).
-            None if self.poisoned.contains(&va) => return Err(SegvCode::Bus),
+            // A poison marker (MADV_HWPOISON's hwpoison entry, UFFDIO_POISON's PTE marker:
+            // mm/memory.c do_swap_page / do_pte_missing -> VM_FAULT_HWPOISON).
+            None if self.poisoned.contains(&va) => return Err(SegvCode::HwPoison),
             None => (self.new_pte(&vma, va)?, true),
         };
         // A userfaultfd write-protected page whose write no monitor claimed (unregistered,

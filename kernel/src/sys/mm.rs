@@ -127,8 +127,49 @@ fn brk(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(lock_mm(&c.mm()).brk(a[0]))
 }
 
+/// `MADV_HWPOISON`, `MADV_SOFT_OFFLINE` (include/uapi/asm-generic/mman-common.h).
+const MADV_HWPOISON: u32 = 100;
+const MADV_SOFT_OFFLINE: u32 = 101;
+/// include/uapi/linux/capability.h.
+const CAP_SYS_ADMIN: u32 = 21;
+
 fn madvise(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    lock_mm(&c.mm()).madvise(a[0], a[1], a[2] as u32)?;
+    let (start, len_in, advice) = (a[0], a[1], a[2] as u32);
+    if advice == MADV_HWPOISON || advice == MADV_SOFT_OFFLINE {
+        return inject_memory_failure(c, start, len_in, advice == MADV_SOFT_OFFLINE);
+    }
+    lock_mm(&c.mm()).madvise(start, len_in, advice)?;
+    Ok(0)
+}
+
+/// madvise's memory-failure injection (mm/madvise.c: the start, length and overflow checks of
+/// `do_madvise`, then `madvise_inject_error`: CAP_SYS_ADMIN, then each page of
+/// `[start, start + len_in)`), with the kernel's log line per page.
+fn inject_memory_failure(c: &SyscallCtx<'_>, start: u64, len_in: u64, soft: bool) -> SysResult {
+    let mm = c.mm();
+    let mut mm = lock_mm(&mm);
+    let page = mm.granule().size();
+    if start % page != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let len = len_in.checked_next_multiple_of(page).ok_or(Errno::EINVAL)?;
+    let end = start.checked_add(len).ok_or(Errno::EINVAL)?;
+    if end == start {
+        return Ok(0);
+    }
+    if !c.task.process.capable(CAP_SYS_ADMIN) {
+        return Err(Errno::EPERM);
+    }
+    let pages = mm.inject_memory_failure(start, start + len_in, soft)?;
+    log::info!(
+        "{} {pages} page(s) at process virtual address {start:#x} (pid {})",
+        if soft {
+            "Soft offlining"
+        } else {
+            "Injecting memory failure for"
+        },
+        c.task.tid
+    );
     Ok(0)
 }
 

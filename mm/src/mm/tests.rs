@@ -1392,3 +1392,47 @@ fn overcommit_accounting_follows_the_mappings() {
         assert_eq!(c.committed_pages(), 0);
     });
 }
+
+#[test]
+fn memory_failure_poisons_the_page_and_soft_offline_keeps_it() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut mm = env.mm();
+        let ps = g.size();
+        let a = mm.mmap(0, 3 * ps, RW, ANON_PRIV, Backing::Anon).unwrap();
+        mm.write_bytes(a, &[7u8; 8]).unwrap();
+        mm.write_bytes(a + ps, &[9u8; 8]).unwrap();
+        // Soft offline: the contents stay.
+        assert_eq!(mm.inject_memory_failure(a, a + 1, true), Ok(1));
+        let mut b = [0u8; 8];
+        mm.read_bytes(a, &mut b).unwrap();
+        assert_eq!(b, [7u8; 8]);
+        // A hard failure of the second page (and only it): SIGBUS BUS_MCEERR_AR, and the
+        // kernel's own copies fail, until the page is zapped.
+        assert_eq!(mm.inject_memory_failure(a + ps, a + 2 * ps, false), Ok(1));
+        assert_eq!(
+            mm.handle_fault(a + ps, Access::Write),
+            Err(SegvCode::HwPoison)
+        );
+        assert_eq!(SegvCode::HwPoison.si_code(), 4);
+        assert_eq!(mm.read_bytes(a + ps, &mut b), Err(Errno::EFAULT));
+        mm.handle_fault(a, Access::Write).unwrap();
+        // The marker is copied to a fork, as hwpoison entries are.
+        let mut child = mm.fork().unwrap();
+        assert_eq!(
+            child.handle_fault(a + ps, Access::Read),
+            Err(SegvCode::HwPoison)
+        );
+        drop(child);
+        // Not mapped: EFAULT, as get_user_pages.
+        assert_eq!(
+            mm.inject_memory_failure(a + 8 * ps, a + 9 * ps, false),
+            Err(Errno::EFAULT)
+        );
+        mm.madvise(a + ps, ps, MADV_DONTNEED).unwrap();
+        mm.read_bytes(a + ps, &mut b).unwrap();
+        assert_eq!(b, [0u8; 8]);
+        drop(mm);
+        env.assert_no_leak();
+    });
+}

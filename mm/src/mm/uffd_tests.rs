@@ -245,7 +245,7 @@ fn poison_markers_raise_sigbus_until_zapped_and_move_with_mremap() {
     assert_eq!(mm.uffd_fill(a, None, false, &c), Err(Errno::EEXIST));
     // Not the monitor's any more: the access is SIGBUS, the kernel's copies EFAULT.
     assert!(mm.userfault(a, Access::Read).is_none());
-    assert_eq!(mm.handle_fault(a, Access::Read), Err(SegvCode::Bus));
+    assert_eq!(mm.handle_fault(a, Access::Read), Err(SegvCode::HwPoison));
     assert_eq!(mm.read_bytes(a, &mut [0u8; 1]), Err(Errno::EFAULT));
     // A present page cannot be poisoned.
     mm.uffd_fill(a + ps, None, false, &c).unwrap();
@@ -260,7 +260,7 @@ fn poison_markers_raise_sigbus_until_zapped_and_move_with_mremap() {
             a + 16 * ps,
         )
         .unwrap();
-    assert_eq!(mm.handle_fault(n, Access::Read), Err(SegvCode::Bus));
+    assert_eq!(mm.handle_fault(n, Access::Read), Err(SegvCode::HwPoison));
     mm.madvise(n, ps, MADV_DONTNEED).unwrap();
     mm.handle_fault(n, Access::Read).unwrap();
 }

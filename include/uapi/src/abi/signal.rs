@@ -438,6 +438,15 @@ impl Siginfo {
         s
     }
 
+    /// A memory-failure `SIGBUS` (`BUS_MCEERR_AR`) at `addr`: `_sigfault` with `si_addr_lsb`,
+    /// the least significant bit of the reported address (the page shift), the short after
+    /// `si_addr` (mm/memory-failure.c `kill_proc`, `force_sig_mceerr`).
+    pub fn mce_fault(addr: u64, addr_lsb: u16) -> Self {
+        let mut s = Self::fault(SIGBUS, BUS_MCEERR_AR, addr);
+        s.set32(24, u32::from(addr_lsb));
+        s
+    }
+
     /// POSIX timer info (`_timer`, `si_code` `SI_TIMER`).
     pub fn timer(signo: u32, tid: i32, overrun: i32, value: u64) -> Self {
         let mut s = Self::new(signo, SI_TIMER);
@@ -583,6 +592,13 @@ mod tests {
             &0xdead_beef_0000_1000u64.to_le_bytes()
         );
         assert_eq!(f.addr(), 0xdead_beef_0000_1000);
+        // si_addr_lsb: the short right after si_addr (asm-generic/siginfo.h `_sigfault`).
+        let m = Siginfo::mce_fault(0x7000, 12);
+        let b = m.as_bytes();
+        assert_eq!(&b[0..4], &7i32.to_le_bytes());
+        assert_eq!(&b[8..12], &4i32.to_le_bytes());
+        assert_eq!(&b[16..24], &0x7000u64.to_le_bytes());
+        assert_eq!(&b[24..26], &12u16.to_le_bytes());
 
         let r = Siginfo::rt(SIGRTMIN, SI_QUEUE, 5, 6, 0x1234_5678_9abc);
         assert_eq!(r.value(), 0x1234_5678_9abc);
