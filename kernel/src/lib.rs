@@ -16,6 +16,7 @@ pub mod current;
 pub mod engine;
 pub mod kernel;
 pub mod netns;
+pub mod nsfs;
 pub mod pidfd;
 pub mod pidns;
 pub mod printk;

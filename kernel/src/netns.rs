@@ -22,7 +22,7 @@
 //! between namespaces.
 
 use crate::task::{Process, lock};
-use crate::vfs::{Dentry, FileOps, Inode, Kstat, mode};
+use crate::vfs::Dentry;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -180,74 +180,25 @@ pub fn setns(p: &Process, ns: &Arc<NetNs>) -> SysResult<()> {
     Ok(())
 }
 
-/// The nsfs device number (as `timens`).
-const NSFS_DEV: u64 = 4;
-
-fn ns_stat(ns: &NetNs) -> Kstat {
-    Kstat {
-        dev: NSFS_DEV,
-        ino: ns.inum,
-        mode: mode::S_IFREG | 0o444,
-        nlink: 1,
-        blksize: 4096,
-        ..Default::default()
-    }
-}
-
-/// The nsfs inode of a network namespace: what `/proc/PID/ns/net` leads to.
-pub struct NetNsInode {
-    ns: Arc<NetNs>,
-}
-
-impl Inode for NetNsInode {
-    fn stat(&self) -> SysResult<Kstat> {
-        Ok(ns_stat(&self.ns))
-    }
-
-    fn open(&self, _io: &crate::wait::IoCtx<'_>, _flags: u32) -> SysResult<Box<dyn FileOps>> {
-        Ok(Box::new(NetNsFile {
-            ns: self.ns.clone(),
-        }))
-    }
-
-    fn id(&self) -> u64 {
-        self.ns.inum
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
+impl crate::nsfs::Namespace for NetNs {
+    const KIND: &'static str = "net";
+    fn inum(&self) -> u64 {
+        self.inum
     }
 }
 
 /// An open network namespace file: setns(2) takes it. It holds the namespace alive, as an
 /// open nsfs file does on Linux (`ip netns` relies on that with bind mounts).
-pub struct NetNsFile {
-    pub ns: Arc<NetNs>,
-}
-
-impl FileOps for NetNsFile {
-    fn stat(&self) -> SysResult<Kstat> {
-        Ok(ns_stat(&self.ns))
-    }
-
-    fn as_any(&self) -> Option<&dyn Any> {
-        Some(self)
-    }
-}
+pub type NetNsFile = crate::nsfs::NsFile<NetNs>;
 
 /// The text of a `/proc/PID/ns/net` link (`ns_get_name`): "net:[N]".
 pub fn link_name(ns: &NetNs) -> Vec<u8> {
-    format!("net:[{}]", ns.inum).into_bytes()
+    crate::nsfs::link_name(ns)
 }
 
 /// A dentry for `ns`'s nsfs inode, where a `/proc/PID/ns/net` magic link leads.
 pub fn ns_dentry(ns: &Arc<NetNs>) -> Arc<Dentry> {
-    Arc::new(Dentry {
-        name: link_name(ns),
-        parent: None,
-        inode: Arc::new(NetNsInode { ns: ns.clone() }),
-        mounted: Mutex::new(None),
-    })
+    crate::nsfs::dentry(ns)
 }
 
 #[cfg(test)]

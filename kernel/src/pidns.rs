@@ -21,8 +21,7 @@
 //! ([`ns_dentry`]); opening one gives a [`PidNsFile`], which `setns` takes.
 
 use crate::task::{Process, lock};
-use crate::vfs::{Dentry, FileOps, Inode, Kstat, mode};
-use std::any::Any;
+use crate::vfs::Dentry;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -359,73 +358,24 @@ pub fn tgid_seen_by(p: &Process, to: &Process) -> u32 {
     p.pids.nr_in(to.pids.ns())
 }
 
-/// The nsfs device number (shared with time namespaces: one anonymous nsfs mount).
-const NSFS_DEV: u64 = 4;
-
-/// The nsfs inode of a pid namespace: what `/proc/PID/ns/pid` leads to.
-pub struct PidNsInode {
-    ns: Arc<PidNs>,
-}
-
-fn ns_stat(ns: &PidNs) -> Kstat {
-    Kstat {
-        dev: NSFS_DEV,
-        ino: ns.inum,
-        mode: mode::S_IFREG | 0o444,
-        nlink: 1,
-        blksize: 4096,
-        ..Default::default()
-    }
-}
-
-impl Inode for PidNsInode {
-    fn stat(&self) -> SysResult<Kstat> {
-        Ok(ns_stat(&self.ns))
-    }
-
-    fn open(&self, _io: &crate::wait::IoCtx<'_>, _flags: u32) -> SysResult<Box<dyn FileOps>> {
-        Ok(Box::new(PidNsFile {
-            ns: self.ns.clone(),
-        }))
-    }
-
-    fn id(&self) -> u64 {
-        self.ns.inum
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
+impl crate::nsfs::Namespace for PidNs {
+    const KIND: &'static str = "pid";
+    fn inum(&self) -> u64 {
+        self.inum
     }
 }
 
 /// An open pid namespace file: setns(2) takes it.
-pub struct PidNsFile {
-    pub ns: Arc<PidNs>,
-}
-
-impl FileOps for PidNsFile {
-    fn stat(&self) -> SysResult<Kstat> {
-        Ok(ns_stat(&self.ns))
-    }
-
-    fn as_any(&self) -> Option<&dyn Any> {
-        Some(self)
-    }
-}
+pub type PidNsFile = crate::nsfs::NsFile<PidNs>;
 
 /// The text of a `/proc/PID/ns/pid*` link (`ns_get_name`): "pid:[N]".
 pub fn link_name(ns: &PidNs) -> Vec<u8> {
-    format!("pid:[{}]", ns.inum).into_bytes()
+    crate::nsfs::link_name(ns)
 }
 
 /// A dentry for `ns`'s nsfs inode, where a `/proc/PID/ns/pid*` magic link leads.
 pub fn ns_dentry(ns: &Arc<PidNs>) -> Arc<Dentry> {
-    Arc::new(Dentry {
-        name: link_name(ns),
-        parent: None,
-        inode: Arc::new(PidNsInode { ns: ns.clone() }),
-        mounted: Mutex::new(None),
-    })
+    crate::nsfs::dentry(ns)
 }
 
 /// setns(2) into pid namespace `ns` (`pidns_install`): only the caller's namespace for

@@ -28,8 +28,7 @@
 //! Linux does.
 
 use crate::task::{Process, lock};
-use crate::vfs::{Dentry, FileOps, Inode, Kstat, mode};
-use std::any::Any;
+use crate::vfs::Dentry;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use um_mm::Mm;
@@ -438,73 +437,24 @@ pub fn setns(p: &Process, ns: &Arc<TimeNs>, threads: usize) -> SysResult<()> {
     Ok(())
 }
 
-/// The nsfs device number (Linux mounts nsfs internally; its `st_dev` is an anonymous one).
-const NSFS_DEV: u64 = 4;
-
-/// The nsfs inode of a time namespace: what `/proc/PID/ns/time` leads to.
-pub struct NsInode {
-    ns: Arc<TimeNs>,
-}
-
-fn ns_stat(ns: &TimeNs) -> Kstat {
-    Kstat {
-        dev: NSFS_DEV,
-        ino: ns.inum,
-        mode: mode::S_IFREG | 0o444,
-        nlink: 1,
-        blksize: 4096,
-        ..Default::default()
+impl crate::nsfs::Namespace for TimeNs {
+    const KIND: &'static str = "time";
+    fn inum(&self) -> u64 {
+        self.inum
     }
 }
 
-impl Inode for NsInode {
-    fn stat(&self) -> SysResult<Kstat> {
-        Ok(ns_stat(&self.ns))
-    }
-
-    fn open(&self, _io: &crate::wait::IoCtx<'_>, _flags: u32) -> SysResult<Box<dyn FileOps>> {
-        Ok(Box::new(NsFile {
-            ns: self.ns.clone(),
-        }))
-    }
-
-    fn id(&self) -> u64 {
-        self.ns.inum
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-/// An open namespace file: setns(2) takes it.
-pub struct NsFile {
-    pub ns: Arc<TimeNs>,
-}
-
-impl FileOps for NsFile {
-    fn stat(&self) -> SysResult<Kstat> {
-        Ok(ns_stat(&self.ns))
-    }
-
-    fn as_any(&self) -> Option<&dyn Any> {
-        Some(self)
-    }
-}
+/// An open time namespace file: setns(2) takes it.
+pub type NsFile = crate::nsfs::NsFile<TimeNs>;
 
 /// The text of a `/proc/PID/ns/time*` link (`ns_get_name`): "time:[N]".
 pub fn link_name(ns: &TimeNs) -> Vec<u8> {
-    format!("time:[{}]", ns.inum).into_bytes()
+    crate::nsfs::link_name(ns)
 }
 
 /// A dentry for `ns`'s nsfs inode, where a `/proc/PID/ns/time*` magic link leads.
 pub fn ns_dentry(ns: &Arc<TimeNs>) -> Arc<Dentry> {
-    Arc::new(Dentry {
-        name: link_name(ns),
-        parent: None,
-        inode: Arc::new(NsInode { ns: ns.clone() }),
-        mounted: Mutex::new(None),
-    })
+    crate::nsfs::dentry(ns)
 }
 
 #[cfg(test)]
