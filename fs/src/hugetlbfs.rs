@@ -604,21 +604,6 @@ impl Inode for HugeDir {
     }
 }
 
-/// `memparse`: a number with an optional binary suffix.
-fn memparse(v: &str) -> SysResult<u64> {
-    let (num, shift) = match v.as_bytes().last().map(u8::to_ascii_lowercase) {
-        Some(b'k') => (&v[..v.len() - 1], 10),
-        Some(b'm') => (&v[..v.len() - 1], 20),
-        Some(b'g') => (&v[..v.len() - 1], 30),
-        Some(b't') => (&v[..v.len() - 1], 40),
-        _ => (v, 0),
-    };
-    let n: u64 = num.parse().map_err(|_| Errno::EINVAL)?;
-    n.checked_shl(shift)
-        .filter(|r| r >> shift == n)
-        .ok_or(Errno::EINVAL)
-}
-
 /// The options of a mount (`hugetlbfs_parse_param`): the page size (`EINVAL` for one the
 /// kernel lacks, "Unsupported page size") and the tmpfs options for the root (`mode=`,
 /// default 0755, `uid=`, `gid=`); `size=`, `min_size=`, `nr_inodes=` are accepted only.
@@ -631,7 +616,7 @@ fn parse_options(data: &[u8], pool: &Pool) -> SysResult<(u64, String)> {
         let (k, v) = opt.split_once('=').unwrap_or((opt, ""));
         match k {
             "pagesize" => {
-                size = memparse(v)?;
+                size = crate::tmpfs::memparse(v)?;
                 if pool.stats(size).is_none() {
                     return Err(Errno::EINVAL);
                 }
@@ -639,7 +624,7 @@ fn parse_options(data: &[u8], pool: &Pool) -> SysResult<(u64, String)> {
             "size" | "min_size" | "nr_inodes" => {
                 // A percentage of the pool, or a size: checked, not enforced.
                 if !v.ends_with('%') {
-                    memparse(v)?;
+                    crate::tmpfs::memparse(v)?;
                 }
             }
             "mode" | "uid" | "gid" => {

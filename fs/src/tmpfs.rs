@@ -124,6 +124,12 @@ fn parse_size(v: &str, ram_pages: u64, pg: u64) -> SysResult<u64> {
         // `size = totalram_pages() * PAGE_SIZE / 100 * size` (in that order, in bytes).
         return (ram_pages * pg / 100).checked_mul(pct).ok_or(Errno::EINVAL);
     }
+    memparse(v)
+}
+
+/// A number with an optional binary suffix (lib/cmdline.c `memparse`: k, m, g, t, p, e);
+/// `EINVAL` for anything else or an overflow. Mount options of tmpfs and hugetlbfs use it.
+pub(crate) fn memparse(v: &str) -> SysResult<u64> {
     let (digits, shift) = match v.as_bytes().last().map(u8::to_ascii_lowercase) {
         Some(b'k') => (&v[..v.len() - 1], 10),
         Some(b'm') => (&v[..v.len() - 1], 20),
