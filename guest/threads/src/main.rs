@@ -71,7 +71,10 @@ fn tsc_mode() -> i64 {
 fn tsc_child() -> ! {
     // SAFETY: plain prctl with integer arguments.
     let r = unsafe { libc::prctl(libc::PR_SET_TSC, libc::PR_TSC_SIGSEGV) };
-    println!("threads: tsc: set PR_TSC_SIGSEGV -> {r}, mode {}", tsc_mode());
+    println!(
+        "threads: tsc: set PR_TSC_SIGSEGV -> {r}, mode {}",
+        tsc_mode()
+    );
     std::thread::spawn(|| {
         let inherited = tsc_mode();
         // SAFETY: as above.
