@@ -765,7 +765,9 @@ impl Tty {
                 if !via_master {
                     self.require_ctty(io)?;
                 }
+                // As the caller's pid namespace sees it (tiocgpgrp's pid_vnr).
                 let pg = lock(&self.state).pgrp;
+                let pg = self.kernel().map_or(pg, |k| k.tasks.vnr(io.task, pg));
                 write_i32(mem, arg, pg as i32)
             }
             TIOCSPGRP => self.tiocspgrp(io, arg, mem),
@@ -777,6 +779,7 @@ impl Tty {
                 if sid == 0 {
                     return Err(Errno::ENOTTY);
                 }
+                let sid = self.kernel().map_or(sid, |k| k.tasks.vnr(io.task, sid));
                 write_i32(mem, arg, sid as i32)
             }
             TIOCVHANGUP => {
@@ -862,8 +865,9 @@ impl Tty {
         if pg < 0 {
             return Err(Errno::EINVAL);
         }
-        let pg = pg as u32;
         let k = self.kernel().ok_or(Errno::ESRCH)?;
+        // A number of the caller's pid namespace (tiocspgrp's find_vpid).
+        let pg = k.tasks.global_of(io.task, pg as u32).ok_or(Errno::ESRCH)?;
         let members: Vec<_> = k
             .tasks
             .processes()

@@ -125,8 +125,9 @@ fn record_lock(c: &mut SyscallCtx<'_>, fd: u64, cmd: u64, arg: u64) -> SysResult
                     } else {
                         (l.end - l.start + 1) as i64
                     };
+                    // The holder as the caller's pid namespace sees it (0 outside it).
                     fl.l_pid = match l.owner {
-                        Owner::Process(_) => l.pid as i32,
+                        Owner::Process(_) => c.kernel.tasks.vnr(c.task, l.pid) as i32,
                         Owner::File(_) => -1,
                     };
                 }
@@ -180,6 +181,15 @@ fn flock(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 /// The owner, signal, lease and notification commands (fs/fcntl.c `do_fcntl`), served
 /// without the descriptor table locked (leases look at every table).
+/// An owner id coming in (`F_SETOWN`, `F_SETOWN_EX`): the kernel-wide id of the number the
+/// caller's pid namespace gives (`find_vpid`: `ESRCH` for one it does not have); 0 clears.
+fn owner_in(c: &SyscallCtx<'_>, id: u32) -> SysResult<u32> {
+    if id == 0 {
+        return Ok(0);
+    }
+    c.kernel.tasks.global_of(c.task, id).ok_or(Errno::ESRCH)
+}
+
 fn fcntl_async(c: &mut SyscallCtx<'_>, fd: u64, cmd: u64, arg: u64) -> SysResult {
     use crate::fasync;
     let f = lock(&c.task.process.files()).get_nopath(fd)?;
@@ -189,20 +199,29 @@ fn fcntl_async(c: &mut SyscallCtx<'_>, fd: u64, cmd: u64, arg: u64) -> SysResult
     };
     fasync::init(c.kernel);
     match cmd {
-        F_GETOWN => Ok(fasync::fown(&f).getown() as u64),
+        // Owner ids are kept kernel-wide and cross in and out through the caller's pid
+        // namespace (f_setown's find_vpid, f_getown's pid_vnr).
+        F_GETOWN => {
+            let mut fown = fasync::fown(&f);
+            fown.id = c.kernel.tasks.vnr(c.task, fown.id);
+            Ok(fown.getown() as u64)
+        }
         F_SETOWN => {
             let (kind, id) = fasync::decode_setown(arg as i32)?;
+            let id = owner_in(c, id)?;
             fasync::check_owner(c.kernel, kind, id)?;
             fasync::set_owner(&f, kind, id, ids.0, ids.1);
             Ok(0)
         }
         F_GETOWN_EX => {
             let fown = fasync::fown(&f);
-            let (ty, mut pid) = fown.getown_ex();
+            let (ty, _) = fown.getown_ex();
             // f_getown_ex: the id only while its task (or group) still exists.
-            if fasync::check_owner(c.kernel, fown.kind, fown.id).is_err() {
-                pid = 0;
-            }
+            let pid = if fasync::check_owner(c.kernel, fown.kind, fown.id).is_err() {
+                0
+            } else {
+                c.kernel.tasks.vnr(c.task, fown.id) as i32
+            };
             let mut b = [0u8; 8];
             b[..4].copy_from_slice(&ty.to_le_bytes());
             b[4..].copy_from_slice(&pid.to_le_bytes());
@@ -214,6 +233,7 @@ fn fcntl_async(c: &mut SyscallCtx<'_>, fd: u64, cmd: u64, arg: u64) -> SysResult
             let ty = i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
             let pid = i32::from_le_bytes([b[4], b[5], b[6], b[7]]);
             let (kind, id) = fasync::decode_setown_ex(ty, pid)?;
+            let id = owner_in(c, id)?;
             fasync::check_owner(c.kernel, kind, id)?;
             fasync::set_owner(&f, kind, id, ids.0, ids.1);
             Ok(0)

@@ -9,6 +9,9 @@
 //!   plain one stays open.
 //!
 //! * PR_SET_PDEATHSIG: an orphaned grandchild gets its signal when its parent exits.
+//! * A PID namespace (root only, as natively): its first process is pid 1 with parent 0, and
+//!   pids coming out of the kernel elsewhere are in the caller's namespace too: the holder of
+//!   a record lock (F_GETLK's l_pid) and a descriptor's owner (F_GETOWN).
 //!
 //! Differential: prints the same lines natively and under the user-mode kernel, then UM-PROCS-OK.
 //! Usage: procs WORKDIR (unused, for symmetry with the others). Internally re-executed as
@@ -375,6 +378,90 @@ fn pdeath_signal() {
     say("pdeathsig: the orphaned grandchild got its signal");
 }
 
+/// The child of [`pid_namespace`], pid 1 of a new namespace: its pids, a lock it holds as
+/// a child of its own sees it, and an owner it sets, as one line through `out`.
+fn pidns_init(out: i32) -> ! {
+    // SAFETY: plain calls with valid arguments in a single-threaded child; the buffers live
+    // on this stack and the lock struct is fully initialised by zeroing.
+    unsafe {
+        let (me, parent) = (libc::getpid(), libc::getppid());
+        let path = b"/tmp/um-procs-pidns-lock\0";
+        let fd = libc::open(
+            path.as_ptr().cast(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC,
+            0o600,
+        );
+        let mut fl: libc::flock = std::mem::zeroed();
+        fl.l_type = libc::F_WRLCK as i16;
+        fl.l_whence = libc::SEEK_SET as i16;
+        libc::fcntl(fd, libc::F_SETLK, &fl);
+        let mut ready = [0i32; 2];
+        libc::pipe(ready.as_mut_ptr());
+        let c = libc::fork();
+        if c == 0 {
+            let mut q: libc::flock = std::mem::zeroed();
+            q.l_type = libc::F_WRLCK as i16;
+            q.l_whence = libc::SEEK_SET as i16;
+            libc::fcntl(fd, libc::F_GETLK, &mut q);
+            let b = [q.l_pid as u8];
+            libc::write(ready[1], b.as_ptr().cast(), 1);
+            libc::_exit(0);
+        }
+        let mut holder = [0u8; 1];
+        libc::read(ready[0], holder.as_mut_ptr().cast(), 1);
+        let mut st = 0;
+        libc::waitpid(c, &mut st, 0);
+        libc::fcntl(fd, libc::F_SETOWN, me);
+        let owner = libc::fcntl(fd, libc::F_GETOWN);
+        libc::unlink(path.as_ptr().cast());
+        let line = format!(
+            "pidns: pid {me} ppid {parent} child {c} lock holder {} owner {owner}\n",
+            holder[0]
+        );
+        libc::write(out, line.as_ptr().cast(), line.len());
+        libc::_exit(0);
+    }
+}
+
+/// unshare(CLONE_NEWPID) in a child, whose next child is pid 1 of the new namespace.
+fn pid_namespace() {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe/fork/unshare/read/waitpid with valid arguments; the children exit with
+    // _exit and make only plain calls.
+    let line = unsafe {
+        ok(libc::pipe(fds.as_mut_ptr()) as i64, "pipe");
+        let mid = libc::fork();
+        if mid == 0 {
+            libc::close(fds[0]);
+            if libc::unshare(libc::CLONE_NEWPID) != 0 {
+                let e = b"pidns: unshare(CLONE_NEWPID) refused\n";
+                libc::write(fds[1], e.as_ptr().cast(), e.len());
+                libc::_exit(1);
+            }
+            let init = libc::fork();
+            if init == 0 {
+                pidns_init(fds[1]);
+            }
+            let mut st = 0;
+            libc::waitpid(init, &mut st, 0);
+            libc::_exit(0);
+        }
+        libc::close(fds[1]);
+        let mut buf = vec![0u8; 256];
+        let n = libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len());
+        libc::close(fds[0]);
+        let mut st = 0;
+        libc::waitpid(mid, &mut st, 0);
+        String::from_utf8_lossy(&buf[..n.max(0) as usize]).into_owned()
+    };
+    check_eq(
+        line.trim_end(),
+        "pidns: pid 1 ppid 0 child 2 lock holder 1 owner 1",
+        "a new PID namespace numbers its processes from 1, locks and owners included",
+    );
+    say(line.trim_end());
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--exec-child") && args.len() >= 5 {
@@ -386,5 +473,6 @@ fn main() {
     stop_continue();
     exec_tests();
     pdeath_signal();
+    pid_namespace();
     umt::done("procs");
 }
