@@ -369,10 +369,11 @@ fn getpeername(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 /// `scm_check_creds`: a sender may claim its own pid and any of its own ids (root: any).
+/// The pid is a number of the sender's pid namespace.
 fn check_creds(c: &SyscallCtx<'_>, u: &Ucred) -> SysResult<()> {
     let cr = *lock(&c.task.process.creds);
     let root = cr.euid == 0;
-    let pid_ok = u.pid == c.task.process.pid as i32 || root;
+    let pid_ok = u.pid == c.task.process.pids.own() as i32 || root;
     let uid_ok = [cr.uid, cr.euid, cr.suid].contains(&u.uid) || root;
     let gid_ok = [cr.gid, cr.egid, cr.sgid].contains(&u.gid) || root;
     if pid_ok && uid_ok && gid_ok {
@@ -380,6 +381,15 @@ fn check_creds(c: &SyscallCtx<'_>, u: &Ucred) -> SysResult<()> {
     } else {
         Err(Errno::EPERM)
     }
+}
+
+/// Credentials leaving the kernel (`SO_PEERCRED`, a received `SCM_CREDENTIALS`): the pid as
+/// the reader's pid namespace sees it, 0 outside it (`cred_to_ucred`'s `pid_vnr`).
+fn ucred_out(c: &SyscallCtx<'_>, mut cr: Ucred) -> Ucred {
+    if cr.pid > 0 {
+        cr.pid = c.kernel.tasks.vnr(c.task, cr.pid as u32) as i32;
+    }
+    cr
 }
 
 /// The common part of sendto and sendmsg for unix sockets.
@@ -397,8 +407,14 @@ fn do_send_unix(
     }
     let ctl = parse_control(control)?;
     let mut creds = task_ucred(c.task);
-    if let Some(u) = ctl.creds {
+    if let Some(mut u) = ctl.creds {
         check_creds(c, &u)?;
+        // Kept kernel-wide (Linux keeps the struct pid: `find_get_pid`, ESRCH for none).
+        u.pid = c
+            .kernel
+            .tasks
+            .global_of(c.task, u.pid as u32)
+            .ok_or(Errno::ESRCH)? as i32;
         creds = u;
     }
     let files = {
@@ -663,7 +679,7 @@ fn recvmsg(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     if let Some((s, mut ur)) = r.unix {
         if s.passcred()
-            && let Some(cr) = ur.creds
+            && let Some(cr) = ur.creds.map(|cr| ucred_out(c, cr))
             && !put_cmsg(&mut out, limit, SOL_SOCKET, SCM_CREDENTIALS, &cr.as_bytes())
         {
             mflags |= MSG_CTRUNC;
@@ -741,6 +757,7 @@ fn getsockopt(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         SO_PASSCRED => int(s.passcred() as i32),
         SO_PEERCRED => s
             .peercred()
+            .map(|cr| ucred_out(c, cr))
             .unwrap_or(Ucred {
                 pid: 0,
                 uid: u32::MAX,

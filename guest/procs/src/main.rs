@@ -11,7 +11,8 @@
 //! * PR_SET_PDEATHSIG: an orphaned grandchild gets its signal when its parent exits.
 //! * A PID namespace (root only, as natively): its first process is pid 1 with parent 0, and
 //!   pids coming out of the kernel elsewhere are in the caller's namespace too: the holder of
-//!   a record lock (F_GETLK's l_pid) and a descriptor's owner (F_GETOWN).
+//!   a record lock (F_GETLK's l_pid), a descriptor's owner (F_GETOWN) and a socket peer
+//!   (SO_PEERCRED).
 //!
 //! Differential: prints the same lines natively and under the user-mode kernel, then UM-PROCS-OK.
 //! Usage: procs WORKDIR (unused, for symmetry with the others). Internally re-executed as
@@ -413,10 +414,21 @@ fn pidns_init(out: i32) -> ! {
         libc::waitpid(c, &mut st, 0);
         libc::fcntl(fd, libc::F_SETOWN, me);
         let owner = libc::fcntl(fd, libc::F_GETOWN);
+        let mut sv = [0i32; 2];
+        libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr());
+        let mut cred: libc::ucred = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        libc::getsockopt(
+            sv[0],
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        );
         libc::unlink(path.as_ptr().cast());
         let line = format!(
-            "pidns: pid {me} ppid {parent} child {c} lock holder {} owner {owner}\n",
-            holder[0]
+            "pidns: pid {me} ppid {parent} child {c} lock holder {} owner {owner} peer {}\n",
+            holder[0], cred.pid
         );
         libc::write(out, line.as_ptr().cast(), line.len());
         libc::_exit(0);
@@ -456,7 +468,7 @@ fn pid_namespace() {
     };
     check_eq(
         line.trim_end(),
-        "pidns: pid 1 ppid 0 child 2 lock holder 1 owner 1",
+        "pidns: pid 1 ppid 0 child 2 lock holder 1 owner 1 peer 1",
         "a new PID namespace numbers its processes from 1, locks and owners included",
     );
     say(line.trim_end());
