@@ -26,6 +26,14 @@ use um_uapi::abi::{Pod, Timespec};
 use um_uapi::{Errno, SysResult};
 
 /// The caller's identity for the IPC checks.
+/// A recorded pid (kept kernel-wide) as the caller's pid namespace sees it (`pid_vnr`).
+fn vnr(c: &SyscallCtx<'_>, pid: i32) -> i32 {
+    if pid <= 0 {
+        return pid;
+    }
+    c.kernel.tasks.vnr(c.task, pid as u32) as i32
+}
+
 fn caller(c: &SyscallCtx<'_>) -> Caller {
     let p = &c.task.process;
     let cr = *lock(&p.creds);
@@ -190,7 +198,9 @@ fn shmctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             Ok(max as u64)
         }
         IPC_STAT | SHM_STAT | SHM_STAT_ANY => {
-            let (id, ds) = shm::ns().stat(&who, id, cmd != IPC_STAT, cmd != SHM_STAT_ANY)?;
+            let (id, mut ds) = shm::ns().stat(&who, id, cmd != IPC_STAT, cmd != SHM_STAT_ANY)?;
+            ds.shm_cpid = vnr(c, ds.shm_cpid);
+            ds.shm_lpid = vnr(c, ds.shm_lpid);
             write_pod(c, buf, &ds)?;
             Ok(if cmd == IPC_STAT { 0 } else { id as u64 })
         }
@@ -342,7 +352,9 @@ fn semctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                 GETNCNT => SemNs::count_waiters(set, num as u16, false),
                 _ => SemNs::count_waiters(set, num as u16, true),
             };
-            Ok(v as u64)
+            drop(ns);
+            // The pid is translated outside the IPC lock (it takes the task table's).
+            Ok(if cmd == GETPID { vnr(c, v) } else { v } as u64)
         }
         SETVAL => {
             sem::ns().setval(&who, id, num, arg as u32 as i32)?;
@@ -444,7 +456,9 @@ fn msgctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             Ok(max as u64)
         }
         IPC_STAT | MSG_STAT | MSG_STAT_ANY => {
-            let (id, ds) = msg::ns().stat(&who, id, cmd != IPC_STAT, cmd != MSG_STAT_ANY)?;
+            let (id, mut ds) = msg::ns().stat(&who, id, cmd != IPC_STAT, cmd != MSG_STAT_ANY)?;
+            ds.msg_lspid = vnr(c, ds.msg_lspid);
+            ds.msg_lrpid = vnr(c, ds.msg_lrpid);
             write_pod(c, buf, &ds)?;
             Ok(if cmd == IPC_STAT { 0 } else { id as u64 })
         }
