@@ -215,7 +215,8 @@ pub fn anon_kstat(mode: u32, ino: u64, dev_minor: u64, uid: u32, gid: u32) -> Ks
 /// Raises SIGPIPE for `task` (Linux `send_sig(SIGPIPE, current, 0)`: `SI_USER` from itself).
 pub fn send_sigpipe(task: &Arc<Task>) {
     let uid = lock(&task.process.creds).uid;
-    let info = Siginfo::kill(SIGPIPE, SI_USER, task.process.pid as i32, uid);
+    // si_pid: the sender, itself, as its own pid namespace numbers it (task_tgid_vnr).
+    let info = Siginfo::kill(SIGPIPE, SI_USER, task.process.pids.own() as i32, uid);
     um_kernel::signal::send_to_task(task, info);
 }
 

@@ -369,18 +369,21 @@ pub fn reap(parent: &Process, child: &Process) {
 pub fn clock_read(k: &Kernel, cur: &Arc<Task>, clock: CpuClock, gettime: bool) -> SysResult<u64> {
     let times = match clock {
         CpuClock::Thread { tid: 0, .. } => task_times(cur),
+        // Numbers of the caller's pid namespace (pid_for_clock's find_vpid).
         CpuClock::Thread { tid, .. } => {
-            let t = k.tasks.get(tid).ok_or(Errno::EINVAL)?;
+            let t = k.tasks.find_task_vpid(cur, tid).ok_or(Errno::EINVAL)?;
             if !Arc::ptr_eq(&t.process, &cur.process) {
                 return Err(Errno::EINVAL);
             }
             task_times(&t)
         }
         CpuClock::Process { pid: 0, .. } => process_times(&cur.process),
-        CpuClock::Process { pid, .. } if gettime && pid == cur.tid => process_times(&cur.process),
+        CpuClock::Process { pid, .. } if gettime && pid == cur.pids.own() => {
+            process_times(&cur.process)
+        }
         CpuClock::Process { pid, .. } => {
-            let t = k.tasks.get(pid).ok_or(Errno::EINVAL)?;
-            if t.process.pid != pid {
+            let t = k.tasks.find_task_vpid(cur, pid).ok_or(Errno::EINVAL)?;
+            if t.process.pid != t.tid {
                 return Err(Errno::EINVAL);
             }
             process_times(&t.process)

@@ -308,10 +308,15 @@ fn capget(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if pid < 0 {
         return Err(Errno::EINVAL);
     }
-    let caps = if pid == 0 || pid as u32 == c.task.process.pid {
+    // A pid of the caller's pid namespace (find_task_by_vpid).
+    let caps = if pid == 0 || pid as u32 == c.task.process.pids.own() {
         *lock(&c.task.process.caps)
     } else {
-        let t = c.kernel.tasks.get(pid as u32).ok_or(Errno::ESRCH)?;
+        let t = c
+            .kernel
+            .tasks
+            .find_task_vpid(c.task, pid as u32)
+            .ok_or(Errno::ESRCH)?;
         *lock(&t.process.caps)
     };
     let mut b = Vec::new();
@@ -343,7 +348,7 @@ pub fn capset_check(old: &Caps, e: u64, p: u64, i: u64) -> Result<(), Errno> {
 fn capset(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let words = cap_words(c, a[0])?;
     let pid = cap_pid(c, a[0])?;
-    if pid != 0 && pid as u32 != c.task.process.pid {
+    if pid != 0 && pid as u32 != c.task.process.pids.own() {
         return Err(Errno::EPERM);
     }
     let b = c.read_bytes(a[1], 12 * words)?;

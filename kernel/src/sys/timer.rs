@@ -645,20 +645,22 @@ fn abs_instant(clock: i32, abs: Timespec, p: &Process) -> Instant {
 
 /// timer_create(clockid, sevp, timerid).
 fn timer_create(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let ev = if a[1] != 0 {
+    let mut ev = if a[1] != 0 {
         Some(decode_sigevent(&c.read_bytes(a[1], SIGEVENT_SIZE)?)?)
     } else {
         None
     };
     let root = lock(&c.task.process.creds).euid == 0;
     let clock = timer_clock(a[0] as i32, root)?;
+    // good_sigevent: SIGEV_THREAD_ID names a thread of the caller's process by its number
+    // in the caller's pid namespace (find_vpid); the timer keeps the kernel-wide id.
     if let Some(SigEvent {
         notify: Notify::Thread(tid),
         ..
-    }) = ev
+    }) = &mut ev
     {
-        match c.kernel.tasks.get(tid) {
-            Some(t) if Arc::ptr_eq(&t.process, &c.task.process) => {}
+        match c.kernel.tasks.find_task_vpid(c.task, *tid) {
+            Some(t) if Arc::ptr_eq(&t.process, &c.task.process) => *tid = t.tid,
             _ => return Err(Errno::EINVAL),
         }
     }
