@@ -7,7 +7,8 @@
 //! only that code page, the host stack and the vDSO; the stub code stops itself and the engine
 //! takes over and removes the rest.
 //!
-//! All stubs are forked by one long-lived *spawner* thread ([`spawn`]) so that
+//! All stubs are started (`clone(CLONE_VM|CLONE_VFORK)` and exec, as posix_spawn does) by
+//! one long-lived *spawner* thread ([`spawn`]) so that
 //! `PR_SET_PDEATHSIG`, which fires when the parent *thread* exits, fires only when the kernel
 //! process dies: then no stub outlives `linux`, however it ends.
 
@@ -244,8 +245,8 @@ fn spawn_now(
     fds: &[RawFd],
     self_setup: bool,
 ) -> io::Result<libc::pid_t> {
-    // Everything the child needs is prepared before fork: after fork it may only make raw
-    // system calls (async-signal-safe), since other threads' locks are frozen in its copy.
+    // Everything the child needs is prepared before the clone: the child shares our memory
+    // until it execs and may only make raw system calls (see `vfork_child`).
     let empty = CString::default();
     let argv0 = CString::new("um-stub").unwrap_or_default();
     let argv1 = CString::new("setup").unwrap_or_default();
@@ -262,16 +263,17 @@ fn spawn_now(
     let envp = [std::ptr::null::<libc::c_char>()];
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
-    // SAFETY: fork in a multi-threaded process is sound as long as the child only makes raw
-    // system calls until exec, which `child` does.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if pid == 0 {
-        // SAFETY: we are the child of fork; `child` never returns.
-        unsafe { child(parent, exe, exe_path, fds, &empty, &argv, &envp) }
-    }
+    let args = ChildArgs {
+        parent,
+        exe,
+        exe_path,
+        fds,
+        empty: &empty,
+        argv: &argv,
+        envp: &envp,
+        mask: sigset_empty(),
+    };
+    let pid = vfork_child(args)?;
     if self_setup {
         // It sets itself up and reports through its shared area; the kernel notices if it
         // dies on the way (its first handoff never comes, `exited` says so).
@@ -303,10 +305,115 @@ fn spawn_now(
     }
 }
 
+/// What the child of [`vfork_child`] needs, prepared by the parent. The child shares the
+/// parent's memory until it execs, so it reads these in place and writes nothing but its
+/// own stack.
+struct ChildArgs<'a> {
+    parent: libc::pid_t,
+    exe: RawFd,
+    exe_path: Option<&'a CString>,
+    fds: &'a [RawFd],
+    empty: &'a CString,
+    argv: &'a [*const libc::c_char; 3],
+    envp: &'a [*const libc::c_char; 1],
+    /// The spawner thread's signal mask before [`vfork_child`] blocked everything: the child
+    /// restores it (the stub inherits it across exec, as it did from a plain fork).
+    mask: libc::sigset_t,
+}
+
+/// Stack of the child of [`vfork_child`] until it execs: [`child`] needs little (a few
+/// frames of raw system calls), but glibc's and musl's wrappers get room to spare.
+const CHILD_STACK: usize = 64 * 1024;
+
+fn sigset_empty() -> libc::sigset_t {
+    // SAFETY: sigemptyset initialises the local it is given.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        set
+    }
+}
+
+/// Starts the child of [`spawn_now`] with `clone(CLONE_VM | CLONE_VFORK)`, as posix_spawn
+/// does (glibc sysdeps/unix/sysv/linux/spawni.c, musl src/process/posix_spawn.c), and
+/// returns its pid once it has exec'd (or died).
+///
+/// Why not fork: a fork copies the kernel's whole address space (page tables of its heap,
+/// every guest-memory view, thread stacks) only for exec to throw it away at once; with
+/// many forks in a row (a guest's fork loop: each new address space is a new stub) that
+/// copy and teardown was most of the spawner's time. The child shares our memory instead,
+/// and the spawner thread is suspended until the child's exec, so nothing changes under it.
+///
+/// Signals: the spawner blocks all of them around the clone, so that no handler of this
+/// process (the terminal restorer, the engines' kick) can run in the child on our memory;
+/// the child resets every caught signal to its default action before it unblocks them.
+fn vfork_child(mut args: ChildArgs<'_>) -> io::Result<libc::pid_t> {
+    let mut stack = vec![0u8; CHILD_STACK];
+    // The ABIs want a 16-byte aligned stack pointer at the call.
+    let top = {
+        let end = stack.as_mut_ptr().wrapping_add(CHILD_STACK);
+        end.wrapping_sub(end as usize % 16)
+    };
+    // SAFETY: sigfillset initialises the local it is given.
+    let all = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        set
+    };
+    let mut old = sigset_empty();
+    // SAFETY: both sets are valid locals.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old) };
+    args.mask = old;
+    // SAFETY: `child_entry` gets a pointer to `args`, which lives in this frame; with
+    // CLONE_VFORK this thread does not return from clone before the child has exec'd or
+    // exited, so `args` and `stack` outlive the child's use of them. The child only makes
+    // raw system calls (see `child`).
+    let pid = unsafe {
+        libc::clone(
+            child_entry,
+            top.cast(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&mut args as *mut ChildArgs<'_>).cast(),
+        )
+    };
+    let err = io::Error::last_os_error();
+    // SAFETY: `old` is the mask read above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    drop(stack);
+    if pid < 0 {
+        return Err(err);
+    }
+    Ok(pid)
+}
+
+/// The entry of [`vfork_child`]'s child.
+extern "C" fn child_entry(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `ChildArgs` in the suspended parent's frame (see `vfork_child`).
+    let a = unsafe { &*(arg as *const ChildArgs<'_>) };
+    // SAFETY: sigaction and sigprocmask on locals; the handler table is the child's own copy
+    // (no CLONE_SIGHAND), so resetting it leaves the kernel's handlers alone.
+    unsafe {
+        for sig in 1..=64 {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut sa) == 0
+                && sa.sa_sigaction != libc::SIG_DFL
+                && sa.sa_sigaction != libc::SIG_IGN
+            {
+                let mut dfl: libc::sigaction = std::mem::zeroed();
+                dfl.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(sig, &dfl, std::ptr::null_mut());
+            }
+        }
+        libc::sigprocmask(libc::SIG_SETMASK, &a.mask, std::ptr::null_mut());
+        child(a.parent, a.exe, a.exe_path, a.fds, a.empty, a.argv, a.envp)
+    }
+}
+
 /// The child side of [`spawn_now`].
 ///
 /// # Safety
-/// Must be called only in the child of a fork, with pointers valid in that child.
+/// Must be called only in the child of [`vfork_child`], with pointers valid in it (the
+/// parent's memory, which the child shares until exec).
 unsafe fn child(
     parent: libc::pid_t,
     exe: RawFd,
@@ -316,8 +423,8 @@ unsafe fn child(
     argv: &[*const libc::c_char; 3],
     envp: &[*const libc::c_char; 1],
 ) -> ! {
-    // SAFETY: raw system calls with integer arguments or pointers to memory that
-    // was prepared before fork and is valid in this copy of the address space.
+    // SAFETY: raw system calls with integer arguments or pointers to memory that the
+    // suspended parent prepared before the clone.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
         if libc::getppid() != parent {
