@@ -464,6 +464,12 @@ pub trait FileOps: Send + Sync {
     fn may_mmap(&self, _shared_write: bool) -> SysResult<()> {
         Ok(())
     }
+    /// Whether a mapping of `len` bytes at file offset `off` fits what the file maps (Linux's
+    /// `f_op->mmap` refusing a geometry: a packet socket maps its rings exactly, from offset 0,
+    /// else `EINVAL`). Checked before [`FileOps::vm_file`].
+    fn mmap_check(&self, _off: u64, _len: u64) -> SysResult<()> {
+        Ok(())
+    }
     /// The concrete object, for calls that act on one kind of file only (socket calls on a
     /// socket, `epoll_ctl` on an epoll instance, `timerfd_settime` on a timerfd); `None` for
     /// files no such call needs to recognise.

@@ -200,6 +200,11 @@ fn inetsock() {
 }
 
 #[test]
+fn packetsock() {
+    differential("packetsock", no_check);
+}
+
+#[test]
 fn epoll() {
     differential("epoll", no_check);
 }

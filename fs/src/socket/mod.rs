@@ -1,6 +1,6 @@
 //! Sockets: the ABI they share (Linux `include/linux/socket.h`, `include/uapi/linux/un.h`,
-//! `net/core/scm.c`) and the two families we have, AF_UNIX ([`unix`]) and AF_INET/AF_INET6 on
-//! the guest's own loopback network ([`inet`]).
+//! `net/core/scm.c`) and the families we have: AF_UNIX ([`unix`]), AF_INET/AF_INET6 on the
+//! guest's own loopback network ([`inet`]) and AF_PACKET on its loopback device ([`packet`]).
 //!
 //! Key types: [`SockaddrUn`], [`Msghdr`], [`Cmsghdr`], [`Ucred`] (pinned C layouts), the
 //! control-message codec ([`cmsgs`], [`parse_control`], [`put_cmsg`], [`rights_fit`]). The internet
@@ -9,6 +9,7 @@
 //! [`inet::InetSocket`].
 
 pub mod inet;
+pub mod packet;
 pub mod unix;
 
 use um_uapi::abi::pod::Pod;
@@ -24,6 +25,8 @@ pub const AF_INET: u32 = 2;
 pub const AF_INET6: u32 = 10;
 /// `AF_NETLINK`.
 pub const AF_NETLINK: u32 = 16;
+/// `AF_PACKET`.
+pub const AF_PACKET: u32 = um_uapi::abi::packet::AF_PACKET;
 /// `AF_MAX`.
 pub const AF_MAX: u32 = 46;
 

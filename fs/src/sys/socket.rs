@@ -2,8 +2,9 @@
 //! socket, socketpair, bind, listen, accept, accept4, connect, getsockname, getpeername,
 //! sendto, recvfrom, sendmsg, recvmsg, shutdown, getsockopt, setsockopt.
 //!
-//! Two families exist: AF_UNIX ([`crate::socket::unix`]) and AF_INET/AF_INET6 on the loopback
-//! network ([`crate::socket::inet`]); every other family (AF_PACKET, AF_NETLINK, ...) is
+//! Three families exist: AF_UNIX ([`crate::socket::unix`]), AF_INET/AF_INET6 on the loopback
+//! network ([`crate::socket::inet`]) and AF_PACKET on the loopback device
+//! ([`crate::socket::packet`], `CAP_NET_RAW` only); every other family (AF_NETLINK, ...) is
 //! `EAFNOSUPPORT`, as for a family the kernel was built without. Raw internet sockets are
 //! `EPERM`, as for a caller without `CAP_NET_RAW` (and `EPROTONOSUPPORT` with protocol 0, as on
 //! Linux whoever asks); ICMP "ping" datagram sockets are `EACCES`, as with the default
@@ -15,6 +16,7 @@ use super::{AT_FDCWD, lookup, start_dir};
 use crate::namei::{self, Last};
 use crate::socket::inet::opt::{CAP_NET_ADMIN, Proto};
 use crate::socket::inet::{CAP_NET_BIND_SERVICE, InetFile, InetSocket};
+use crate::socket::packet::{CAP_NET_RAW, PacketFile, PacketSocket, RingCtx};
 use crate::socket::unix::{SocketFile, UnixAddr, UnixSocket, task_peercred, task_ucred};
 use crate::socket::*;
 use std::sync::Arc;
@@ -40,6 +42,7 @@ const MAX_CONTROL: u64 = 131_072;
 pub enum Sock {
     Unix(Arc<UnixSocket>),
     Inet(Arc<InetSocket>),
+    Packet(Arc<PacketSocket>),
 }
 
 /// The socket behind `fd`, or `ENOTSOCK` (`EBADF` for an `O_PATH` descriptor, as
@@ -51,6 +54,8 @@ pub fn sock_of(c: &SyscallCtx<'_>, fd: u64) -> SysResult<(Arc<OpenFile>, Sock)> 
         Sock::Unix(u.sock.clone())
     } else if let Some(i) = any.downcast_ref::<InetFile>() {
         Sock::Inet(i.sock.clone())
+    } else if let Some(p) = any.downcast_ref::<PacketFile>() {
+        Sock::Packet(p.sock.clone())
     } else {
         return Err(Errno::ENOTSOCK);
     };
@@ -69,6 +74,7 @@ fn install(c: &SyscallCtx<'_>, s: Sock, flags: u32) -> SysResult<u32> {
     let ops: Box<dyn um_kernel::vfs::FileOps> = match s {
         Sock::Unix(s) => Box::new(SocketFile::new(s)),
         Sock::Inet(sock) => Box::new(InetFile { sock }),
+        Sock::Packet(sock) => Box::new(PacketFile { sock }),
     };
     let file = OpenFile::new(ops, 2 | (flags & SOCK_NONBLOCK), None);
     lock(&c.task.process.files()).install(file, flags & SOCK_CLOEXEC != 0, 0)
@@ -86,6 +92,9 @@ enum Kind {
     Unix(u32),
     /// AF_INET / AF_INET6 with this transport.
     Inet(u32, Proto),
+    /// AF_PACKET of this type (not yet checked: `packet_create` asks for `CAP_NET_RAW`
+    /// first) and protocol (network byte order).
+    Packet(u32, u32),
 }
 
 /// `SOCK_MAX`: types at or above it are `EINVAL` in any family (`__sock_create`).
@@ -135,9 +144,23 @@ fn check_socket_args(domain: u64, ty: u64, protocol: u64) -> SysResult<(Kind, u3
             };
             Ok((Kind::Inet(domain, proto), flags))
         }
-        // AF_PACKET, AF_NETLINK and the rest: no such protocol family here.
+        // The protocol is a __be16: packet_create keeps its low 16 bits.
+        AF_PACKET => Ok((Kind::Packet(ty, protocol as u32 & 0xffff), flags)),
+        // AF_NETLINK and the rest: no such protocol family here.
         _ => Err(Errno::EAFNOSUPPORT),
     }
+}
+
+/// `packet_create`: `CAP_NET_RAW` (`EPERM`), then the type: `SOCK_RAW` and `SOCK_DGRAM`
+/// (`SOCK_PACKET` is not supported here), else `ESOCKTNOSUPPORT`.
+fn packet_create(c: &SyscallCtx<'_>, ty: u32) -> SysResult<()> {
+    if !c.task.process.capable(CAP_NET_RAW) {
+        return Err(Errno::EPERM);
+    }
+    if ty != SOCK_RAW && ty != SOCK_DGRAM {
+        return Err(Errno::ESOCKTNOSUPPORT);
+    }
+    Ok(())
 }
 
 fn socket(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
@@ -145,6 +168,10 @@ fn socket(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let s = match kind {
         Kind::Unix(ty) => Sock::Unix(UnixSocket::new(ty, owner(c))),
         Kind::Inet(family, proto) => Sock::Inet(InetSocket::new(proto, family, owner(c))),
+        Kind::Packet(ty, proto) => {
+            packet_create(c, ty)?;
+            Sock::Packet(PacketSocket::new(ty, proto, owner(c)))
+        }
     };
     Ok(install(c, s, flags)? as u64)
 }
@@ -155,6 +182,11 @@ fn socketpair(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         Kind::Unix(ty) => ty,
         // inet_stream_ops and inet_dgram_ops have sock_no_socketpair.
         Kind::Inet(..) => return Err(Errno::EOPNOTSUPP),
+        // So has packet_ops, after packet_create's checks.
+        Kind::Packet(ty, _) => {
+            packet_create(c, ty)?;
+            return Err(Errno::EOPNOTSUPP);
+        }
     };
     let (x, y) = UnixSocket::pair(ty, owner(c), task_peercred(c.task));
     let fx = install(c, Sock::Unix(x), flags)?;
@@ -240,6 +272,10 @@ fn bind(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             s.bind(&b, c.task.process.capable(CAP_NET_BIND_SERVICE))?;
             return Ok(0);
         }
+        Sock::Packet(s) => {
+            s.bind(&read_addr_bytes(c, a[1], a[2])?)?;
+            return Ok(0);
+        }
     };
     match read_addr(c, a[1], a[2])? {
         UnixAddr::Unnamed => s.autobind()?,
@@ -283,6 +319,7 @@ fn listen(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     match sock_of(c, a[0])?.1 {
         Sock::Unix(s) => s.listen(a[1] as i32, task_peercred(c.task))?,
         Sock::Inet(s) => s.listen(a[1] as i32)?,
+        Sock::Packet(_) => return Err(Errno::EOPNOTSUPP),
     }
     Ok(0)
 }
@@ -307,6 +344,7 @@ fn do_accept(c: &SyscallCtx<'_>, a: [u64; 6], flags: u32) -> SysResult {
             };
             (Sock::Inet(new), peer)
         }
+        Sock::Packet(_) => return Err(Errno::EOPNOTSUPP),
     };
     let fd = install(c, new, flags)?;
     if a[1] != 0
@@ -335,6 +373,7 @@ fn connect(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             s.connect(&io_ctx(c, &f, 0), &b)?;
             return Ok(0);
         }
+        Sock::Packet(_) => return Err(Errno::EOPNOTSUPP),
     };
     let len = a[2] as u32 as i32;
     if s.ty() == SOCK_DGRAM && len >= 2 {
@@ -354,6 +393,7 @@ fn getsockname(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let b = match sock_of(c, a[0])?.1 {
         Sock::Unix(s) => s.local_addr().to_bytes(),
         Sock::Inet(s) => s.encode(&s.local_addr()),
+        Sock::Packet(s) => s.local_addr(),
     };
     write_addr(c, a[1], a[2], &b)?;
     Ok(0)
@@ -363,6 +403,7 @@ fn getpeername(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let b = match sock_of(c, a[0])?.1 {
         Sock::Unix(s) => s.peer_addr()?.to_bytes(),
         Sock::Inet(s) => s.encode(&s.peer_addr()?),
+        Sock::Packet(_) => return Err(Errno::EOPNOTSUPP),
     };
     write_addr(c, a[1], a[2], &b)?;
     Ok(0)
@@ -492,6 +533,14 @@ fn sendto(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             };
             do_send_inet(c, &f, &s, &data, to.as_deref(), &[], a[3] as u32)
         }
+        Sock::Packet(s) => {
+            let to = if a[4] != 0 {
+                Some(read_addr_bytes(c, a[4], a[5])?)
+            } else {
+                None
+            };
+            Ok(s.send(&data, to.as_deref())? as u64)
+        }
     }
 }
 
@@ -558,6 +607,10 @@ fn sendmsg(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             do_send_unix(c, &f, &s, &data, to, &control, a[2] as u32)
         }
         Sock::Inet(s) => do_send_inet(c, &f, &s, &data, name.as_deref(), &control, a[2] as u32),
+        Sock::Packet(s) => {
+            check_inet_control(&control)?;
+            Ok(s.send(&data, name.as_deref())? as u64)
+        }
     }
 }
 
@@ -621,6 +674,17 @@ fn do_recv(c: &SyscallCtx<'_>, fd: u64, len: usize, flags: u32) -> SysResult<Rec
                 ret,
                 flags: r.flags,
                 name,
+                unix: None,
+                control: r.control,
+            })
+        }
+        Sock::Packet(s) => {
+            let r = s.recv(&io_ctx(c, &f, flags), len.min(MAX_RECV), flags)?;
+            Ok(Received {
+                data: r.data,
+                ret: r.ret as u64,
+                flags: r.flags,
+                name: r.name,
                 unix: None,
                 control: r.control,
             })
@@ -722,6 +786,8 @@ fn shutdown(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     match sock_of(c, a[0])?.1 {
         Sock::Unix(s) => s.shutdown(a[1] as u32)?,
         Sock::Inet(s) => s.shutdown(a[1] as u32)?,
+        // packet_ops: sock_no_shutdown.
+        Sock::Packet(_) => return Err(Errno::EOPNOTSUPP),
     }
     Ok(0)
 }
@@ -741,6 +807,7 @@ fn getsockopt(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             c.write_u32(a[4], val.len() as u32)?;
             return Ok(0);
         }
+        Sock::Packet(s) => return getsockopt_packet(c, a, &s),
     };
     if a[1] as i32 != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);
@@ -804,6 +871,7 @@ fn setsockopt(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             s.setsockopt(level, name, &val, optlen as usize, admin)?;
             return Ok(0);
         }
+        Sock::Packet(s) => return setsockopt_packet(c, a, &s, optlen as usize),
     };
     if a[1] as i32 != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);
@@ -825,6 +893,116 @@ fn setsockopt(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             int()?;
         }
         // Receive/send timeouts are accepted; blocking calls do not time out yet.
+        SO_RCVTIMEO | SO_SNDTIMEO => {
+            if optlen < 16 {
+                return Err(Errno::EINVAL);
+            }
+        }
+        SO_LINGER => {
+            if optlen < 8 {
+                return Err(Errno::EINVAL);
+            }
+        }
+        _ => return Err(Errno::ENOPROTOOPT),
+    }
+    Ok(0)
+}
+
+/// getsockopt on a packet socket: `SOL_PACKET` options ([`PacketSocket::getsockopt`]) and
+/// the generic `SOL_SOCKET` ones (`sock_getsockopt`); other levels are `ENOPROTOOPT`
+/// (`packet_getsockopt`).
+fn getsockopt_packet(c: &SyscallCtx<'_>, a: [u64; 6], s: &PacketSocket) -> SysResult {
+    use so::*;
+    use um_uapi::abi::packet::{SOL_PACKET, opt::PACKET_HDRLEN};
+    let lb = c.read_bytes(a[4], 4)?;
+    let len = i32::from_le_bytes([lb[0], lb[1], lb[2], lb[3]]);
+    let level = a[1] as i32;
+    let name = a[2] as i32;
+    let val = if level == SOL_PACKET {
+        let arg = if name == PACKET_HDRLEN && len >= 4 {
+            let b = c.read_bytes(a[3], 4)?;
+            Some(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        } else {
+            None
+        };
+        s.getsockopt(name, len, arg)?
+    } else if level == SOL_SOCKET {
+        if len < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let int = |v: i32| v.to_le_bytes().to_vec();
+        match name {
+            SO_TYPE => int(s.ty() as i32),
+            SO_ERROR => int(s.take_error()),
+            SO_SNDBUF => int(s.bufs().0),
+            SO_RCVBUF => int(s.bufs().1),
+            SO_DOMAIN => int(AF_PACKET as i32),
+            SO_PROTOCOL => int(s.protocol() as i32),
+            SO_ACCEPTCONN | SO_PASSCRED | SO_REUSEADDR | SO_KEEPALIVE | SO_BROADCAST
+            | SO_DONTROUTE | SO_OOBINLINE | SO_DEBUG | SO_REUSEPORT => int(0),
+            SO_RCVLOWAT | SO_SNDLOWAT => int(1),
+            SO_RCVTIMEO | SO_SNDTIMEO => vec![0; 16],
+            SO_LINGER => vec![0; 8],
+            _ => return Err(Errno::ENOPROTOOPT),
+        }
+    } else {
+        return Err(Errno::ENOPROTOOPT);
+    };
+    let n = (len.max(0) as usize).min(val.len());
+    c.write_u32(a[4], n as u32)?;
+    c.write_bytes(a[3], &val[..n])?;
+    Ok(0)
+}
+
+/// setsockopt on a packet socket: `SOL_PACKET` ([`PacketSocket::setsockopt`], which makes
+/// rings from the kernel's frames and page cache) and the generic `SOL_SOCKET` options.
+fn setsockopt_packet(
+    c: &SyscallCtx<'_>,
+    a: [u64; 6],
+    s: &PacketSocket,
+    optlen: usize,
+) -> SysResult {
+    use so::*;
+    use um_uapi::abi::packet::SOL_PACKET;
+    let (level, name) = (a[1] as i32, a[2] as i32);
+    if level == SOL_PACKET {
+        let n = optlen.min(crate::socket::packet::set_len(name));
+        let val = if n > 0 {
+            c.read_bytes(a[3], n)?
+        } else {
+            Vec::new()
+        };
+        let ring = RingCtx {
+            frames: c.kernel.frames.clone(),
+            cache: c.kernel.page_cache.clone(),
+        };
+        s.setsockopt(name, &val, optlen, Some(&ring))?;
+        return Ok(0);
+    }
+    if level != SOL_SOCKET {
+        return Err(Errno::ENOPROTOOPT);
+    }
+    let int = || -> SysResult<i32> {
+        if optlen < 4 {
+            return Err(Errno::EINVAL);
+        }
+        let b = c.read_bytes(a[3], 4)?;
+        Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    match name {
+        SO_SNDBUF => s.set_buf(true, int()?, false),
+        SO_RCVBUF => s.set_buf(false, int()?, false),
+        SO_SNDBUFFORCE | SO_RCVBUFFORCE => {
+            let v = int()?;
+            if !c.task.process.capable(CAP_NET_ADMIN) {
+                return Err(Errno::EPERM);
+            }
+            s.set_buf(name == SO_SNDBUFFORCE, v, true);
+        }
+        SO_PASSCRED | SO_REUSEADDR | SO_KEEPALIVE | SO_BROADCAST | SO_DONTROUTE | SO_OOBINLINE
+        | SO_DEBUG | SO_REUSEPORT | SO_RCVLOWAT | SO_SNDLOWAT => {
+            int()?;
+        }
         SO_RCVTIMEO | SO_SNDTIMEO => {
             if optlen < 16 {
                 return Err(Errno::EINVAL);
@@ -873,7 +1051,10 @@ mod tests {
         );
         assert_eq!(check_socket_args(1, 3, 0), unix(SOCK_DGRAM));
         assert_eq!(check_socket_args(16, 3, 0), Err(Errno::EAFNOSUPPORT));
-        assert_eq!(check_socket_args(17, 3, 0x300), Err(Errno::EAFNOSUPPORT));
+        assert_eq!(
+            check_socket_args(17, 3, 0x300),
+            Ok((Kind::Packet(SOCK_RAW, 0x300), 0))
+        );
         assert_eq!(check_socket_args(0, 1, 0), Err(Errno::EAFNOSUPPORT));
         assert_eq!(check_socket_args(1, 4, 0), Err(Errno::ESOCKTNOSUPPORT));
         assert_eq!(check_socket_args(1, 1, 6), Err(Errno::EPROTONOSUPPORT));

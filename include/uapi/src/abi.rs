@@ -24,6 +24,7 @@ pub mod inet;
 pub mod ipc;
 pub mod loopdev;
 pub mod mman;
+pub mod packet;
 pub mod pod;
 pub mod poll;
 pub mod resource;

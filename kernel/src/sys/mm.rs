@@ -98,6 +98,7 @@ fn mmap(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                 acc == 2,
             );
         }
+        file.ops.mmap_check(off, len)?;
         let vm = file.ops.vm_file().ok_or(Errno::ENODEV)?;
         file.ops
             .may_mmap(flags.contains(MapFlags::SHARED) && prot.contains(Prot::WRITE))?;
