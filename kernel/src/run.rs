@@ -165,6 +165,10 @@ pub fn shutdown(k: &Kernel, code: i32) -> ! {
 /// 64 KiB, in 4 KiB pages).
 const FILE_FAULT_AROUND_PAGES: usize = 16;
 
+/// The window of [`um_mm::Mm::map_present_around`] after a fault on a page that has a PTE
+/// but no host mapping (a fork child's first touches): 64 KiB, in 4 KiB pages.
+const PRESENT_AROUND_PAGES: usize = 16;
+
 /// The fault-around ramp of one guest thread (DESIGN.md, "Faults"): 0, 4, 16, then 32 pages
 /// (at most `prefault=`), stepping up only while each fault lands right after the previous
 /// window, back to 0 on any other fault.
@@ -267,7 +271,13 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
                 } else {
                     let mm_arc = task.mm();
                     let mut mm = lock_mm(&mm_arc);
+                    // A not-present host fault on a page our table has: a fork child's (or a
+                    // moved page's) first touch; its neighbours are likely next.
+                    let had_pte = not_present && mm.pte(addr).is_some();
                     let r = mm.handle_fault(addr, access);
+                    if had_pte && r.is_ok() {
+                        mm.map_present_around(addr, PRESENT_AROUND_PAGES);
+                    }
                     if not_present && r.is_ok() {
                         let page = mm.granule().size();
                         let window = around.window(addr & !(page - 1), k.prefault_pages);

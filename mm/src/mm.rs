@@ -1769,6 +1769,45 @@ impl Mm {
         done
     }
 
+    /// Maps in the host the pages of the `pages`-page aligned window around `addr` that have a
+    /// PTE already, as read faults on them would (same rights: copy-on-write pages stay
+    /// read-only), within `addr`'s vma. Returns how many it mapped.
+    ///
+    /// For a not-present host fault on a page that has a PTE: that happens when the host lost
+    /// or never had pages our table holds, which is the state of a fork child (its stub
+    /// starts empty while its table is a copy of the parent's, [`Mm::fork`]) and of pages
+    /// mremap moved. Linux's child inherits the parent's present PTEs (`copy_page_range`), so
+    /// it takes no fault on them; ours would take one per page touched, each a round trip to
+    /// the kernel. The neighbours of a touched page are likely touched too (the stack, libc's
+    /// data, program text), and mapping one costs a host mmap in the stub's batch instead.
+    /// Nothing changes in our table, so this is safe for every kind of vma (a page of a
+    /// shared mapping is the frame its PTE names, as a fault would map it).
+    pub fn map_present_around(&mut self, addr: u64, pages: usize) -> usize {
+        let page = self.granule.size();
+        let Some(vma) = self.vma_at(addr).cloned() else {
+            return 0;
+        };
+        if pages < 2 || !accessible(vma.prot) {
+            return 0;
+        }
+        let span = page * pages as u64;
+        let start = (addr / span * span).max(vma.start);
+        let end = (addr / span * span + span).min(vma.end);
+        let here = self.granule.align_down(addr);
+        let mut done = 0;
+        let mut va = start;
+        while va < end {
+            if va != here
+                && self.pt.get(va).is_some()
+                && self.fault_page(va, Access::Read, false).is_ok()
+            {
+                done += 1;
+            }
+            va += page;
+        }
+        done
+    }
+
     /// Fault-around for file pages (mm/memory.c `do_fault_around`, `fault_around_bytes` = 64
     /// KiB): after a read fault at `addr` in a read-only private file mapping, maps the other
     /// pages of the

@@ -1436,3 +1436,57 @@ fn memory_failure_poisons_the_page_and_soft_offline_keeps_it() {
         env.assert_no_leak();
     });
 }
+
+#[test]
+fn present_around_maps_a_fork_childs_neighbours_read_only() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut parent = env.mm();
+        let ps = g.size();
+        // 20 pages: 16 of them (one aligned window) touched by the parent, 4 never.
+        let span = 16 * ps;
+        let a = parent
+            .mmap(0, 2 * span, RW, ANON_PRIV, Backing::Anon)
+            .unwrap();
+        let w = a.next_multiple_of(span);
+        for i in 0..16 {
+            if i != 5 {
+                parent.write_bytes(w + i * ps, b"x").unwrap();
+            }
+        }
+        let mut child = parent.fork().unwrap();
+        child.take_host_ops();
+        // The child's first touch of page 3: the fault maps it, then its window's other
+        // present pages (not page 5, which has no PTE; nothing outside the window).
+        child.handle_fault(w + 3 * ps, Access::Read).unwrap();
+        assert_eq!(child.map_present_around(w + 3 * ps, 16), 14);
+        let ops = child.take_host_ops();
+        // (Ops of adjacent pages with adjacent frames come merged.)
+        let mut mapped: Vec<u64> = ops
+            .iter()
+            .flat_map(|o| match o {
+                HostOp::Map {
+                    addr, len, prot, ..
+                } => {
+                    // Copy-on-write pages stay read-only in the host.
+                    assert!(!prot.contains(Prot::WRITE), "{o:?}");
+                    (0..len / ps).map(move |i| (addr - w) / ps + i)
+                }
+                other => panic!("unexpected op {other:?}"),
+            })
+            .collect();
+        mapped.sort_unstable();
+        let want: Vec<u64> = (0..16).filter(|&i| i != 5).collect();
+        assert_eq!(mapped, want);
+        assert!(
+            child.pte(w + 5 * ps).is_none(),
+            "no PTE made for an untouched page"
+        );
+        // The table is unchanged: a write still breaks copy-on-write.
+        child.write_bytes(w + 4 * ps, b"y").unwrap();
+        assert_eq!(read_vec(&mut parent, w + 4 * ps, 1), b"x");
+        drop(child);
+        drop(parent);
+        env.assert_no_leak();
+    });
+}
