@@ -525,6 +525,41 @@ pub fn exited(pid: libc::pid_t) -> bool {
     }
 }
 
+/// Kills stub process `pid` now and leaves the reaping to a background thread (for stubs
+/// the kernel does not trace).
+///
+/// A process's exit should not wait for the host to tear down its stub: `waitpid` on a
+/// SIGKILLed stub returns only once the host has unmapped all of its address space, and an
+/// exiting guest process would make its parent wait that long for SIGCHLD (Linux frees the
+/// address space before it notifies the parent too, but ours is a second one, torn down by the
+/// host). Once killed the stub runs nothing more, so the kernel may reuse its frames at once.
+/// The reaper is one long-lived thread; if it cannot be started, this reaps in place.
+pub fn kill_and_reap_later(pid: libc::pid_t) {
+    static REAPER: Mutex<Option<mpsc::Sender<libc::pid_t>>> = Mutex::new(None);
+    kill(pid);
+    let mut g = REAPER.lock().unwrap_or_else(|e| e.into_inner());
+    if g.is_none() {
+        let (tx, rx) = mpsc::channel::<libc::pid_t>();
+        let started = std::thread::Builder::new()
+            .name("stub-reaper".into())
+            .spawn(move || {
+                for pid in rx {
+                    kill_and_reap(pid);
+                }
+            });
+        if started.is_ok() {
+            *g = Some(tx);
+        }
+    }
+    match g.as_ref().map(|tx| tx.send(pid)) {
+        Some(Ok(())) => {}
+        _ => {
+            drop(g);
+            kill_and_reap(pid);
+        }
+    }
+}
+
 /// Kills stub process `pid` and reaps it (for stubs the kernel does not trace).
 pub fn kill_and_reap(pid: libc::pid_t) {
     kill(pid);

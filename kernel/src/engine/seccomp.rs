@@ -95,7 +95,9 @@ pub struct SeccompProcess {
 
 impl Drop for SeccompProcess {
     fn drop(&mut self) {
-        um_os_linux::stub::kill_and_reap(self.pid);
+        // Reaped in the background: the exiting process's parent need not wait for the host
+        // to tear the stub down.
+        um_os_linux::stub::kill_and_reap_later(self.pid);
     }
 }
 
