@@ -402,10 +402,13 @@ fn lists_agree(arch: &str) {
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| l.split('\t').next().unwrap_or(""))
         .collect();
+    // The known failures may shrink to nothing (every line's format is checked below); the
+    // must-pass list is most of the subset, so a short one was cut off.
     assert!(
-        known.len() > 10,
-        "{arch}: the known-failures list looks empty or malformed ({} entries)",
-        known.len()
+        must.len() > subset.len() / 2,
+        "{arch}: the must-pass list looks truncated ({} of the subset's {} tests)",
+        must.len(),
+        subset.len()
     );
     for l in known_text
         .lines()
