@@ -313,17 +313,25 @@ fn setsockopt_raw<T>(fd: i32, name: i32, v: &T) -> i64 {
     }
 }
 
+/// The page size: ring blocks are whole pages (`packet_set_ring`), 4K natively here, 16K in
+/// the arm64 lane's `pagesize=16K` runs.
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}
+
 fn ring_v2() {
+    let ps = page_size();
     let q = bound(libc::SOCK_RAW, ET_B);
     ok(
         setsockopt_raw(q, PACKET_VERSION, &TPACKET_V2),
         "PACKET_VERSION V2",
     );
     let bad = TpacketReq {
-        block_size: 4096,
+        block_size: ps as u32,
         block_nr: 2,
         frame_size: 100,
-        frame_nr: 80,
+        frame_nr: 2 * (ps / 100) as u32,
     };
     expect_err(
         setsockopt_raw(q, PACKET_RX_RING, &bad),
@@ -331,10 +339,10 @@ fn ring_v2() {
         "an unaligned frame size",
     );
     let req = TpacketReq {
-        block_size: 4096,
+        block_size: ps as u32,
         block_nr: 2,
         frame_size: 2048,
-        frame_nr: 4,
+        frame_nr: 2 * (ps / 2048) as u32,
     };
     ok(setsockopt_raw(q, PACKET_RX_RING, &req), "PACKET_RX_RING");
     expect_err(
@@ -344,16 +352,16 @@ fn ring_v2() {
     );
     let prot = libc::PROT_READ | libc::PROT_WRITE;
     // SAFETY: a new mapping; nothing is overwritten.
-    let m = unsafe { libc::mmap(std::ptr::null_mut(), 4096, prot, libc::MAP_SHARED, q, 0) };
+    let m = unsafe { libc::mmap(std::ptr::null_mut(), ps, prot, libc::MAP_SHARED, q, 0) };
     check(
         m == libc::MAP_FAILED && errno() == libc::EINVAL,
         "mmap of half the ring: EINVAL",
     );
     // SAFETY: as above.
-    let m = unsafe { libc::mmap(std::ptr::null_mut(), 8192, prot, libc::MAP_SHARED, q, 0) };
+    let m = unsafe { libc::mmap(std::ptr::null_mut(), 2 * ps, prot, libc::MAP_SHARED, q, 0) };
     check(m != libc::MAP_FAILED, "mmap of the ring");
     let ring = m.cast::<u8>();
-    // SAFETY: the ring is 8192 bytes, frame 0 at its start.
+    // SAFETY: the ring is two pages, frame 0 at its start.
     let status0 = unsafe { std::ptr::read_volatile(ring.cast::<u32>()) };
     check_eq(status0, TP_STATUS_KERNEL, "slot 0 before");
     check_eq(poll_in(q, 0) & libc::POLLIN, 0, "poll before a frame");
@@ -424,7 +432,7 @@ fn ring_v2() {
     );
     say(format!("statistics: packets {} drops {}", st[0], st[1]));
     // SAFETY: the mapping made above.
-    ok(unsafe { libc::munmap(m, 8192) } as i64, "munmap");
+    ok(unsafe { libc::munmap(m, 2 * ps) } as i64, "munmap");
     umt::close(a);
     umt::close(q);
 }
@@ -435,10 +443,11 @@ fn ring_v3_cve() {
         setsockopt_raw(q, PACKET_VERSION, &TPACKET_V3),
         "PACKET_VERSION V3",
     );
+    let ps = page_size() as u32;
     let mut req = TpacketReq3 {
-        block_size: 4096,
+        block_size: ps,
         block_nr: 2,
-        frame_size: 4096,
+        frame_size: ps,
         frame_nr: 2,
         retire_blk_tov: 100,
         sizeof_priv: 3 << 30,
@@ -488,16 +497,20 @@ struct Tpacket3Hdr {
 }
 
 fn ring_v3_blocks() {
+    let ps = page_size();
+    // Frames of a quarter block less a little: three fit in a block (with their headers),
+    // the fourth closes it and opens the next.
+    let flen = ps / 4 - 24;
     let q = bound(libc::SOCK_RAW, ET_B);
     ok(
         setsockopt_raw(q, PACKET_VERSION, &TPACKET_V3),
         "PACKET_VERSION V3",
     );
     let req = TpacketReq3 {
-        block_size: 4096,
+        block_size: ps as u32,
         block_nr: 2,
         frame_size: 2048,
-        frame_nr: 4,
+        frame_nr: 2 * (ps / 2048) as u32,
         retire_blk_tov: 20,
         sizeof_priv: 0,
         feature_req_word: 0,
@@ -505,14 +518,14 @@ fn ring_v3_blocks() {
     ok(setsockopt_raw(q, PACKET_RX_RING, &req), "V3 PACKET_RX_RING");
     let prot = libc::PROT_READ | libc::PROT_WRITE;
     // SAFETY: a new mapping; nothing is overwritten.
-    let m = unsafe { libc::mmap(std::ptr::null_mut(), 8192, prot, libc::MAP_SHARED, q, 0) };
+    let m = unsafe { libc::mmap(std::ptr::null_mut(), 2 * ps, prot, libc::MAP_SHARED, q, 0) };
     check(m != libc::MAP_FAILED, "mmap of the V3 ring");
     let ring = m.cast::<u8>();
     let a = bound(libc::SOCK_RAW, ET_B);
     for tag in 0..4u8 {
-        let mut f = frame(ET_B, &[tag; 1000]);
-        f.truncate(1000);
-        check_eq(ok(send(a, &f), "send"), 1000, "send 1000 bytes");
+        let mut f = frame(ET_B, &vec![tag; flen]);
+        f.truncate(flen);
+        check_eq(ok(send(a, &f), "send"), flen as i64, "send a quarter block");
     }
     check(poll_in(q, 1000) & libc::POLLIN != 0, "poll: block 0 closed");
     // SAFETY: the descriptor of block 0 is at the start of the mapping.
@@ -524,14 +537,14 @@ fn ring_v3_blocks() {
     let mut off = b0.offset_to_first_pkt as usize;
     for i in 0..b0.num_pkts {
         check(
-            off + size_of::<Tpacket3Hdr>() <= 4096,
+            off + size_of::<Tpacket3Hdr>() <= ps,
             "frame header inside block 0",
         );
         // SAFETY: off stays inside block 0 (each next_offset is checked against the block).
         let h: Tpacket3Hdr =
             unsafe { std::ptr::read_volatile(ring.add(off).cast::<Tpacket3Hdr>()) };
         check(
-            off + usize::from(h.mac) + 14 < 4096,
+            off + usize::from(h.mac) + 14 < ps,
             "frame data inside block 0",
         );
         // SAFETY: checked just above to be inside block 0.
@@ -541,7 +554,7 @@ fn ring_v3_blocks() {
             h.next_offset, h.snaplen, h.len, h.status, h.mac, h.net
         ));
         check(
-            h.next_offset as usize <= 4096 - off,
+            h.next_offset as usize <= ps - off,
             "next offset inside block 0",
         );
         off += h.next_offset as usize;
@@ -553,14 +566,14 @@ fn ring_v3_blocks() {
         poll_in(q, 2000) & libc::POLLIN != 0,
         "poll: block 1 retired by its timer",
     );
-    // SAFETY: block 1's descriptor starts 4096 bytes in.
-    let b1: BlockDesc = unsafe { std::ptr::read_volatile(ring.add(4096).cast::<BlockDesc>()) };
+    // SAFETY: block 1's descriptor starts a page in.
+    let b1: BlockDesc = unsafe { std::ptr::read_volatile(ring.add(ps).cast::<BlockDesc>()) };
     say(format!(
         "V3 block 1: status {:#x} packets {} seq {}",
         b1.block_status, b1.num_pkts, b1.seq_num
     ));
     // SAFETY: the mapping made above.
-    ok(unsafe { libc::munmap(m, 8192) } as i64, "munmap");
+    ok(unsafe { libc::munmap(m, 2 * ps) } as i64, "munmap");
     umt::close(a);
     umt::close(q);
 }
