@@ -26,6 +26,7 @@ pub mod sys;
 pub mod syscall;
 pub mod task;
 pub mod timens;
+pub mod uaccess;
 pub mod vfs;
 pub mod wait;
 

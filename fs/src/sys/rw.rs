@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use um_kernel::syscall::{SyscallCtx, SyscallTable, lock_mm};
 use um_kernel::task::lock;
+use um_kernel::uaccess::{import_iovec, max_rw_count};
 use um_kernel::vfs::{GuestMem, OpenFile, mode};
 use um_kernel::wait::IoCtx;
 use um_mm::Mm;
@@ -13,10 +14,9 @@ use um_uapi::abi::fs::{
     FS_IOC_SETFLAGS, FS_IOC32_GETFLAGS, FS_IOC32_SETFLAGS, FsXattr, xflags_of,
 };
 use um_uapi::abi::pod::Pod;
+use um_uapi::abi::uio::Iovec;
 use um_uapi::{Errno, SysResult};
 
-/// Largest single transfer (Linux `MAX_RW_COUNT`: INT_MAX rounded down to a page).
-const MAX_RW_COUNT: u64 = 0x7fff_f000;
 /// Bounce-buffer chunk for one transfer step.
 const CHUNK: usize = 1 << 20;
 
@@ -57,7 +57,7 @@ fn read_into(
     pos: Option<u64>,
 ) -> SysResult<u64> {
     readable(f)?;
-    let len = len.min(MAX_RW_COUNT) as usize;
+    let len = len.min(max_rw_count()) as usize;
     let mut done = 0usize;
     let stream = f.ops.is_stream();
     let mut guard = if pos.is_none() && !stream {
@@ -132,7 +132,7 @@ fn write_from(
     pos: Option<u64>,
 ) -> SysResult<u64> {
     writable(f)?;
-    let len = len.min(MAX_RW_COUNT) as usize;
+    let len = len.min(max_rw_count()) as usize;
     let stream = f.ops.is_stream();
     let append = f.flags() & 0o2000 != 0;
     let mut guard = if pos.is_none() && !stream {
@@ -213,41 +213,10 @@ fn pwrite64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     write_from(c, &f, a[1], a[2], Some(a[3]))
 }
 
-/// Reads an iovec array (`UIO_MAXIOV` = 1024 entries at most).
-fn iovecs(c: &SyscallCtx<'_>, addr: u64, n: u64) -> SysResult<Vec<(u64, u64)>> {
-    if n > 1024 {
-        return Err(Errno::EINVAL);
-    }
-    let b = c.read_bytes(addr, n as usize * 16)?;
-    let mut v = Vec::with_capacity(n as usize);
-    let mut total: u64 = 0;
-    for i in 0..n as usize {
-        let base = u64::from_le_bytes(
-            b[i * 16..i * 16 + 8]
-                .try_into()
-                .map_err(|_| Errno::EFAULT)?,
-        );
-        let len = u64::from_le_bytes(
-            b[i * 16 + 8..i * 16 + 16]
-                .try_into()
-                .map_err(|_| Errno::EFAULT)?,
-        );
-        if (len as i64) < 0 {
-            return Err(Errno::EINVAL);
-        }
-        total = total.checked_add(len).ok_or(Errno::EINVAL)?;
-        v.push((base, len));
-    }
-    if total > i64::MAX as u64 {
-        return Err(Errno::EINVAL);
-    }
-    Ok(v)
-}
-
 fn readv(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let f = file(c, a[0])?;
     let mut total = 0;
-    for (base, len) in iovecs(c, a[1], a[2])? {
+    for Iovec { base, len } in import_iovec(c, a[1], a[2])?.segs {
         if len == 0 {
             continue;
         }
@@ -268,7 +237,7 @@ fn writev(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let f = file(c, a[0])?;
     // Gather first so a stream sees one write (a terminal line stays whole).
     let mut data = Vec::new();
-    for (base, len) in iovecs(c, a[1], a[2])? {
+    for Iovec { base, len } in import_iovec(c, a[1], a[2])?.segs {
         if len == 0 {
             continue;
         }
@@ -333,10 +302,10 @@ fn do_preadv(
     } else {
         readable(&f)?
     }
-    let vecs = iovecs(c, iov, n)?;
+    let vecs = import_iovec(c, iov, n)?.segs;
     if off == -1 {
         let mut total = 0;
-        for (base, len) in vecs {
+        for &Iovec { base, len } in &vecs {
             if len == 0 {
                 continue;
             }
@@ -365,7 +334,7 @@ fn do_preadv(
     }
     let mut pos = off as u64;
     let mut total = 0;
-    for (base, len) in vecs {
+    for Iovec { base, len } in vecs {
         if len == 0 {
             continue;
         }
@@ -594,7 +563,7 @@ fn fileattr_ioctl(c: &SyscallCtx<'_>, fd: u64, cmd: u32, arg: u64) -> SysResult 
 }
 
 fn sendfile(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (out_fd, in_fd, off_ptr, count) = (a[0], a[1], a[2], a[3].min(MAX_RW_COUNT));
+    let (out_fd, in_fd, off_ptr, count) = (a[0], a[1], a[2], a[3].min(max_rw_count()));
     let fin = file(c, in_fd)?;
     let fout = file(c, out_fd)?;
     readable(&fin)?;

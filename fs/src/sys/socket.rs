@@ -22,6 +22,7 @@ use crate::socket::*;
 use std::sync::Arc;
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
+use um_kernel::uaccess::import_iovec;
 use um_kernel::vfs::{OpenFile, Owner, mode};
 use um_kernel::wait::IoCtx;
 use um_uapi::abi::inet::{
@@ -548,23 +549,13 @@ fn sendto(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// may).
 const SOCK_BUF_MAX: usize = 16 << 20;
 
+/// The iovec array of a `msghdr`: more than `UIO_MAXIOV` entries is `EMSGSIZE`
+/// (`net/socket.c` `__copy_msghdr`), the rest is `import_iovec`'s.
 fn read_iovecs(c: &SyscallCtx<'_>, addr: u64, n: u64) -> SysResult<Vec<Iovec>> {
     if n > UIO_MAXIOV as u64 {
         return Err(Errno::EMSGSIZE);
     }
-    let b = c.read_bytes(addr, n as usize * Iovec::SIZE)?;
-    let v: Vec<Iovec> = b.chunks_exact(Iovec::SIZE).map(Iovec::read_le).collect();
-    let mut total: u64 = 0;
-    for io in &v {
-        if (io.len as i64) < 0 {
-            return Err(Errno::EINVAL);
-        }
-        total = total.checked_add(io.len).ok_or(Errno::EINVAL)?;
-    }
-    if total > i64::MAX as u64 {
-        return Err(Errno::EINVAL);
-    }
-    Ok(v)
+    Ok(import_iovec(c, addr, n)?.segs)
 }
 
 /// Reads a `msghdr` (`copy_msghdr_from_user`): a negative `msg_namelen` is `EINVAL`.

@@ -16,23 +16,21 @@ use crate::pipe::{PipeEnd, pipe_of};
 use std::sync::Arc;
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
+use um_kernel::uaccess::{IoVecs, import_iovec, max_rw_count};
 use um_kernel::vfs::{OpenFile, mode};
 use um_kernel::wait::IoCtx;
+use um_uapi::abi::uio::Iovec;
 use um_uapi::{Errno, SysResult};
 
 /// `SPLICE_F_MOVE`, `SPLICE_F_NONBLOCK`, `SPLICE_F_MORE`, `SPLICE_F_GIFT`.
 const SPLICE_F_ALL: u64 = 0xf;
 /// `SPLICE_F_NONBLOCK`.
 const SPLICE_F_NONBLOCK: u64 = 2;
-/// `MAX_RW_COUNT`.
-const MAX_RW_COUNT: u64 = 0x7fff_f000;
 /// One bounce-buffer step.
 const CHUNK: usize = 1 << 20;
 const O_NONBLOCK: u32 = 0o4000;
 const O_APPEND: u32 = 0o2000;
 const O_PATH: u32 = 0o10000000;
-/// `UIO_MAXIOV`.
-const UIO_MAXIOV: u64 = 1024;
 
 /// `fdget`: `EBADF` for a closed or `O_PATH` descriptor.
 fn fdget(c: &SyscallCtx<'_>, fd: u64) -> SysResult<Arc<OpenFile>> {
@@ -146,7 +144,7 @@ fn splice(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if !can_read(&fin) || !can_write(&fout) {
         return Err(Errno::EBADF);
     }
-    let len = len.min(MAX_RW_COUNT);
+    let len = len.min(max_rw_count());
     let nb_flag = flags & SPLICE_F_NONBLOCK != 0;
     match (ip, op) {
         (Some(i), Some(o)) => {
@@ -230,37 +228,11 @@ fn tee(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     match (pipe_of(&fin), pipe_of(&fout)) {
         (Some(i), Some(o)) if !i.same_pipe(o) => {
             let nb = flags & SPLICE_F_NONBLOCK != 0 || nonblock(&fin) || nonblock(&fout);
-            let len = len.min(MAX_RW_COUNT) as usize;
+            let len = len.min(max_rw_count()) as usize;
             Ok(i.transfer(&io(c, nb), o, len, false)? as u64)
         }
         _ => Err(Errno::EINVAL),
     }
-}
-
-/// An iovec array (`import_iovec`): at most `UIO_MAXIOV` entries, each length non-negative
-/// and the total within `MAX_RW_COUNT` (longer totals are truncated, as Linux does).
-fn iovecs(c: &SyscallCtx<'_>, addr: u64, n: u64) -> SysResult<Vec<(u64, u64)>> {
-    if n > UIO_MAXIOV {
-        return Err(Errno::EINVAL);
-    }
-    let b = c.read_bytes(addr, n as usize * 16)?;
-    let mut v = Vec::with_capacity(n as usize);
-    let mut total = 0u64;
-    for e in b.chunks_exact(16) {
-        let word = |i: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&e[i..i + 8]);
-            u64::from_le_bytes(w)
-        };
-        let (base, len) = (word(0), word(8));
-        if (len as i64) < 0 {
-            return Err(Errno::EINVAL);
-        }
-        let len = len.min(MAX_RW_COUNT - total);
-        total += len;
-        v.push((base, len));
-    }
-    Ok(v)
 }
 
 fn vmsplice(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
@@ -277,8 +249,7 @@ fn vmsplice(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     } else {
         return Err(Errno::EBADF);
     };
-    let vecs = iovecs(c, iov, nr)?;
-    let total: u64 = vecs.iter().map(|v| v.1).sum();
+    let IoVecs { segs: vecs, total } = import_iovec(c, iov, nr)?;
     if total == 0 {
         return Ok(0);
     }
@@ -288,7 +259,7 @@ fn vmsplice(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         // vmsplice_to_pipe: wait for room once, then queue what fits.
         let room = pipe.wait_room(&io(c, nb))?;
         let mut data = Vec::new();
-        for (base, len) in vecs {
+        for &Iovec { base, len } in &vecs {
             let want = (len as usize).min(room - data.len());
             if want == 0 {
                 break;
@@ -304,7 +275,7 @@ fn vmsplice(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         // vmsplice_to_user: like readv, from what the pipe holds.
         let n = pipe.splice_out(&io(c, nb), total as usize, true, |data| {
             let mut done = 0usize;
-            for &(base, len) in &vecs {
+            for &Iovec { base, len } in &vecs {
                 if done == data.len() {
                     break;
                 }
@@ -390,7 +361,7 @@ fn copy_file_range(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if flags != 0 {
         return Err(Errno::EINVAL);
     }
-    let count = copy_checks(&fin, pos_in, &fout, pos_out, len)?.min(MAX_RW_COUNT);
+    let count = copy_checks(&fin, pos_in, &fout, pos_out, len)?.min(max_rw_count());
     let (in_io, out_io) = (io(c, nonblock(&fin)), io(c, nonblock(&fout)));
     let mut done = 0u64;
     let mut buf = vec![0u8; (count as usize).min(CHUNK)];
