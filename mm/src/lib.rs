@@ -24,13 +24,15 @@ pub mod hugetlb;
 mod mm;
 mod pagecache;
 mod pagetable;
+mod rmap;
 mod shmem;
 mod vma;
 
 pub use frame::{Frame, FrameAllocator};
 pub use granule::{Granule, page_size};
-pub use mm::{Access, HostOp, Layout, MapFlags, Mm, Prot, SegvCode, Vdso};
+pub use mm::{Access, HostOp, Layout, MapFlags, Mm, Prot, SegvCode, Vdso, punch_backing};
 pub use pagecache::{PageCache, VmFile};
 pub use pagetable::{PageTable, Pte, PteFlags};
+pub use rmap::set_shootdown;
 pub use shmem::Shmem;
 pub use vma::{Backing, UffdReg, Userfault, VmLock, Vma};

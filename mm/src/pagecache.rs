@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use um_uapi::Errno;
 
+use crate::rmap::{Obj, Rmap, unmap_object};
 use crate::{Frame, FrameAllocator};
 
 /// A file that can be mapped. File systems implement it (hostfs reads the host file with pread).
@@ -32,6 +33,13 @@ pub trait VmFile: Send + Sync {
     fn write_page(&self, offset: u64, data: &[u8]) -> Result<(), Errno>;
     /// Path shown in /proc/PID/maps.
     fn name(&self) -> String;
+    /// `fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)` of `len` bytes at `offset`, for
+    /// `MADV_REMOVE` (mm/madvise.c calls `vfs_fallocate`): the file system frees the range and
+    /// unmaps it everywhere ([`PageCache::unmap_mapping_range`]). Called with no `Mm` lock
+    /// held. `EOPNOTSUPP` where the file system cannot punch holes.
+    fn punch_hole(&self, _offset: u64, _len: u64) -> Result<(), Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
     /// The huge page size of a hugetlbfs file (its mappings keep to that geometry, see
     /// [`crate::hugetlb`]); None for every other file.
     fn huge_page_size(&self) -> Option<u64> {
@@ -57,7 +65,63 @@ pub trait VmFile: Send + Sync {
 /// Cached file pages: file id -> page index -> frame.
 pub struct PageCache {
     frames: Arc<FrameAllocator>,
-    pages: Mutex<HashMap<u64, BTreeMap<u64, Frame>>>,
+    pages: Mutex<Pages>,
+    /// Which address spaces map which file ([`crate::rmap`]).
+    pub(crate) rmap: Rmap,
+}
+
+/// What the cache's lock guards.
+#[derive(Default)]
+struct Pages {
+    files: HashMap<u64, BTreeMap<u64, Frame>>,
+    /// Files with a miss being read now: (misses in flight, changes since they began). A miss
+    /// that read the file while its data changed (write, punch, truncate) reads again rather
+    /// than insert what may be the old data (Linux holds `invalidate_lock` for the same
+    /// reason).
+    inflight: HashMap<u64, (usize, u64)>,
+}
+
+impl std::ops::Deref for Pages {
+    type Target = HashMap<u64, BTreeMap<u64, Frame>>;
+    fn deref(&self) -> &Self::Target {
+        &self.files
+    }
+}
+
+impl std::ops::DerefMut for Pages {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.files
+    }
+}
+
+impl Pages {
+    /// The data of `file_id` changed: misses in flight must read again.
+    fn changed(&mut self, file_id: u64) {
+        if let Some(e) = self.inflight.get_mut(&file_id) {
+            e.1 += 1;
+        }
+    }
+
+    /// A miss of `file_id` begins; returns the change count to compare at its end.
+    fn begin_miss(&mut self, file_id: u64) -> u64 {
+        let e = self.inflight.entry(file_id).or_insert((0, 0));
+        e.0 += 1;
+        e.1
+    }
+
+    /// A miss of `file_id` that began at change count `seen` ends; whether the file changed
+    /// meanwhile.
+    fn end_miss(&mut self, file_id: u64, seen: u64) -> bool {
+        let Some(e) = self.inflight.get_mut(&file_id) else {
+            return false;
+        };
+        let changed = e.1 != seen;
+        e.0 -= 1;
+        if e.0 == 0 {
+            self.inflight.remove(&file_id);
+        }
+        changed
+    }
 }
 
 impl PageCache {
@@ -65,14 +129,20 @@ impl PageCache {
     pub fn new(frames: Arc<FrameAllocator>) -> PageCache {
         PageCache {
             frames,
-            pages: Mutex::new(HashMap::new()),
+            pages: Mutex::new(Pages::default()),
+            rmap: Rmap::default(),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<u64, BTreeMap<u64, Frame>>> {
+    fn lock(&self) -> MutexGuard<'_, Pages> {
         // Every critical section is a single map operation plus refcount calls; a panic cannot
         // leave the map inconsistent, so poisoning is ignored.
         self.pages.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The page size of the cache's frames.
+    pub fn granule(&self) -> crate::Granule {
+        self.frames.granule()
     }
 
     /// Whether page `pgoff` (in granules) of the file `file_id` is cached (mincore).
@@ -91,25 +161,41 @@ impl PageCache {
             return Ok(f);
         }
         // Miss: read without holding the lock (the read may block on the host file system), then
-        // insert unless another thread won the race, as filemap_fault's add_to_page_cache does.
+        // insert unless another thread won the race, as filemap_fault's add_to_page_cache does;
+        // read again if the file's data changed during the read (a few times at most: then the
+        // last read is taken).
         let g = self.frames.granule();
         let offset = pgoff.checked_mul(g.size()).ok_or(Errno::EINVAL)?;
         let frame = self.frames.alloc()?;
         let mut buf = vec![0u8; g.size() as usize];
-        if offset < file.size() {
-            match file.read_page(offset, &mut buf) {
+        let mut tries = 0;
+        let mut map = loop {
+            let seen = self.lock().begin_miss(id);
+            buf.fill(0);
+            let r = if offset < file.size() {
+                file.read_page(offset, &mut buf)
+            } else {
+                Ok(0)
+            };
+            let mut map = self.lock();
+            let changed = map.end_miss(id, seen);
+            match r {
                 Ok(n) => {
                     let n = n.min(buf.len());
                     buf[n..].fill(0);
                 }
                 Err(e) => {
+                    drop(map);
                     self.frames.put(frame);
                     return Err(e);
                 }
             }
-        }
+            tries += 1;
+            if !changed || tries >= 8 {
+                break map;
+            }
+        };
         self.frames.write(frame, 0, &buf);
-        let mut map = self.lock();
         let ent = map.entry(id).or_default();
         if let Some(&f) = ent.get(&pgoff) {
             self.frames.get(f);
@@ -126,7 +212,11 @@ impl PageCache {
     /// Drops every cached page of `file_id`. Frames still mapped somewhere keep their mappers'
     /// references; the next fault of an unmapped page rereads the file.
     pub fn invalidate(&self, file_id: u64) {
-        let removed = self.lock().remove(&file_id);
+        let removed = {
+            let mut map = self.lock();
+            map.changed(file_id);
+            map.remove(&file_id)
+        };
         for f in removed.into_iter().flat_map(BTreeMap::into_values) {
             self.frames.put(f);
         }
@@ -144,7 +234,8 @@ impl PageCache {
             return;
         }
         let g = self.frames.granule();
-        let map = self.lock();
+        let mut map = self.lock();
+        map.changed(file_id);
         let Some(pages) = map.get(&file_id) else {
             return;
         };
@@ -199,6 +290,76 @@ impl PageCache {
         file.write_page(offset, &buf)
     }
 
+    /// Drops the cached pages `first..=last` of `file_id` (truncate, hole punch: Linux
+    /// `truncate_inode_pages_range`). Frames still mapped keep their mappers' references: the
+    /// caller unmaps them ([`PageCache::unmap_mapping_range`]).
+    pub fn drop_range(&self, file_id: u64, first: u64, last: u64) {
+        if first > last {
+            return;
+        }
+        let removed: Vec<Frame> = {
+            let mut map = self.lock();
+            map.changed(file_id);
+            let Some(pages) = map.get_mut(&file_id) else {
+                return;
+            };
+            let keys: Vec<u64> = pages.range(first..=last).map(|(&k, _)| k).collect();
+            let out = keys.iter().filter_map(|k| pages.remove(k)).collect();
+            if pages.is_empty() {
+                map.remove(&file_id);
+            }
+            out
+        };
+        for f in removed {
+            self.frames.put(f);
+        }
+    }
+
+    /// Zeroes bytes `[lo, hi)` of `file_id` in the pages cached (the partial pages of a punch or
+    /// truncate, `truncate_inode_partial_folio`): every mapping of them sees the zeros.
+    pub fn zero_range(&self, file_id: u64, lo: u64, hi: u64) {
+        if lo < hi {
+            self.update(file_id, lo, &vec![0u8; (hi - lo) as usize]);
+        }
+    }
+
+    /// `read(2)` of a file whose store is behind its cached pages (tmpfs: a shared mapping's
+    /// writes reach the store only at write-back): overwrites `buf`, read from the store at
+    /// `offset`, with the bytes of the pages cached, which are never older than the store.
+    pub fn read_cached(&self, file_id: u64, offset: u64, buf: &mut [u8]) {
+        let Some(end) = offset.checked_add(buf.len() as u64) else {
+            return;
+        };
+        if buf.is_empty() {
+            return;
+        }
+        let g = self.frames.granule();
+        let map = self.lock();
+        let Some(pages) = map.get(&file_id) else {
+            return;
+        };
+        let (first, last) = (offset >> g.shift(), (end - 1) >> g.shift());
+        for (&pgoff, &frame) in pages.range(first..=last) {
+            let start = pgoff << g.shift();
+            let lo = offset.max(start);
+            let hi = end.min(start + g.size());
+            self.frames.read(
+                frame,
+                (lo - start) as usize,
+                &mut buf[(lo - offset) as usize..(hi - offset) as usize],
+            );
+        }
+    }
+
+    /// Linux `unmap_mapping_range` for file `file_id`: pages `first..=last` leave every address
+    /// space that maps them ([`crate::rmap`]; private copies made on write stay unless
+    /// `even_cows`). Call it with no `Mm` lock, no page-cache lock and no file data lock held.
+    pub fn unmap_mapping_range(&self, file_id: u64, first: u64, last: u64, even_cows: bool) {
+        if first <= last {
+            unmap_object(&self.rmap, Obj::File(file_id), first, last, even_cows);
+        }
+    }
+
     /// Number of cached pages (all files).
     pub fn cached_pages(&self) -> usize {
         self.lock().values().map(BTreeMap::len).sum()
@@ -206,7 +367,7 @@ impl PageCache {
 
     /// Drops every cached page (memory pressure, shutdown).
     pub fn clear(&self) {
-        let all = std::mem::take(&mut *self.lock());
+        let all = std::mem::take(&mut self.lock().files);
         for f in all.into_values().flat_map(BTreeMap::into_values) {
             self.frames.put(f);
         }
