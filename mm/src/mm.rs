@@ -2454,6 +2454,8 @@ impl Drop for Mm {
 }
 
 #[cfg(test)]
+mod rmap_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod uffd_tests;

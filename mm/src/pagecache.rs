@@ -510,4 +510,89 @@ pub(crate) mod tests {
             fa.put(p2);
         }
     }
+
+    /// drop_range drops only its pages, zero_range zeroes cached bytes in place, read_cached
+    /// lays cached pages over what the store returned.
+    #[test]
+    fn drop_zero_and_read_cached() {
+        let g = Granule::K4;
+        let ps = g.size() as usize;
+        let fa = Arc::new(FrameAllocator::new(
+            Arc::new(PhysMem::new(8 * ps).unwrap()),
+            g,
+        ));
+        let start = fa.free_frames();
+        let cache = PageCache::new(fa.clone());
+        let ff = FakeFile::new(5, vec![3; 3 * ps]);
+        let file: Arc<dyn VmFile> = ff.clone();
+        for i in 0..3 {
+            let f = cache.get_page(&file, i).unwrap();
+            fa.write(f, 0, b"M");
+            fa.put(f);
+        }
+        cache.drop_range(5, 1, 1);
+        assert!(cache.contains(5, 0) && !cache.contains(5, 1) && cache.contains(5, 2));
+        cache.zero_range(5, 2 * ps as u64, 2 * ps as u64 + 1);
+        let mut buf = vec![9u8; 3 * ps];
+        cache.read_cached(5, 0, &mut buf);
+        assert_eq!(buf[0], b'M', "cached page 0 laid over");
+        assert_eq!(buf[ps], 9, "page 1 left as the store read it");
+        assert_eq!(buf[2 * ps], 0, "zeroed in place");
+        assert_eq!(buf[2 * ps + 1], 3);
+        cache.drop_range(5, 0, u64::MAX);
+        assert_eq!(cache.cached_pages(), 0);
+        assert_eq!(fa.free_frames(), start);
+    }
+
+    /// A file whose data changes while a miss reads it (its first read): the miss reads again.
+    struct Racy {
+        cache: std::sync::OnceLock<Arc<PageCache>>,
+        reads: AtomicUsize,
+    }
+
+    impl VmFile for Racy {
+        fn id(&self) -> u64 {
+            11
+        }
+        fn size(&self) -> u64 {
+            4096
+        }
+        fn read_page(&self, _offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+            let n = self.reads.fetch_add(1, Ordering::SeqCst);
+            buf.fill(if n == 0 { b'o' } else { b'n' });
+            if n == 0 {
+                // A write(2) lands meanwhile (tmpfs: store first, then PageCache::update).
+                self.cache.get().unwrap().update(11, 0, b"n");
+            }
+            Ok(buf.len())
+        }
+        fn write_page(&self, _offset: u64, _data: &[u8]) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn name(&self) -> String {
+            "racy".into()
+        }
+    }
+
+    #[test]
+    fn a_miss_racing_a_change_reads_again() {
+        let fa = Arc::new(FrameAllocator::new(
+            Arc::new(PhysMem::new(4 * 4096).unwrap()),
+            Granule::K4,
+        ));
+        let cache = Arc::new(PageCache::new(fa.clone()));
+        let racy = Arc::new(Racy {
+            cache: Default::default(),
+            reads: AtomicUsize::new(0),
+        });
+        let _ = racy.cache.set(cache.clone());
+        let file: Arc<dyn VmFile> = racy.clone();
+        let f = cache.get_page(&file, 0).unwrap();
+        let mut b = [0u8; 1];
+        fa.read(f, 0, &mut b);
+        assert_eq!(&b, b"n", "the new data is cached, not the old");
+        assert_eq!(racy.reads.load(Ordering::SeqCst), 2);
+        fa.put(f);
+        cache.clear();
+    }
 }

@@ -15,6 +15,8 @@
 //! * `MAP_PRIVATE` of the file: a page never written sees the hole; a copy-on-write page keeps
 //!   its private copy after a hole punch, but truncate drops it (`SIGBUS` past the end).
 //! * `MADV_DONTNEED` of a shared mapping keeps the data.
+//! * A file of WORKDIR (hostfs under the user-mode kernel): truncate and the private mapping
+//!   cases.
 //!
 //! Differential: prints the same lines natively and under the user-mode kernel, then
 //! UM-SHMCOHERENCE-OK. Usage: shmcoherence WORKDIR.
@@ -227,6 +229,8 @@ fn punch(kind: &str, fd: i32) {
     let mut b = [0u8; 1];
     umt::read_raw(sready, &mut b);
     umt::close(sready);
+    // Let it get well into its loop.
+    umt::sleep_ms(50);
     say(format!(
         "{kind}: punch page 1: {}",
         fallocate(fd, PUNCH, pg(), pg())
@@ -515,6 +519,29 @@ fn main() {
         }
         None => say("no tmpfs to test"),
     }
+    // A file of WORKDIR (hostfs under the user-mode kernel): truncate with mappings present,
+    // and a private mapping across a punch and a truncate.
+    let path = format!("{work}/shmcoherence-host.dat");
+    let c = umt::cstr(&path);
+    // SAFETY: valid C string.
+    let fd = ok(
+        unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC,
+                0o600,
+            )
+        } as i64,
+        "open WORKDIR file",
+    ) as i32;
+    ftruncate(fd, 4 * pg());
+    let p = map(fd, 4 * pg(), libc::MAP_SHARED);
+    truncate("file", fd, p);
+    unmap(p, 4 * pg());
+    private("file", fd);
+    umt::close(fd);
+    // SAFETY: valid C string.
+    unsafe { libc::unlink(c.as_ptr()) };
     anon_shared();
     sysv();
     umt::done("shmcoherence");
