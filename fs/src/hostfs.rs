@@ -807,4 +807,23 @@ impl VmFile for HostVmFile {
     fn name(&self) -> String {
         self.name.clone()
     }
+
+    /// `MADV_REMOVE`: the host file system punches the hole (`EOPNOTSUPP` where it cannot), and
+    /// the cached pages get the zeros in place, so every mapping sees them.
+    fn punch_hole(&self, offset: u64, len: u64) -> Result<(), Errno> {
+        const PUNCH: i32 = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        let inode = self.inode.upgrade().ok_or(Errno::EIO)?;
+        if inode.fs.readonly.load(Ordering::Relaxed) {
+            return Err(Errno::EROFS);
+        }
+        let fd = self
+            .wfd
+            .get_or_init(|| inode.open_host(libc::O_RDWR).ok())
+            .as_ref()
+            .ok_or(Errno::EROFS)?;
+        hostdir::fallocate(fd.as_fd(), PUNCH, offset, len).map_err(host_errno)?;
+        let end = offset.saturating_add(len).min(self.size().max(offset));
+        inode.fs.cache.zero_range(self.id, offset, end);
+        Ok(())
+    }
 }

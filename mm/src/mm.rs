@@ -17,8 +17,10 @@
 //! - every PTE holds one frame reference, released when the PTE goes.
 //!
 //! Locking: `Mm` is plain data behind `&mut self`; the kernel keeps it behind its own lock (one per
-//! address space, like `mmap_lock`). The frame allocator and page cache it points to are shared
-//! and internally locked. Neighbours: [`crate::FrameAllocator`], [`crate::PageCache`],
+//! address space, like `mmap_lock`), made by [`Mm::into_shared`], which also registers it in the
+//! reverse map ([`crate::rmap`]) so other processes' hole punches and truncates reach its PTEs.
+//! The frame allocator and page cache it points to are shared and internally locked; an `Mm`
+//! lock comes before theirs, and no `Mm` lock is held while another is taken. Neighbours: [`crate::FrameAllocator`], [`crate::PageCache`],
 //! [`crate::Shmem`], [`crate::PageTable`], [`crate::Vma`].
 
 use std::collections::{BTreeMap, HashSet};

@@ -6,9 +6,13 @@
 //! frame it caches; [`PageCache::get_page`] gives the caller another.
 //!
 //! Key types: [`VmFile`], the trait a file system implements to make a file mappable, and
-//! [`PageCache`]. Coherence with `read(2)`/`write(2)` is the file system's job: after a write
-//! through the fd it calls [`PageCache::invalidate`] (frames still mapped keep their own references
-//! and so their old contents, like a Linux page that was truncated out of the mapping). Neighbours:
+//! [`PageCache`]. Coherence with `read(2)`/`write(2)` is the file system's job: a write through
+//! the fd goes into the cached pages too ([`PageCache::update`]); a file system whose store lags
+//! behind the cache reads through [`PageCache::read_cached`]; pages it drops (truncate, hole
+//! punch) it removes from the cache ([`PageCache::drop_range`], [`PageCache::zero_range`] for
+//! partial pages) and from every address space that maps them
+//! ([`PageCache::unmap_mapping_range`], the reverse map in [`crate::rmap`]), so no mapping keeps
+//! the old frame. Neighbours:
 //! [`crate::FrameAllocator`] below, [`crate::Mm`] (the fault path) above, `fs` implements
 //! [`VmFile`].
 

@@ -4,7 +4,8 @@
 //! that every process that inherits the mapping across fork sees the same pages, including pages
 //! first touched after the fork. [`Shmem`] is that object reduced to what we need: page index ->
 //! frame, zero-filled on first touch, freed when the last vma referring to it goes (it lives in
-//! an `Arc` held by [`crate::Backing::Shmem`]). Neighbours: [`crate::FrameAllocator`],
+//! an `Arc` held by [`crate::Backing::Shmem`]). `MADV_REMOVE` frees pages and unmaps them from
+//! every address space ([`Shmem::punch`]). Neighbours: [`crate::FrameAllocator`],
 //! [`crate::Mm`]'s fault path.
 
 use std::collections::BTreeMap;

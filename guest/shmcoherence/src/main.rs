@@ -537,6 +537,14 @@ fn main() {
     ftruncate(fd, 4 * pg());
     let p = map(fd, 4 * pg(), libc::MAP_SHARED);
     truncate("file", fd, p);
+    poke(p, pg() + 8, b"HOSTFS");
+    say(format!(
+        "file: MADV_REMOVE page 1: {}; then mapping {} pread {}",
+        // SAFETY: inside the mapping.
+        madvise(unsafe { p.add(pg()) }, pg(), libc::MADV_REMOVE),
+        desc(&peek(p, pg() + 8, 6)),
+        desc(&pread(fd, pg() + 8, 6))
+    ));
     unmap(p, 4 * pg());
     private("file", fd);
     umt::close(fd);
