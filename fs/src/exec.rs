@@ -3,7 +3,7 @@
 
 use crate::binfmt_elf::{self, ExecParams, ExecSource};
 use crate::namei::{self, Last};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use um_kernel::arch::{self, Regs};
 use um_kernel::kernel::Kernel;
 use um_kernel::task::{SigAction, Task, lock};
@@ -180,7 +180,7 @@ pub fn do_execve(
     um_kernel::sys::futex::mm_release(task);
     um_kernel::sys::timer::exec_process(p.pid);
     p.note_maxrss();
-    *lock(&p.mm) = Arc::new(Mutex::new(mm));
+    *lock(&p.mm) = mm.into_shared();
     // exec_task_namespaces: the process enters its time namespace for children.
     um_kernel::timens::on_exec(p);
     p.exec_unmap

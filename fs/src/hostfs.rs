@@ -270,8 +270,19 @@ impl HostInode {
         }
     }
 
-    fn invalidate(&self) {
-        self.fs.cache.invalidate(Inode::id(self));
+    /// After the host file was truncated to `size` (mm/truncate.c `truncate_pagecache`): the
+    /// pages wholly past the new end leave every mapping, private copies too (an access there
+    /// is `SIGBUS`), before and after the cache drops them; the tail of the new last page is
+    /// zeroed in the cache. The pages before it stay cached, so mappings of them keep seeing
+    /// `write(2)`.
+    fn truncated(&self, size: u64) {
+        let (c, id) = (&self.fs.cache, Inode::id(self));
+        let ps = c.granule().size();
+        let hole = size.div_ceil(ps);
+        c.unmap_mapping_range(id, hole, u64::MAX, true);
+        c.zero_range(id, size, hole * ps);
+        c.drop_range(id, hole, u64::MAX);
+        c.unmap_mapping_range(id, hole, u64::MAX, true);
     }
 
     fn host_stat(&self) -> SysResult<HostStat> {
@@ -548,7 +559,7 @@ impl Inode for HostInode {
                 Kind::Other { .. } => {
                     let fd = self.open_host(libc::O_WRONLY)?;
                     hostdir::ftruncate(fd.as_fd(), size).map_err(host_errno)?;
-                    self.invalidate();
+                    self.truncated(size);
                 }
             }
         }
@@ -795,5 +806,24 @@ impl VmFile for HostVmFile {
 
     fn name(&self) -> String {
         self.name.clone()
+    }
+
+    /// `MADV_REMOVE`: the host file system punches the hole (`EOPNOTSUPP` where it cannot), and
+    /// the cached pages get the zeros in place, so every mapping sees them.
+    fn punch_hole(&self, offset: u64, len: u64) -> Result<(), Errno> {
+        const PUNCH: i32 = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        let inode = self.inode.upgrade().ok_or(Errno::EIO)?;
+        if inode.fs.readonly.load(Ordering::Relaxed) {
+            return Err(Errno::EROFS);
+        }
+        let fd = self
+            .wfd
+            .get_or_init(|| inode.open_host(libc::O_RDWR).ok())
+            .as_ref()
+            .ok_or(Errno::EROFS)?;
+        hostdir::fallocate(fd.as_fd(), PUNCH, offset, len).map_err(host_errno)?;
+        let end = offset.saturating_add(len).min(self.size().max(offset));
+        inode.fs.cache.zero_range(self.id, offset, end);
+        Ok(())
     }
 }

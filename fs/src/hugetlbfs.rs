@@ -375,6 +375,17 @@ impl VmFile for HugeVm {
         Some(self.pages.size)
     }
 
+    /// `MADV_REMOVE`: `hugetlbfs_punch_hole`, whole huge pages only (as `fallocate`).
+    fn punch_hole(&self, offset: u64, len: u64) -> Result<(), Errno> {
+        let h = self.pages.size;
+        let (first, last) = (offset.div_ceil(h), offset.saturating_add(len) / h);
+        if first < last {
+            self.pages.release(first, last);
+            self.inner.punch_hole(first * h, (last - first) * h)?;
+        }
+        Ok(())
+    }
+
     /// `hugetlbfs_file_mmap`: `hugetlb_reserve_pages` (a shared mapping reserves the file's
     /// pages it covers that the file does not hold yet, kept by the file; a private one
     /// every page of its range, kept by the mapping), then a writable mapping extends the

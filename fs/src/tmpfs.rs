@@ -3,9 +3,14 @@
 //! Key types: [`TmpFs`] (one instance: its id, inode numbers, the namespace lock, its block
 //! count), [`TmpInode`] (directory entries in a `BTreeMap`, file data in a sparse
 //! `PageMap`, a symlink's target, or nothing for FIFOs, sockets and device nodes). Regular
-//! files are mappable: [`TmpVm`] is their [`VmFile`], so the page cache serves `mmap`;
-//! `write(2)`, truncate and hole punching invalidate the file's cached pages, and the page
-//! cache writes dirty shared pages back through `write_page`.
+//! files are mappable: [`TmpVm`] is their [`VmFile`], so the page cache serves `mmap`, and
+//! the cached pages are never older than the file's own pages: `write(2)` writes into the
+//! cached pages too (`PageCache::update`), `read(2)` reads the cached ones over the file's
+//! (a shared mapping's writes reach the file only at write-back, through `write_page`), and
+//! truncate and hole punching remove the pages from every address space that maps them
+//! (`PageCache::unmap_mapping_range`, before and after the file's pages go, as
+//! `shmem_setattr` and `shmem_fallocate` do), drop them from the cache and zero the partial
+//! pages in place.
 //!
 //! File data is page-granular and sparse, as in shmem (`pages.rs`): holes cost nothing and
 //! read as zeros, `lseek(SEEK_DATA/SEEK_HOLE)` sees them, `fallocate` reserves pages
@@ -289,12 +294,6 @@ impl TmpInode {
         (1 << 63) | (self.fs.id << 40) | self.ino
     }
 
-    fn invalidate(&self) {
-        if let Some(c) = crate::mount::page_cache() {
-            c.invalidate(self.vm_id());
-        }
-    }
-
     /// Inserts a new inode under `name` (the namespace lock held by the caller).
     fn insert(&self, name: &[u8], child: Arc<TmpInode>) -> SysResult<Arc<dyn Inode>> {
         let mut e = lock(self.entries()?);
@@ -373,8 +372,7 @@ impl TmpInode {
         if size > MAX_FILE {
             return Err(Errno::EFBIG);
         }
-        lock(self.data()?).truncate(size);
-        self.invalidate();
+        truncate_range(self.data()?, self.vm_id(), size);
         let t = now();
         let mut m = lock(&self.meta);
         m.mtime = t;
@@ -779,9 +777,7 @@ impl Inode for TmpInode {
                 grow
             }
             m if m == FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE => {
-                lock(data).punch(offset, len);
-                // Mapped frames keep their contents until unmapped, as after a truncate.
-                self.invalidate();
+                punch_range(data, self.vm_id(), offset, len);
                 true
             }
             _ => return Some(Err(Errno::EOPNOTSUPP)),
@@ -845,8 +841,14 @@ impl FileOps for TmpFile {
         false
     }
 
+    /// The file's pages, with the cached ones over them: a shared mapping's writes not yet
+    /// written back are there (Linux reads the very pages mappings write).
     fn read(&self, _io: &IoCtx<'_>, buf: &mut [u8], off: u64) -> SysResult<usize> {
-        Ok(lock(self.inode.data()?).read(off, buf))
+        let n = lock(self.inode.data()?).read(off, buf);
+        if let Some(c) = crate::mount::page_cache() {
+            c.read_cached(self.inode.vm_id(), off, &mut buf[..n]);
+        }
+        Ok(n)
     }
 
     /// Writes allocate the pages they touch; a write that only partly fits the instance's
@@ -858,7 +860,10 @@ impl FileOps for TmpFile {
         }
         let data = &data[..data.len().min((MAX_FILE - off.min(MAX_FILE)) as usize)];
         let n = lock(self.inode.data()?).write(off, data)?;
-        self.inode.invalidate();
+        // Into the cached pages too, so mappings see it (Linux writes the very pages they map).
+        if let Some(c) = crate::mount::page_cache() {
+            c.update(self.inode.vm_id(), off, &data[..n]);
+        }
         let t = now();
         let mut m = lock(&self.inode.meta);
         m.mtime = t;
@@ -896,6 +901,60 @@ impl TmpInode {
     }
 }
 
+/// Hole punch of `[off, off + len)` of the file `data` (page-cache id `id`), as
+/// `shmem_fallocate`: the whole pages leave every mapping (private copies made on write stay),
+/// the file frees them and zeroes the parts of partial pages, the cache drops the whole pages
+/// and zeroes the partial ones in place, and the whole pages are unmapped again (pages faulted
+/// back in meanwhile; Linux's `truncate_inode_folio` unmaps such raced folios). No lock is held
+/// across the unmaps (they take `Mm` locks: see `um_mm`'s reverse map).
+fn punch_range(data: &Mutex<PageMap>, id: u64, off: u64, len: u64) {
+    let ps = um_mm::page_size();
+    let end = off.saturating_add(len);
+    let (lo, hi) = (off.div_ceil(ps), end / ps);
+    let cache = crate::mount::page_cache();
+    if let Some(c) = cache
+        && lo < hi
+    {
+        c.unmap_mapping_range(id, lo, hi - 1, false);
+    }
+    lock(data).punch(off, len);
+    let Some(c) = cache else { return };
+    if lo < hi {
+        c.zero_range(id, off, lo * ps);
+        c.zero_range(id, hi * ps, end);
+        c.drop_range(id, lo, hi - 1);
+        c.unmap_mapping_range(id, lo, hi - 1, false);
+    } else {
+        c.zero_range(id, off, end);
+    }
+}
+
+/// Truncate of the file `data` (page-cache id `id`) to `size`, as `shmem_setattr`: when it
+/// shrinks, the pages wholly past the new end leave every mapping, private copies too (so an
+/// access there is `SIGBUS`), before and after the file and the cache drop them; the tail of
+/// the new last page is zeroed in the cache as in the file.
+fn truncate_range(data: &Mutex<PageMap>, id: u64, size: u64) {
+    let ps = um_mm::page_size();
+    let old = lock(data).size();
+    let hole = size.div_ceil(ps);
+    let cache = crate::mount::page_cache();
+    let unmap = old > hole * ps;
+    if let Some(c) = cache
+        && unmap
+    {
+        c.unmap_mapping_range(id, hole, u64::MAX, true);
+    }
+    lock(data).truncate(size);
+    let Some(c) = cache else { return };
+    if size <= old {
+        c.zero_range(id, size, hole * ps);
+        c.drop_range(id, hole, u64::MAX);
+    }
+    if unmap {
+        c.unmap_mapping_range(id, hole, u64::MAX, true);
+    }
+}
+
 /// The page-cache side of a tmpfs regular file.
 pub struct TmpVm {
     data: Arc<Mutex<PageMap>>,
@@ -924,6 +983,12 @@ impl VmFile for TmpVm {
 
     fn name(&self) -> String {
         self.name.clone()
+    }
+
+    /// `MADV_REMOVE`: a hole punch (`shmem_fallocate`).
+    fn punch_hole(&self, offset: u64, len: u64) -> Result<(), Errno> {
+        punch_range(&self.data, self.id, offset, len);
+        Ok(())
     }
 }
 

@@ -21,6 +21,7 @@ pub mod pidfd;
 pub mod pidns;
 pub mod printk;
 pub mod run;
+pub mod shootdown;
 pub mod signal;
 pub mod sys;
 pub mod syscall;

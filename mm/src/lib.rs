@@ -6,7 +6,8 @@
 //! `mremap` semantics ([`Mm`]), the page cache for file mappings ([`PageCache`], behind the
 //! [`VmFile`] trait that file systems implement), fault resolution (zero-fill, file pages, COW,
 //! stack growth), copying to and from guest memory, overcommit accounting ([`commit`]), and the
-//! huge page pools with the rules of hugetlb mappings ([`hugetlb`]).
+//! huge page pools with the rules of hugetlb mappings ([`hugetlb`]), and the reverse map from files
+//! and shared memory objects to the address spaces mapping them (`rmap`: `unmap_mapping_range`).
 //!
 //! The host side of a mapping is not done here: every change to what the guest may see is queued
 //! as a [`HostOp`] that the engine replays in the stub process before the guest runs again
@@ -24,13 +25,15 @@ pub mod hugetlb;
 mod mm;
 mod pagecache;
 mod pagetable;
+mod rmap;
 mod shmem;
 mod vma;
 
 pub use frame::{Frame, FrameAllocator};
 pub use granule::{Granule, page_size};
-pub use mm::{Access, HostOp, Layout, MapFlags, Mm, Prot, SegvCode, Vdso};
+pub use mm::{Access, HostOp, Layout, MapFlags, Mm, Prot, SegvCode, Vdso, punch_backing};
 pub use pagecache::{PageCache, VmFile};
 pub use pagetable::{PageTable, Pte, PteFlags};
+pub use rmap::set_shootdown;
 pub use shmem::Shmem;
 pub use vma::{Backing, UffdReg, Userfault, VmLock, Vma};

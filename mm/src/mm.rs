@@ -17,16 +17,19 @@
 //! - every PTE holds one frame reference, released when the PTE goes.
 //!
 //! Locking: `Mm` is plain data behind `&mut self`; the kernel keeps it behind its own lock (one per
-//! address space, like `mmap_lock`). The frame allocator and page cache it points to are shared
-//! and internally locked. Neighbours: [`crate::FrameAllocator`], [`crate::PageCache`],
+//! address space, like `mmap_lock`), made by [`Mm::into_shared`], which also registers it in the
+//! reverse map ([`crate::rmap`]) so other processes' hole punches and truncates reach its PTEs.
+//! The frame allocator and page cache it points to are shared and internally locked; an `Mm`
+//! lock comes before theirs, and no `Mm` lock is held while another is taken. Neighbours: [`crate::FrameAllocator`], [`crate::PageCache`],
 //! [`crate::Shmem`], [`crate::PageTable`], [`crate::Vma`].
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, Weak};
 
 use bitflags::bitflags;
 use um_uapi::Errno;
 
+use crate::rmap::Obj;
 use crate::{
     Backing, FrameAllocator, Granule, PageCache, PageTable, Pte, PteFlags, Shmem, UffdReg,
     Userfault, VmLock, Vma,
@@ -201,6 +204,39 @@ fn accessible(prot: Prot) -> bool {
     prot.intersects(Prot::all())
 }
 
+/// The object a backing maps, as the reverse map names it.
+fn obj_of(b: &Backing) -> Option<Obj> {
+    match b {
+        Backing::Anon => None,
+        Backing::File { file, .. } => Some(Obj::File(file.id())),
+        Backing::Shmem { shm, .. } => Some(Obj::Shmem(shm.id())),
+    }
+}
+
+/// `MADV_REMOVE`'s `vfs_fallocate(PUNCH_HOLE | KEEP_SIZE)` of `len` bytes at `offset` of the
+/// object `backing` maps (one of [`Mm::remove_targets`]): a file punches through
+/// [`crate::VmFile::punch_hole`], shared anonymous memory and SysV shm through
+/// [`Shmem::punch`]. Call it with no `Mm` lock held: it unmaps the pages everywhere.
+pub fn punch_backing(
+    backing: &Backing,
+    offset: u64,
+    len: u64,
+    cache: &PageCache,
+) -> Result<(), Errno> {
+    match backing {
+        Backing::Anon => Err(Errno::EINVAL),
+        Backing::File { file, .. } => file.punch_hole(offset, len),
+        Backing::Shmem { shm, .. } => {
+            let shift = cache.granule().shift();
+            let (first, end) = (offset.div_ceil(1 << shift), (offset + len) >> shift);
+            if first < end {
+                shm.punch(first, end - 1, cache);
+            }
+            Ok(())
+        }
+    }
+}
+
 /// Address bits the page table must cover to reach `task_size - 1`.
 fn va_bits(layout: Layout, granule: Granule) -> u32 {
     (64 - layout.task_size.saturating_sub(1).leading_zeros()).max(granule.shift() + 1)
@@ -227,6 +263,14 @@ pub struct Mm {
     /// Pages `UFFDIO_POISON` marked (Linux's `PTE_MARKER_POISONED`): no PTE, and an access is
     /// SIGBUS until the page is unmapped or zapped.
     poisoned: std::collections::BTreeSet<u64>,
+    /// This address space behind its lock ([`Mm::into_shared`]), as the reverse map knows it.
+    me: Weak<Mutex<Mm>>,
+    /// Whether `me` is set: only then is it registered in the reverse map.
+    shared: bool,
+    /// The objects it is registered for in the reverse map ([`crate::rmap`]).
+    rmapped: HashSet<Obj>,
+    /// How many times [`Mm::take_host_ops`] ran (the shootdown waits for the next one).
+    ops_taken: u64,
 }
 
 /// Where exec mapped the vDSO (Linux `mm->context.vdso`): kept even if the guest unmaps or
@@ -259,7 +303,132 @@ impl Mm {
             def_lock: VmLock::None,
             committed: 0,
             poisoned: Default::default(),
+            me: Weak::new(),
+            shared: false,
+            rmapped: HashSet::new(),
+            ops_taken: 0,
         }
+    }
+
+    /// Puts the address space behind the lock the kernel keeps it under, and registers it in the
+    /// reverse map ([`crate::rmap`]) for every file and shared memory object it maps, so hole
+    /// punches and truncates reach it. Every address space that runs guest code is made
+    /// through here.
+    pub fn into_shared(self) -> Arc<Mutex<Mm>> {
+        Arc::new_cyclic(|me| {
+            let mut mm = self;
+            mm.me = me.clone();
+            mm.shared = true;
+            let objs: Vec<Obj> = mm
+                .vmas
+                .values()
+                .filter_map(|v| obj_of(&v.backing))
+                .collect();
+            for o in objs {
+                mm.rmap_add(o);
+            }
+            Mutex::new(mm)
+        })
+    }
+
+    /// Registers this address space for `obj` in the reverse map (once).
+    fn rmap_add(&mut self, obj: Obj) {
+        if self.shared && self.rmapped.insert(obj) {
+            self.cache.rmap.add(obj, &self.me);
+        }
+    }
+
+    /// Linux `zap_page_range_single` over the range [`crate::rmap::unmap_object`] asks for:
+    /// drops the PTEs of pages `first..=last` of `obj` in every vma mapping it (in private vmas
+    /// only those still mapping the object's page, unless `even_cows`), without write-back,
+    /// and queues their host unmaps. Whether anything was dropped.
+    pub(crate) fn zap_object(&mut self, obj: Obj, first: u64, last: u64, even_cows: bool) -> bool {
+        let shift = self.granule.shift();
+        let ranges: Vec<(u64, u64)> = self
+            .vmas
+            .values()
+            .filter(|v| obj_of(&v.backing) == Some(obj))
+            .filter_map(|v| {
+                let vfirst = v.backing.offset() >> shift;
+                let vlast = vfirst + (v.len() >> shift) - 1;
+                let (lo, hi) = (first.max(vfirst), last.min(vlast));
+                (lo <= hi).then(|| {
+                    (
+                        v.start + ((lo - vfirst) << shift),
+                        v.start + ((hi - vfirst + 1) << shift),
+                    )
+                })
+            })
+            .collect();
+        let mut changed = false;
+        for (s, e) in ranges {
+            let mut gone = Vec::new();
+            self.pt.for_each_in(s, e, |va, pte| {
+                // FILE: a page of the file (shared, or private and not yet copied); SHARED: a
+                // shmem page. The rest are private copies made on write (anonymous).
+                if even_cows || pte.flags.intersects(PteFlags::FILE | PteFlags::SHARED) {
+                    gone.push(va);
+                }
+            });
+            for va in gone {
+                if let Some(pte) = self.pt.remove(va) {
+                    self.frames.put(pte.frame);
+                    self.ops.push(HostOp::Unmap {
+                        addr: va,
+                        len: self.granule.size(),
+                    });
+                    changed = true;
+                }
+            }
+        }
+        changed
+    }
+
+    /// Whether host ops are queued that no engine has taken yet.
+    pub fn host_ops_pending(&self) -> bool {
+        !self.ops.is_empty()
+    }
+
+    /// How many times the queued host ops were taken ([`Mm::take_host_ops`]).
+    pub fn host_ops_taken(&self) -> u64 {
+        self.ops_taken
+    }
+
+    /// `MADV_REMOVE` (mm/madvise.c `madvise_remove`), the part under the address space's lock:
+    /// checks each vma of `[addr, addr + len)` in order (locked: `EINVAL`; no object, private
+    /// anonymous memory: `EINVAL`; not a shared mapping that may be written: `EACCES`) and
+    /// returns what to punch, `(object, byte offset, length)` per vma, and whether part of the
+    /// range is unmapped (then `ENOMEM` after the punches, as Linux). The caller punches each with
+    /// [`punch_backing`] once it has released this address space's lock.
+    #[allow(clippy::type_complexity)]
+    pub fn remove_targets(
+        &self,
+        addr: u64,
+        len: u64,
+    ) -> Result<(Vec<(Backing, u64, u64)>, bool), Errno> {
+        let g = self.granule;
+        if !g.is_aligned(addr) {
+            return Err(Errno::EINVAL);
+        }
+        let alen = g.align_up(len).ok_or(Errno::EINVAL)?;
+        let end = addr.checked_add(alen).ok_or(Errno::EINVAL)?;
+        if end == addr {
+            return Ok((Vec::new(), false));
+        }
+        let hole = !self.covered(addr, end);
+        let mut out = Vec::new();
+        for k in self.keys_in(addr, end) {
+            let v = &self.vmas[&k];
+            if v.lock != VmLock::None || matches!(v.backing, Backing::Anon) {
+                return Err(Errno::EINVAL);
+            }
+            if !v.is_shared() || !v.may_write {
+                return Err(Errno::EACCES);
+            }
+            let (s, e) = (v.start.max(addr), v.end.min(end));
+            out.push((v.backing.clone(), v.backing.offset() + (s - v.start), e - s));
+        }
+        Ok((out, hole))
     }
 
     /// Where exec mapped the vDSO, if it did.
@@ -678,6 +847,9 @@ impl Mm {
                 uffd: None,
             },
         );
+        if let Some(o) = obj_of(&self.vmas[&addr].backing) {
+            self.rmap_add(o);
+        }
         self.merge_around(addr, addr + len);
         // MAP_LOCKED (or mlockall(MCL_FUTURE) without MCL_ONFAULT) implies populating
         // (mm/mmap.c do_mmap: VM_LOCKED without VM_LOCKONFAULT sets *populate).
@@ -1146,10 +1318,10 @@ impl Mm {
                     });
                 }
             }
-            // Hole punching needs a shared mapping; we cannot punch the backing store, so for
-            // shared mappings it is accepted without effect (falls through to the no-ops).
-            MADV_REMOVE if keys.iter().any(|k| !self.vmas[k].is_shared()) => {
-                return Err(Errno::EINVAL);
+            // Only the checks: the punch itself needs this address space's lock released
+            // (the kernel's madvise calls remove_targets and punch_backing).
+            MADV_REMOVE => {
+                self.remove_targets(addr, len)?;
             }
             MADV_DONTDUMP | MADV_DODUMP if !hole => {
                 self.update_range(addr, end, |v| v.dont_dump = advice == MADV_DONTDUMP);
@@ -2013,6 +2185,11 @@ impl Mm {
             committed: charged,
             // copy_pte_marker: poison markers are copied to the child.
             poisoned: self.poisoned.clone(),
+            // Registered in the reverse map by into_shared.
+            me: Weak::new(),
+            shared: false,
+            rmapped: HashSet::new(),
+            ops_taken: 0,
         };
         let size = self.granule.size();
         let mut copies = Vec::with_capacity(self.pt.len());
@@ -2052,6 +2229,7 @@ impl Mm {
     /// contiguous addresses and physical offsets with one protection, consecutive adjacent
     /// Unmaps, consecutive adjacent Protects with one protection.
     pub fn take_host_ops(&mut self) -> Vec<HostOp> {
+        self.ops_taken += 1;
         let mut out: Vec<HostOp> = Vec::with_capacity(self.ops.len());
         for op in self.ops.drain(..) {
             if let Some(last) = out.last_mut() {
@@ -2262,6 +2440,9 @@ impl Mm {
 
 impl Drop for Mm {
     fn drop(&mut self) {
+        for o in std::mem::take(&mut self.rmapped) {
+            self.cache.rmap.remove(o, &self.me);
+        }
         self.frames.commit().uncharge(self.committed);
         let vmas = std::mem::take(&mut self.vmas);
         for v in vmas.values() {
@@ -2274,6 +2455,8 @@ impl Drop for Mm {
     }
 }
 
+#[cfg(test)]
+mod rmap_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! that every process that inherits the mapping across fork sees the same pages, including pages
 //! first touched after the fork. [`Shmem`] is that object reduced to what we need: page index ->
 //! frame, zero-filled on first touch, freed when the last vma referring to it goes (it lives in
-//! an `Arc` held by [`crate::Backing::Shmem`]). Neighbours: [`crate::FrameAllocator`],
+//! an `Arc` held by [`crate::Backing::Shmem`]). `MADV_REMOVE` frees pages and unmaps them from
+//! every address space ([`Shmem::punch`]). Neighbours: [`crate::FrameAllocator`],
 //! [`crate::Mm`]'s fault path.
 
 use std::collections::BTreeMap;
@@ -13,7 +14,8 @@ use std::sync::{Arc, Mutex};
 
 use um_uapi::Errno;
 
-use crate::{Frame, FrameAllocator};
+use crate::rmap::{Obj, unmap_object};
+use crate::{Frame, FrameAllocator, PageCache};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -61,6 +63,27 @@ impl Shmem {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .contains_key(&pgoff)
+    }
+
+    /// `MADV_REMOVE` (Linux `shmem_fallocate` with `FALLOC_FL_PUNCH_HOLE`): frees pages
+    /// `first..=last` and removes them from every address space that maps this object
+    /// ([`crate::rmap`], through `cache`'s map), so the next access reads a new zero page. Call
+    /// it with no `Mm` lock held. The pages go first, then the mappings: a fault in between
+    /// either still has its PTE (zapped next) or gets a new zero page, and there is nothing to
+    /// write back.
+    pub fn punch(&self, first: u64, last: u64, cache: &PageCache) {
+        if first > last {
+            return;
+        }
+        let gone: Vec<Frame> = {
+            let mut pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
+            let keys: Vec<u64> = pages.range(first..=last).map(|(&k, _)| k).collect();
+            keys.iter().filter_map(|k| pages.remove(k)).collect()
+        };
+        for f in gone {
+            self.frames.put(f);
+        }
+        unmap_object(&cache.rmap, Obj::Shmem(self.id), first, last, false);
     }
 
     /// Pages currently allocated.

@@ -224,6 +224,14 @@ fn mmapfile() {
     differential("mmapfile", no_check);
 }
 
+/// Pages a file or shared memory object drops (hole punch, MADV_REMOVE, truncate) leave every
+/// address space that maps them, one running guest code too: memfd, tmpfs, shared anonymous
+/// memory, SysV shm, private copies (guest/shmcoherence).
+#[test]
+fn shmcoherence() {
+    differential("shmcoherence", no_check);
+}
+
 /// FP/SIMD and FP control/status registers of threads (and a forked process) survive clobbering
 /// signal handlers, preemption, sched_yield and nanosleep (guest/fptorture).
 #[test]

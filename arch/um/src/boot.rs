@@ -331,6 +331,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         process_exit_hooks: Default::default(),
         fork_hooks: Default::default(),
     });
+    um_kernel::shootdown::install(&kernel);
     // A process's locks go with it: its POSIX record locks, and the OFD/flock locks of the
     // descriptions it held the last descriptor of (the hook runs before its table is emptied).
     um_kernel::task::lock(&kernel.process_exit_hooks).push(Box::new(|p| {
@@ -380,11 +381,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     }
 
     let pid = kernel.tasks.alloc_pid();
-    let mm = Arc::new(Mutex::new(Mm::new(
-        kernel.frames.clone(),
-        kernel.page_cache.clone(),
-        layout,
-    )));
+    let mm = Mm::new(kernel.frames.clone(), kernel.page_cache.clone(), layout).into_shared();
     let fs = FsContext {
         root: root.clone(),
         cwd: root,

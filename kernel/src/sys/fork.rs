@@ -153,7 +153,7 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
         let mm = if f.contains(CloneFlags::VM) {
             c.mm()
         } else {
-            Arc::new(Mutex::new(lock_mm(&c.mm()).fork()?))
+            lock_mm(&c.mm()).fork()?.into_shared()
         };
         let files = if f.contains(CloneFlags::FILES) {
             pp.files()

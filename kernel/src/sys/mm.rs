@@ -139,7 +139,27 @@ fn madvise(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if advice == MADV_HWPOISON || advice == MADV_SOFT_OFFLINE {
         return inject_memory_failure(c, start, len_in, advice == MADV_SOFT_OFFLINE);
     }
+    if advice == MADV_REMOVE {
+        return madvise_remove(c, start, len_in);
+    }
     lock_mm(&c.mm()).madvise(start, len_in, advice)?;
+    Ok(0)
+}
+
+/// `MADV_REMOVE` (include/uapi/asm-generic/mman-common.h).
+const MADV_REMOVE: u32 = 9;
+
+/// mm/madvise.c `madvise_remove`: the checks under the address space's lock, then, with it
+/// released (Linux drops `mmap_lock` around `vfs_fallocate`), a hole punch of each vma's part
+/// of the object, which unmaps the pages from every address space that maps them.
+fn madvise_remove(c: &SyscallCtx<'_>, start: u64, len_in: u64) -> SysResult {
+    let (targets, hole) = lock_mm(&c.mm()).remove_targets(start, len_in)?;
+    for (backing, offset, len) in targets {
+        um_mm::punch_backing(&backing, offset, len, &c.kernel.page_cache)?;
+    }
+    if hole {
+        return Err(Errno::ENOMEM);
+    }
     Ok(0)
 }
 
