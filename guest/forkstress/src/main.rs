@@ -20,7 +20,7 @@
 //!
 //! Differential: prints the same lines natively and under the user-mode kernel, then
 //! UM-FORKSTRESS-OK. Usage: `forkstress WORKDIR [FORKS [SECONDS]]` (default 400 forks, 8 s);
-//! the counts and timings go to stderr.
+//! the counts and timings go to WORKDIR/forkstress.log (and to stderr when a check failed).
 
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
@@ -176,7 +176,7 @@ fn child(iter: u64) -> i32 {
     }
 }
 
-fn reap(pid: libc::pid_t, tally: &mut [u64; 4]) {
+fn reap(pid: libc::pid_t, tally: &mut [u64; 4], log: &mut String) {
     let mut st = 0;
     // SAFETY: waitpid on our own child with a valid status pointer.
     let r = unsafe { libc::waitpid(pid, &mut st, 0) };
@@ -191,7 +191,7 @@ fn reap(pid: libc::pid_t, tally: &mut [u64; 4]) {
         2
     };
     if k != 0 {
-        eprintln!("forkstress: child {pid}: wait status {st:#x}");
+        log.push_str(&format!("forkstress: child {pid}: wait status {st:#x}\n"));
     }
     tally[k] += 1;
 }
@@ -219,6 +219,9 @@ fn main() {
     let mut kids = std::collections::VecDeque::new();
     // ok, saw a change or a wrong main region, killed by a signal, other exit.
     let mut tally = [0u64; 4];
+    // What went wrong, and the counts: to WORKDIR/forkstress.log (and stderr on a failure),
+    // not stdout, which must be the same natively.
+    let mut log = String::new();
     let mut done = 0;
     while done < forks && t0.elapsed() < Duration::from_secs(secs) {
         fill_main(done);
@@ -234,26 +237,33 @@ fn main() {
         fill_main(done + 1_000_000);
         kids.push_back(pid);
         if kids.len() >= INFLIGHT {
-            reap(kids.pop_front().unwrap_or_default(), &mut tally);
+            reap(kids.pop_front().unwrap_or_default(), &mut tally, &mut log);
         }
         done += 1;
     }
     STOP.store(true, Ordering::Relaxed);
     for pid in kids {
-        reap(pid, &mut tally);
+        reap(pid, &mut tally, &mut log);
     }
     for w in writers {
         w.join().expect("writer");
     }
-    eprintln!(
+    log.push_str(&format!(
         "forkstress: {done} forks in {:.2?}: {} ok, {} saw the parent's later writes, {} \
-         killed by a signal, {} other",
+         killed by a signal, {} other\n",
         t0.elapsed(),
         tally[0],
         tally[1],
         tally[2],
         tally[3]
-    );
+    ));
+    let passed = tally[1..].iter().all(|&n| n == 0) && done >= 20;
+    if let Some(dir) = args.get(1) {
+        let _ = std::fs::write(std::path::Path::new(dir).join("forkstress.log"), &log);
+    }
+    if !passed {
+        eprint!("{log}");
+    }
     println!("forkstress: {WRITERS} writer threads, forks while they write");
     println!("forkstress: at least 20 forks: {}", done >= 20);
     println!(
@@ -262,7 +272,7 @@ fn main() {
     );
     println!("forkstress: children killed by a signal: {}", tally[2]);
     println!("forkstress: children with another exit: {}", tally[3]);
-    if tally[1..].iter().all(|&n| n == 0) && done >= 20 {
+    if passed {
         println!("UM-FORKSTRESS-OK");
     }
 }
