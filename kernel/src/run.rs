@@ -193,6 +193,14 @@ impl FaultAround {
     }
 }
 
+/// The stub process of `task` is gone (or refused a host call): the thread group ends.
+fn lost_stub(task: &Task, e: &std::io::Error) -> Exit {
+    if lock(&task.process.exit).is_none() {
+        log::error!("pid {}: lost its stub process: {e}", task.tid);
+    }
+    Exit::Group(ExitStatus::Signaled(sig::SIGKILL as i32))
+}
+
 /// Serves `task` on the current host thread until it exits.
 pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
     // Consecutive protection faults at one address: without the access type (the ptrace
@@ -207,7 +215,9 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
         if let Some(e) = deliver_signals(k, task, th, syscall_ret.take()) {
             return e;
         }
-        let mut ops = lock_mm(&task.mm()).take_host_ops();
+        let mm_arc = task.mm();
+        let mut mm = lock_mm(&mm_arc);
+        let mut ops = mm.take_host_ops();
         if task.process.exec_unmap.swap(false, Ordering::AcqRel) {
             ops.insert(
                 0,
@@ -217,6 +227,19 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
                 },
             );
         }
+        // Host-op ordering (ARCHITECTURE.md, "The seccomp engine"): when other threads share
+        // the address space, the ops are made in the host before the mm lock goes, so a batch
+        // taken later (a fork's write-protect, an munmap) can never reach the host before
+        // this one (a fault's Map), and a thread that finds no ops of its own knows that all
+        // earlier ones are done.
+        if !ops.is_empty() && th.ordered_apply() {
+            if let Err(e) = th.apply_now(&ops) {
+                drop(mm);
+                return lost_stub(task, &e);
+            }
+            ops.clear();
+        }
+        drop(mm);
         if crate::arch::HAS_TSC_CTL {
             th.set_tsc_sigsegv(task.tsc_sigsegv.load(Ordering::Relaxed));
         }
@@ -228,12 +251,7 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
         crate::cputime::note_spin(task, th.take_spin());
         let ev = match ev {
             Ok(ev) => ev,
-            Err(e) => {
-                if lock(&task.process.exit).is_none() {
-                    log::error!("pid {}: lost its stub process: {e}", task.tid);
-                }
-                return Exit::Group(ExitStatus::Signaled(sig::SIGKILL as i32));
-            }
+            Err(e) => return lost_stub(task, &e),
         };
         if !matches!(ev, Event::Fault { .. }) {
             // The guest made progress: a later fault at the same address is a new one (a

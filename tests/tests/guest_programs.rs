@@ -232,6 +232,15 @@ fn shmcoherence() {
     differential("shmcoherence", no_check);
 }
 
+/// fork while other threads write (issue 24): writer threads fault fresh pages in and write
+/// them while the main thread forks hundreds of times; every child must see its memory as of
+/// the fork and nothing the parent writes afterwards (guest/forkstress; at most 400 forks or
+/// 8 s per run).
+#[test]
+fn forkstress() {
+    differential("forkstress", no_check);
+}
+
 /// FP/SIMD and FP control/status registers of threads (and a forked process) survive clobbering
 /// signal handlers, preemption, sched_yield and nanosleep (guest/fptorture).
 #[test]

@@ -80,7 +80,7 @@ add hello
 add pagesize
 add hwcap
 # The guest test programs (guest/NAME, each prints UM-NAME-OK when all its checks pass).
-PROGS="threads futex signals procs pipes unixsock packetsock epoll timers mmapfile fptorture vdso pacfork"
+PROGS="threads futex signals procs pipes unixsock packetsock epoll timers mmapfile fptorture vdso pacfork forkstress shmcoherence"
 for p in $PROGS; do
     add "$p"
 done

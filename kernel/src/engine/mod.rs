@@ -124,6 +124,29 @@ impl GuestThread {
         }
     }
 
+    /// Makes the host mapping changes `ops` now and waits until they are done; the guest does
+    /// not run. The caller holds the address space's mm lock: that is what keeps the host in
+    /// the order the mm made its changes when several threads take ops (ARCHITECTURE.md, "The
+    /// seccomp engine", host-op ordering).
+    pub fn apply_now(&mut self, ops: &[HostOp]) -> io::Result<()> {
+        match &mut self.engine {
+            Engine::Ptrace(p) => p.apply_now(ops),
+            Engine::Seccomp(s) => s.apply_now(ops),
+        }
+    }
+
+    /// Whether the ops taken from the mm must be made with [`Self::apply_now`] under the mm
+    /// lock rather than handed to [`Self::switch`]: in the ptrace engine always (the injected
+    /// calls are synchronous anyway, so it costs nothing), in the seccomp engine when other
+    /// guest threads share the stub process (alone, no other thread can take later ops, and
+    /// the stub runs the ops before the guest: the asynchronous handoff keeps its speed).
+    pub fn ordered_apply(&self) -> bool {
+        match &self.engine {
+            Engine::Ptrace(_) => true,
+            Engine::Seccomp(s) => s.shares_stub(),
+        }
+    }
+
     /// Whether `rdtsc` must fault in this thread (prctl(PR_SET_TSC, PR_TSC_SIGSEGV)): the
     /// next switch makes the host thread agree before the guest runs.
     pub fn set_tsc_sigsegv(&mut self, off: bool) {

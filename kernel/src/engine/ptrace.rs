@@ -301,6 +301,14 @@ impl PtraceThread {
         Ok(())
     }
 
+    /// Makes `ops` in the host now ([`super::GuestThread::apply_now`]).
+    pub fn apply_now(&mut self, ops: &[HostOp]) -> io::Result<()> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        self.flush(ops)
+    }
+
     /// Replays `ops`, then runs the guest until the next event. `interrupted` is asked once
     /// the stub is ready: a signal that arrived meanwhile is served before the guest runs.
     pub fn switch(&mut self, ops: &[HostOp], interrupted: impl Fn() -> bool) -> io::Result<Event> {

@@ -715,6 +715,25 @@ impl SeccompThread {
         }
     }
 
+    /// Makes `ops` in the host now ([`super::GuestThread::apply_now`]): the stub runs them
+    /// and hands the thread straight back (`CMD_OPS_ONLY`), its frame kept for the next
+    /// [`Self::switch`].
+    pub fn apply_now(&mut self, ops: &[HostOp]) -> io::Result<()> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let calls: Vec<(u64, [u64; 6])> = ops.iter().map(super::ptrace::host_call).collect();
+        let protect_enomem = |i: usize, r: i64| {
+            matches!(ops.get(i), Some(HostOp::Protect { .. })) && r == -(libc::ENOMEM as i64)
+        };
+        match self.run(&calls, layout::CMD_OPS_ONLY, &protect_enomem)? {
+            layout::REASON_DONE => Ok(()),
+            reason => Err(io::Error::other(format!(
+                "stub came back from its ops with reason {reason}"
+            ))),
+        }
+    }
+
     /// Replays `ops`, then runs the guest until the next event.
     pub fn switch(&mut self, ops: &[HostOp], interrupted: impl Fn() -> bool) -> io::Result<Event> {
         let mut calls: Vec<(u64, [u64; 6])> = ops.iter().map(super::ptrace::host_call).collect();

@@ -153,7 +153,23 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
         let mm = if f.contains(CloneFlags::VM) {
             c.mm()
         } else {
-            lock_mm(&c.mm()).fork()?.into_shared()
+            // dup_mmap: the parent's pages are write-protected in the host before the mm
+            // lock goes and before the child runs (Linux flushes the TLB before dup_mmap
+            // returns): otherwise the parent's other threads, still running, would keep
+            // writing through their writable mappings into frames the child now shares, and
+            // a thread faulting on a page already protected would not wait for the rest.
+            let parent_mm = c.mm();
+            let mut pm = lock_mm(&parent_mm);
+            let child_mm = pm.fork()?;
+            if c.thread.ordered_apply() {
+                let ops = pm.take_host_ops();
+                if let Err(e) = c.thread.apply_now(&ops) {
+                    log::warn!("fork: cannot write-protect the parent's pages: {e}");
+                    return Err(Errno::EAGAIN);
+                }
+            }
+            drop(pm);
+            child_mm.into_shared()
         };
         let files = if f.contains(CloneFlags::FILES) {
             pp.files()
