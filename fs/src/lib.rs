@@ -4,8 +4,8 @@
 //! [`binfmt_elf`], [`exec_stack`]), and the file syscalls ([`sys`]). The object traits these
 //! implement ([`um_kernel::vfs`]) live in the kernel crate.
 //!
-//! Neighbours: `um-kernel`, `um-mm`, `um-os-linux` and `um-uapi` below; `um-drivers` and
-//! `um-bin` above.
+//! Neighbours: `um-kernel`, `um-mm`, `um-os-linux` and `um-uapi` below; `um-drivers`, `um-ipc`
+//! and `um-bin` above (subsystems above add their procfs files through [`procfs::registry`]).
 #![forbid(unsafe_code)]
 
 pub mod binfmt_elf;
@@ -22,7 +22,6 @@ pub mod hostfs;
 pub mod hostfs_meta;
 pub mod hugetlbfs;
 pub mod inotify;
-pub mod ipc;
 pub mod locks;
 pub mod loopdev;
 pub mod memfd;

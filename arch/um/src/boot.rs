@@ -294,6 +294,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     let mut table = SyscallTable::default();
     um_kernel::sys::register(&mut table);
     um_fs::sys::register(&mut table);
+    um_ipc::register(&mut table);
     log::info!("syscalls: {} implemented", table.len());
 
     let kernel = Arc::new(Kernel {
@@ -343,9 +344,8 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         drop(files);
         um_fs::locks::release_process(p.pid);
     }));
-    // SysV IPC at exit: SEM_UNDO adjustments (ipc/sem.c exit_sem), shm detach times.
-    um_kernel::task::lock(&kernel.process_exit_hooks)
-        .push(Box::new(|p| um_fs::ipc::exit_process(p)));
+    // SysV IPC: its exit hook (SEM_UNDO, shm detach times) and /proc/sysvipc.
+    um_ipc::init(&kernel);
     // cgroup v2: the cgroup2 file system type and the fork/exit hooks of membership.
     um_fs::cgroup::init(&kernel);
 

@@ -13,7 +13,8 @@
 //! can never lead to a host path.
 //!
 //! Files: [`fmt`] formats (pure, unit-tested), [`pid`] the per-process directories, [`system`]
-//! the system-wide files and `/proc/sys`. Neighbours: `crate::mount` (mounts it, and gives
+//! the system-wide files and `/proc/sys`, [`registry`] the entries other subsystems add
+//! (`proc_create`, `register_sysctl`: `/proc/sysvipc` from `um-ipc`). Neighbours: `crate::mount` (mounts it, and gives
 //! `/proc/mounts` its content), [`crate::sysfs`].
 
 mod config;
@@ -21,6 +22,7 @@ pub mod fmt;
 pub mod modules;
 pub(crate) mod net;
 mod pid;
+pub mod registry;
 mod system;
 
 use std::any::Any;

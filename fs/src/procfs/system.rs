@@ -472,7 +472,8 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
             ("version", uts(fs, |k| &k.uts.version)),
         ]
         .into_iter()
-        .chain(crate::ipc::proc::sysctl_entries(fs))
+        // Registered by other subsystems (procfs/registry.rs): the IPC limits of um-ipc.
+        .chain(super::registry::entries(fs, "sys/kernel"))
         .collect(),
     );
     let vm = ProcInode::dir(
@@ -594,7 +595,7 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
 /// The fixed entries of the procfs root.
 pub fn entries(fs: &Arc<ProcFs>) -> Vec<(Vec<u8>, Arc<ProcInode>)> {
     let _ = cpu_baseline();
-    let v: Vec<(&str, Arc<ProcInode>)> = vec![
+    let mut v: Vec<(&str, Arc<ProcInode>)> = vec![
         ("cmdline", ProcInode::file(fs, |_, _| Ok(cmdline()))),
         (
             "config.gz",
@@ -615,10 +616,15 @@ pub fn entries(fs: &Arc<ProcFs>) -> Vec<(Vec<u8>, Arc<ProcInode>)> {
             ProcInode::text(fs, "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"),
         ),
         ("sys", sys_tree(fs)),
-        ("sysvipc", crate::ipc::proc::sysvipc_dir(fs)),
         ("uptime", ProcInode::file(fs, |_, _| Ok(uptime()))),
         ("version", kfile(fs, version)),
     ];
+    // Entries other subsystems registered (procfs/registry.rs: `/proc/sysvipc` of um-ipc),
+    // each at its place in name order among the fixed ones.
+    for (name, inode) in super::registry::entries(fs, "") {
+        let at = v.iter().position(|(n, _)| *n > name).unwrap_or(v.len());
+        v.insert(at, (name, inode));
+    }
     v.into_iter()
         .map(|(n, i)| (n.as_bytes().to_vec(), i))
         .collect()

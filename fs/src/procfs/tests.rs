@@ -343,3 +343,22 @@ fn system_files() {
     assert!(namei::walk(&w.fs, &sys, b"module", Last::Follow).is_ok());
     assert_ne!(sys.inode.fs_id(), w.proc_root.inode.fs_id());
 }
+
+#[test]
+fn registered_entries_listed_once() {
+    let k = test_kernel();
+    let fs = ProcFs::new_instance(&k, PROC_SUPER_MAGIC, PROC_DEV);
+    registry::proc_create("test/registry", "b", |fs| ProcInode::text(fs, "b\n"));
+    registry::register_sysctl("test/registry", |fs| {
+        vec![
+            ("a", ProcInode::text(fs, "a\n")),
+            ("b", ProcInode::text(fs, "shadowed\n")),
+        ]
+    });
+    let names: Vec<&str> = registry::entries(&fs, "test/registry")
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(names, ["b", "a"]);
+    assert!(registry::entries(&fs, "test/other").is_empty());
+}

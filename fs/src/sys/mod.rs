@@ -6,7 +6,6 @@ pub mod eventfd;
 pub mod execve;
 pub mod fd;
 pub mod inotify;
-pub mod ipc;
 pub mod memfd;
 pub mod module;
 pub mod mount;
@@ -97,7 +96,6 @@ pub fn register(t: &mut SyscallTable) {
     execve::register(t);
     fd::register(t);
     inotify::register(t);
-    ipc::register(t);
     memfd::register(t);
     module::register(t);
     mount::register(t);

@@ -151,10 +151,10 @@ impl ShmNs {
                     _ => return Err(Errno::ENOSPC),
                 }
                 // SHM_HUGETLB: newseg -> hugetlb_file_setup's checks and reservation
-                // (crate::hugetlbfs::shm_reserve); the segment holds the reservation.
+                // (um_fs::hugetlbfs::shm_reserve); the segment holds the reservation.
                 let huge = if flg & SHM_HUGETLB != 0 {
-                    let may = c.cap_ipc_lock || c.in_group(crate::hugetlbfs::shm_group());
-                    crate::hugetlbfs::shm_reserve(size, flg, may)?
+                    let may = c.cap_ipc_lock || c.in_group(um_fs::hugetlbfs::shm_group());
+                    um_fs::hugetlbfs::shm_reserve(size, flg, may)?
                 } else {
                     None
                 };

@@ -1,5 +1,5 @@
-//! System V IPC (svipc(7)): shared memory ([`shm`]), semaphores ([`sem`]) and message queues
-//! ([`msg`]), and what the three share (Linux `ipc/util.c`): the id tables ([`Ids`]), keys and
+//! `um-ipc`: System V IPC (svipc(7), Linux `ipc/`): shared memory ([`shm`]), semaphores
+//! ([`sem`]) and message queues ([`msg`]), and what the three share (Linux `ipc/util.c`): the id tables ([`Ids`]), keys and
 //! `IPC_PRIVATE`, `IPC_CREAT|IPC_EXCL` lookup ([`Ids::get_or_create`], Linux `ipcget`), the
 //! permission check against the caller's credentials ([`ipcperms`], with `CAP_IPC_OWNER`), the
 //! owner check of `IPC_SET`/`IPC_RMID` ([`may_ctl`], `ipcctl_obtain_check`), and the limits of
@@ -7,7 +7,7 @@
 //!
 //! IPC namespaces are not implemented: there is one, the initial one, and every process sees
 //! the same objects (`clone`/`unshare` with `CLONE_NEWIPC` are refused by the namespace code,
-//! and `/proc/PID/ns/ipc` is not tied to anything here). The syscalls are in `crate::sys::ipc`, which
+//! and `/proc/PID/ns/ipc` is not tied to anything here). The syscalls are in [`sys`], which
 //! copies to and from guest memory; the types here are plain data behind one mutex per kind of
 //! object, so the rules can be unit-tested. Ids are Linux's: `index + (seq << 15)`, the lowest
 //! free index, `seq` counting creations, so a removed object's id is not reused at once.
@@ -16,11 +16,20 @@
 //! fork shares it, exit and exec drop it, and `mremap` moves it), `um_kernel::wait` (semop and
 //! msgsnd/msgrcv sleep there), and the process-exit hook [`exit_process`] (`SEM_UNDO`, detach
 //! times).
+//!
+//! Crate neighbours: `um-kernel`, `um-mm`, `um-uapi` below, and `um-fs` below for hugetlbfs
+//! (`SHM_HUGETLB` reservations) and procfs, where [`proc`] registers `/proc/sysvipc` and the
+//! limits in `/proc/sys/kernel` (`um_fs::procfs::registry`); `um-bin` above calls [`init`] and
+//! [`register`].
+#![forbid(unsafe_code)]
 
 pub mod msg;
 pub mod proc;
 pub mod sem;
 pub mod shm;
+pub mod sys;
+
+pub use sys::register;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -402,6 +411,13 @@ impl Limits {
     pub fn semmni(&self) -> i32 {
         self.sem[3].load(Ordering::Relaxed)
     }
+}
+
+/// Boot-time setup: the process-exit hook and the procfs files.
+pub fn init(k: &um_kernel::kernel::Kernel) {
+    // SysV IPC at exit: SEM_UNDO adjustments (ipc/sem.c exit_sem), shm detach times.
+    um_kernel::task::lock(&k.process_exit_hooks).push(Box::new(|p| exit_process(p)));
+    proc::register();
 }
 
 /// The process-exit hook: applies the process's `SEM_UNDO` adjustments (`exit_sem`) and

@@ -8,11 +8,11 @@
 //! `IPC_64` bit on these arches (`CONFIG_ARCH_WANT_IPC_PARSE_VERSION` is unset): a `cmd` with
 //! it is unknown, `EINVAL`, as Linux answers.
 
-use crate::ipc::msg::{self, Msg, Step};
-use crate::ipc::sem::{self, SemNs, SemopArgs};
-use crate::ipc::shm;
-use crate::ipc::{CAP_IPC_LOCK, CAP_IPC_OWNER, CAP_SYS_ADMIN, CAP_SYS_RESOURCE, Caller};
-use crate::ipc::{S_IRUGO, S_IWUGO, S_IXUGO, limits};
+use crate::msg::{self, Msg, Step};
+use crate::sem::{self, SemNs, SemopArgs};
+use crate::shm;
+use crate::{CAP_IPC_LOCK, CAP_IPC_OWNER, CAP_SYS_ADMIN, CAP_SYS_RESOURCE, Caller};
+use crate::{S_IRUGO, S_IWUGO, S_IXUGO, limits};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

@@ -3,9 +3,9 @@
 //! them) and the object lists `/proc/sysvipc/{shm,sem,msg}` (ipc/util.c `sysvipc_proc_show`).
 
 use super::{IPCMNI, limits, msg, sem, shm};
-use crate::procfs::{ProcFs, ProcInode};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use um_fs::procfs::{ProcFs, ProcInode};
 use um_kernel::task::lock;
 use um_kernel::wait::IoCtx;
 use um_uapi::{Errno, SysResult};
@@ -102,4 +102,10 @@ pub fn sysvipc_dir(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
             ),
         ],
     )
+}
+
+/// Registers the IPC files with procfs (Linux `ipc_init_proc_interface`, `register_ipc_sysctl`).
+pub fn register() {
+    um_fs::procfs::registry::register_sysctl("sys/kernel", sysctl_entries);
+    um_fs::procfs::registry::proc_create("", "sysvipc", sysvipc_dir);
 }

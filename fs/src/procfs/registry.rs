@@ -1,0 +1,62 @@
+//! Entries that other subsystems add to procfs, so procfs does not import them (Linux
+//! `proc_create`/`proc_mkdir` for `/proc` itself, `register_sysctl` for `/proc/sys/...`).
+//!
+//! A registration names a directory by its path below `/proc` (`""` is the root,
+//! `"sys/kernel"` is `/proc/sys/kernel`) and gives a callback that builds the entries for one
+//! procfs instance; the callback runs at every procfs mount, and the entries it makes generate
+//! their content at open, as the fixed ones do. Registrations are made once at boot, before
+//! init can mount procfs (`um-bin` calls each subsystem's init). The directories that take
+//! registered entries are the ones whose builders ask for them ([`entries`]): the root and
+//! `sys/kernel` today.
+//!
+//! Neighbours: the subsystem crates above `um-fs` (`um-ipc`: `/proc/sysvipc`, the IPC limits
+//! in `/proc/sys/kernel`).
+
+use super::{ProcFs, ProcInode};
+use std::sync::{Arc, Mutex};
+use um_kernel::task::lock;
+
+/// Builds a table of named entries for one procfs instance.
+pub type Table = Arc<dyn Fn(&Arc<ProcFs>) -> Vec<(&'static str, Arc<ProcInode>)> + Send + Sync>;
+
+/// Every registration: the directory and its table builder, in registration order.
+static REGISTRY: Mutex<Vec<(&'static str, Table)>> = Mutex::new(Vec::new());
+
+/// Adds one entry `name` to the procfs directory `dir` (Linux `proc_create`, `proc_mkdir`):
+/// `build` makes its inode (a file, or a directory of its own) for each procfs instance.
+pub fn proc_create(
+    dir: &'static str,
+    name: &'static str,
+    build: impl Fn(&Arc<ProcFs>) -> Arc<ProcInode> + Send + Sync + 'static,
+) {
+    register_sysctl(dir, move |fs| vec![(name, build(fs))]);
+}
+
+/// Adds a table of entries to the procfs directory `dir` (Linux `register_sysctl("kernel",
+/// table)`, for `/proc/sys/...` directories; any directory that takes registrations works).
+pub fn register_sysctl(
+    dir: &'static str,
+    table: impl Fn(&Arc<ProcFs>) -> Vec<(&'static str, Arc<ProcInode>)> + Send + Sync + 'static,
+) {
+    lock(&REGISTRY).push((dir, Arc::new(table)));
+}
+
+/// The registered entries of `dir` for the instance `fs`, in registration order; a name
+/// registered twice is listed once (the first registration).
+pub fn entries(fs: &Arc<ProcFs>, dir: &str) -> Vec<(&'static str, Arc<ProcInode>)> {
+    // The builders run outside the lock: they may take other locks of their own.
+    let tables: Vec<Table> = lock(&REGISTRY)
+        .iter()
+        .filter(|(d, _)| *d == dir)
+        .map(|(_, t)| t.clone())
+        .collect();
+    let mut out: Vec<(&'static str, Arc<ProcInode>)> = Vec::new();
+    for t in tables {
+        for (name, inode) in t(fs) {
+            if !out.iter().any(|(n, _)| *n == name) {
+                out.push((name, inode));
+            }
+        }
+    }
+    out
+}
