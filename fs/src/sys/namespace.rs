@@ -449,6 +449,12 @@ fn fchmodat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     do_fchmodat(c, a[0], a[1], a[2], 0)
 }
 
+/// Not registered: fchmodat2 is Linux 6.6 (nr 452 on both arches), newer than the 6.1 headers
+/// the number tables are generated from, so no table names it (`register` refuses such names).
+#[expect(
+    dead_code,
+    reason = "registered once the number tables come from Linux >= 6.6 headers"
+)]
 fn fchmodat2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     do_fchmodat(c, a[0], a[1], a[2], a[3])
 }
@@ -931,7 +937,6 @@ pub fn register(t: &mut SyscallTable) {
     t.register("chmod", chmod);
     t.register("fchmod", fchmod);
     t.register("fchmodat", fchmodat);
-    t.register("fchmodat2", fchmodat2);
     t.register("chown", chown);
     t.register("fchown", fchown);
     t.register("lchown", lchown);
