@@ -1020,7 +1020,8 @@ fn setsockopt_packet(
 
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
-    t.register("socket", socket);
+    t.register("socket", socket)
+        .partial("AF_UNIX, AF_INET/AF_INET6 on the loopback network and AF_PACKET on lo; other families are EAFNOSUPPORT");
     t.register("socketpair", socketpair);
     t.register("bind", bind);
     t.register("listen", listen);

@@ -564,14 +564,22 @@ pub fn register(t: &mut SyscallTable) {
     t.register("prctl", prctl);
     t.register("sched_getaffinity", sched_getaffinity);
     t.register("getcpu", getcpu);
-    t.register("sched_setaffinity", sched_setaffinity);
-    t.register("sched_getscheduler", sched_getscheduler);
-    t.register("sched_getparam", sched_getparam);
+    t.register("sched_setaffinity", sched_setaffinity).partial(
+        "checks that the mask is not empty, changes nothing (the host schedules the stub threads)",
+    );
+    t.register("sched_getscheduler", sched_getscheduler)
+        .partial("always SCHED_OTHER");
+    t.register("sched_getparam", sched_getparam)
+        .partial("always priority 0");
     t.register("sched_get_priority_max", sched_get_priority);
-    t.register("sched_get_priority_min", |_, _| Ok(0));
-    t.register("getpriority", getpriority);
-    t.register("setpriority", setpriority);
+    t.register("sched_get_priority_min", |_, _| Ok(0))
+        .partial("0 for every policy, unknown ones too (Linux: 1 for SCHED_FIFO and SCHED_RR, EINVAL for an unknown policy)");
+    t.register("getpriority", getpriority)
+        .partial("always nice 0");
+    t.register("setpriority", setpriority)
+        .partial("checks `which`, changes nothing");
     t.register("setgroups", setgroups);
     t.register("reboot", reboot);
-    t.register("personality", personality);
+    t.register("personality", personality)
+        .partial("stores and reports the value; only PER_LINUX behaviour exists");
 }

@@ -406,8 +406,12 @@ pub fn register(t: &mut SyscallTable) {
     t.register("clock_nanosleep", clock_nanosleep);
     t.register("times", times);
     t.register("getrusage", getrusage);
-    t.register("clock_settime", clock_settime);
-    t.register("settimeofday", settimeofday);
-    t.register("adjtimex", adjtimex);
-    t.register("clock_adjtime", clock_adjtime);
+    t.register("clock_settime", clock_settime)
+        .partial("arguments checked as Linux does, then EPERM: the clock is never set");
+    t.register("settimeofday", settimeofday)
+        .partial("arguments checked as Linux does, then EPERM: the clock is never set");
+    t.register("adjtimex", adjtimex)
+        .partial("reads the NTP state; any change is EPERM (no CAP_SYS_TIME here)");
+    t.register("clock_adjtime", clock_adjtime)
+        .partial("CLOCK_REALTIME as adjtimex; the other clocks are EOPNOTSUPP or EINVAL");
 }
