@@ -31,8 +31,7 @@ use um_uapi::abi::pod::Pod;
 use um_uapi::abi::uio::{Iovec, UIO_MAXIOV};
 use um_uapi::{Errno, SysResult};
 
-/// `O_NONBLOCK`.
-const O_NONBLOCK: u32 = 0o4000;
+use um_uapi::abi::fcntl::O_NONBLOCK;
 /// Largest receive buffer one call allocates.
 const MAX_RECV: usize = 4 << 20;
 /// Largest control buffer (`net.core.optmem_max`).

@@ -28,9 +28,9 @@ const SPLICE_F_NONBLOCK: u64 = 2;
 const MAX_RW_COUNT: u64 = 0x7fff_f000;
 /// One bounce-buffer step.
 const CHUNK: usize = 1 << 20;
-const O_NONBLOCK: u32 = 0o4000;
-const O_APPEND: u32 = 0o2000;
-const O_PATH: u32 = 0o10000000;
+use um_uapi::abi::fcntl::O_APPEND;
+use um_uapi::abi::fcntl::O_NONBLOCK;
+use um_uapi::abi::fcntl::O_PATH;
 /// `UIO_MAXIOV`.
 const UIO_MAXIOV: u64 = 1024;
 

@@ -28,8 +28,7 @@ const XATTR_NAME_MAX: usize = 255;
 const XATTR_SIZE_MAX: u64 = 65536;
 /// `XATTR_CREATE` | `XATTR_REPLACE`.
 const XATTR_FLAGS: u64 = 0x1 | 0x2;
-/// `O_PATH`: such descriptors are `EBADF` here (`fdget`, not `fdget_raw`).
-const O_PATH: u32 = 0o10000000;
+use um_uapi::abi::fcntl::O_PATH;
 
 /// What the call acts on: its metadata and, when it has a name, the dentry (for the mount's
 /// read-only flag).

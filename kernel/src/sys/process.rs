@@ -92,8 +92,7 @@ fn uname(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-/// CAP_SYS_ADMIN (include/uapi/linux/capability.h).
-const CAP_SYS_ADMIN: u32 = 21;
+use um_uapi::abi::capability::CAP_SYS_ADMIN;
 
 /// sethostname(2) and setdomainname(2) (kernel/sys.c): CAP_SYS_ADMIN, at most
 /// `__NEW_UTS_LEN` bytes (`EINVAL` for more or a negative length), copied as given.
@@ -220,7 +219,7 @@ const PR_SET_VMA: u64 = 0x53564d41;
 /// PR_SET_TSC's modes "rdtsc allowed" and "rdtsc raises SIGSEGV" (include/uapi/linux/prctl.h).
 const PR_TSC_ENABLE: u64 = 1;
 const PR_TSC_SIGSEGV: u64 = 2;
-const CAP_SETPCAP: u32 = 8;
+use um_uapi::abi::capability::CAP_SETPCAP;
 /// include/uapi/linux/securebits.h: the settable bits (NOROOT, NO_SETUID_FIXUP, KEEP_CAPS,
 /// NO_CAP_AMBIENT_RAISE) and their locks.
 const SECURE_ALL_BITS: u64 = 0x55;

@@ -293,7 +293,7 @@ fn getrusage(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 /// Whether the caller has CAP_SYS_TIME. Nobody has, not even root: the guest's clock is the
 /// host's, which this kernel must never change (as in a container without CAP_SYS_TIME).
-const CAP_SYS_TIME: bool = false;
+const HAS_CAP_SYS_TIME: bool = false;
 
 /// clock_settime: only CLOCK_REALTIME can be set; the time is checked, then refused. Other
 /// clocks are `EINVAL` (kernel/time/posix-timers.c: no `clock_set`), including
@@ -374,10 +374,10 @@ fn do_adjtimex(c: &mut SyscallCtx<'_>, buf: u64) -> SysResult {
         if modes & ADJ_OFFSET_SINGLESHOT == 0 {
             return Err(Errno::EINVAL);
         }
-        if modes & ADJ_OFFSET_READONLY == 0 && !CAP_SYS_TIME {
+        if modes & ADJ_OFFSET_READONLY == 0 && !HAS_CAP_SYS_TIME {
             return Err(Errno::EPERM);
         }
-    } else if modes != 0 && !CAP_SYS_TIME {
+    } else if modes != 0 && !HAS_CAP_SYS_TIME {
         return Err(Errno::EPERM);
     }
     c.write_bytes(buf, &timex_state(t))?;
