@@ -509,7 +509,7 @@ impl Inode for HostInode {
         nd.check_new_name(new_name)?;
         // The metadata moves with the inode; an inode this rename removes (the last link of
         // a replaced target) loses its sidecar entry.
-        const RENAME_EXCHANGE: u32 = 2;
+        use um_uapi::abi::fcntl::RENAME_EXCHANGE;
         let replaced = if flags & RENAME_EXCHANGE == 0 {
             let src = host::fstatat(self.dir_fd()?, old_name).map_err(host_errno)?;
             host::fstatat(nd.dir_fd()?, new_name)

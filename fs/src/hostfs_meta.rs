@@ -75,10 +75,9 @@ const XCACHE_MAX: usize = 1 << 16;
 /// First word of the sidecar's header line.
 const SIDECAR_MAGIC: &str = "um-meta";
 
-/// `S_ISUID`, `S_ISGID`, `S_IXGRP`.
-pub const S_ISUID: u32 = 0o4000;
-pub const S_ISGID: u32 = 0o2000;
-const S_IXGRP: u32 = 0o010;
+pub use um_uapi::abi::fcntl::S_ISGID;
+pub use um_uapi::abi::fcntl::S_ISUID;
+use um_uapi::abi::fcntl::S_IXGRP;
 
 /// Whether `name` in the hostfs root is one of the store's own files.
 pub fn reserved(name: &[u8]) -> bool {

@@ -87,8 +87,7 @@ static MAX_USER_INSTANCES: AtomicI64 = AtomicI64::new(128);
 static MAX_USER_WATCHES: AtomicI64 = AtomicI64::new(0);
 /// `sizeof(struct inotify_event)`.
 const EVENT_SIZE: usize = 16;
-/// `FIONREAD`.
-const FIONREAD: u32 = 0x541b;
+use um_uapi::abi::tty::FIONREAD;
 
 /// An inode's identity for watches.
 type Key = (u64, u64);
@@ -445,8 +444,7 @@ pub fn rename(
     }
 }
 
-/// `O_PATH`: such descriptors make no events.
-const O_PATH: u32 = 0o10000000;
+use um_uapi::abi::fcntl::O_PATH;
 
 /// An event about the file `f` is open on, if it has a name (`fsnotify_file`).
 fn file_event(f: &OpenFile, mask: u32) {

@@ -36,9 +36,9 @@ use um_kernel::vfs::{Dentry, OpenFile, mode};
 use um_kernel::wait::{WaitError, WaitQueue, wait_event};
 use um_uapi::{Errno, SysResult};
 
-pub const F_RDLCK: i16 = 0;
-pub const F_WRLCK: i16 = 1;
-pub const F_UNLCK: i16 = 2;
+pub use um_uapi::abi::fcntl::F_RDLCK;
+pub use um_uapi::abi::fcntl::F_UNLCK;
+pub use um_uapi::abi::fcntl::F_WRLCK;
 
 /// Who owns a lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -386,12 +386,9 @@ pub fn on_close(f: &Arc<OpenFile>, pid: u32, last: bool) {
     }
 }
 
-/// `CAP_LEASE`.
-pub const CAP_LEASE: u32 = 28;
-/// `O_PATH`: such descriptions are not opens of the file for leases.
-const O_PATH: u32 = 0o10000000;
-/// `O_NONBLOCK`.
-const O_NONBLOCK: u32 = 0o4000;
+pub use um_uapi::abi::capability::CAP_LEASE;
+use um_uapi::abi::fcntl::O_NONBLOCK;
+use um_uapi::abi::fcntl::O_PATH;
 
 /// `/proc/sys/fs/lease-break-time` in seconds (fs/locks.c `lease_break_time`, default 45).
 static LEASE_BREAK_TIME: AtomicI64 = AtomicI64::new(45);

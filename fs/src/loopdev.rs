@@ -34,10 +34,8 @@ const MIN_COUNT: u32 = 8;
 const MINOR_LIMIT: u64 = 1 << 20;
 /// Sector size of the block layer's size units.
 const SECTOR: u64 = 512;
-/// `CAP_SYS_ADMIN`.
-const CAP_SYS_ADMIN: u32 = 21;
-/// `O_ACCMODE`.
-const O_ACCMODE: u32 = 3;
+use um_uapi::abi::capability::CAP_SYS_ADMIN;
+use um_uapi::abi::fcntl::O_ACCMODE;
 /// `LLONG_MAX`: offsets and size limits above it are `EOVERFLOW` (`loop_set_status_from_info`).
 const LLONG_MAX: u64 = i64::MAX as u64;
 

@@ -37,16 +37,11 @@ use um_kernel::wait::{IoCtx, PollTable};
 use um_mm::VmFile;
 use um_uapi::{Errno, SysResult};
 
-/// `F_SEAL_SEAL`: no more seals may be added.
-pub const F_SEAL_SEAL: u32 = 0x1;
-/// `F_SEAL_SHRINK`.
-pub const F_SEAL_SHRINK: u32 = 0x2;
-/// `F_SEAL_GROW`.
-pub const F_SEAL_GROW: u32 = 0x4;
-/// `F_SEAL_WRITE`.
-pub const F_SEAL_WRITE: u32 = 0x8;
-/// `F_SEAL_FUTURE_WRITE`.
-pub const F_SEAL_FUTURE_WRITE: u32 = 0x10;
+pub use um_uapi::abi::fcntl::F_SEAL_FUTURE_WRITE;
+pub use um_uapi::abi::fcntl::F_SEAL_GROW;
+pub use um_uapi::abi::fcntl::F_SEAL_SEAL;
+pub use um_uapi::abi::fcntl::F_SEAL_SHRINK;
+pub use um_uapi::abi::fcntl::F_SEAL_WRITE;
 /// `F_ALL_SEALS` (Linux 6.1; `F_SEAL_EXEC` came in 6.3).
 pub const F_ALL_SEALS: u32 =
     F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_FUTURE_WRITE;

@@ -107,7 +107,7 @@ fn is_symlink(d: &Dentry) -> SysResult<bool> {
 /// (`CAP_FSETID`: fsuid 0 here; supplementary groups are not kept). `mode` includes the
 /// `S_IFMT` type; the result's permission bits do not. Every file system applies this.
 pub fn inode_init_owner(dir: &Kstat, owner: Owner, mode: u32) -> (Owner, u32) {
-    const S_ISGID: u32 = 0o2000;
+    use um_uapi::abi::fcntl::S_ISGID;
     let fmt = mode & mode::S_IFMT;
     let mut perm = mode & 0o7777;
     let gid = if dir.mode & S_ISGID != 0 {
@@ -134,8 +134,8 @@ pub fn inode_init_owner(dir: &Kstat, owner: Owner, mode: u32) -> (Owner, u32) {
 /// privileged (`CAP_FSETID`: fsuid 0 here). The create calls apply it *before* the umask
 /// (`vfs_prepare_mode`, Linux 6.0+), so a umask that clears group execute cannot keep the bit.
 pub fn mode_strip_sgid(dir: &Kstat, owner: Owner, mode: u32) -> u32 {
-    const S_ISGID: u32 = 0o2000;
-    const S_IXGRP: u32 = 0o010;
+    use um_uapi::abi::fcntl::S_ISGID;
+    use um_uapi::abi::fcntl::S_IXGRP;
     if mode & mode::S_IFMT != mode::S_IFDIR
         && dir.mode & S_ISGID != 0
         && mode & (S_ISGID | S_IXGRP) == (S_ISGID | S_IXGRP)

@@ -26,8 +26,7 @@ use um_uapi::{Errno, SysResult};
 pub const PIPE_BUF: usize = 4096;
 /// Default pipe capacity in pages (`PIPE_DEF_BUFFERS`).
 pub const PIPE_DEF_BUFFERS: usize = 16;
-/// `CAP_SYS_RESOURCE` (include/uapi/linux/capability.h): pipes beyond `pipe-max-size`.
-pub const CAP_SYS_RESOURCE: u32 = 24;
+pub use um_uapi::abi::capability::CAP_SYS_RESOURCE;
 /// `/proc/sys/fs/pipe-max-size` at boot.
 pub const PIPE_MAX_SIZE: usize = 1 << 20;
 
@@ -51,8 +50,7 @@ pub fn set_pipe_max_size(v: u64) -> SysResult<usize> {
     MAX_SIZE.store(size, std::sync::atomic::Ordering::Relaxed);
     Ok(size)
 }
-/// `FIONREAD` / `SIOCINQ`.
-pub const FIONREAD: u32 = 0x541b;
+pub use um_uapi::abi::tty::FIONREAD;
 
 /// A bounded FIFO of bytes, which may hold packets (a pipe in packet mode).
 #[derive(Debug)]

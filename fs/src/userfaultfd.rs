@@ -45,13 +45,9 @@ use um_uapi::abi::poll::{POLLERR, POLLIN};
 use um_uapi::abi::userfaultfd::*;
 use um_uapi::{Errno, SysResult};
 
-/// `O_CLOEXEC`.
-pub const O_CLOEXEC: u32 = 0o2000000;
-/// `O_NONBLOCK`.
-pub const O_NONBLOCK: u32 = 0o4000;
-/// `CAP_SYS_PTRACE`: what `userfaultfd(2)` without `UFFD_USER_MODE_ONLY` needs while
-/// `vm.unprivileged_userfaultfd` is 0 (its default, and the only value here).
-const CAP_SYS_PTRACE: u32 = 19;
+use um_uapi::abi::capability::CAP_SYS_PTRACE;
+pub use um_uapi::abi::fcntl::O_CLOEXEC;
+pub use um_uapi::abi::fcntl::O_NONBLOCK;
 
 /// The features this implementation can honour (a request for any other is `EINVAL`, as a
 /// Linux built without the option answers).

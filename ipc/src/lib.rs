@@ -51,14 +51,10 @@ pub const S_IXUGO: u32 = 0o111;
 /// `S_IRWXUGO`: what `IPC_SET` may change of the mode.
 pub const S_IRWXUGO: u32 = 0o777;
 
-/// `CAP_IPC_OWNER`: bypasses [`ipcperms`].
-pub const CAP_IPC_OWNER: u32 = 15;
-/// `CAP_IPC_LOCK`: `SHM_LOCK` of any segment.
-pub const CAP_IPC_LOCK: u32 = 14;
-/// `CAP_SYS_ADMIN`: `IPC_SET`/`IPC_RMID` of any object.
-pub const CAP_SYS_ADMIN: u32 = 21;
-/// `CAP_SYS_RESOURCE`: `msg_qbytes` above `msgmnb`.
-pub const CAP_SYS_RESOURCE: u32 = 24;
+pub use um_uapi::abi::capability::CAP_IPC_LOCK;
+pub use um_uapi::abi::capability::CAP_IPC_OWNER;
+pub use um_uapi::abi::capability::CAP_SYS_ADMIN;
+pub use um_uapi::abi::capability::CAP_SYS_RESOURCE;
 
 /// Who makes an IPC call: the credentials and capabilities the checks look at.
 #[derive(Clone, Debug, Default)]

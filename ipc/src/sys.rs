@@ -487,6 +487,7 @@ pub fn register(t: &mut SyscallTable) {
     t.register("semctl", semctl);
     t.register("msgget", msgget);
     t.register("msgsnd", msgsnd);
-    t.register("msgrcv", msgrcv);
+    t.register("msgrcv", msgrcv)
+        .partial("MSG_COPY is ENOSYS, as without CONFIG_CHECKPOINT_RESTORE");
     t.register("msgctl", msgctl);
 }

@@ -399,8 +399,7 @@ pub fn clock_read(k: &Kernel, cur: &Arc<Task>, clock: CpuClock, gettime: bool) -
 
 /// `RLIMIT_CPU`.
 pub const RLIMIT_CPU: usize = 0;
-/// `RLIM_INFINITY`.
-const RLIM_INFINITY: u64 = u64::MAX;
+use um_uapi::abi::resource::RLIM_INFINITY;
 /// Bounds on the watcher's sampling period.
 const WATCH_MIN: Duration = Duration::from_millis(10);
 const WATCH_MAX: Duration = Duration::from_secs(1);

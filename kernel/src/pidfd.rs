@@ -18,8 +18,7 @@ use um_uapi::{Errno, SysResult};
 
 /// `POLLIN | POLLRDNORM`.
 const POLLIN_RDNORM: u16 = 0x1 | 0x40;
-/// `O_NONBLOCK` (= `PIDFD_NONBLOCK`).
-pub const O_NONBLOCK: u32 = 0o4000;
+pub use um_uapi::abi::fcntl::O_NONBLOCK;
 
 /// An open pidfd.
 pub struct PidFd {

@@ -31,17 +31,15 @@ pub enum Exit {
     Group(ExitStatus),
 }
 
-/// `sa_flags` bits the run loop needs.
-const SA_NOCLDSTOP: u64 = 1;
-const SA_NOCLDWAIT: u64 = 2;
-const SA_ONSTACK: u64 = 0x0800_0000;
-const SA_RESTART: u64 = 0x1000_0000;
-const SA_NODEFER: u64 = 0x4000_0000;
-const SA_RESETHAND: u64 = 0x8000_0000;
-const SA_RESTORER: u64 = 0x0400_0000;
-/// SS_ONSTACK / SS_DISABLE.
-const SS_ONSTACK: i32 = 1;
-const SS_DISABLE: i32 = 2;
+use um_uapi::abi::signal::SA_NOCLDSTOP;
+use um_uapi::abi::signal::SA_NOCLDWAIT;
+use um_uapi::abi::signal::SA_NODEFER;
+use um_uapi::abi::signal::SA_ONSTACK;
+use um_uapi::abi::signal::SA_RESETHAND;
+use um_uapi::abi::signal::SA_RESTART;
+use um_uapi::abi::signal::SA_RESTORER;
+use um_uapi::abi::signal::SS_DISABLE;
+use um_uapi::abi::signal::SS_ONSTACK;
 
 /// How a new guest thread starts.
 // Each value is built once per task and moved into its host thread: its size does not matter.
@@ -381,13 +379,20 @@ fn force_signal(task: &Arc<Task>, info: Siginfo, th: &GuestThread) {
 /// for a syscall that returned `ret`: with a handler about to run (`handler_flags`), or with
 /// none (None).
 fn restart_syscall(regs: &mut Regs, ret: u64, handler_flags: Option<u64>) {
-    let e = -(ret as i64);
+    const SYS: Errno = Errno::ERESTARTSYS;
+    const NOINTR: Errno = Errno::ERESTARTNOINTR;
+    const NOHAND: Errno = Errno::ERESTARTNOHAND;
+    const BLOCK: Errno = Errno::ERESTART_RESTARTBLOCK;
+    // Only -1..=-4095 are errors; anything else is a value and `Errno::new` refuses it.
+    let e = i32::try_from((ret as i64).wrapping_neg())
+        .ok()
+        .and_then(Errno::new);
     let restart = |regs: &mut Regs| crate::arch::restart_syscall(regs);
     match (e, handler_flags) {
-        (512, Some(f)) if f & SA_RESTART != 0 => restart(regs),
-        (512 | 514 | 516, Some(_)) => regs.set_return(Errno::EINTR.to_return()),
-        (513, Some(_)) => restart(regs),
-        (512..=514 | 516, None) => restart(regs),
+        (Some(SYS), Some(f)) if f & SA_RESTART != 0 => restart(regs),
+        (Some(SYS | NOHAND | BLOCK), Some(_)) => regs.set_return(Errno::EINTR.to_return()),
+        (Some(NOINTR), Some(_)) => restart(regs),
+        (Some(SYS | NOINTR | NOHAND | BLOCK), None) => restart(regs),
         _ => {}
     }
 }

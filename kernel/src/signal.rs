@@ -282,10 +282,8 @@ pub fn dump_core(
     CORE_DUMPER.get().is_some_and(|f| f(k, task, regs, info))
 }
 
-/// `SI_USER`, the code of kill(2).
-const SI_USER: i32 = 0;
-/// CAP_KILL.
-const CAP_KILL: u32 = 5;
+use um_uapi::abi::capability::CAP_KILL;
+use um_uapi::abi::signal::SI_USER;
 /// RLIMIT_SIGPENDING.
 const RLIMIT_SIGPENDING: usize = 11;
 

@@ -4,6 +4,12 @@
 //! that owns the call); `um-bin` assembles the table at boot. The native arch's generated
 //! number table maps names to numbers, so a name the arch lacks (`open` on arm64) is simply not
 //! installed. An unregistered number is `ENOSYS` and one log line naming it, once per name.
+//!
+//! The table checks itself: [`SyscallTable::register`] panics on a name that neither arch's
+//! Linux table has (a misspelling) or that is registered twice, and keeps every
+//! [`Registration`] (name, the registering file, a [`Status`]) whatever the native arch, so
+//! `um-bin`'s unit tests check the full registration against both arches' tables and render
+//! `docs/syscalls.md` from it.
 
 use crate::arch::{Regs, syscalls};
 use crate::engine::GuestThread;
@@ -40,9 +46,52 @@ pub struct SyscallCtx<'a> {
 /// A syscall handler: the six raw argument registers in, a value or an errno out.
 pub type Handler = fn(&mut SyscallCtx<'_>, [u64; 6]) -> SysResult<u64>;
 
+/// How much of a syscall its handler does, as `docs/syscalls.md` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Linux's behaviour, as far as the gates and LTP know.
+    Implemented,
+    /// Works for what programs use; the text says what is missing.
+    Partial(&'static str),
+    /// Answers `ENOSYS` on purpose, as a Linux kernel configured without the feature does; the
+    /// text says why. (The handler exists so the call is not logged as unimplemented.)
+    Enosys(&'static str),
+}
+
+/// One `register` call: what `docs/syscalls.md` and the table test are made of.
+#[derive(Clone, Copy, Debug)]
+pub struct Registration {
+    /// The Linux name (`"openat"`).
+    pub name: &'static str,
+    pub handler: Handler,
+    /// The source file that registered it (`fs/src/sys/open.rs`), from `#[track_caller]`.
+    pub file: &'static str,
+    pub status: Status,
+}
+
+impl Registration {
+    /// Marks the handler as partial: `missing` says what it does not do.
+    pub fn partial(&mut self, missing: &'static str) -> &mut Self {
+        self.status = Status::Partial(missing);
+        self
+    }
+
+    /// Marks the handler as answering `ENOSYS` on purpose: `why` says why.
+    pub fn enosys(&mut self, why: &'static str) -> &mut Self {
+        self.status = Status::Enosys(why);
+        self
+    }
+}
+
+/// Whether Linux has a syscall called `name` on any arch this kernel runs (x86_64, arm64).
+pub fn known_name(name: &str) -> bool {
+    um_arch_x86::syscalls::number(name).is_some() || um_arch_arm64::syscalls::number(name).is_some()
+}
+
 /// The table, indexed by native syscall number.
 pub struct SyscallTable {
     entries: Vec<Option<(&'static str, Handler)>>,
+    registrations: Vec<Registration>,
     reported: Mutex<HashSet<u32>>,
 }
 
@@ -50,22 +99,49 @@ impl Default for SyscallTable {
     fn default() -> Self {
         SyscallTable {
             entries: vec![None; syscalls::MAX_NR as usize + 1],
+            registrations: Vec::new(),
             reported: Mutex::default(),
         }
     }
 }
 
 impl SyscallTable {
-    /// Installs `h` for the syscall named `name`; returns false if the native arch has no
-    /// such syscall.
-    pub fn register(&mut self, name: &'static str, h: Handler) -> bool {
-        match syscalls::number(name) {
-            Some(nr) => {
-                self.entries[nr as usize] = Some((name, h));
-                true
-            }
-            None => false,
+    /// Installs `h` for the syscall named `name` if the native arch has it (`open` does not
+    /// exist on arm64: recorded, not installed), as [`Status::Implemented`]; the returned
+    /// registration can say otherwise (`.partial(..)`, `.enosys(..)`).
+    ///
+    /// # Panics
+    /// If neither arch's Linux table has `name` (a misspelling would otherwise be a silent
+    /// `ENOSYS`), or `name` is already registered (the second would silently win). Both are
+    /// bugs in this kernel that the first boot and `um-bin`'s unit tests catch.
+    #[track_caller]
+    pub fn register(&mut self, name: &'static str, h: Handler) -> &mut Registration {
+        let file = std::panic::Location::caller().file();
+        assert!(
+            known_name(name),
+            "{file}: register({name:?}): no such syscall in Linux's x86_64 or arm64 table"
+        );
+        if let Some(prev) = self.registrations.iter().find(|r| r.name == name) {
+            panic!(
+                "{file}: register({name:?}): already registered by {}",
+                prev.file
+            );
         }
+        if let Some(nr) = syscalls::number(name) {
+            self.entries[nr as usize] = Some((name, h));
+        }
+        self.registrations.push(Registration {
+            name,
+            handler: h,
+            file,
+            status: Status::Implemented,
+        });
+        self.registrations.last_mut().expect("just pushed")
+    }
+
+    /// Every registration in order, including names the native arch lacks.
+    pub fn registrations(&self) -> &[Registration] {
+        &self.registrations
     }
 
     /// The handler for `nr`, if any.
@@ -193,4 +269,43 @@ pub fn dispatch(kernel: &Arc<Kernel>, task: &Arc<Task>, thread: &mut GuestThread
         });
     }
     action
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nop(_: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult<u64> {
+        Ok(0)
+    }
+
+    #[test]
+    fn register_records_the_caller_and_installs_native_names() {
+        let mut t = SyscallTable::default();
+        t.register("openat", nop);
+        t.register("open", nop).partial("x");
+        let r = t.registrations();
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].file, file!());
+        assert_eq!(r[0].status, Status::Implemented);
+        assert_eq!(r[1].status, Status::Partial("x"));
+        let nr = syscalls::number("openat").expect("every arch has openat");
+        assert_eq!(t.get(u64::from(nr)).map(|e| e.0), Some("openat"));
+        // `open` is installed only where the native table has it (x86_64, not arm64).
+        assert_eq!(t.len(), 1 + usize::from(syscalls::number("open").is_some()));
+    }
+
+    #[test]
+    #[should_panic(expected = "no such syscall")]
+    fn register_refuses_a_misspelt_name() {
+        SyscallTable::default().register("opnat", nop);
+    }
+
+    #[test]
+    #[should_panic(expected = "already registered")]
+    fn register_refuses_a_second_registration() {
+        let mut t = SyscallTable::default();
+        t.register("read", nop);
+        t.register("read", nop);
+    }
 }

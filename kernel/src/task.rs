@@ -45,8 +45,7 @@ pub struct Caps {
     pub no_new_privs: bool,
 }
 
-/// The highest capability number (CAP_CHECKPOINT_RESTORE, include/uapi/linux/capability.h).
-pub const CAP_LAST_CAP: u32 = 40;
+pub use um_uapi::abi::capability::CAP_LAST_CAP;
 /// Every capability.
 pub const CAP_FULL: u64 = (1 << (CAP_LAST_CAP + 1)) - 1;
 

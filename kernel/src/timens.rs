@@ -41,10 +41,8 @@ pub const CLOCK_MONOTONIC_COARSE: i32 = 6;
 pub const CLOCK_BOOTTIME: i32 = 7;
 pub const CLOCK_BOOTTIME_ALARM: i32 = 9;
 
-/// CAP_SYS_TIME: writing offsets (proc_timens_set_offset).
-pub const CAP_SYS_TIME: u32 = 25;
-/// CAP_SYS_ADMIN: creating or entering a namespace.
-pub const CAP_SYS_ADMIN: u32 = 21;
+pub use um_uapi::abi::capability::CAP_SYS_ADMIN;
+pub use um_uapi::abi::capability::CAP_SYS_TIME;
 
 /// The initial time namespace's inode number (include/linux/proc_ns.h `PROC_TIME_INIT_INO`).
 pub const INIT_INO: u64 = 0xEFFF_FFFA;

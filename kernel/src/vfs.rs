@@ -67,14 +67,14 @@ impl Kstat {
 
 /// File type bits of `st_mode` (`S_IFMT` and friends).
 pub mod mode {
-    pub const S_IFMT: u32 = 0o170000;
-    pub const S_IFSOCK: u32 = 0o140000;
-    pub const S_IFLNK: u32 = 0o120000;
-    pub const S_IFREG: u32 = 0o100000;
-    pub const S_IFBLK: u32 = 0o060000;
-    pub const S_IFDIR: u32 = 0o040000;
-    pub const S_IFCHR: u32 = 0o020000;
-    pub const S_IFIFO: u32 = 0o010000;
+    pub use um_uapi::abi::fcntl::S_IFBLK;
+    pub use um_uapi::abi::fcntl::S_IFCHR;
+    pub use um_uapi::abi::fcntl::S_IFDIR;
+    pub use um_uapi::abi::fcntl::S_IFIFO;
+    pub use um_uapi::abi::fcntl::S_IFLNK;
+    pub use um_uapi::abi::fcntl::S_IFMT;
+    pub use um_uapi::abi::fcntl::S_IFREG;
+    pub use um_uapi::abi::fcntl::S_IFSOCK;
 }
 
 /// One directory entry as `getdents64` reports it.
@@ -590,8 +590,7 @@ impl FdTable {
     /// path it names: `EBADF` for an `O_PATH` descriptor too (Linux `fdget`, which passes
     /// `FMODE_PATH` as the mask `__fget_light` refuses; `fdget_raw` is [`FdTable::get`]).
     pub fn get_nopath(&self, fd: u64) -> SysResult<Arc<OpenFile>> {
-        /// `O_PATH` (the same value on x86_64 and arm64).
-        const O_PATH: u32 = 0o10000000;
+        use um_uapi::abi::fcntl::O_PATH;
         let f = self.get(fd)?;
         if f.flags() & O_PATH != 0 {
             return Err(Errno::EBADF);

@@ -145,24 +145,24 @@ pub struct Layout {
     pub min_addr: u64,
 }
 
-const MREMAP_MAYMOVE: u32 = 1;
-const MREMAP_FIXED: u32 = 2;
-const MREMAP_DONTUNMAP: u32 = 4;
+use um_uapi::abi::mman::MREMAP_DONTUNMAP;
+use um_uapi::abi::mman::MREMAP_FIXED;
+use um_uapi::abi::mman::MREMAP_MAYMOVE;
 
-const MADV_DONTNEED: u32 = 4;
-const MADV_FREE: u32 = 8;
-const MADV_DONTDUMP: u32 = 16;
-const MADV_DODUMP: u32 = 17;
-const MADV_WIPEONFORK: u32 = 18;
-const MADV_KEEPONFORK: u32 = 19;
-const MADV_REMOVE: u32 = 9;
-const MADV_POPULATE_READ: u32 = 22;
-const MADV_POPULATE_WRITE: u32 = 23;
-const MADV_DONTNEED_LOCKED: u32 = 24;
+use um_uapi::abi::mman::MADV_DODUMP;
+use um_uapi::abi::mman::MADV_DONTDUMP;
+use um_uapi::abi::mman::MADV_DONTNEED;
+use um_uapi::abi::mman::MADV_DONTNEED_LOCKED;
+use um_uapi::abi::mman::MADV_FREE;
+use um_uapi::abi::mman::MADV_KEEPONFORK;
+use um_uapi::abi::mman::MADV_POPULATE_READ;
+use um_uapi::abi::mman::MADV_POPULATE_WRITE;
+use um_uapi::abi::mman::MADV_REMOVE;
+use um_uapi::abi::mman::MADV_WIPEONFORK;
 
-const MS_ASYNC: u32 = 1;
-const MS_INVALIDATE: u32 = 2;
-const MS_SYNC: u32 = 4;
+use um_uapi::abi::mman::MS_ASYNC;
+use um_uapi::abi::mman::MS_INVALIDATE;
+use um_uapi::abi::mman::MS_SYNC;
 
 /// vm.max_map_count default (include/linux/mm.h DEFAULT_MAX_MAP_COUNT).
 const MAX_MAP_COUNT: usize = 65530;

@@ -10,7 +10,6 @@ use um_kernel::engine::ptrace::Intercept;
 use um_kernel::kernel::{EngineKind, Kernel, StubEnv, Uts};
 use um_kernel::printk;
 use um_kernel::run;
-use um_kernel::syscall::SyscallTable;
 use um_kernel::task::{FsContext, Process, Task};
 use um_kernel::vfs::{Dentry, FdTable, OpenFile};
 use um_mm::{FrameAllocator, Granule, Layout, Mm, PageCache};
@@ -291,10 +290,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     };
     log::info!("guest: TASK_SIZE {task_size:#x}, stub at {base:#x}");
 
-    let mut table = SyscallTable::default();
-    um_kernel::sys::register(&mut table);
-    um_fs::sys::register(&mut table);
-    um_ipc::register(&mut table);
+    let table = crate::syscalls::table();
     log::info!("syscalls: {} implemented", table.len());
 
     let kernel = Arc::new(Kernel {

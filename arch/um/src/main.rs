@@ -8,6 +8,7 @@
 
 mod boot;
 mod cmdline;
+mod syscalls;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

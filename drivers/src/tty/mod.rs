@@ -31,18 +31,16 @@ use um_uapi::abi::signal::Siginfo;
 use um_uapi::abi::tty::*;
 use um_uapi::{Errno, SysResult};
 
-/// `si_code` of signals the kernel itself sends (`SI_KERNEL`).
-const SI_KERNEL: i32 = 0x80;
+use um_uapi::abi::signal::SI_KERNEL;
 
-const POLLIN: u16 = 0x1;
-const POLLOUT: u16 = 0x4;
-const POLLERR: u16 = 0x8;
-const POLLHUP: u16 = 0x10;
-const POLLRDNORM: u16 = 0x40;
-const POLLWRNORM: u16 = 0x100;
+use um_uapi::abi::poll::POLLERR;
+use um_uapi::abi::poll::POLLHUP;
+use um_uapi::abi::poll::POLLIN;
+use um_uapi::abi::poll::POLLOUT;
+use um_uapi::abi::poll::POLLRDNORM;
+use um_uapi::abi::poll::POLLWRNORM;
 
-/// `O_NOCTTY`.
-pub const O_NOCTTY: u32 = 0o400;
+pub use um_uapi::abi::fcntl::O_NOCTTY;
 /// `KDGKBTYPE`, answered only by virtual consoles.
 pub const KDGKBTYPE: u32 = 0x4B33;
 

@@ -288,12 +288,12 @@ impl Drop for PtyMaster {
     }
 }
 
-const POLLIN: u16 = 0x1;
-const POLLOUT: u16 = 0x4;
-const POLLHUP: u16 = 0x10;
-const POLLRDNORM: u16 = 0x40;
-const POLLWRNORM: u16 = 0x100;
-const POLLERR: u16 = 0x8;
+use um_uapi::abi::poll::POLLERR;
+use um_uapi::abi::poll::POLLHUP;
+use um_uapi::abi::poll::POLLIN;
+use um_uapi::abi::poll::POLLOUT;
+use um_uapi::abi::poll::POLLRDNORM;
+use um_uapi::abi::poll::POLLWRNORM;
 
 impl FileOps for PtyMaster {
     fn read(&self, io: &IoCtx<'_>, buf: &mut [u8], _off: u64) -> SysResult<usize> {

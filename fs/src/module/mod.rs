@@ -53,9 +53,8 @@ pub const MODULE_NAME_LEN: usize = 56;
 pub const MODULE_INIT_IGNORE_MODVERSIONS: u32 = 1;
 /// `finit_module` flag: ignore the vermagic string (load with the kernel tainted).
 pub const MODULE_INIT_IGNORE_VERMAGIC: u32 = 2;
-/// `delete_module` flag bits (`O_NONBLOCK`, `O_TRUNC`; the same on x86_64 and arm64).
-pub const O_NONBLOCK: u32 = 0o4000;
-pub const O_TRUNC: u32 = 0o1000;
+pub use um_uapi::abi::fcntl::O_NONBLOCK;
+pub use um_uapi::abi::fcntl::O_TRUNC;
 
 /// Where a module is in its life (Linux `enum module_state`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -175,10 +175,8 @@ pub struct StatusInfo {
     pub ncpus: u32,
 }
 
-/// Full capability set of Linux 6.1 (`CAP_LAST_CAP` = 40, CAP_CHECKPOINT_RESTORE).
-pub const CAP_FULL: u64 = (1 << 41) - 1;
-/// `CAP_LAST_CAP`.
-pub const CAP_LAST_CAP: u32 = 40;
+pub use um_kernel::task::CAP_FULL;
+pub use um_uapi::abi::capability::CAP_LAST_CAP;
 
 /// Escapes a task name as `proc_task_name(..., escape = true)` does (`\n` and `\\`).
 fn escape_name(name: &[u8]) -> String {

@@ -490,10 +490,10 @@ impl FileOps for ProcFile {
     /// `mounts_poll` (fs/proc_namespace.c): always readable, and POLLERR|POLLPRI once after
     /// every change of the mount table since the last report.
     fn poll(&self, events: u16, pt: Option<&PollTable<'_>>) -> u16 {
-        const POLLIN: u16 = 0x1;
-        const POLLPRI: u16 = 0x2;
-        const POLLERR: u16 = 0x8;
-        const POLLRDNORM: u16 = 0x40;
+        use um_uapi::abi::poll::POLLERR;
+        use um_uapi::abi::poll::POLLIN;
+        use um_uapi::abi::poll::POLLPRI;
+        use um_uapi::abi::poll::POLLRDNORM;
         if !self.is_mount_table() {
             return events & (0x1 | 0x4 | 0x40 | 0x100);
         }

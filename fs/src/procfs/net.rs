@@ -30,8 +30,7 @@ use um_kernel::task::lock;
 use um_kernel::wait::IoCtx;
 use um_uapi::{Errno, SysResult};
 
-/// `CAP_NET_ADMIN`.
-const CAP_NET_ADMIN: u32 = 12;
+use um_uapi::abi::capability::CAP_NET_ADMIN;
 
 /// `SOMAXCONN` (include/linux/socket.h): the default of `net.core.somaxconn`.
 pub const SOMAXCONN_DEFAULT: i32 = 4096;

@@ -209,8 +209,7 @@ const NS_ENTRIES: &[(&str, PidNode)] = &[
     ("time_for_children", PidNode::TimeNs(true)),
 ];
 
-/// `O_CLOEXEC` (the same on x86_64 and arm64).
-const O_CLOEXEC: u32 = 0o2000000;
+use um_uapi::abi::fcntl::O_CLOEXEC;
 
 /// Inode number of a node: pid inodes live above 2^48, the static ones below.
 fn ino(t: &Target, n: PidNode) -> u64 {

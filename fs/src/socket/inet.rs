@@ -60,8 +60,7 @@ pub const SOMAXCONN: u32 = 4096;
 pub const UDP_MAX_V4: usize = 65_507;
 /// See [`UDP_MAX_V4`].
 pub const UDP_MAX_V6: usize = 65_527;
-/// `CAP_NET_BIND_SERVICE`.
-pub const CAP_NET_BIND_SERVICE: u32 = 10;
+pub use um_uapi::abi::capability::CAP_NET_BIND_SERVICE;
 /// `SIOCATMARK`.
 const SIOCATMARK: u32 = 0x8905;
 /// `SIOCOUTQ` (= `TIOCOUTQ`).

@@ -80,8 +80,7 @@ use um_uapi::abi::pod::Pod;
 use um_uapi::abi::poll::{POLLERR, POLLIN, POLLOUT, POLLRDNORM, POLLWRBAND, POLLWRNORM};
 use um_uapi::{Errno, SysResult};
 
-/// `CAP_NET_RAW`: needed to make a packet socket (`packet_create`).
-pub const CAP_NET_RAW: u32 = 13;
+pub use um_uapi::abi::capability::CAP_NET_RAW;
 /// The loopback device's interface index.
 pub const LO_IFINDEX: i32 = 1;
 /// The loopback device's mtu.

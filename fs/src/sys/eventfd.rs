@@ -12,10 +12,8 @@ use um_uapi::abi::pod::Pod;
 use um_uapi::abi::time::Itimerspec;
 use um_uapi::{Errno, SysResult};
 
-/// `O_CLOEXEC` (= `EFD_CLOEXEC`, `TFD_CLOEXEC`, `SFD_CLOEXEC`).
-const O_CLOEXEC: u32 = 0o2000000;
-/// `O_NONBLOCK` (= `EFD_NONBLOCK`, ...).
-const O_NONBLOCK: u32 = 0o4000;
+use um_uapi::abi::fcntl::O_CLOEXEC;
+use um_uapi::abi::fcntl::O_NONBLOCK;
 
 fn install(c: &SyscallCtx<'_>, ops: Box<dyn FileOps>, flags: u32) -> SysResult {
     let f = OpenFile::new(ops, 2 | (flags & O_NONBLOCK), None);

@@ -82,8 +82,8 @@ fn execve(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn execveat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    const AT_EMPTY_PATH: u64 = 0x1000;
-    const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+    use um_uapi::abi::fcntl::AT_EMPTY_PATH;
+    use um_uapi::abi::fcntl::AT_SYMLINK_NOFOLLOW;
     if a[4] & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0 {
         return Err(Errno::EINVAL);
     }

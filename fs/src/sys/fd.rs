@@ -23,14 +23,11 @@ const F_GETOWN_EX: u64 = 16;
 const F_SETLEASE: u64 = 1024;
 const F_GETLEASE: u64 = 1025;
 const F_NOTIFY: u64 = 1026;
-/// `O_ASYNC` (`FASYNC`).
-const O_ASYNC: u32 = 0o20000;
-/// `O_APPEND` (the same on x86_64 and arm64).
-const O_APPEND: u32 = 0o2000;
+use um_uapi::abi::fcntl::O_APPEND;
+use um_uapi::abi::fcntl::O_ASYNC;
 /// `_NSIG`: the largest signal `F_SETSIG` takes.
 const NSIG: u64 = 64;
-/// O_CLOEXEC.
-const O_CLOEXEC: u64 = 0o2000000;
+use um_uapi::abi::fcntl::O_CLOEXEC;
 /// Flags F_SETFL may change: O_APPEND, O_NONBLOCK, O_ASYNC, O_NOATIME, and the arch's
 /// O_DIRECT ([`setfl_mask`]).
 const SETFL_MASK: u32 = 0o2000 | 0o4000 | 0o20000 | 0o1000000;
@@ -49,14 +46,14 @@ fn dup(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn dup3(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    if a[2] & !O_CLOEXEC != 0 || a[0] == a[1] {
+    if a[2] & !u64::from(O_CLOEXEC) != 0 || a[0] == a[1] {
         return Err(Errno::EINVAL);
     }
     let newfd = u32::try_from(a[1]).map_err(|_| Errno::EBADF)?;
     let table = c.task.process.files();
     let mut files = lock(&table);
     let f = files.get(a[0])?;
-    files.install_at(newfd, f, a[2] & O_CLOEXEC != 0)?;
+    files.install_at(newfd, f, a[2] & u64::from(O_CLOEXEC) != 0)?;
     Ok(newfd as u64)
 }
 
@@ -309,7 +306,7 @@ fn fcntl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             let old = f.flags();
             let new = (old & !setfl_mask()) | (a[2] as u32 & setfl_mask());
             // setfl: turning O_NOATIME on needs ownership or CAP_FOWNER.
-            const O_NOATIME: u32 = 0o1000000;
+            use um_uapi::abi::fcntl::O_NOATIME;
             // setfl: an append-only file's descriptor cannot drop O_APPEND.
             if (old ^ new) & O_APPEND != 0
                 && f.dentry

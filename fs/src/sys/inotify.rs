@@ -17,8 +17,7 @@ use um_uapi::{Errno, SysResult};
 const IN_CLOEXEC: u64 = 0o2000000;
 /// `IN_NONBLOCK` (= `O_NONBLOCK`).
 const IN_NONBLOCK: u64 = 0o4000;
-/// `O_PATH`.
-const O_PATH: u32 = 0o10000000;
+use um_uapi::abi::fcntl::O_PATH;
 
 fn inotify_init1(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let flags = a[0];

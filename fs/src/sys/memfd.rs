@@ -18,9 +18,8 @@ const MFD_HUGETLB: u32 = 0x4;
 const MFD_HUGE_SIZE_BITS: u32 = 0x3f << 26;
 /// `MFD_NAME_MAX_LEN`: `NAME_MAX` minus the `memfd:` prefix.
 const MFD_NAME_MAX_LEN: usize = 255 - 6;
-/// `O_RDWR | O_LARGEFILE`-style flags of the new file (access mode read-write).
-const O_RDWR: u32 = 2;
-const O_CLOEXEC: u32 = 0o2000000;
+use um_uapi::abi::fcntl::O_CLOEXEC;
+use um_uapi::abi::fcntl::O_RDWR;
 
 /// The flag checks of memfd_create (Linux 6.1: `MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB`,
 /// plus the size bits with `MFD_HUGETLB`).

@@ -29,12 +29,9 @@ use um_kernel::task::lock;
 use um_kernel::vfs::{Dentry, OpenFile};
 use um_uapi::{Errno, SysResult};
 
-/// `AT_FDCWD`.
-pub const AT_FDCWD: i32 = -100;
-/// `AT_SYMLINK_NOFOLLOW`.
-pub const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
-/// `AT_EMPTY_PATH`.
-pub const AT_EMPTY_PATH: u64 = 0x1000;
+pub use um_uapi::abi::fcntl::AT_EMPTY_PATH;
+pub use um_uapi::abi::fcntl::AT_FDCWD;
+pub use um_uapi::abi::fcntl::AT_SYMLINK_NOFOLLOW;
 
 /// What a `*at()` path names: a dentry, or (with `AT_EMPTY_PATH`) an open file that may have none.
 pub enum Target {

@@ -21,9 +21,9 @@ use um_kernel::vfs::{self, Dentry, Inode, Kstat, OpenFile, Owner, SetAttr, Statf
 use um_uapi::abi::pod::Pod;
 use um_uapi::{Errno, SysResult};
 
-const AT_REMOVEDIR: u64 = 0x200;
-const AT_SYMLINK_FOLLOW: u64 = 0x400;
-const O_PATH: u32 = 0o10000000;
+use um_uapi::abi::fcntl::AT_REMOVEDIR;
+use um_uapi::abi::fcntl::AT_SYMLINK_FOLLOW;
+use um_uapi::abi::fcntl::O_PATH;
 const UTIME_NOW: i64 = (1 << 30) - 1;
 const UTIME_OMIT: i64 = (1 << 30) - 2;
 
@@ -449,6 +449,12 @@ fn fchmodat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     do_fchmodat(c, a[0], a[1], a[2], 0)
 }
 
+/// Not registered: fchmodat2 is Linux 6.6 (nr 452 on both arches), newer than the 6.1 headers
+/// the number tables are generated from, so no table names it (`register` refuses such names).
+#[expect(
+    dead_code,
+    reason = "registered once the number tables come from Linux >= 6.6 headers"
+)]
 fn fchmodat2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     do_fchmodat(c, a[0], a[1], a[2], a[3])
 }
@@ -685,7 +691,7 @@ fn truncate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// with EFBIG.
 fn check_fsize(c: &SyscallCtx<'_>, new: u64, old: i64) -> SysResult<()> {
     const RLIMIT_FSIZE: usize = 1;
-    const SIGXFSZ: u32 = 25;
+    use um_uapi::abi::signal::SIGXFSZ;
     let limit = lock(&c.task.process.rlimits)[RLIMIT_FSIZE].0;
     if new > limit && new as i64 > old {
         um_kernel::signal::send_to_task(
@@ -931,7 +937,6 @@ pub fn register(t: &mut SyscallTable) {
     t.register("chmod", chmod);
     t.register("fchmod", fchmod);
     t.register("fchmodat", fchmodat);
-    t.register("fchmodat2", fchmodat2);
     t.register("chown", chown);
     t.register("fchown", fchown);
     t.register("lchown", lchown);

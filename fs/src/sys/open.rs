@@ -44,7 +44,7 @@ impl FileOps for PathOnly {
     }
 }
 
-const O_PATH: u32 = 0o10000000;
+use um_uapi::abi::fcntl::O_PATH;
 
 /// The last component of `path` is `.`, `..` or absent (`/`): Linux's `LAST_DOT`,
 /// `LAST_DOTDOT`, `LAST_ROOT`.
@@ -68,7 +68,7 @@ fn acc_mask(flags: u32) -> u32 {
 
 /// `inode_owner_or_capable`: the caller's fsuid owns the inode, or it has CAP_FOWNER.
 pub fn owner_or_capable(c: &SyscallCtx<'_>, st: &Kstat) -> bool {
-    const CAP_FOWNER: u32 = 3;
+    use um_uapi::abi::capability::CAP_FOWNER;
     lock(&c.task.process.creds).fsuid == st.uid || c.task.process.capable(CAP_FOWNER)
 }
 
@@ -439,8 +439,7 @@ fn fchdir(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-/// `CAP_SYS_CHROOT` (include/uapi/linux/capability.h).
-const CAP_SYS_CHROOT: u32 = 18;
+use um_uapi::abi::capability::CAP_SYS_CHROOT;
 
 /// chroot (fs/open.c): a directory the caller may search becomes the root of its path walks
 /// (`..` stops there); needs CAP_SYS_CHROOT. The working directory stays where it is.
@@ -488,7 +487,7 @@ fn do_faccessat(
     amode: u64,
     flags: u64,
 ) -> SysResult {
-    const AT_EACCESS: u64 = 0x200;
+    use um_uapi::abi::fcntl::AT_EACCESS;
     if amode & !7 != 0 || flags & !(AT_EACCESS | 0x100 | 0x1000) != 0 {
         return Err(Errno::EINVAL);
     }

@@ -6,10 +6,8 @@ use um_kernel::task::lock;
 use um_kernel::vfs::OpenFile;
 use um_uapi::{Errno, SysResult};
 
-/// `O_CLOEXEC`.
-const O_CLOEXEC: u32 = 0o2000000;
-/// `O_NONBLOCK`.
-const O_NONBLOCK: u32 = 0o4000;
+use um_uapi::abi::fcntl::O_CLOEXEC;
+use um_uapi::abi::fcntl::O_NONBLOCK;
 
 /// Makes a pipe and installs its ends; returns the two descriptors.
 pub fn make_pipe(c: &SyscallCtx<'_>, flags: u32) -> SysResult<(u32, u32)> {

@@ -109,7 +109,7 @@ fn read_into(
 /// cut short. Returns how many of `len` bytes at `off` may be written.
 fn fsize_limit(c: &SyscallCtx<'_>, f: &OpenFile, off: u64, len: usize) -> SysResult<usize> {
     const RLIMIT_FSIZE: usize = 1;
-    const SIGXFSZ: u32 = 25;
+    use um_uapi::abi::signal::SIGXFSZ;
     let limit = lock(&c.task.process.rlimits)[RLIMIT_FSIZE].0;
     if limit == u64::MAX || len == 0 || f.ops.stat()?.mode & mode::S_IFMT != mode::S_IFREG {
         return Ok(len);
@@ -475,10 +475,10 @@ impl GuestMem for MmAccess<'_> {
     }
 }
 
-const FIOCLEX: u32 = 0x5451;
-const FIONCLEX: u32 = 0x5450;
-const FIONBIO: u32 = 0x5421;
-const FIOASYNC: u32 = 0x5452;
+use um_uapi::abi::tty::FIOASYNC;
+use um_uapi::abi::tty::FIOCLEX;
+use um_uapi::abi::tty::FIONBIO;
+use um_uapi::abi::tty::FIONCLEX;
 
 fn ioctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let cmd = a[1] as u32;
@@ -529,7 +529,7 @@ fn ioctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// CAP_FOWNER, a writable mount, and CAP_LINUX_IMMUTABLE to change append-only or
 /// immutable; the kernel reads and writes an `int` whatever the number's size says.
 fn fileattr_ioctl(c: &SyscallCtx<'_>, fd: u64, cmd: u32, arg: u64) -> SysResult {
-    const CAP_LINUX_IMMUTABLE: u32 = 9;
+    use um_uapi::abi::capability::CAP_LINUX_IMMUTABLE;
     let f = file(c, fd)?;
     let d = f.dentry.clone().ok_or(Errno::ENOTTY)?;
     let flags = d.inode.fsflags().ok_or(Errno::ENOTTY)?;

@@ -32,8 +32,7 @@ use um_uapi::abi::pod::Pod;
 use um_uapi::abi::uio::{Iovec, UIO_MAXIOV};
 use um_uapi::{Errno, SysResult};
 
-/// `O_NONBLOCK`.
-const O_NONBLOCK: u32 = 0o4000;
+use um_uapi::abi::fcntl::O_NONBLOCK;
 /// Largest receive buffer one call allocates.
 const MAX_RECV: usize = 4 << 20;
 /// Largest control buffer (`net.core.optmem_max`).
@@ -1011,7 +1010,8 @@ fn setsockopt_packet(
 
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
-    t.register("socket", socket);
+    t.register("socket", socket)
+        .partial("AF_UNIX, AF_INET/AF_INET6 on the loopback network and AF_PACKET on lo; other families are EAFNOSUPPORT");
     t.register("socketpair", socketpair);
     t.register("bind", bind);
     t.register("listen", listen);

@@ -28,9 +28,9 @@ const SPLICE_F_ALL: u64 = 0xf;
 const SPLICE_F_NONBLOCK: u64 = 2;
 /// One bounce-buffer step.
 const CHUNK: usize = 1 << 20;
-const O_NONBLOCK: u32 = 0o4000;
-const O_APPEND: u32 = 0o2000;
-const O_PATH: u32 = 0o10000000;
+use um_uapi::abi::fcntl::O_APPEND;
+use um_uapi::abi::fcntl::O_NONBLOCK;
+use um_uapi::abi::fcntl::O_PATH;
 
 /// `fdget`: `EBADF` for a closed or `O_PATH` descriptor.
 fn fdget(c: &SyscallCtx<'_>, fd: u64) -> SysResult<Arc<OpenFile>> {

@@ -19,8 +19,7 @@ const WAIT_BEFORE: u64 = 1;
 const WRITE: u64 = 2;
 /// `SYNC_FILE_RANGE_WAIT_AFTER`.
 const WAIT_AFTER: u64 = 4;
-/// `O_PATH`.
-const O_PATH: u32 = 0o10000000;
+use um_uapi::abi::fcntl::O_PATH;
 
 /// The argument checks of `ksys_sync_file_range` before the descriptor is looked at.
 fn check_range(offset: u64, nbytes: u64, flags: u64) -> SysResult<()> {

@@ -28,8 +28,7 @@ const XATTR_NAME_MAX: usize = 255;
 const XATTR_SIZE_MAX: u64 = 65536;
 /// `XATTR_CREATE` | `XATTR_REPLACE`.
 const XATTR_FLAGS: u64 = 0x1 | 0x2;
-/// `O_PATH`: such descriptors are `EBADF` here (`fdget`, not `fdget_raw`).
-const O_PATH: u32 = 0o10000000;
+use um_uapi::abi::fcntl::O_PATH;
 
 /// What the call acts on: its metadata and, when it has a name, the dentry (for the mount's
 /// read-only flag).
@@ -212,18 +211,21 @@ fn fremovexattr(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     do_remove(c, &o, a)
 }
 
+/// What `docs/syscalls.md` says of get, set and remove.
+const NO_XATTRS: &str = "no file system here keeps extended attributes: after Linux's checks the answer is EOPNOTSUPP, as from a file system without xattr handlers";
+
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
-    t.register("setxattr", setxattr);
-    t.register("lsetxattr", lsetxattr);
-    t.register("fsetxattr", fsetxattr);
-    t.register("getxattr", getxattr);
-    t.register("lgetxattr", lgetxattr);
-    t.register("fgetxattr", fgetxattr);
+    t.register("setxattr", setxattr).partial(NO_XATTRS);
+    t.register("lsetxattr", lsetxattr).partial(NO_XATTRS);
+    t.register("fsetxattr", fsetxattr).partial(NO_XATTRS);
+    t.register("getxattr", getxattr).partial(NO_XATTRS);
+    t.register("lgetxattr", lgetxattr).partial(NO_XATTRS);
+    t.register("fgetxattr", fgetxattr).partial(NO_XATTRS);
     t.register("listxattr", listxattr);
     t.register("llistxattr", llistxattr);
     t.register("flistxattr", flistxattr);
-    t.register("removexattr", removexattr);
-    t.register("lremovexattr", lremovexattr);
-    t.register("fremovexattr", fremovexattr);
+    t.register("removexattr", removexattr).partial(NO_XATTRS);
+    t.register("lremovexattr", lremovexattr).partial(NO_XATTRS);
+    t.register("fremovexattr", fremovexattr).partial(NO_XATTRS);
 }

@@ -10,13 +10,15 @@
 //! auxvec,sched,wait,futex,time,time_types,resource,sysinfo,utsname,eventpoll,uio,mman}.h`,
 //! `include/uapi/asm-generic/statfs.h`, `include/linux/dirent.h` and `fs/readdir.c`
 //! (`linux_dirent64`), `include/uapi/linux/{in,in6,tcp}.h` (internet sockets),
-//! `include/uapi/linux/loop.h` (loop devices), `include/uapi/linux/fs.h` (inode flags), `include/uapi/linux/{ipc,shm,sem,msg}.h` (SysV IPC). Each submodule
+//! `include/uapi/linux/loop.h` (loop devices), `include/uapi/linux/fs.h` (inode flags), `include/uapi/linux/{ipc,shm,sem,msg}.h` (SysV IPC), `include/uapi/linux/capability.h`
+//! (capability numbers). Each submodule
 //! names its own sources.
 //!
 //! Every structure implements [`Pod`] (safe little-endian byte conversion) and has its size and
 //! key field offsets pinned with `static_assertions`.
 
 pub mod auxv;
+pub mod capability;
 pub mod fcntl;
 pub mod fs;
 pub mod futex;

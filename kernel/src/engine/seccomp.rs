@@ -223,7 +223,7 @@ fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
     let mut put = |off: usize, v: u64| {
         img[off - org..off - org + 8].copy_from_slice(&v.to_le_bytes());
     };
-    const SA_RESTORER: u64 = 0x0400_0000;
+    use um_uapi::abi::signal::SA_RESTORER;
     let act = [
         base + code.handler,
         (libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_NODEFER) as u64 | SA_RESTORER,

@@ -124,8 +124,8 @@ fn put_gids(c: &mut Creds, n: IdSet) {
     (c.gid, c.egid, c.sgid, c.fsgid) = (n.r, n.e, n.s, n.fs);
 }
 
-const CAP_SETGID: u32 = 6;
-const CAP_SETUID: u32 = 7;
+use um_uapi::abi::capability::CAP_SETGID;
+use um_uapi::abi::capability::CAP_SETUID;
 /// securebits (include/uapi/linux/securebits.h).
 pub const SECBIT_NO_SETUID_FIXUP: u32 = 1 << 2;
 pub const SECBIT_KEEP_CAPS: u32 = 1 << 4;
@@ -333,7 +333,7 @@ fn capget(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// set may only gain what is inheritable or bounded (and, without CAP_SETPCAP, permitted);
 /// the permitted set may only shrink; the effective set must be permitted.
 pub fn capset_check(old: &Caps, e: u64, p: u64, i: u64) -> Result<(), Errno> {
-    const CAP_SETPCAP: u32 = 8;
+    use um_uapi::abi::capability::CAP_SETPCAP;
     let subset = |a: u64, b: u64| a & !b == 0;
     if !old.has(CAP_SETPCAP) && !subset(i, old.inheritable | old.permitted) {
         return Err(Errno::EPERM);

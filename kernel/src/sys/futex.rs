@@ -798,7 +798,8 @@ pub fn mm_release(task: &Task) {
 
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
-    t.register("futex", futex);
+    t.register("futex", futex)
+        .partial("the priority-inheritance operations (FUTEX_LOCK_PI, FUTEX_LOCK_PI2, FUTEX_TRYLOCK_PI, FUTEX_UNLOCK_PI, FUTEX_WAIT_REQUEUE_PI, FUTEX_CMP_REQUEUE_PI) are ENOSYS");
     t.register("futex_waitv", futex_waitv);
     t.register("set_robust_list", set_robust_list);
     t.register("get_robust_list", get_robust_list);

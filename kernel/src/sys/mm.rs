@@ -128,11 +128,9 @@ fn brk(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(lock_mm(&c.mm()).brk(a[0]))
 }
 
-/// `MADV_HWPOISON`, `MADV_SOFT_OFFLINE` (include/uapi/asm-generic/mman-common.h).
-const MADV_HWPOISON: u32 = 100;
+use um_uapi::abi::mman::MADV_HWPOISON;
 const MADV_SOFT_OFFLINE: u32 = 101;
-/// include/uapi/linux/capability.h.
-const CAP_SYS_ADMIN: u32 = 21;
+use um_uapi::abi::capability::CAP_SYS_ADMIN;
 
 fn madvise(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let (start, len_in, advice) = (a[0], a[1], a[2] as u32);

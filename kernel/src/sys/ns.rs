@@ -152,6 +152,8 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
-    t.register("unshare", unshare);
-    t.register("setns", setns);
+    t.register("unshare", unshare)
+        .partial("time, pid and network namespaces only; mount, UTS, IPC, user and cgroup namespaces are refused");
+    t.register("setns", setns)
+        .partial("time, pid and network namespaces only");
 }

@@ -11,14 +11,10 @@ use um_uapi::abi::pod::Pod;
 use um_uapi::abi::signal::Siginfo;
 use um_uapi::{Errno, SysResult};
 
-/// `O_RDWR`.
-const O_RDWR: u32 = 2;
-/// `O_CLOEXEC`: every pidfd is close-on-exec.
-const O_CLOEXEC: u32 = 0o2000000;
-/// `SI_USER`.
-const SI_USER: i32 = 0;
-/// `SI_TKILL`.
-const SI_TKILL: i32 = -6;
+use um_uapi::abi::fcntl::O_CLOEXEC;
+use um_uapi::abi::fcntl::O_RDWR;
+use um_uapi::abi::signal::SI_TKILL;
+use um_uapi::abi::signal::SI_USER;
 
 /// pidfd_open(2): `EINVAL` for unknown flags (only `PIDFD_NONBLOCK`), a pid <= 0, or a thread
 /// that does not lead a thread group; `ESRCH` if no such pid exists (a zombie still does).

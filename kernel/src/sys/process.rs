@@ -92,8 +92,7 @@ fn uname(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-/// CAP_SYS_ADMIN (include/uapi/linux/capability.h).
-const CAP_SYS_ADMIN: u32 = 21;
+use um_uapi::abi::capability::CAP_SYS_ADMIN;
 
 /// sethostname(2) and setdomainname(2) (kernel/sys.c): CAP_SYS_ADMIN, at most
 /// `__NEW_UTS_LEN` bytes (`EINVAL` for more or a negative length), copied as given.
@@ -220,7 +219,7 @@ const PR_SET_VMA: u64 = 0x53564d41;
 /// PR_SET_TSC's modes "rdtsc allowed" and "rdtsc raises SIGSEGV" (include/uapi/linux/prctl.h).
 const PR_TSC_ENABLE: u64 = 1;
 const PR_TSC_SIGSEGV: u64 = 2;
-const CAP_SETPCAP: u32 = 8;
+use um_uapi::abi::capability::CAP_SETPCAP;
 /// include/uapi/linux/securebits.h: the settable bits (NOROOT, NO_SETUID_FIXUP, KEEP_CAPS,
 /// NO_CAP_AMBIENT_RAISE) and their locks.
 const SECURE_ALL_BITS: u64 = 0x55;
@@ -564,14 +563,22 @@ pub fn register(t: &mut SyscallTable) {
     t.register("prctl", prctl);
     t.register("sched_getaffinity", sched_getaffinity);
     t.register("getcpu", getcpu);
-    t.register("sched_setaffinity", sched_setaffinity);
-    t.register("sched_getscheduler", sched_getscheduler);
-    t.register("sched_getparam", sched_getparam);
+    t.register("sched_setaffinity", sched_setaffinity).partial(
+        "checks that the mask is not empty, changes nothing (the host schedules the stub threads)",
+    );
+    t.register("sched_getscheduler", sched_getscheduler)
+        .partial("always SCHED_OTHER");
+    t.register("sched_getparam", sched_getparam)
+        .partial("always priority 0");
     t.register("sched_get_priority_max", sched_get_priority);
-    t.register("sched_get_priority_min", |_, _| Ok(0));
-    t.register("getpriority", getpriority);
-    t.register("setpriority", setpriority);
+    t.register("sched_get_priority_min", |_, _| Ok(0))
+        .partial("0 for every policy, unknown ones too (Linux: 1 for SCHED_FIFO and SCHED_RR, EINVAL for an unknown policy)");
+    t.register("getpriority", getpriority)
+        .partial("always nice 0");
+    t.register("setpriority", setpriority)
+        .partial("checks `which`, changes nothing");
     t.register("setgroups", setgroups);
     t.register("reboot", reboot);
-    t.register("personality", personality);
+    t.register("personality", personality)
+        .partial("stores and reports the value; only PER_LINUX behaviour exists");
 }

@@ -25,5 +25,6 @@ fn rseq(_c: &mut SyscallCtx<'_>, _a: [u64; 6]) -> SysResult {
 
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
-    t.register("rseq", rseq);
+    t.register("rseq", rseq)
+        .enosys("as a kernel without CONFIG_RSEQ: the host moves and preempts the stub threads unseen, so cpu_id and critical-section aborts cannot be kept; glibc falls back");
 }

@@ -78,9 +78,9 @@ fn rt_sigprocmask(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn sigaltstack(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    const SS_ONSTACK: i32 = 1;
-    const SS_DISABLE: i32 = 2;
-    const SS_AUTODISARM: i32 = 1 << 31;
+    use um_uapi::abi::signal::SS_AUTODISARM;
+    use um_uapi::abi::signal::SS_DISABLE;
+    use um_uapi::abi::signal::SS_ONSTACK;
     const MINSIGSTKSZ: u64 = 2048;
     let (ss, oss) = (a[0], a[1]);
     let cur = *lock(&c.task.altstack);

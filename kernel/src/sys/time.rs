@@ -293,7 +293,7 @@ fn getrusage(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 /// Whether the caller has CAP_SYS_TIME. Nobody has, not even root: the guest's clock is the
 /// host's, which this kernel must never change (as in a container without CAP_SYS_TIME).
-const CAP_SYS_TIME: bool = false;
+const HAS_CAP_SYS_TIME: bool = false;
 
 /// clock_settime: only CLOCK_REALTIME can be set; the time is checked, then refused. Other
 /// clocks are `EINVAL` (kernel/time/posix-timers.c: no `clock_set`), including
@@ -374,10 +374,10 @@ fn do_adjtimex(c: &mut SyscallCtx<'_>, buf: u64) -> SysResult {
         if modes & ADJ_OFFSET_SINGLESHOT == 0 {
             return Err(Errno::EINVAL);
         }
-        if modes & ADJ_OFFSET_READONLY == 0 && !CAP_SYS_TIME {
+        if modes & ADJ_OFFSET_READONLY == 0 && !HAS_CAP_SYS_TIME {
             return Err(Errno::EPERM);
         }
-    } else if modes != 0 && !CAP_SYS_TIME {
+    } else if modes != 0 && !HAS_CAP_SYS_TIME {
         return Err(Errno::EPERM);
     }
     c.write_bytes(buf, &timex_state(t))?;
@@ -406,8 +406,12 @@ pub fn register(t: &mut SyscallTable) {
     t.register("clock_nanosleep", clock_nanosleep);
     t.register("times", times);
     t.register("getrusage", getrusage);
-    t.register("clock_settime", clock_settime);
-    t.register("settimeofday", settimeofday);
-    t.register("adjtimex", adjtimex);
-    t.register("clock_adjtime", clock_adjtime);
+    t.register("clock_settime", clock_settime)
+        .partial("arguments checked as Linux does, then EPERM: the clock is never set");
+    t.register("settimeofday", settimeofday)
+        .partial("arguments checked as Linux does, then EPERM: the clock is never set");
+    t.register("adjtimex", adjtimex)
+        .partial("reads the NTP state; any change is EPERM (no CAP_SYS_TIME here)");
+    t.register("clock_adjtime", clock_adjtime)
+        .partial("CLOCK_REALTIME as adjtimex; the other clocks are EOPNOTSUPP or EINVAL");
 }

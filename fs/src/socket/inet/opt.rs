@@ -43,8 +43,7 @@ pub const TCP_MSS_DEFAULT: i32 = 536;
 pub const LOOPBACK_MSS: i32 = 65_483;
 /// The MTU of `lo`.
 pub const LOOPBACK_MTU: i32 = 65_536;
-/// `CAP_NET_ADMIN`.
-pub const CAP_NET_ADMIN: u32 = 12;
+pub use um_uapi::abi::capability::CAP_NET_ADMIN;
 /// `SO_PRIORITY`, `SO_BINDTODEVICE`, `SO_MARK`, `SO_TIMESTAMP`, `SO_RXQ_OVFL`, `SO_BSDCOMPAT`,
 /// `SO_NO_CHECK`, `SO_INCOMING_CPU`, `SO_COOKIE`, `SO_PEERNAME` (not in [`super::super::so`]).
 pub const SO_NO_CHECK: i32 = 11;

@@ -68,6 +68,46 @@ pub const O_WRONLY: u32 = 1;
 /// Read and write.
 pub const O_RDWR: u32 = 2;
 
+// The open flags with the same value on both arches, as plain words for code that tests bits of
+// a raw argument (include/uapi/asm-generic/fcntl.h); pinned to [`OpenFlags`] below and to the
+// libc crate's values in the tests.
+/// `O_CREAT`.
+pub const O_CREAT: u32 = 0o100;
+/// `O_EXCL`.
+pub const O_EXCL: u32 = 0o200;
+/// `O_NOCTTY`.
+pub const O_NOCTTY: u32 = 0o400;
+/// `O_TRUNC`.
+pub const O_TRUNC: u32 = 0o1000;
+/// `O_APPEND`.
+pub const O_APPEND: u32 = 0o2000;
+/// `O_NONBLOCK` (`O_NDELAY`).
+pub const O_NONBLOCK: u32 = 0o4000;
+/// `O_DSYNC`.
+pub const O_DSYNC: u32 = 0o10000;
+/// `O_ASYNC` (`FASYNC`).
+pub const O_ASYNC: u32 = 0o20000;
+/// `O_NOATIME`.
+pub const O_NOATIME: u32 = 0o1000000;
+/// `O_CLOEXEC`.
+pub const O_CLOEXEC: u32 = 0o2000000;
+/// `O_PATH`.
+pub const O_PATH: u32 = 0o10000000;
+
+const_assert_eq!(O_WRONLY, OpenFlags::WRONLY.bits());
+const_assert_eq!(O_RDWR, OpenFlags::RDWR.bits());
+const_assert_eq!(O_CREAT, OpenFlags::CREAT.bits());
+const_assert_eq!(O_EXCL, OpenFlags::EXCL.bits());
+const_assert_eq!(O_NOCTTY, OpenFlags::NOCTTY.bits());
+const_assert_eq!(O_TRUNC, OpenFlags::TRUNC.bits());
+const_assert_eq!(O_APPEND, OpenFlags::APPEND.bits());
+const_assert_eq!(O_NONBLOCK, OpenFlags::NONBLOCK.bits());
+const_assert_eq!(O_DSYNC, OpenFlags::DSYNC.bits());
+const_assert_eq!(O_ASYNC, OpenFlags::ASYNC.bits());
+const_assert_eq!(O_NOATIME, OpenFlags::NOATIME.bits());
+const_assert_eq!(O_CLOEXEC, OpenFlags::CLOEXEC.bits());
+const_assert_eq!(O_PATH, OpenFlags::PATH.bits());
+
 /// The access mode of an open file (`flags & O_ACCMODE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AccessMode {
@@ -161,28 +201,40 @@ bitflags::bitflags! {
     }
 }
 
+// The `*at()` flags as words: u64, because handlers test them against the raw argument register
+// (include/uapi/linux/fcntl.h); pinned to [`AtFlags`] below and to libc's values in the tests.
 /// `AT_SYMLINK_NOFOLLOW`.
-pub const AT_SYMLINK_NOFOLLOW: u32 = 0x100;
+pub const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
 /// `AT_EACCESS`.
-pub const AT_EACCESS: u32 = 0x200;
+pub const AT_EACCESS: u64 = 0x200;
 /// `AT_REMOVEDIR`.
-pub const AT_REMOVEDIR: u32 = 0x200;
+pub const AT_REMOVEDIR: u64 = 0x200;
 /// `AT_SYMLINK_FOLLOW`.
-pub const AT_SYMLINK_FOLLOW: u32 = 0x400;
+pub const AT_SYMLINK_FOLLOW: u64 = 0x400;
 /// `AT_NO_AUTOMOUNT`.
-pub const AT_NO_AUTOMOUNT: u32 = 0x800;
+pub const AT_NO_AUTOMOUNT: u64 = 0x800;
 /// `AT_EMPTY_PATH`.
-pub const AT_EMPTY_PATH: u32 = 0x1000;
+pub const AT_EMPTY_PATH: u64 = 0x1000;
 /// `AT_STATX_SYNC_TYPE`: the mask of the statx sync mode.
-pub const AT_STATX_SYNC_TYPE: u32 = 0x6000;
+pub const AT_STATX_SYNC_TYPE: u64 = 0x6000;
 /// `AT_STATX_SYNC_AS_STAT`.
-pub const AT_STATX_SYNC_AS_STAT: u32 = 0x0000;
+pub const AT_STATX_SYNC_AS_STAT: u64 = 0x0000;
 /// `AT_STATX_FORCE_SYNC`.
-pub const AT_STATX_FORCE_SYNC: u32 = 0x2000;
+pub const AT_STATX_FORCE_SYNC: u64 = 0x2000;
 /// `AT_STATX_DONT_SYNC`.
-pub const AT_STATX_DONT_SYNC: u32 = 0x4000;
+pub const AT_STATX_DONT_SYNC: u64 = 0x4000;
 /// `AT_RECURSIVE`.
-pub const AT_RECURSIVE: u32 = 0x8000;
+pub const AT_RECURSIVE: u64 = 0x8000;
+
+const_assert_eq!(AT_SYMLINK_NOFOLLOW, AtFlags::SYMLINK_NOFOLLOW.bits() as u64);
+const_assert_eq!(AT_EACCESS, AtFlags::EACCESS.bits() as u64);
+const_assert_eq!(AT_REMOVEDIR, AtFlags::REMOVEDIR.bits() as u64);
+const_assert_eq!(AT_SYMLINK_FOLLOW, AtFlags::SYMLINK_FOLLOW.bits() as u64);
+const_assert_eq!(AT_NO_AUTOMOUNT, AtFlags::NO_AUTOMOUNT.bits() as u64);
+const_assert_eq!(AT_EMPTY_PATH, AtFlags::EMPTY_PATH.bits() as u64);
+const_assert_eq!(AT_STATX_FORCE_SYNC, AtFlags::STATX_FORCE_SYNC.bits() as u64);
+const_assert_eq!(AT_STATX_DONT_SYNC, AtFlags::STATX_DONT_SYNC.bits() as u64);
+const_assert_eq!(AT_RECURSIVE, AtFlags::RECURSIVE.bits() as u64);
 
 /// `renameat2` flags.
 pub const RENAME_NOREPLACE: u32 = 1;
@@ -648,6 +700,42 @@ impl LinuxDirent {
 mod tests {
     use super::*;
     use crate::abi::Pod;
+
+    /// The plain flag words against an independent source, the libc crate's Linux values.
+    #[test]
+    fn flag_words_are_libc_values() {
+        let o = [
+            (O_CREAT, libc::O_CREAT),
+            (O_EXCL, libc::O_EXCL),
+            (O_NOCTTY, libc::O_NOCTTY),
+            (O_TRUNC, libc::O_TRUNC),
+            (O_APPEND, libc::O_APPEND),
+            (O_NONBLOCK, libc::O_NONBLOCK),
+            (O_DSYNC, libc::O_DSYNC),
+            (O_ASYNC, libc::O_ASYNC),
+            (O_NOATIME, libc::O_NOATIME),
+            (O_CLOEXEC, libc::O_CLOEXEC),
+            (O_PATH, libc::O_PATH),
+            (O_RDWR, libc::O_RDWR),
+            (O_ACCMODE, libc::O_ACCMODE),
+        ];
+        for (ours, theirs) in o {
+            assert_eq!(ours, theirs as u32);
+        }
+        let at = [
+            (AT_SYMLINK_NOFOLLOW, libc::AT_SYMLINK_NOFOLLOW),
+            (AT_EACCESS, libc::AT_EACCESS),
+            (AT_REMOVEDIR, libc::AT_REMOVEDIR),
+            (AT_SYMLINK_FOLLOW, libc::AT_SYMLINK_FOLLOW),
+            (AT_NO_AUTOMOUNT, libc::AT_NO_AUTOMOUNT),
+            (AT_EMPTY_PATH, libc::AT_EMPTY_PATH),
+            (AT_RECURSIVE, libc::AT_RECURSIVE),
+        ];
+        for (ours, theirs) in at {
+            assert_eq!(ours, theirs as u64);
+        }
+        assert_eq!(AT_FDCWD, libc::AT_FDCWD);
+    }
 
     #[test]
     fn access_mode() {
