@@ -180,6 +180,10 @@ pub struct SeccompThread {
     /// Whether rdtsc faults, for the guest thread and in its host thread. While it does the
     /// stub must not spin (its spin clock is the TSC): it parks at once.
     pub(crate) tsc: super::Tsc,
+    /// This handoff turns rdtsc back on: the stub loads SLOT_SPIN right after it hands the
+    /// thread over, so if it is slow (preempted) it can read this handoff's value before it
+    /// runs the prctl and spin with a faulting rdtsc, dying in its handler; it parks instead.
+    tsc_hold: bool,
 }
 
 /// How many handoffs a missed spin makes the waiting side park at once.
@@ -453,6 +457,7 @@ impl SeccompThread {
             host_tls: None,
             ended: false,
             stub_backoff: 0,
+            tsc_hold: false,
             owned_since: Instant::now(),
             stub_spun: 0,
             kernel_spun: 0,
@@ -482,7 +487,7 @@ impl SeccompThread {
     /// its spin (a thread that blocks in the kernel, e.g. in read or wait4, keeps doing so).
     fn hand_to_stub(&mut self) {
         let tuning = self.proc.tuning;
-        if self.tsc.host_off {
+        if self.tsc.host_off || self.tsc_hold {
             // rdtsc would fault in the stub's spin loop: park at once; the backoff brings the
             // spin back once the TSC works again.
             self.store(layout::SLOT_SPIN, 0);
@@ -748,7 +753,9 @@ impl SeccompThread {
             }
             self.host_tls = Some(tls);
         }
+        self.tsc_hold = false;
         if let Some(c) = self.tsc.sync_call() {
+            self.tsc_hold = !self.tsc.host_off;
             calls.push(c);
         }
         let protect_enomem = |i: usize, r: i64| {
