@@ -161,10 +161,27 @@ fn install(src: &Path, root: &Path) {
             }
             let _ = std::fs::remove_file(&to);
         }
-        if std::fs::hard_link(entry.path(), &to).is_err() {
-            std::fs::copy(entry.path(), &to).unwrap_or_else(|e| {
-                panic!("copy {} to {}: {e}", entry.path().display(), to.display())
-            });
+        match std::fs::hard_link(entry.path(), &to) {
+            Ok(()) => {}
+            // Another gate installing into the same root at the same time (the engines' tests
+            // of one binary run in parallel without --test-threads=1) linked it first. Never
+            // copy onto it: the destination may be a link to the source, and copy's O_TRUNC
+            // would empty the LTP binary itself (seen: ten binaries truncated to 0 bytes).
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(_) => {
+                // Another file system: copy beside it, then rename over, so a reader never
+                // sees a partial file and nothing is truncated in place.
+                let tmp = dst.join(format!(
+                    ".{}.tmp{}",
+                    entry.file_name().to_string_lossy(),
+                    std::process::id()
+                ));
+                std::fs::copy(entry.path(), &tmp)
+                    .and_then(|_| std::fs::rename(&tmp, &to))
+                    .unwrap_or_else(|e| {
+                        panic!("copy {} to {}: {e}", entry.path().display(), to.display())
+                    });
+            }
         }
     }
 }
