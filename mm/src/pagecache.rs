@@ -226,6 +226,29 @@ impl PageCache {
         }
     }
 
+    /// Calls `f(frame, offset in the page, range in the caller's buffer)` for each cached page of
+    /// `pages` that overlaps file bytes `[offset, end)` (`end > offset`).
+    fn for_each_overlap(
+        &self,
+        pages: &BTreeMap<u64, Frame>,
+        offset: u64,
+        end: u64,
+        mut f: impl FnMut(Frame, usize, std::ops::Range<usize>),
+    ) {
+        let g = self.frames.granule();
+        let (first, last) = (offset >> g.shift(), (end - 1) >> g.shift());
+        for (&pgoff, &frame) in pages.range(first..=last) {
+            let start = pgoff << g.shift();
+            let lo = offset.max(start);
+            let hi = end.min(start + g.size());
+            f(
+                frame,
+                (lo - start) as usize,
+                (lo - offset) as usize..(hi - offset) as usize,
+            );
+        }
+    }
+
     /// `write(2)` through the page cache: `data`, just written to file `file_id` at `offset`, is
     /// copied into the cached pages it overlaps, so every mapping of those frames sees it at
     /// once, as Linux's `generic_perform_write` writes into the very pages mappings map.
@@ -237,23 +260,14 @@ impl PageCache {
         if data.is_empty() {
             return;
         }
-        let g = self.frames.granule();
         let mut map = self.lock();
         map.changed(file_id);
         let Some(pages) = map.get(&file_id) else {
             return;
         };
-        let (first, last) = (offset >> g.shift(), (end - 1) >> g.shift());
-        for (&pgoff, &frame) in pages.range(first..=last) {
-            let start = pgoff << g.shift();
-            let lo = offset.max(start);
-            let hi = end.min(start + g.size());
-            self.frames.write(
-                frame,
-                (lo - start) as usize,
-                &data[(lo - offset) as usize..(hi - offset) as usize],
-            );
-        }
+        self.for_each_overlap(pages, offset, end, |frame, in_page, r| {
+            self.frames.write(frame, in_page, &data[r]);
+        });
     }
 
     /// Writes the cached page `pgoff` of `file` back to the file (no-op if not cached).
@@ -337,22 +351,13 @@ impl PageCache {
         if buf.is_empty() {
             return;
         }
-        let g = self.frames.granule();
         let map = self.lock();
         let Some(pages) = map.get(&file_id) else {
             return;
         };
-        let (first, last) = (offset >> g.shift(), (end - 1) >> g.shift());
-        for (&pgoff, &frame) in pages.range(first..=last) {
-            let start = pgoff << g.shift();
-            let lo = offset.max(start);
-            let hi = end.min(start + g.size());
-            self.frames.read(
-                frame,
-                (lo - start) as usize,
-                &mut buf[(lo - offset) as usize..(hi - offset) as usize],
-            );
-        }
+        self.for_each_overlap(pages, offset, end, |frame, in_page, r| {
+            self.frames.read(frame, in_page, &mut buf[r]);
+        });
     }
 
     /// Linux `unmap_mapping_range` for file `file_id`: pages `first..=last` leave every address
