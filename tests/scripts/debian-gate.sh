@@ -29,6 +29,8 @@
 # At the end `UM-DEBIAN-OK` if every step passed, else `UM-DEBIAN-FAILED: <names>`; exit status 0
 # or 1.
 #
+# `debian-gate.sh --steps a,b,...` runs only those steps (in the order of STEPS; the arm64 lane
+# runs a short set in the ptrace fallbacks to stay in CI's time).
 # `debian-gate.sh --listing ROOT DIR...` prints the find step's listing of DIRs (relative to
 # ROOT); the host side makes find.expected with it.
 
@@ -343,6 +345,25 @@ EOF
     dpkg -s umtest 2>/dev/null | grep -q '^Status: install ok' && fail "umtest still installed after the purge" && return 1
     echo "apt-get installed and purged a .deb built in the guest"
 }
+
+if [ "${1:-}" = --steps ]; then
+    picked=" $(echo "${2:-}" | tr "," " ") "
+    for s in $picked; do
+        case " $STEPS " in
+        *" $s "*) ;;
+        *)
+            echo "debian-gate.sh: error: no step '$s' (steps: $STEPS)"
+            exit 2
+            ;;
+        esac
+    done
+    chosen=""
+    for s in $STEPS; do
+        case "$picked" in *" $s "*) chosen="$chosen $s" ;; esac
+    done
+    STEPS=$chosen
+    echo "steps:$STEPS"
+fi
 
 for s in $STEPS; do
     step "$s"

@@ -16,6 +16,8 @@
 #                                         the host's expected results from /opt/um/debian-gate
 #   lane.debian_timeout=SECONDS           per Debian gate run (default 900)
 #   lane.debian_jobs=N                    Debian gate runs at once (default 2)
+#   lane.debian_quick=MODE,...            of those engines, the ones that run only the steps of
+#                                         lane.debian_steps (default boot,dpkg,python3,gcc)
 # Prints `LANE-EXPECT N`, then one `LANE-RESULT gate/mode PASS|FAIL [why]` per gate and mode.
 # A gate passes when each of its markers is on the guest console (`linux`'s stdout) and the kernel
 # log (`linux`'s stderr) has no BUG:/WARNING:/Oops/panic line (other than init's expected exit)
@@ -29,6 +31,8 @@ EXTRA_PROGS=""
 DEBIAN_MODES=""
 DEBIAN_TMO=900
 DEBIAN_JOBS=2
+DEBIAN_QUICK=""
+DEBIAN_STEPS=boot,dpkg,python3,gcc
 for w in $(cat /proc/cmdline); do
     case "$w" in
     lane.modes=*) MODES="${w#lane.modes=}" ;;
@@ -39,6 +43,8 @@ for w in $(cat /proc/cmdline); do
     lane.debian=*) DEBIAN_MODES="${w#lane.debian=}" ;;
     lane.debian_timeout=*) DEBIAN_TMO="${w#lane.debian_timeout=}" ;;
     lane.debian_jobs=*) DEBIAN_JOBS="${w#lane.debian_jobs=}" ;;
+    lane.debian_quick=*) DEBIAN_QUICK="${w#lane.debian_quick=}" ;;
+    lane.debian_steps=*) DEBIAN_STEPS="${w#lane.debian_steps=}" ;;
     esac
 done
 MODES=$(echo "$MODES" | tr ',' ' ')
@@ -278,7 +284,11 @@ debian_one() { # mode
         return
     fi
     ROOT=$root MEMOPT=mem=1G TIMEOUT=$DEBIAN_TMO PROGRESS=1 OUTF=/tmp/debian-$1.out LOGF=/tmp/debian-$1.log
-    run debian "$1" "UM-DEBIAN-OK" /bin/bash /opt/um/debian-gate/debian-gate.sh
+    case ",$DEBIAN_QUICK," in
+    *",$1,"*) run debian "$1" "UM-DEBIAN-OK" /bin/bash /opt/um/debian-gate/debian-gate.sh \
+        --steps "$DEBIAN_STEPS" ;;
+    *) run debian "$1" "UM-DEBIAN-OK" /bin/bash /opt/um/debian-gate/debian-gate.sh ;;
+    esac
     rm -rf "$root"
 }
 PS=4K

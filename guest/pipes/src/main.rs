@@ -4,8 +4,8 @@
 //!   checksummed on both sides; EOF (read returns 0) after the writer exits.
 //! * EPIPE with SIGPIPE ignored; a child with the default action is killed by SIGPIPE; with a
 //!   handler, the handler runs and write fails with EPIPE.
-//! * O_NONBLOCK: EAGAIN on an empty pipe; a full pipe takes F_GETPIPE_SZ (65536) bytes written
-//!   one at a time, then EAGAIN.
+//! * O_NONBLOCK: EAGAIN on an empty pipe; a full pipe takes F_GETPIPE_SZ (65536) bytes (the
+//!   first 4096 written one at a time, merged into one buffer), then EAGAIN.
 //! * poll: POLLOUT on an empty pipe, POLLIN with data, POLLHUP after the writer closed.
 //! * Writes of at most PIPE_BUF bytes from two processes are not interleaved.
 //! * Packet mode (pipe2 O_DIRECT): each write is a packet, a read takes one packet and loses
@@ -202,25 +202,42 @@ fn nonblock() {
         "F_SETPIPE_SZ",
     );
     check_eq(cap, 65536, "F_SETPIPE_SZ 64K");
+    // Fill it: the first 4096 bytes one at a time (each must merge into the buffer before it,
+    // as Linux's pipe_write does for anonymous pipes: were they not merged, the 16 slots would be
+    // full after 16 bytes), then PIPE_BUF-sized writes until EAGAIN, then single bytes again for
+    // whatever room a PIPE_BUF write could not take (writes of at most PIPE_BUF bytes to an
+    // O_NONBLOCK pipe are all or nothing, pipe(7)). 4K calls instead of 64K keep the gate cheap
+    // under emulation.
     let mut n = 0usize;
-    loop {
-        // SAFETY: valid buffer.
-        let r = unsafe { libc::write(w, b"y".as_ptr().cast(), 1) };
-        if r < 0 {
+    let mut write_until_full = |chunk: usize, limit: usize| {
+        let buf = [b'y'; 4096];
+        while n < limit {
+            // SAFETY: valid buffer of at least `chunk` bytes.
+            let r = unsafe { libc::write(w, buf.as_ptr().cast(), chunk) };
+            if r < 0 {
+                check_eq(
+                    umt::ename(umt::errno()),
+                    "EAGAIN".into(),
+                    "write to a full O_NONBLOCK pipe",
+                );
+                return;
+            }
             check_eq(
-                umt::ename(umt::errno()),
-                "EAGAIN".into(),
-                "write to a full O_NONBLOCK pipe",
+                r as usize,
+                chunk,
+                "O_NONBLOCK pipe write of at most PIPE_BUF bytes",
             );
-            break;
+            n += chunk;
+            check(
+                n <= 1 << 20,
+                "an O_NONBLOCK pipe never filled up (1 MiB written)",
+            );
         }
-        n += 1;
-        check(
-            n <= 1 << 20,
-            "an O_NONBLOCK pipe never filled up (1 MiB written)",
-        );
-    }
-    check_eq(n, 65536, "bytes a pipe holds, written one at a time");
+    };
+    write_until_full(1, 4096);
+    write_until_full(4096, 1 << 20);
+    write_until_full(1, 1 << 20);
+    check_eq(n, 65536, "bytes a pipe holds, 4096 written one at a time");
     say("O_NONBLOCK: EAGAIN when empty; full after 65536 bytes, then EAGAIN");
     // SAFETY: FIONREAD writes one int.
     let mut avail: libc::c_int = 0;
