@@ -183,7 +183,8 @@ mod tests {
         );
         let bytes = h.encode().unwrap();
         assert_eq!(bytes.len(), 4128);
-        assert_eq!(&bytes[0..4], b"MOOO");
+        // 0x4f4f4f4d big-endian.
+        assert_eq!(&bytes[0..4], b"OOOM");
         assert_eq!(&bytes[12..20], &(10u64 << 20).to_be_bytes());
         assert_eq!(&bytes[32..36], b"/img");
         assert!(is_cow(&bytes));

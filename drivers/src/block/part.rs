@@ -161,7 +161,7 @@ fn gpt_at(read: Reader<'_>, lba: u64, disk_sectors: u64, max: u32) -> Option<Vec
     }
     let (first, last) = (le64(&h, 40), le64(&h, 48));
     let (entries_lba, n, esize) = (le64(&h, 72), le32(&h, 80) as u64, le32(&h, 84) as u64);
-    if last >= disk_sectors || first > last || esize < 128 || esize > 4096 || n > 4096 {
+    if last >= disk_sectors || first > last || !(128..=4096).contains(&esize) || n > 4096 {
         return None;
     }
     let bytes = n * esize;
