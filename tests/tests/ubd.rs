@@ -140,6 +140,15 @@ test -b /dev/ubda2
 mkfs.ext4 -q -F /dev/ubdb
 mkfs.ext4 -q /dev/ubda1
 echo "BLKID $(blkid -o value -s TYPE /dev/ubdb) $(blkid -o value -s TYPE /dev/ubda1)"
+yes UMDATA | head -c 1048576 | dd of=/dev/ubda2 bs=64k conv=fsync status=none
+blkdiscard -o 0 -l 262144 /dev/ubda2
+blkdiscard -z -o 524288 -l 262144 /dev/ubda2
+blockdev --setro /dev/ubdb
+echo "RO $(blockdev --getro /dev/ubdb)"
+if dd if=/dev/zero of=/dev/ubdb count=1 status=none 2>/dev/null; then echo WROTE-READ-ONLY; fi
+blockdev --setrw /dev/ubdb
+blockdev --setra 512 /dev/ubdb
+echo "RA $(blockdev --getra /dev/ubdb)"
 printf 'HELLO-COW' | dd of=/dev/ubdc bs=512 seek=3 conv=fsync,notrunc status=none
 dd if=/dev/zero of=/dev/ubdd bs=4096 seek=1 count=2 conv=fsync,notrunc status=none
 blockdev --flushbufs /dev/ubdc
@@ -217,6 +226,12 @@ fn ubd_disks() {
         assert_eq!(line("SECTOR "), format!("512 512 0 {}", 4 * MIB / 512));
         assert_eq!(line("LSBLK "), "ubda 98:0 ubda1 98:1 ubda2 98:2");
         assert_eq!(line("BLKID "), "ext4 ext4");
+        assert_eq!(line("RO "), "1");
+        assert_eq!(line("RA "), "512");
+        assert!(
+            !out.stdout.contains("WROTE-READ-ONLY"),
+            "a write to a read-only device worked"
+        );
         // The host's e2fsck finds both file systems clean.
         run_ok(
             Command::new(&e2fsck).arg("-fn").arg(&blank),
@@ -229,6 +244,34 @@ fn ubd_disks() {
             Command::new(&e2fsck).arg("-fn").arg(&p1),
             "e2fsck -fn ubda1",
         );
+        // BLKDISCARD punched [0, 256K) of ubda2 and BLKZEROOUT zeroed [512K, 768K); the rest
+        // of the first MiB keeps the guest's data.
+        let p2 = &img[43008 * 512..43008 * 512 + MIB as usize];
+        let data: Vec<u8> = b"UMDATA\n"
+            .iter()
+            .copied()
+            .cycle()
+            .take(MIB as usize)
+            .collect();
+        for (from, to, zero) in [
+            (0, 256, true),
+            (256, 512, false),
+            (512, 768, true),
+            (768, 1024, false),
+        ] {
+            let (a, b) = (from << 10, to << 10);
+            if zero {
+                assert!(
+                    p2[a..b].iter().all(|&x| x == 0),
+                    "ubda2 [{from}K, {to}K) not zero"
+                );
+            } else {
+                assert!(
+                    p2[a..b] == data[a..b],
+                    "ubda2 [{from}K, {to}K) lost its data"
+                );
+            }
+        }
         // The backing file is untouched.
         assert!(
             std::fs::read(&base).expect("base") == base_bytes,
