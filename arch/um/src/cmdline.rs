@@ -332,6 +332,22 @@ mod tests {
     }
 
     #[test]
+    fn ubd_options() {
+        let c = p("ubd0=/a.img ubd1rc=/c.cow,/b.img ubd=sync").unwrap();
+        assert!(c.ubd_sync);
+        assert_eq!(c.ubd.len(), 2);
+        assert_eq!(c.ubd[0].file, std::path::Path::new("/a.img"));
+        assert!(c.ubd[1].read_only && c.ubd[1].shared);
+        assert_eq!(
+            c.ubd[1].backing.as_deref(),
+            Some(std::path::Path::new("/b.img"))
+        );
+        assert!(p("udb0=/a.img").unwrap_err().contains("typo"));
+        assert!(p("ubd0x=/a.img").unwrap_err().contains("flag letter"));
+        assert!(p("ubd16=/a.img").unwrap_err().contains("out of range"));
+    }
+
+    #[test]
     fn errors() {
         assert!(p("frobnicate=1").unwrap_err().contains("unknown option"));
         assert!(p("seccomp=maybe").is_err());
