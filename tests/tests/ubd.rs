@@ -8,7 +8,7 @@
 //! `blockdev --getsize64` of the disk and its partitions, the sector sizes, `/proc/partitions`,
 //! `/sys/block/ubda/ubda1/start`, `lsblk`, `blockdev --rereadpt` (BLKRRPART), e2fsprogs'
 //! `mkfs.ext4` on `/dev/ubdb` and on `/dev/ubda1`, `blkid`, writes through both COW disks with
-//! `dd conv=fsync`. On the host afterwards: `e2fsck -fn` of the image and of the partition
+//! `dd conv=fsync`, `O_DIRECT` reads (512-aligned work, unaligned are `EINVAL`). On the host afterwards: `e2fsck -fn` of the image and of the partition
 //! (both must be clean), the backing file unchanged byte for byte, our COW file's header and
 //! bitmap parsed here (UML's cow_user.c layout) with exactly the written sector in it, the
 //! `uml_mkcow` file merged by `uml_moo` equal to the backing file with the guest's write.
@@ -143,6 +143,8 @@ echo "BLKID $(blkid -o value -s TYPE /dev/ubdb) $(blkid -o value -s TYPE /dev/ub
 yes UMDATA | head -c 1048576 | dd of=/dev/ubda2 bs=64k conv=fsync status=none
 blkdiscard -o 0 -l 262144 /dev/ubda2
 blkdiscard -z -o 524288 -l 262144 /dev/ubda2
+dd if=/dev/ubdb of=/dev/null bs=4096 count=4 iflag=direct status=none
+if dd if=/dev/ubdb of=/dev/null bs=100 count=1 iflag=direct status=none 2>/dev/null; then echo UNALIGNED-DIRECT; fi
 blockdev --setro /dev/ubdb
 echo "RO $(blockdev --getro /dev/ubdb)"
 if dd if=/dev/zero of=/dev/ubdb count=1 status=none 2>/dev/null; then echo WROTE-READ-ONLY; fi
@@ -231,6 +233,10 @@ fn ubd_disks() {
         assert!(
             !out.stdout.contains("WROTE-READ-ONLY"),
             "a write to a read-only device worked"
+        );
+        assert!(
+            !out.stdout.contains("UNALIGNED-DIRECT"),
+            "an unaligned O_DIRECT read worked"
         );
         // The host's e2fsck finds both file systems clean.
         run_ok(
