@@ -1,6 +1,6 @@
 //! `um-drivers`: devices. The TTY layer ([`tty`]: the core with its N_TTY line discipline and
 //! job control, and Unix 98 ptys with devpts), and the console ([`console`]), a tty on host
-//! fds. The mem devices and block devices come with later work.
+//! fds; the block layer ([`block`]) with UML's `ubd` disks.
 //!
 //! [`init`] wires the character devices into the kernel at boot: /dev/tty (5:0), /dev/console
 //! (5:1), /dev/ptmx (5:2) and the pty slaves (136:N, registered as ptys are made), all through
@@ -10,6 +10,7 @@
 //! `um-os-linux` (host fds, the host terminal) below; `um-bin` above.
 #![forbid(unsafe_code)]
 
+pub mod block;
 pub mod console;
 pub mod tty;
 

@@ -101,13 +101,25 @@ pub fn mount(k: &Arc<Kernel>) -> SysResult<Arc<dyn Inode>> {
         ],
     );
     let fsdir = ProcInode::dir(&fs, vec![("cgroup", empty(&fs))]);
+    // Directories the block layer (um-drivers) provides through the registry
+    // (`procfs::registry`, directory names "sysfs" and "sysfs/dev"); empty without it.
+    let slot = |dir: &str, name: &str| {
+        crate::procfs::registry::entries(&fs, dir)
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map_or_else(|| empty(&fs), |(_, i)| i)
+    };
+    let dev = ProcInode::dir(
+        &fs,
+        vec![("block", slot("sysfs/dev", "block")), ("char", empty(&fs))],
+    );
     let root = ProcInode::dir(
         &fs,
         vec![
-            ("block", empty(&fs)),
+            ("block", slot("sysfs", "block")),
             ("bus", empty(&fs)),
             ("class", empty(&fs)),
-            ("dev", empty(&fs)),
+            ("dev", dev),
             ("devices", devices),
             ("firmware", empty(&fs)),
             ("fs", fsdir),

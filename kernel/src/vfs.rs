@@ -326,6 +326,28 @@ pub fn unregister_blkdev(major: u32, minor: u32) {
     crate::task::lock(blkdevs()).remove(&(major, minor));
 }
 
+/// What `sync(2)` flushes besides the file systems: every disk's write cache (fs/sync.c
+/// `ksys_sync` ends with `sync_bdevs`). Drivers register one hook each at boot.
+type SyncHook = Arc<dyn Fn() + Send + Sync>;
+
+fn sync_hooks() -> &'static Mutex<Vec<SyncHook>> {
+    static HOOKS: OnceLock<Mutex<Vec<SyncHook>>> = OnceLock::new();
+    HOOKS.get_or_init(Default::default)
+}
+
+/// Adds a hook that [`sync_all`] runs.
+pub fn register_sync(hook: SyncHook) {
+    crate::task::lock(sync_hooks()).push(hook);
+}
+
+/// Runs every [`register_sync`] hook (`sync(2)`, `syncfs(2)`).
+pub fn sync_all() {
+    let hooks: Vec<SyncHook> = crate::task::lock(sync_hooks()).clone();
+    for h in hooks {
+        h();
+    }
+}
+
 /// Opens the block device `rdev` (block/bdev.c `blkdev_open`): ENXIO if no driver.
 pub fn open_blkdev(rdev: u64, io: &IoCtx<'_>, flags: u32) -> SysResult<Box<dyn FileOps>> {
     let key = decode_dev(rdev);
@@ -479,6 +501,12 @@ pub trait FileOps: Send + Sync {
     /// For an anonymous-inode file (eventfd, epoll, timerfd, signalfd ...): the name
     /// `/proc/PID/fd/N` shows after `anon_inode:`, e.g. `[eventfd]` (fs/anon_inodes.c).
     fn anon_name(&self) -> Option<&'static str> {
+        None
+    }
+    /// `fsync` of this open file when its driver has one of its own (block/fops.c
+    /// `blkdev_fsync`: an open block device flushes its disk, not the device node's inode);
+    /// `None`: the inode's [`Inode::fsync`].
+    fn fsync(&self, _datasync: bool) -> Option<SysResult<()>> {
         None
     }
 }

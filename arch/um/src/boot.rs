@@ -40,6 +40,9 @@ pub fn validate(c: &Cmdline) -> Result<(), String> {
         ));
     }
     guest_granule(c.pagesize, probe::page_size() as u64)?;
+    // The ubd disks' host files are opened (and locked) here, so a missing file, a bad COW
+    // header or an image another kernel holds is one line before the boot starts.
+    um_drivers::block::ubd::configure(&c.ubd, c.ubd_sync)?;
     Ok(())
 }
 
@@ -358,7 +361,10 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         "VFS: Mounted root (hostfs filesystem) {} on device 0:0.",
         if c.readonly { "readonly" } else { "read-write" }
     );
+    // The block layer's procfs/sysfs entries register before anything can mount them.
+    um_drivers::block::register();
     um_fs::mount::boot_mounts(&kernel, &root);
+    um_drivers::block::ubd::add_all();
 
     let chan = |ch: ConChannel| match ch {
         ConChannel::Null => Channel::Null,

@@ -42,6 +42,10 @@ pub struct Cmdline {
     pub pagesize: Option<u64>,
     pub loglevel: u32,
     pub stub_exe: Option<PathBuf>,
+    /// `ubd<n><flags>=file[,backing]` disks, in command-line order.
+    pub ubd: Vec<um_drivers::block::ubd::UbdSpec>,
+    /// `ubd=sync`: every ubd disk opens its host file `O_SYNC`.
+    pub ubd_sync: bool,
     pub help: bool,
     /// The words as given, for the boot log.
     pub words: Vec<String>,
@@ -65,6 +69,8 @@ impl Default for Cmdline {
             pagesize: None,
             loglevel: 7,
             stub_exe: None,
+            ubd: Vec::new(),
+            ubd_sync: false,
             help: false,
             words: Vec::new(),
         }
@@ -215,6 +221,15 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
             ("quiet", None) => c.loglevel = 4,
             ("debug", None) => c.loglevel = 10,
             ("stub_exe", v) => c.stub_exe = Some(PathBuf::from(need(k, v)?)),
+            (k, Some(_)) if k.starts_with("ubd") => {
+                if let Some(s) = um_drivers::block::ubd::parse(&w[3..], &mut c.ubd_sync)? {
+                    c.ubd.push(s);
+                }
+            }
+            // UML's guard against the ubd -> udb typo.
+            (k, _) if k.starts_with("udb") => {
+                return Err(format!("{w}: almost certainly a ubd -> udb typo"));
+            }
             _ => return Err(format!("unknown option {w:?} (see linux --help)")),
         }
     }
@@ -252,6 +267,13 @@ A Linux kernel that runs as an ordinary process. Options (User Mode Linux conven
   nosysemu              ptrace engine without PTRACE_SYSEMU (cancel the call at the stop)
   nocancel              ptrace engine substituting getppid instead of cancelling (implies
                         nosysemu)
+  ubd<n><flags>=FILE[,BACKING]
+                        block device /dev/ubd<a+n> (n 0-15 or a-p; major 98, 16
+                        minors: /dev/ubda1.. are partitions) on a host file; with
+                        BACKING (or a FILE with a COW header), FILE is a UML COW v3
+                        file over it, made if missing. Flags: r read-only, s O_SYNC,
+                        d no COW detection, c shared (no host lock), t no discard
+  ubd=sync              every ubd device opens its file O_SYNC
   stub_exe=PATH         write the stub executable to PATH and exec it from there (for hosts
                         that refuse exec of a memfd)
   loglevel=N            kernel log verbosity (0-15, default 7); quiet = 4; debug = 10
@@ -307,6 +329,22 @@ mod tests {
             p("-- frobnicate=1").unwrap().init_args,
             vec!["frobnicate=1"]
         );
+    }
+
+    #[test]
+    fn ubd_options() {
+        let c = p("ubd0=/a.img ubd1rc=/c.cow,/b.img ubd=sync").unwrap();
+        assert!(c.ubd_sync);
+        assert_eq!(c.ubd.len(), 2);
+        assert_eq!(c.ubd[0].file, std::path::Path::new("/a.img"));
+        assert!(c.ubd[1].read_only && c.ubd[1].shared);
+        assert_eq!(
+            c.ubd[1].backing.as_deref(),
+            Some(std::path::Path::new("/b.img"))
+        );
+        assert!(p("udb0=/a.img").unwrap_err().contains("typo"));
+        assert!(p("ubd0x=/a.img").unwrap_err().contains("flag letter"));
+        assert!(p("ubd16=/a.img").unwrap_err().contains("out of range"));
     }
 
     #[test]

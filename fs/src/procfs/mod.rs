@@ -71,7 +71,9 @@ impl ProcFs {
         self.kernel.upgrade().ok_or(Errno::ENOENT)
     }
 
-    fn alloc_ino(&self) -> u64 {
+    /// A fresh inode number of this instance (for inodes made outside procfs, as the block
+    /// layer's sysfs directories).
+    pub fn alloc_ino(&self) -> u64 {
         self.next_ino.fetch_add(1, Ordering::Relaxed)
     }
 }

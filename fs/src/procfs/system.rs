@@ -606,10 +606,6 @@ pub fn entries(fs: &Arc<ProcFs>) -> Vec<(Vec<u8>, Arc<ProcInode>)> {
         ("loadavg", kfile(fs, loadavg)),
         ("meminfo", kfile(fs, meminfo)),
         ("mounts", ProcInode::link(fs, "self/mounts")),
-        (
-            "partitions",
-            ProcInode::text(fs, "major minor  #blocks  name\n\n"),
-        ),
         ("stat", kfile(fs, stat)),
         (
             "swaps",

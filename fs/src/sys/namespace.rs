@@ -732,7 +732,12 @@ fn ftruncate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn do_fsync(c: &mut SyscallCtx<'_>, fd: u64, datasync: bool) -> SysResult {
-    let (_, d) = fd_dentry(c, fd)?;
+    let (f, d) = fd_dentry(c, fd)?;
+    // An open block device flushes its disk (`blkdev_fsync`).
+    if let Some(r) = f.ops.fsync(datasync) {
+        r?;
+        return Ok(0);
+    }
     let d = d.ok_or(Errno::EINVAL)?;
     // fs/sync.c vfs_fsync_range: EINVAL when the file's operations have no fsync, as for FIFOs
     // (pipefifo_fops), sockets and character devices.
@@ -753,12 +758,15 @@ fn fdatasync(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn sync(_c: &mut SyscallCtx<'_>, _a: [u64; 6]) -> SysResult {
-    // hostfs writes through to the host at once; tmpfs has nothing to write.
+    // hostfs writes through to the host at once; tmpfs has nothing to write; the disks flush
+    // their host files (`sync_bdevs`).
+    um_kernel::vfs::sync_all();
     Ok(0)
 }
 
 fn syncfs(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     lock(&c.task.process.files()).get(a[0])?;
+    um_kernel::vfs::sync_all();
     Ok(0)
 }
 

@@ -18,6 +18,7 @@
 //! key field offsets pinned with `static_assertions`.
 
 pub mod auxv;
+pub mod blkdev;
 pub mod capability;
 pub mod fcntl;
 pub mod fs;
