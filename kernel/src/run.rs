@@ -201,10 +201,13 @@ fn lost_stub(task: &Task, e: &std::io::Error) -> Exit {
 
 /// Serves `task` on the current host thread until it exits.
 pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
-    // Consecutive protection faults at one address: without the access type (the ptrace
-    // engine does not get it), a fault that resolving cannot fix (exec of a non-exec page)
-    // would otherwise loop forever.
+    // Consecutive protection faults at one address that resolving did not change: without
+    // the access type (the ptrace engine does not get it), a fault that resolving cannot fix
+    // (exec of a non-exec page) would otherwise loop forever.
     let mut repeat: (u64, u32) = (u64::MAX, 0);
+    // Of those, how many changed the mapping (see below); bounded, so that a fault whose
+    // handling always queues a host op cannot loop forever either.
+    let mut changed_repeats = 0u32;
     // Fault-around for sequential anonymous faults (`prefault=`).
     let mut around = FaultAround::default();
     // The result of the syscall just served, for the restart rules at signal delivery.
@@ -274,6 +277,7 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
                     repeat.1 += 1;
                 } else {
                     repeat = (addr, 0);
+                    changed_repeats = 0;
                 }
                 // userfaultfd: a missing page of a registered range (or a write to a
                 // write-protected one) goes to its monitor; the thread sleeps there
@@ -290,7 +294,16 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
                     // A not-present host fault on a page our table has: a fork child's (or a
                     // moved page's) first touch; its neighbours are likely next.
                     let had_pte = not_present && mm.pte(addr).is_some();
+                    let queued = mm.host_ops_queued();
                     let r = mm.handle_fault(addr, access);
+                    if r.is_ok() && mm.host_ops_queued() > queued && changed_repeats < 64 {
+                        // The fault changed the mapping (a copy on write broken, a page
+                        // mapped): a repeat is a new fault, e.g. after another thread's fork
+                        // write-protected the page again before this one could retry (seen
+                        // under load: three such faults in a row, a false SIGSEGV).
+                        repeat = (addr, 0);
+                        changed_repeats += 1;
+                    }
                     if had_pte && r.is_ok() {
                         mm.map_present_around(addr, PRESENT_AROUND_PAGES);
                     }
