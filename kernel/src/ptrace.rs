@@ -1072,8 +1072,95 @@ fn attach(c: &mut SyscallCtx<'_>, t: &Arc<Task>, seize: bool, addr: u64, data: u
     Ok(0)
 }
 
-/// Registers ptrace(2).
+/// `UIO_MAXIOV`.
+const UIO_MAXIOV: u64 = 1024;
+
+/// The (base, len) pairs of an iovec array in the caller's memory.
+fn read_iovecs(c: &SyscallCtx<'_>, addr: u64, n: u64) -> SysResult<Vec<(u64, u64)>> {
+    if n > UIO_MAXIOV {
+        return Err(Errno::EINVAL);
+    }
+    let b = c.read_bytes(addr, (n * 16) as usize)?;
+    Ok(b.chunks_exact(16)
+        .map(|v| {
+            let w = |o: usize| u64::from_le_bytes(v[o..o + 8].try_into().unwrap_or([0; 8]));
+            (w(0), w(8))
+        })
+        .collect())
+}
+
+/// process_vm_readv/writev (mm/process_vm_access.c): copies between the caller's iovecs and
+/// another process's, with ptrace's attach check (`mm_access`, PTRACE_MODE_ATTACH_REALCREDS);
+/// a partial transfer returns what was copied, nothing copied the error.
+fn process_vm(c: &mut SyscallCtx<'_>, a: [u64; 6], write: bool) -> SysResult {
+    let (pid, lvec, lcnt, rvec, rcnt, flags) = (a[0] as i32, a[1], a[2], a[3], a[4], a[5]);
+    if flags != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let local = read_iovecs(c, lvec, lcnt)?;
+    let remote = read_iovecs(c, rvec, rcnt)?;
+    if pid <= 0 {
+        return Err(Errno::ESRCH);
+    }
+    let t = c
+        .kernel
+        .tasks
+        .find_task_vpid(c.task, pid as u32)
+        .ok_or(Errno::ESRCH)?;
+    let me = c.task.process.clone();
+    if !Arc::ptr_eq(&t.process, &me) && !tracer_of(&t).is_some_and(|tr| Arc::ptr_eq(&tr, &me)) {
+        may_attach(&me, &t.process)?;
+    }
+    let rmm = t.mm();
+    let mut done = 0u64;
+    let mut li = local.into_iter().filter(|v| v.1 > 0);
+    let mut cur = li.next();
+    let mut off = 0u64;
+    for (rbase, rlen) in remote.into_iter().filter(|v| v.1 > 0) {
+        let mut roff = 0u64;
+        while roff < rlen {
+            let Some((lbase, llen)) = cur else {
+                return Ok(done);
+            };
+            let n = (llen - off).min(rlen - roff).min(1 << 20);
+            let mut buf = vec![0u8; n as usize];
+            let r = if write {
+                c.read_bytes(lbase + off, n as usize).and_then(|b| {
+                    buf = b;
+                    lock_mm(&rmm).write_bytes(rbase + roff, &buf)
+                })
+            } else {
+                lock_mm(&rmm)
+                    .read_bytes(rbase + roff, &mut buf)
+                    .and_then(|()| c.write_bytes(lbase + off, &buf))
+            };
+            if let Err(e) = r {
+                return if done > 0 { Ok(done) } else { Err(e) };
+            }
+            done += n;
+            roff += n;
+            off += n;
+            if off == llen {
+                cur = li.next();
+                off = 0;
+            }
+        }
+    }
+    Ok(done)
+}
+
+fn process_vm_readv(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    process_vm(c, a, false)
+}
+
+fn process_vm_writev(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    process_vm(c, a, true)
+}
+
+/// Registers ptrace(2) and process_vm_readv/writev.
 pub fn register(t: &mut SyscallTable) {
+    t.register("process_vm_readv", process_vm_readv);
+    t.register("process_vm_writev", process_vm_writev);
     t.register("ptrace", sys_ptrace).partial(
         "no SINGLESTEP/SYSEMU, no FP regsets, no PEEKSIGINFO; the tracer is a whole process",
     );
