@@ -123,3 +123,89 @@ pub fn epoll_event(events: u32, data: u64) -> native::abi::EpollEvent {
         }
     }
 }
+
+/// `AUDIT_ARCH_*` of the native arch (`ptrace_syscall_info.arch`).
+pub const AUDIT_ARCH: u32 = if cfg!(target_arch = "x86_64") {
+    um_uapi::abi::ptrace::AUDIT_ARCH_X86_64
+} else {
+    um_uapi::abi::ptrace::AUDIT_ARCH_AARCH64
+};
+
+/// The registers a tracer sees at a syscall stop (`exit`: the exit stop). x86_64: rax is
+/// -ENOSYS at the entry stop (arch/x86/entry/common.c sets it before the trace hook). arm64:
+/// x7 says which stop it is, 0 entry and 1 exit (arch/arm64/kernel/ptrace.c `report_syscall`),
+/// and gets its own value back afterwards ([`ptrace_syscall_restore`]).
+pub fn ptrace_syscall_regs(regs: &mut Regs, exit: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if !exit {
+        regs.set_return(um_uapi::Errno::ENOSYS.to_return());
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        regs.w[7] = u64::from(exit);
+    }
+}
+
+/// After a syscall stop: what the stop's view changed that the tracer may not keep (arm64's x7).
+pub fn ptrace_syscall_restore(regs: &mut Regs, saved: &Regs) {
+    #[cfg(target_arch = "aarch64")]
+    {
+        regs.w[7] = saved.w[7];
+    }
+    #[cfg(target_arch = "x86_64")]
+    let _ = (regs, saved);
+}
+
+/// The `NT_PRSTATUS` regset (x86_64 `user_regs_struct`, arm64 `user_pt_regs`).
+pub fn prstatus(regs: &Regs) -> Vec<u8> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        regs.to_bytes().to_vec()
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        regs.prstatus().to_vec()
+    }
+}
+
+/// The x86 EFLAGS bits a tracer may change (arch/x86/kernel/ptrace.c `FLAG_MASK`), less TF:
+/// single-stepping is not offered yet, so the trap flag stays as it is.
+#[cfg(target_arch = "x86_64")]
+const PTRACE_FLAG_MASK: u64 = 0x1 | 0x4 | 0x10 | 0x40 | 0x80 | 0x400 | 0x800 | 0x1_0000 | 0x4_0000;
+
+/// Sets the registers from a tracer's `NT_PRSTATUS` bytes (a prefix of the regset: the rest
+/// keeps its value), with Linux's checks: x86_64 `putreg` keeps the segment selectors, lets
+/// only [`PTRACE_FLAG_MASK`] of EFLAGS change and refuses an fs/gs base beyond the user
+/// address space (EIO); arm64 `valid_user_regs` filters pstate (EINVAL).
+pub fn set_prstatus(regs: &mut Regs, b: &[u8]) -> Result<(), um_uapi::Errno> {
+    let mut full = prstatus(regs);
+    let n = b.len().min(full.len());
+    full[..n].copy_from_slice(&b[..n]);
+    #[cfg(target_arch = "x86_64")]
+    {
+        use native::regs::{REGS_SIZE, idx};
+        let arr: [u8; REGS_SIZE] = full.try_into().map_err(|_| um_uapi::Errno::EINVAL)?;
+        let mut new = Regs::from_bytes(&arr);
+        for i in [idx::CS, idx::SS, idx::DS, idx::ES, idx::FS, idx::GS] {
+            new.w[i] = regs.w[i];
+        }
+        new.w[idx::EFLAGS] =
+            (regs.w[idx::EFLAGS] & !PTRACE_FLAG_MASK) | (new.w[idx::EFLAGS] & PTRACE_FLAG_MASK);
+        const TASK_SIZE_MAX: u64 = (1 << 47) - 4096;
+        if new.w[idx::FS_BASE] >= TASK_SIZE_MAX || new.w[idx::GS_BASE] >= TASK_SIZE_MAX {
+            return Err(um_uapi::Errno::EIO);
+        }
+        *regs = new;
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        use native::regs::{PSTATE, REGS_SIZE};
+        let arr: [u8; REGS_SIZE] = full.try_into().map_err(|_| um_uapi::Errno::EINVAL)?;
+        let mut new = *regs;
+        new.load_prstatus(&arr);
+        new.w[PSTATE] =
+            native::regs::pstate::filter_user(new.w[PSTATE]).ok_or(um_uapi::Errno::EINVAL)?;
+        *regs = new;
+    }
+    Ok(())
+}

@@ -20,6 +20,7 @@ pub mod nsfs;
 pub mod pidfd;
 pub mod pidns;
 pub mod printk;
+pub mod ptrace;
 pub mod run;
 pub mod shootdown;
 pub mod signal;

@@ -260,12 +260,26 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
             repeat = (u64::MAX, 0);
         }
         match ev {
-            Event::Syscall => match dispatch(k, task, th) {
-                Action::Return => syscall_ret = Some(th.regs.return_value()),
-                Action::Jump => {}
-                Action::ExitThread(code) => return Exit::Thread(code),
-                Action::ExitGroup(st) => return Exit::Group(st),
-            },
+            Event::Syscall => {
+                // ptrace syscall stops around the call ([`crate::ptrace`]).
+                let traced = task.ptrace.traced();
+                let action = if traced
+                    && crate::ptrace::syscall_enter(k, task, th) == crate::ptrace::Enter::Skip
+                {
+                    Action::Return
+                } else {
+                    dispatch(k, task, th)
+                };
+                if traced && matches!(action, Action::Return | Action::Jump) {
+                    crate::ptrace::syscall_exit(k, task, th);
+                }
+                match action {
+                    Action::Return => syscall_ret = Some(th.regs.return_value()),
+                    Action::Jump => {}
+                    Action::ExitThread(code) => return Exit::Thread(code),
+                    Action::ExitGroup(st) => return Exit::Group(st),
+                }
+            }
             Event::Interrupted => {}
             Event::Fault { addr, not_present } => {
                 let access = if not_present {
@@ -426,8 +440,14 @@ fn deliver_signals(
         if task.zap.load(Ordering::Acquire) {
             return Some(Exit::Thread(0));
         }
-        // Job control: a stopped process's threads wait here for SIGCONT or SIGKILL.
-        let stopped = matches!(*lock(&p.job), JobState::Stopped { .. });
+        // A traced thread reports traps and group stops to its tracer first.
+        if crate::ptrace::jobctl(k, task, th) {
+            continue;
+        }
+        // Job control: a stopped process's threads wait here for SIGCONT or SIGKILL (a
+        // traced one only until its tracer restarts it).
+        let stopped = matches!(*lock(&p.job), JobState::Stopped { .. })
+            && !crate::ptrace::released_from_group_stop(task);
         if stopped {
             task.waker.reset();
             let still = matches!(*lock(&p.job), JobState::Stopped { .. });
@@ -460,6 +480,10 @@ fn deliver_signals(
                 *lock(&task.sigmask) = m;
             }
             return None;
+        };
+        // The signal-delivery stop of a traced thread: the tracer may change or cancel it.
+        let Some(info) = crate::ptrace::signal_stop(k, task, th, info) else {
+            continue;
         };
         let signo = info.si_signo as u32;
         let act = lock(&p.sigactions)[(signo - 1) as usize];
@@ -641,8 +665,18 @@ fn notify_continued(k: &Arc<Kernel>, p: &Arc<Process>) {
 }
 
 /// The exit path of one thread, on its own host thread.
-pub fn exit_task(k: &Arc<Kernel>, task: &Arc<Task>, th: Option<GuestThread>, exit: Exit) {
+pub fn exit_task(k: &Arc<Kernel>, task: &Arc<Task>, mut th: Option<GuestThread>, exit: Exit) {
     let p = task.process.clone();
+    // PTRACE_EVENT_EXIT while the thread still has everything.
+    if let Some(th) = th.as_mut()
+        && task.ptrace.traced()
+    {
+        let st = lock(&p.exit).unwrap_or(match exit {
+            Exit::Thread(c) => ExitStatus::Exited(c),
+            Exit::Group(st) => st,
+        });
+        crate::ptrace::exit_event(k, task, th, st);
+    }
     if let Exit::Group(st) = exit {
         let mut e = lock(&p.exit);
         if e.is_none() {
@@ -675,6 +709,11 @@ pub fn exit_task(k: &Arc<Kernel>, task: &Arc<Task>, th: Option<GuestThread>, exi
             .any(|t| !t.exited.load(Ordering::Acquire))
     };
     if task.tid != p.pid {
+        let st = lock(&p.exit).unwrap_or(match exit {
+            Exit::Thread(c) => ExitStatus::Exited(c),
+            Exit::Group(st) => st,
+        });
+        crate::ptrace::thread_exited(k, task, st);
         k.tasks.remove(task.tid);
     }
     if !last {
@@ -691,6 +730,8 @@ pub fn exit_task(k: &Arc<Kernel>, task: &Arc<Task>, th: Option<GuestThread>, exi
 /// The last thread is gone: release the process's resources, reparent its children, and tell
 /// the parent (or end the kernel, for init).
 fn exit_process(k: &Arc<Kernel>, p: &Arc<Process>, st: ExitStatus) {
+    // Its tracees are let go (or killed, PTRACE_O_EXITKILL).
+    crate::ptrace::tracer_exited(k, p);
     p.vfork_done.store(true, Ordering::Release);
     p.vfork_wait.wake_all();
     crate::sys::timer::exit_process(p.pid);
@@ -753,6 +794,18 @@ fn exit_process(k: &Arc<Kernel>, p: &Arc<Process>, st: ExitStatus) {
             reaper.child_wait.wake_all();
         }
     }
+    // A tracer other than the parent sees the exit first; the parent hears of it when the
+    // tracer has reaped it or let go ([`notify_parent_late`]).
+    if crate::ptrace::process_exited(k, p, st) {
+        return;
+    }
+    notify_parent_late(k, p);
+}
+
+/// Tells the real parent that `p` has ended (or, with no parent, forgets it): the end of
+/// [`exit_process`], and what a tracer's reap of a traced process leaves for the parent.
+pub(crate) fn notify_parent_late(k: &Arc<Kernel>, p: &Arc<Process>) {
+    let st = lock(&p.exit).unwrap_or(ExitStatus::Exited(0));
     let Some(parent) = lock(&p.parent).upgrade() else {
         k.tasks.remove(p.pid);
         return;

@@ -128,7 +128,7 @@ impl Task {
     /// SIGKILL on every other thread for both (`zap_other_threads`, `de_thread`), so a thread
     /// asleep in a syscall wakes with `ERESTARTSYS` and dies on its way out.
     pub fn signal_pending(&self) -> bool {
-        if self.dying() {
+        if self.dying() || self.ptrace.trap_pending() {
             return true;
         }
         let blocked = *lock(&self.sigmask);

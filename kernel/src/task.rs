@@ -206,6 +206,8 @@ pub struct Process {
     /// The network namespace ([`crate::netns`], Linux `nsproxy->net_ns`): the parent's at
     /// fork, where `netns::on_fork` may give the child a new one.
     pub netns: Mutex<Arc<crate::netns::NetNs>>,
+    /// The threads this process traces ([`crate::ptrace`]).
+    pub tracees: Mutex<Vec<Arc<Task>>>,
 }
 
 impl Process {
@@ -325,6 +327,7 @@ impl Process {
             netns: Mutex::new(
                 parent.map_or_else(|| crate::netns::root().clone(), |p| lock(&p.netns).clone()),
             ),
+            tracees: Mutex::new(Vec::new()),
             coredump_filter: AtomicU32::new(
                 parent
                     .map(|p| p.coredump_filter.load(Ordering::Relaxed))
@@ -349,6 +352,7 @@ impl Process {
             *j = JobState::Continued;
             self.cont_notified.store(false, Ordering::Release);
             drop(j);
+            crate::ptrace::on_continue(self);
             self.child_wait.wake_all();
             for t in lock(&self.threads).iter().filter_map(Weak::upgrade) {
                 t.waker.wake();
@@ -409,6 +413,8 @@ pub struct Task {
     pub tsc_sigsegv: AtomicBool,
     /// CPU-time accounting ([`crate::cputime`]).
     pub cpu: crate::cputime::TaskCpu,
+    /// Traced or not, and the ptrace-stop ([`crate::ptrace`]).
+    pub ptrace: crate::ptrace::PtraceSlot,
 }
 
 /// The timer slack of init's first thread (include/linux/init_task.h: 50 us).
@@ -451,6 +457,7 @@ impl Task {
             default_timer_slack_ns: AtomicU64::new(DEFAULT_TIMER_SLACK_NS),
             tsc_sigsegv: AtomicBool::new(false),
             cpu: Default::default(),
+            ptrace: Default::default(),
         });
         lock(&t.process.threads).push(Arc::downgrade(&t));
         t

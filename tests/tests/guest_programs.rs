@@ -179,6 +179,13 @@ fn signals() {
     differential("signals", no_check);
 }
 
+/// ptrace(2) inside the guest (kernel/src/ptrace.rs): TRACEME, syscall stops, registers,
+/// PEEK/POKEDATA, signal injection, the exec event, fork tracing, ATTACH/DETACH.
+#[test]
+fn ptrace() {
+    differential("ptrace", no_check);
+}
+
 #[test]
 fn procs() {
     differential("procs", no_check);

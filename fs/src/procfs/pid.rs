@@ -735,10 +735,14 @@ fn state(t: &Target, p: &Process) -> char {
     if lock(&p.exit).is_some() {
         return 'Z';
     }
+    let tasks = t.tasks(p);
+    // A thread in a ptrace-stop: `t` (tracing stop).
+    if tasks.iter().any(|x| um_kernel::ptrace::is_stopped(x)) {
+        return 't';
+    }
     if matches!(*lock(&p.job), JobState::Stopped { .. }) {
         return 'T';
     }
-    let tasks = t.tasks(p);
     if tasks.is_empty() {
         return 'Z';
     }
@@ -1038,7 +1042,11 @@ fn status_info(k: &Kernel, t: &Target, p: &Process) -> fmt::StatusInfo {
         tgid: ids.tgid,
         pid: ids.pid,
         ppid: ids.ppid,
-        tracer: 0,
+        tracer: main
+            .as_ref()
+            .map(|m| um_kernel::ptrace::tracer_pid(m))
+            .filter(|&g| g != 0)
+            .map_or(0, |g| vnr(k, &viewer_ns(), g)),
         uids: [creds.uid, creds.euid, creds.suid, creds.fsuid],
         gids: [creds.gid, creds.egid, creds.sgid, creds.fsgid],
         fdsize: fd_size(max_fd),

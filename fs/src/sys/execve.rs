@@ -73,6 +73,8 @@ fn execve_common(c: &mut SyscallCtx<'_>, path: Vec<u8>, argv: u64, envp: u64) ->
     }
     c.thread.regs = ex.regs;
     c.action = Action::Jump;
+    // PTRACE_EVENT_EXEC (or a traced thread's SIGTRAP) with the new program's registers.
+    um_kernel::ptrace::exec_event(&k, &task, c.thread);
     Ok(0)
 }
 

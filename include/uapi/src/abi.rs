@@ -30,6 +30,7 @@ pub mod mman;
 pub mod packet;
 pub mod pod;
 pub mod poll;
+pub mod ptrace;
 pub mod resource;
 pub mod sched;
 pub mod signal;

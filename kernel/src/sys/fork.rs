@@ -261,7 +261,12 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
     }
     let child_proc = task.process.clone();
     let new_process = !f.contains(CloneFlags::THREAD);
+    // A traced creator's tracer may trace the child too ([`crate::ptrace::on_clone`]).
+    let trace_event = crate::ptrace::on_clone(&parent_task, &task, a.flags, a.exit_signal);
     run::spawn(k, task, start).map_err(|_| Errno::EAGAIN)?;
+    if let Some(ev) = trace_event {
+        crate::ptrace::event_stop(k, c.task, c.thread, ev, u64::from(vnr));
+    }
     if new_process {
         // An inherited finite RLIMIT_CPU applies to the child's own CPU time.
         crate::cputime::watch_rlimit_cpu(k, &child_proc);
@@ -274,6 +279,15 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
             let _ = wait_event(c.task, &[&child_proc.vfork_wait], Some(deadline), || {
                 child_proc.vfork_done.load(Ordering::Acquire).then_some(())
             });
+        }
+        if c.task.ptrace.traced() {
+            crate::ptrace::event_stop(
+                k,
+                c.task,
+                c.thread,
+                um_uapi::abi::ptrace::PTRACE_EVENT_VFORK_DONE,
+                u64::from(vnr),
+            );
         }
     }
     Ok(u64::from(vnr))

@@ -35,4 +35,5 @@ pub fn register(t: &mut SyscallTable) {
     time::register(t);
     timer::register(t);
     wait::register(t);
+    crate::ptrace::register(t);
 }

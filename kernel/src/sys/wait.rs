@@ -56,8 +56,32 @@ fn matches(which: Which, c: &Process) -> bool {
 /// report. `Err(ECHILD)` if nothing matches at all.
 fn scan(c: &SyscallCtx<'_>, which: Which, opts: u64) -> SysResult<Option<Found>> {
     let me = &c.task.process;
+    // Tracees first (kernel/exit.c `ptrace_do_wait`): their ptrace-stops and ptrace zombies.
+    let pick = |t: &crate::task::Task| match which {
+        Which::Any => true,
+        Which::Pid(p) => t.tid == p,
+        Which::Pgid(g) => t.process.pgid.load(Ordering::Relaxed) == g,
+    };
+    let (mut any, rep) = crate::ptrace::wait_scan(
+        c.kernel,
+        me,
+        pick,
+        opts & WALL != 0,
+        opts & WCLONE != 0,
+        opts & WEXITED != 0,
+        opts & WNOWAIT != 0,
+    );
+    if let Some(r) = rep {
+        return Ok(Some(Found {
+            pid: r.task.pids.nr_in(me.pids.ns()),
+            status: r.status,
+            code: r.code,
+            si_status: r.si_status,
+            uid: lock(&r.task.process.creds).uid,
+            child: r.task.process.clone(),
+        }));
+    }
     let children: Vec<Arc<Process>> = lock(&me.children).clone();
-    let mut any = false;
     for ch in children.iter().filter(|ch| matches(which, ch)) {
         any = true;
         let uid = lock(&ch.creds).uid;
@@ -89,6 +113,10 @@ fn scan(c: &SyscallCtx<'_>, which: Which, opts: u64) -> SysResult<Option<Found>>
                 uid,
                 child: ch.clone(),
             }));
+        }
+        // A child this process traces reports its stops as a tracee (above).
+        if crate::ptrace::traced_by(c.kernel, ch, me) {
+            continue;
         }
         let mut job = lock(&ch.job);
         match *job {
