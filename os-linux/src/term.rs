@@ -174,7 +174,11 @@ pub fn watch_hangup() -> io::Result<OwnedFd> {
 }
 
 /// A self-pipe for `sig`, whose handler writes to `slot`'s descriptor.
-fn watch(sig: libc::c_int, slot: &AtomicI32, handler: extern "C" fn(libc::c_int)) -> io::Result<OwnedFd> {
+fn watch(
+    sig: libc::c_int,
+    slot: &AtomicI32,
+    handler: extern "C" fn(libc::c_int),
+) -> io::Result<OwnedFd> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: pipe2 writes two descriptors.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {

@@ -5,6 +5,8 @@
 //! shell has printed a marker, the terminal goes away:
 //! * `busybox init` with the inittab tools/mkrootfs writes: the pty master is closed, as when a
 //!   terminal window or tmux pane closes (the host sends SIGHUP and reads fail with EIO);
+//! * `busybox init` again, the pty not being linux's controlling terminal: only reads failing
+//!   with EIO tell that the terminal is gone;
 //! * a shell as init (`init=/bin/sh`, which ignores SIGHUP as pid 1): SIGHUP is sent to
 //!   `linux` while the pty stays open.
 //!
@@ -15,6 +17,7 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,8 +30,12 @@ const EXIT_BOUND: Duration = Duration::from_secs(20);
 
 #[derive(Clone, Copy, Debug)]
 enum How {
-    /// Close the pty master.
+    /// Close the pty master (the host sends SIGHUP to linux, its session leader, and reads
+    /// fail with EIO).
     CloseMaster,
+    /// Close the pty master of a pty that is not linux's controlling terminal: no SIGHUP, only
+    /// EIO on reads (a wrapper between the terminal and linux that does not pass SIGHUP on).
+    CloseMasterNotCtty,
     /// kill(linux, SIGHUP), the pty left open.
     Sighup,
 }
@@ -51,10 +58,16 @@ fn run_case(engine: &[&str], init: &str, how: How) {
     let klog = File::create(&klog_path).expect("create the kernel log file");
 
     let boot = Boot::new().engine(engine).init(init);
-    let mut cmd = Command::new("setsid");
-    cmd.arg("--ctty")
-        .arg(linux_binary())
-        .args(boot.argv())
+    let mut cmd = if let How::CloseMasterNotCtty = how {
+        let mut c = Command::new(linux_binary());
+        c.process_group(0);
+        c
+    } else {
+        let mut c = Command::new("setsid");
+        c.arg("--ctty").arg(linux_binary());
+        c
+    };
+    cmd.args(boot.argv())
         .stdin(Stdio::from(slave.try_clone().expect("dup slave")))
         .stdout(Stdio::from(slave.try_clone().expect("dup slave")))
         .stderr(Stdio::from(klog));
@@ -73,7 +86,10 @@ fn run_case(engine: &[&str], init: &str, how: How) {
             let mut f = File::from(master);
             let mut buf = [0u8; 4096];
             while !stop.load(Ordering::Acquire) {
-                let mut fds = [nix::poll::PollFd::new(f.as_fd(), nix::poll::PollFlags::POLLIN)];
+                let mut fds = [nix::poll::PollFd::new(
+                    f.as_fd(),
+                    nix::poll::PollFlags::POLLIN,
+                )];
                 match nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(100u8)) {
                     Ok(0) => continue,
                     Ok(_) => match f.read(&mut buf) {
@@ -131,7 +147,7 @@ fn run_case(engine: &[&str], init: &str, how: How) {
     );
 
     match how {
-        How::CloseMaster => {
+        How::CloseMaster | How::CloseMasterNotCtty => {
             drop(writer);
             stop.store(true, Ordering::Release);
             if let Some(r) = reader.take() {
@@ -154,6 +170,13 @@ fn run_case(engine: &[&str], init: &str, how: How) {
         std::thread::sleep(Duration::from_millis(50));
     };
     let took = hung_up.elapsed();
+    // A power-off (or init's own exit with status 0), not death by the host signal.
+    if !status.success() {
+        fail(
+            &format!("linux ended with {status}, not a power-off with status 0"),
+            &mut child,
+        );
+    }
     // The stubs die with linux (PR_SET_PDEATHSIG, PTRACE_O_EXITKILL): give them a moment.
     let deadline = Instant::now() + Duration::from_secs(5);
     while stubs.iter().any(HostProc::is_alive) && Instant::now() < deadline {
@@ -164,7 +187,10 @@ fn run_case(engine: &[&str], init: &str, how: How) {
         p.kill();
     }
     if !left.is_empty() {
-        fail(&format!("stub processes outlived linux: {left:?}"), &mut child);
+        fail(
+            &format!("stub processes outlived linux: {left:?}"),
+            &mut child,
+        );
     }
     stop.store(true, Ordering::Release);
     if let Some(r) = reader.take() {
@@ -188,6 +214,11 @@ fn run_case(engine: &[&str], init: &str, how: How) {
 #[test]
 fn terminal_closed_under_busybox_init() {
     for_each_engine(|engine| run_case(engine, "/sbin/init", How::CloseMaster));
+}
+
+#[test]
+fn terminal_gone_without_sighup() {
+    for_each_engine(|engine| run_case(engine, "/sbin/init", How::CloseMasterNotCtty));
 }
 
 #[test]

@@ -135,7 +135,13 @@ pub fn default_hostname(root: Option<&std::path::Path>) -> String {
         .unwrap_or_default();
     let name: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     if name.trim_matches('-').is_empty() {
         return "(none)".into();

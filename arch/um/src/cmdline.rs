@@ -354,7 +354,14 @@ mod tests {
         assert_eq!(p("hostname=box").unwrap().hostname.as_deref(), Some("box"));
         assert!(p("hostname=").is_err());
         let long = "h".repeat(70);
-        assert_eq!(p(&format!("hostname={long}")).unwrap().hostname.unwrap().len(), 64);
+        assert_eq!(
+            p(&format!("hostname={long}"))
+                .unwrap()
+                .hostname
+                .unwrap()
+                .len(),
+            64
+        );
         assert_eq!(truncate_nodename(&"é".repeat(40)).len(), 64);
         assert_eq!(truncate_nodename(&format!("a{}", "é".repeat(40))).len(), 63);
     }
