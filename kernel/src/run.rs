@@ -492,6 +492,7 @@ fn deliver_signals(
         }
         match act.handler {
             1 => continue,
+            0 if sig::init_drops(p, &info) => continue,
             0 => match sig::default_action(signo) {
                 DefaultAction::Ign | DefaultAction::Cont => continue,
                 DefaultAction::Stop => {

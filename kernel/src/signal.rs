@@ -163,6 +163,15 @@ pub const KICK_SIGNAL: i32 = um_os_linux::ptrace::KICK_SIGNAL;
 /// even be queued, as Linux `sig_ignored` decides).
 fn ignored(p: &Process, t: Option<&Task>, sig: u32) -> bool {
     let act = lock(&p.sigactions)[(sig - 1) as usize];
+    // sig_ignored: a blocked signal is never ignored, not even by init (the handler may change
+    // before it is unblocked, and sigtimedwait may want it, real_blocked: busybox init blocks
+    // SIGUSR2 and SIGTERM and takes them with sigtimedwait). SIGKILL and SIGSTOP are never
+    // blocked. A blocked signal with the default action that init later unblocks is dropped
+    // at delivery (`init_drops`).
+    let blocked = |t: &Task| (*lock(&t.sigmask) | *lock(&t.real_blocked)) & sigbit(sig) != 0;
+    if t.is_some_and(blocked) {
+        return false;
+    }
     // init is unkillable (SIGNAL_UNKILLABLE, kernel/signal.c `sig_task_ignored`): a signal
     // with the default action, SIGKILL and SIGSTOP included, does not reach it. Faults the
     // kernel forces on init's own instructions bypass this path.
@@ -181,13 +190,22 @@ fn ignored(p: &Process, t: Option<&Task>, sig: u32) -> bool {
     if sig == SIGKILL || sig == SIGSTOP {
         return false;
     }
-    // sig_ignored: a blocked signal is never ignored (the handler may change before it is
-    // unblocked, and sigtimedwait may want it, real_blocked).
-    let blocked = |t: &Task| (*lock(&t.sigmask) | *lock(&t.real_blocked)) & sigbit(sig) != 0;
-    if t.is_some_and(blocked) {
+    act.handler == 1 || (act.handler == 0 && default_action(sig) == DefaultAction::Ign)
+}
+
+/// Whether init (global or a namespace's) drops the dequeued signal `info`, whose action is
+/// the default one (kernel/signal.c `get_signal`: "Global init gets no signals it doesn't
+/// want", `SIGNAL_UNKILLABLE && !sig_kernel_only`). It got queued only because it was blocked
+/// (see `ignored`). A fault the kernel forced on init's own instruction (a synchronous fault
+/// signal with a kernel si_code) is not dropped: Linux `force_sig_info` clears
+/// SIGNAL_UNKILLABLE for it.
+pub fn init_drops(p: &Process, info: &Siginfo) -> bool {
+    let sig = info.si_signo as u32;
+    if !(p.pid == 1 || crate::pidns::is_ns_init(p)) || sig == SIGKILL || sig == SIGSTOP {
         return false;
     }
-    act.handler == 1 || (act.handler == 0 && default_action(sig) == DefaultAction::Ign)
+    let fault = matches!(sig, SIGSEGV | SIGBUS | SIGILL | SIGFPE | SIGTRAP | SIGSYS);
+    !(fault && info.si_code > 0)
 }
 
 /// Sends `info` to one thread.

@@ -3,12 +3,16 @@
 //!
 //! [`make_raw`] saves the host termios, switches to raw mode (the guest's line discipline does
 //! echo and editing) and arranges that [`restore`] runs on every way out: `exit` (an `atexit`
-//! handler), a Rust panic (a panic hook), and SIGTERM, SIGINT, SIGHUP and SIGQUIT to `linux`
-//! (handlers that restore, then let the signal kill the process as it would have). [`restore`]
+//! handler), a Rust panic (a panic hook), and SIGTERM, SIGINT, SIGHUP (unless [`watch_hangup`]
+//! took it) and SIGQUIT to `linux` (handlers that restore, then let the signal kill the process
+//! as it would have). [`restore`]
 //! itself is idempotent and async-signal-safe.
 //!
 //! [`watch_winch`] turns host SIGWINCH into a readable pipe (the classic self-pipe), so the
 //! console's reader thread can wait for input and resizes with one [`wait_readable`].
+//! [`watch_hangup`] does the same for SIGHUP (the user's terminal went away): the console turns
+//! it into a hangup of the guest's console instead of dying of it, and takes the SIGHUP out
+//! of the fatal set above.
 //!
 //! Neighbours: `um-drivers` (the console) above; only libc below.
 
@@ -28,6 +32,8 @@ static SAVED: OnceLock<Saved> = OnceLock::new();
 static RAW: AtomicBool = AtomicBool::new(false);
 /// Write end of the SIGWINCH pipe (-1: none).
 static WINCH_FD: AtomicI32 = AtomicI32::new(-1);
+/// Write end of the SIGHUP pipe (-1: none).
+static HUP_FD: AtomicI32 = AtomicI32::new(-1);
 
 /// Whether `fd` is a terminal.
 pub fn is_terminal(fd: BorrowedFd<'_>) -> bool {
@@ -100,7 +106,16 @@ extern "C" fn on_fatal_signal(sig: libc::c_int) {
 }
 
 extern "C" fn on_winch(_sig: libc::c_int) {
-    let fd = WINCH_FD.load(Ordering::Relaxed);
+    notify(&WINCH_FD);
+}
+
+extern "C" fn on_hup(_sig: libc::c_int) {
+    notify(&HUP_FD);
+}
+
+/// One byte to a signal's self-pipe (async-signal-safe).
+fn notify(pipe: &AtomicI32) {
+    let fd = pipe.load(Ordering::Relaxed);
     if fd >= 0 {
         let b = 1u8;
         // SAFETY: write is async-signal-safe; one byte from a local; a full pipe just drops
@@ -134,6 +149,9 @@ fn install_hooks() {
     // SAFETY: registers a plain extern "C" function to run at exit.
     unsafe { libc::atexit(restore_at_exit) };
     for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+        if sig == libc::SIGHUP && HUP_FD.load(Ordering::Acquire) >= 0 {
+            continue; // a hangup of the console, see watch_hangup
+        }
         set_handler(sig, on_fatal_signal, libc::SA_RESETHAND);
     }
     let prev = std::panic::take_hook();
@@ -146,6 +164,21 @@ fn install_hooks() {
 /// Delivers host SIGWINCH as a byte on the returned pipe (read end, non-blocking). Only one
 /// watcher exists; a second call fails with `EBUSY`.
 pub fn watch_winch() -> io::Result<OwnedFd> {
+    watch(libc::SIGWINCH, &WINCH_FD, on_winch)
+}
+
+/// Delivers host SIGHUP as a byte on the returned pipe (read end, non-blocking) instead of
+/// letting it kill `linux`. Only one watcher exists; a second call fails with `EBUSY`.
+pub fn watch_hangup() -> io::Result<OwnedFd> {
+    watch(libc::SIGHUP, &HUP_FD, on_hup)
+}
+
+/// A self-pipe for `sig`, whose handler writes to `slot`'s descriptor.
+fn watch(
+    sig: libc::c_int,
+    slot: &AtomicI32,
+    handler: extern "C" fn(libc::c_int),
+) -> io::Result<OwnedFd> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: pipe2 writes two descriptors.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
@@ -153,7 +186,7 @@ pub fn watch_winch() -> io::Result<OwnedFd> {
     }
     // SAFETY: both descriptors were just created and are owned here.
     let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    if WINCH_FD
+    if slot
         .compare_exchange(-1, wr.as_raw_fd(), Ordering::AcqRel, Ordering::Acquire)
         .is_err()
     {
@@ -161,7 +194,7 @@ pub fn watch_winch() -> io::Result<OwnedFd> {
     }
     // The write end lives as long as the process: the handler may run at any time.
     std::mem::forget(wr);
-    set_handler(libc::SIGWINCH, on_winch, libc::SA_RESTART);
+    set_handler(sig, handler, libc::SA_RESTART);
     Ok(rd)
 }
 

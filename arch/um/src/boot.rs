@@ -111,6 +111,47 @@ fn guest_granule(requested: Option<u64>, host_page: u64) -> Result<Granule, Stri
     )
 }
 
+/// The hostname when `hostname=` is not given: the first word of the root's `/etc/hostname`
+/// (what Alpine's and Debian's init scripts would set), else the root directory's name, else
+/// Linux's `(none)`. `/etc/hostname` is read only when neither it nor `/etc` is a symbolic
+/// link, so the name never comes from outside the guest's root.
+pub fn default_hostname(root: Option<&std::path::Path>) -> String {
+    let Some(root) = root else {
+        return "(none)".into();
+    };
+    let plain = |p: &std::path::Path, dir: bool| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| if dir { m.is_dir() } else { m.is_file() })
+    };
+    let etc = root.join("etc");
+    let file = etc.join("hostname");
+    if plain(&etc, true) && plain(&file, false) {
+        let text = std::fs::read(&file).unwrap_or_default();
+        let text = String::from_utf8_lossy(&text[..text.len().min(256)]).into_owned();
+        if let Some(w) = text.split_whitespace().next() {
+            return crate::cmdline::truncate_nodename(w);
+        }
+    }
+    let name = root
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    let name: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if name.trim_matches('-').is_empty() {
+        return "(none)".into();
+    }
+    crate::cmdline::truncate_nodename(&name)
+}
+
 /// Boots and runs until init exits; returns the host exit status.
 pub fn boot(c: Cmdline) -> Result<i32, String> {
     printk::init(c.loglevel);
@@ -295,6 +336,11 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
 
     let table = crate::syscalls::table();
     log::info!("syscalls: {} implemented", table.len());
+    let hostname = match &c.hostname {
+        Some(h) => h.clone(),
+        None => default_hostname(c.rootflags.as_deref()),
+    };
+    log::info!("hostname: {hostname}");
 
     let kernel = Arc::new(Kernel {
         phys,
@@ -311,7 +357,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         syscalls: table,
         uts: Uts {
             sysname: "Linux".into(),
-            nodename: std::sync::Mutex::new("(none)".into()),
+            nodename: std::sync::Mutex::new(hostname.clone()),
             release: RELEASE.into(),
             version: "#1 SMP".into(),
             machine: native::abi::UTS_MACHINE.into(),
@@ -525,5 +571,26 @@ mod tests {
         } else {
             assert!(r.unwrap_err().starts_with("pagesize=16K: "));
         }
+    }
+
+    #[test]
+    fn hostname_from_the_root() {
+        let base = std::env::temp_dir().join(format!("um-hostname-{}", std::process::id()));
+        let root = base.join("my_root.fs");
+        std::fs::create_dir_all(root.join("etc")).unwrap();
+        // No /etc/hostname: the directory's name, made a valid hostname.
+        assert_eq!(default_hostname(Some(&root)), "my-root.fs");
+        std::fs::write(root.join("etc/hostname"), "alpine\n").unwrap();
+        assert_eq!(default_hostname(Some(&root)), "alpine");
+        // An empty file does not count.
+        std::fs::write(root.join("etc/hostname"), "\n").unwrap();
+        assert_eq!(default_hostname(Some(&root)), "my-root.fs");
+        // A symbolic link out of the root is not followed.
+        std::fs::write(base.join("outside"), "secret\n").unwrap();
+        std::fs::remove_file(root.join("etc/hostname")).unwrap();
+        std::os::unix::fs::symlink(base.join("outside"), root.join("etc/hostname")).unwrap();
+        assert_eq!(default_hostname(Some(&root)), "my-root.fs");
+        assert_eq!(default_hostname(None), "(none)");
+        let _ = std::fs::remove_dir_all(&base);
     }
 }

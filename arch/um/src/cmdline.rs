@@ -41,6 +41,9 @@ pub struct Cmdline {
     /// offers that is at least the host's page size.
     pub pagesize: Option<u64>,
     pub loglevel: u32,
+    /// `hostname=` (Linux 5.19's early param in init/version.c): the boot-time nodename;
+    /// `None`: derived from the root file system (see `boot::default_hostname`).
+    pub hostname: Option<String>,
     pub stub_exe: Option<PathBuf>,
     /// `ubd<n><flags>=file[,backing]` disks, in command-line order.
     pub ubd: Vec<um_drivers::block::ubd::UbdSpec>,
@@ -68,6 +71,7 @@ impl Default for Cmdline {
             prefault: None,
             pagesize: None,
             loglevel: 7,
+            hostname: None,
             stub_exe: None,
             ubd: Vec::new(),
             ubd_sync: false,
@@ -218,6 +222,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
                 }
                 c.loglevel = n;
             }
+            ("hostname", v) => c.hostname = Some(truncate_nodename(need(k, v)?)),
             ("quiet", None) => c.loglevel = 4,
             ("debug", None) => c.loglevel = 10,
             ("stub_exe", v) => c.stub_exe = Some(PathBuf::from(need(k, v)?)),
@@ -234,6 +239,19 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
         }
     }
     Ok(c)
+}
+
+/// The longest nodename: `__NEW_UTS_LEN` (include/uapi/linux/utsname.h), the field less its NUL.
+const NEW_UTS_LEN: usize = um_uapi::abi::resource::UTS_LEN - 1;
+
+/// A nodename cut to `__NEW_UTS_LEN` bytes on a character boundary, as Linux's
+/// `early_hostname` truncates with `strscpy`.
+pub fn truncate_nodename(s: &str) -> String {
+    let mut end = s.len().min(NEW_UTS_LEN);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
 }
 
 /// Default of `prefault=`: 32 guest pages (the C port's default window; 128K at 4K pages, 512K
@@ -276,6 +294,8 @@ A Linux kernel that runs as an ordinary process. Options (User Mode Linux conven
   ubd=sync              every ubd device opens its file O_SYNC
   stub_exe=PATH         write the stub executable to PATH and exec it from there (for hosts
                         that refuse exec of a memfd)
+  hostname=NAME         the hostname at boot (default: the root's /etc/hostname, else
+                        the name of the rootflags= directory)
   loglevel=N            kernel log verbosity (0-15, default 7); quiet = 4; debug = 10
   --help                this text
 ";
@@ -364,6 +384,24 @@ mod tests {
         assert!(p("mem=").is_err());
         assert!(p("loglevel=x").is_err());
         assert!(p("nosysemu=1").is_err());
+    }
+
+    #[test]
+    fn hostname() {
+        assert_eq!(p("").unwrap().hostname, None);
+        assert_eq!(p("hostname=box").unwrap().hostname.as_deref(), Some("box"));
+        assert!(p("hostname=").is_err());
+        let long = "h".repeat(70);
+        assert_eq!(
+            p(&format!("hostname={long}"))
+                .unwrap()
+                .hostname
+                .unwrap()
+                .len(),
+            64
+        );
+        assert_eq!(truncate_nodename(&"é".repeat(40)).len(), 64);
+        assert_eq!(truncate_nodename(&format!("a{}", "é".repeat(40))).len(), 63);
     }
 
     #[test]

@@ -88,6 +88,11 @@ struct TtyState {
     exclusive: bool,
     /// Open files on this tty.
     opens: usize,
+    /// The session holds the tty only by the boot-time grant to init's session
+    /// ([`Tty::set_ctty`]), which a session leader's TIOCSCTTY takes over: in Linux init has no
+    /// controlling tty and /dev/console never becomes one by open, so busybox init's console
+    /// shell (setsid, then TIOCSCTTY with arg 0) gets job control there.
+    boot_grant: bool,
 }
 
 /// A terminal.
@@ -181,6 +186,7 @@ impl Tty {
                 ld: NTty::new(&termios),
                 winsize,
                 session: 0,
+                boot_grant: false,
                 pgrp: 0,
                 detached: BTreeSet::new(),
                 stopped: false,
@@ -280,6 +286,7 @@ impl Tty {
         let mut st = lock(&self.state);
         st.hung_up = true;
         let session = std::mem::take(&mut st.session);
+        st.boot_grant = false;
         st.pgrp = 0;
         st.detached.clear();
         drop(st);
@@ -304,6 +311,7 @@ impl Tty {
     pub fn set_ctty(&self, sid: u32, pgrp: u32) {
         let mut st = lock(&self.state);
         st.session = sid;
+        st.boot_grant = true;
         st.pgrp = pgrp;
         st.detached.clear();
     }
@@ -356,6 +364,7 @@ impl Tty {
         }
         let pgrp = st.pgrp;
         st.session = 0;
+        st.boot_grant = false;
         st.pgrp = 0;
         st.detached.clear();
         drop(st);
@@ -810,10 +819,11 @@ impl Tty {
             return Err(Errno::EPERM);
         }
         let mut st = lock(&self.state);
-        if st.session != 0 {
+        if st.session != 0 && !st.boot_grant {
             // Already the controlling tty of another session: only root may steal it.
             if arg == 1 && root {
                 st.session = 0;
+                st.boot_grant = false;
                 st.pgrp = 0;
             } else {
                 return Err(Errno::EPERM);
@@ -823,6 +833,7 @@ impl Tty {
             return Err(Errno::EPERM);
         }
         st.session = sid;
+        st.boot_grant = false;
         st.pgrp = p.pgid.load(Ordering::Relaxed);
         st.detached.clear();
         Ok(0)
@@ -837,6 +848,7 @@ impl Tty {
         if p.pid == sid {
             let pgrp = st.pgrp;
             st.session = 0;
+            st.boot_grant = false;
             st.pgrp = 0;
             st.detached.clear();
             drop(st);
@@ -902,6 +914,7 @@ impl Tty {
         let mut st = lock(&self.state);
         if st.session == 0 && !st.hung_up {
             st.session = sid;
+            st.boot_grant = false;
             st.pgrp = p.pgid.load(Ordering::Relaxed);
             st.detached.clear();
         }

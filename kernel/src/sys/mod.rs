@@ -12,6 +12,7 @@ pub mod pidfd;
 pub mod process;
 pub mod rseq;
 pub mod signal;
+pub mod syslog;
 pub mod time;
 pub mod timer;
 pub mod wait;
@@ -32,6 +33,7 @@ pub fn register(t: &mut SyscallTable) {
     process::register(t);
     rseq::register(t);
     signal::register(t);
+    syslog::register(t);
     time::register(t);
     timer::register(t);
     wait::register(t);
