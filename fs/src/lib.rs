@@ -4,8 +4,10 @@
 //! [`binfmt_elf`], [`exec_stack`]), and the file syscalls ([`sys`]). The object traits these
 //! implement ([`um_kernel::vfs`]) live in the kernel crate.
 //!
-//! Neighbours: `um-kernel`, `um-mm`, `um-os-linux` and `um-uapi` below; `um-drivers`, `um-ipc`
-//! and `um-bin` above (subsystems above add their procfs files through [`procfs::registry`]).
+//! Neighbours: `um-kernel`, `um-mm`, `um-os-linux` and `um-uapi` below; `um-drivers`, `um-ipc`,
+//! `um-net` and `um-bin` above (subsystems above add their procfs files through
+//! [`procfs::registry`]; sockets are `um-net`'s, and reach the VFS only as `FileOps` and
+//! sockfs inodes, so nothing here names them).
 #![forbid(unsafe_code)]
 
 pub mod binfmt_elf;
@@ -31,7 +33,6 @@ pub mod namei;
 pub mod pipe;
 pub mod procfs;
 pub mod signalfd;
-pub mod socket;
 pub mod sys;
 pub mod sysfs;
 pub mod timerfd;

@@ -4,7 +4,7 @@
 //! A [`NetNs`] is an identity (its nsfs inode number, shown in `net:[N]`) plus per-namespace
 //! state that the crates above keep in it, found by type ([`NetNs::generic`], Linux
 //! `net_generic` and `register_pernet_subsys`): the kernel crate cannot see socket or sysctl
-//! types, so `um_fs` stores its sysctl values there and keys its bind tables by
+//! types, so `um_net` stores its sysctl values there and keys its bind tables by
 //! [`NetNs::inum`]. Every process belongs to one namespace (`Process::netns`, Linux
 //! `nsproxy->net_ns`), inherited at fork; `clone(CLONE_NEWNET)` puts the child in a new one
 //! ([`on_fork`]), `unshare(CLONE_NEWNET)` moves the caller into a new one ([`unshare`]) and

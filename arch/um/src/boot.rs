@@ -391,6 +391,8 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     }));
     // SysV IPC: its exit hook (SEM_UNDO, shm detach times) and /proc/sysvipc.
     um_ipc::init(&kernel);
+    // Networking: /proc/sys/net.
+    um_net::init();
     // cgroup v2: the cgroup2 file system type and the fork/exit hooks of membership.
     um_fs::cgroup::init(&kernel);
 

@@ -15,6 +15,7 @@ pub fn table() -> SyscallTable {
     um_kernel::sys::register(&mut t);
     um_fs::sys::register(&mut t);
     um_ipc::register(&mut t);
+    um_net::register(&mut t);
     t
 }
 

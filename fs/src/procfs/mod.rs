@@ -14,13 +14,12 @@
 //!
 //! Files: [`fmt`] formats (pure, unit-tested), [`pid`] the per-process directories, [`system`]
 //! the system-wide files and `/proc/sys`, [`registry`] the entries other subsystems add
-//! (`proc_create`, `register_sysctl`: `/proc/sysvipc` from `um-ipc`). Neighbours: `crate::mount` (mounts it, and gives
+//! (`proc_create`, `register_sysctl`: `/proc/sysvipc` from `um-ipc`, `/proc/sys/net` from `um-net`). Neighbours: `crate::mount` (mounts it, and gives
 //! `/proc/mounts` its content), [`crate::sysfs`].
 
 mod config;
 pub mod fmt;
 pub mod modules;
-pub(crate) mod net;
 mod pid;
 pub mod registry;
 mod system;

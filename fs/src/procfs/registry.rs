@@ -6,11 +6,11 @@
 //! procfs instance; the callback runs at every procfs mount, and the entries it makes generate
 //! their content at open, as the fixed ones do. Registrations are made once at boot, before
 //! init can mount procfs (`um-bin` calls each subsystem's init). The directories that take
-//! registered entries are the ones whose builders ask for them ([`entries`]): the root and
-//! `sys/kernel` today.
+//! registered entries are the ones whose builders ask for them ([`entries`],
+//! [`insert_in_order`]): the root, `sys` and `sys/kernel` today.
 //!
 //! Neighbours: the subsystem crates above `um-fs` (`um-ipc`: `/proc/sysvipc`, the IPC limits
-//! in `/proc/sys/kernel`).
+//! in `/proc/sys/kernel`; `um-net`: `/proc/sys/net`).
 
 use super::{ProcFs, ProcInode};
 use std::sync::{Arc, Mutex};
@@ -59,4 +59,13 @@ pub fn entries(fs: &Arc<ProcFs>, dir: &str) -> Vec<(&'static str, Arc<ProcInode>
         }
     }
     out
+}
+
+/// Adds the registered entries of `dir` to the fixed entries `v` (sorted by name), each at its
+/// place in name order, so a directory lists the same whichever crate made an entry.
+pub fn insert_in_order(fs: &Arc<ProcFs>, dir: &str, v: &mut Vec<(&'static str, Arc<ProcInode>)>) {
+    for (name, inode) in entries(fs, dir) {
+        let at = v.iter().position(|(n, _)| *n > name).unwrap_or(v.len());
+        v.insert(at, (name, inode));
+    }
 }

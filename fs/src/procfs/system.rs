@@ -580,16 +580,10 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
             ("pipe-user-pages-soft", int_knob(fs, 16384)),
         ],
     );
-    ProcInode::dir(
-        fs,
-        vec![
-            ("fs", fsdir),
-            ("kernel", kernel),
-            // Per network namespace (procfs/net.rs).
-            ("net", super::net::sys_net_dir(fs)),
-            ("vm", vm),
-        ],
-    )
+    let mut v = vec![("fs", fsdir), ("kernel", kernel), ("vm", vm)];
+    // Registered by other subsystems (procfs/registry.rs): `net` of um-net.
+    super::registry::insert_in_order(fs, "sys", &mut v);
+    ProcInode::dir(fs, v)
 }
 
 /// The fixed entries of the procfs root.
@@ -615,12 +609,8 @@ pub fn entries(fs: &Arc<ProcFs>) -> Vec<(Vec<u8>, Arc<ProcInode>)> {
         ("uptime", ProcInode::file(fs, |_, _| Ok(uptime()))),
         ("version", kfile(fs, version)),
     ];
-    // Entries other subsystems registered (procfs/registry.rs: `/proc/sysvipc` of um-ipc),
-    // each at its place in name order among the fixed ones.
-    for (name, inode) in super::registry::entries(fs, "") {
-        let at = v.iter().position(|(n, _)| *n > name).unwrap_or(v.len());
-        v.insert(at, (name, inode));
-    }
+    // Entries other subsystems registered (procfs/registry.rs: `/proc/sysvipc` of um-ipc).
+    super::registry::insert_in_order(fs, "", &mut v);
     v.into_iter()
         .map(|(n, i)| (n.as_bytes().to_vec(), i))
         .collect()

@@ -362,3 +362,19 @@ fn registered_entries_listed_once() {
     assert_eq!(names, ["b", "a"]);
     assert!(registry::entries(&fs, "test/other").is_empty());
 }
+
+#[test]
+fn registered_entries_take_their_place_in_name_order() {
+    let k = test_kernel();
+    let fs = ProcFs::new_instance(&k, PROC_SUPER_MAGIC, PROC_DEV);
+    registry::proc_create("test/ordered", "net", |fs| ProcInode::text(fs, "n\n"));
+    registry::proc_create("test/ordered", "zz", |fs| ProcInode::text(fs, "z\n"));
+    let mut v = vec![
+        ("fs", ProcInode::text(&fs, "f\n")),
+        ("kernel", ProcInode::text(&fs, "k\n")),
+        ("vm", ProcInode::text(&fs, "v\n")),
+    ];
+    registry::insert_in_order(&fs, "test/ordered", &mut v);
+    let names: Vec<&str> = v.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, ["fs", "kernel", "net", "vm", "zz"]);
+}

@@ -15,7 +15,6 @@ pub mod openat2;
 pub mod pipe;
 pub mod poll;
 pub mod rw;
-pub mod socket;
 pub mod splice;
 pub mod stat;
 pub mod sync_file_range;
@@ -102,7 +101,6 @@ pub fn register(t: &mut SyscallTable) {
     pipe::register(t);
     poll::register(t);
     rw::register(t);
-    socket::register(t);
     splice::register(t);
     stat::register(t);
     sync_file_range::register(t);

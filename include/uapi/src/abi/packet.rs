@@ -5,7 +5,7 @@
 //! Sources: `include/uapi/linux/if_packet.h` (`sockaddr_ll`, `tpacket_*`, `packet_mreq`,
 //! `PACKET_*`, `TP_STATUS_*`), `include/uapi/linux/if_ether.h` (`ETH_*`),
 //! `include/uapi/linux/if_arp.h` (`ARPHRD_LOOPBACK`), `include/linux/socket.h` (`SOL_PACKET`).
-//! The users are `fs/src/socket/packet.rs` (and the guest programs mirror these layouts).
+//! The users are `net/src/packet.rs` (and the guest programs mirror these layouts).
 
 use static_assertions::const_assert_eq;
 

@@ -29,7 +29,7 @@
 //! Key types: [`PacketSocket`] (the `packet_sock`), [`PacketFile`] (its `FileOps`, with `mmap`
 //! of the ring), [`RingVm`] (the ring memory), [`Geometry`] and [`check_ring`] (the
 //! `packet_set_ring` validation), [`parse_bind_addr`]/[`parse_send_addr`] (`sockaddr_ll`).
-//! The syscalls in `sys/socket.rs` copy guest memory and call in here; struct layouts are in
+//! The syscalls in [`crate::sys`] copy guest memory and call in here; struct layouts are in
 //! `um_uapi::abi::packet`.
 //!
 //! Options at `SOL_PACKET`: `PACKET_VERSION`, `PACKET_HDRLEN`, `PACKET_RESERVE`,
@@ -62,13 +62,13 @@
 
 use super::inet::opt::{Cmsg, RMEM_MAX, SOCK_MIN_RCVBUF, SOCK_MIN_SNDBUF, WMEM_MAX, buf_value};
 use super::{MSG_DONTWAIT, MSG_PEEK, MSG_TRUNC, SOCK_DGRAM, SOCK_RAW};
-use crate::pipe::{FIONREAD, next_ino};
 use std::any::Any;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
+use um_fs::pipe::{FIONREAD, next_ino};
 use um_kernel::netns::{self, NetNs, PerNet};
 use um_kernel::task::lock;
 use um_kernel::vfs::{FileOps, GuestMem, Kstat};

@@ -953,7 +953,7 @@ impl Opts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::socket::{AF_INET, AF_INET6};
+    use crate::{AF_INET, AF_INET6};
 
     fn ctx(family: u32, proto: Proto) -> OptCtx {
         OptCtx {

@@ -97,7 +97,7 @@ impl InetSocket {
                 let mut ri = lock(&r.inner);
                 // A full receive buffer drops the datagram (__udp_enqueue_schedule_skb).
                 if ri.dgram_bytes <= ri.opts.rcvbuf.max(0) as usize {
-                    ri.dgram_bytes += crate::socket::unix::dgram_charge(data.len());
+                    ri.dgram_bytes += crate::unix::dgram_charge(data.len());
                     ri.dgrams.push_back(Dgram {
                         data: data.to_vec(),
                         from: src,
@@ -176,7 +176,7 @@ impl InetSocket {
                 };
                 if !peek {
                     let d = i.dgrams.pop_front().expect("front exists");
-                    i.dgram_bytes -= crate::socket::unix::dgram_charge(d.data.len());
+                    i.dgram_bytes -= crate::unix::dgram_charge(d.data.len());
                 }
                 return Some(Ok(r));
             }

@@ -10,7 +10,7 @@
 //! caller with `Inode::mknod`) and by network namespace and name for abstract addresses
 //! (a socket's namespace is its creator's, `um_kernel::netns`).
 //!
-//! Neighbours: `sys/socket.rs` (the syscalls: guest copies, path lookups, descriptor install),
+//! Neighbours: [`crate::sys`] (the syscalls: guest copies, path lookups, descriptor install),
 //! [`super`] (ABI layouts and the control-message codec), [`crate::pipe`] (SIGPIPE, inode
 //! numbers).
 
@@ -18,11 +18,11 @@ use super::{
     MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SHUT_RD, SHUT_RDWR, SHUT_WR, SOCK_DGRAM, SOCK_SEQPACKET,
     SOCK_STREAM, Ucred,
 };
-use crate::pipe::{FIONREAD, next_ino, send_sigpipe};
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use um_fs::pipe::{FIONREAD, next_ino, send_sigpipe};
 use um_kernel::netns::{self, NetNs};
 use um_kernel::task::{Task, lock};
 use um_kernel::vfs::{FileOps, GuestMem, Kstat, OpenFile};
@@ -38,7 +38,7 @@ pub const SOCK_BUF: usize = 212_992;
 /// Datagrams a receiver not connected back to the sender queues (`net.unix.max_dgram_qlen`).
 pub const MAX_DGRAM_QLEN: usize = 10;
 /// Most pending connections a listener accepts by default (`net.core.somaxconn`, per network
-/// namespace: `crate::procfs::net::somaxconn`).
+/// namespace: `crate::sysctl::somaxconn`).
 pub const SOMAXCONN: u32 = 4096;
 /// `offsetof(struct sockaddr_un, sun_path)`.
 const SUN_PATH_OFF: usize = 2;
@@ -368,7 +368,7 @@ impl UnixSocket {
         if self.ty == SOCK_DGRAM {
             return Err(Errno::EOPNOTSUPP);
         }
-        let backlog = (backlog as u32).min(crate::procfs::net::somaxconn(&self.net)) as usize;
+        let backlog = (backlog as u32).min(crate::sysctl::somaxconn(&self.net)) as usize;
         let mut i = lock(&self.inner);
         if i.addr == UnixAddr::Unnamed {
             return Err(Errno::EINVAL);

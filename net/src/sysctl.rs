@@ -19,11 +19,12 @@
 //! `core/somaxconn` caps the listen backlog of sockets of the namespace
 //! ([`somaxconn`]); a new namespace starts at the default (4096).
 //!
-//! Neighbours: [`super::system`] (hangs [`sys_net_dir`] under `/proc/sys`), `crate::socket`
-//! (reads `somaxconn`).
+//! Neighbours: procfs's registry (`um_fs::procfs::registry`; [`crate::init`] hangs
+//! [`sys_net_dir`] under `/proc/sys`), the sockets ([`crate::unix`], [`crate::inet`] read
+//! [`somaxconn`]).
 
-use super::{ProcFs, ProcInode};
 use std::sync::{Arc, Mutex};
+use um_fs::procfs::{ProcFs, ProcInode};
 use um_kernel::kernel::Kernel;
 use um_kernel::netns::{self, NetNs, PerNet};
 use um_kernel::task::lock;

@@ -2,9 +2,9 @@
 //! socket, socketpair, bind, listen, accept, accept4, connect, getsockname, getpeername,
 //! sendto, recvfrom, sendmsg, recvmsg, shutdown, getsockopt, setsockopt.
 //!
-//! Three families exist: AF_UNIX ([`crate::socket::unix`]), AF_INET/AF_INET6 on the loopback
-//! network ([`crate::socket::inet`]) and AF_PACKET on the loopback device
-//! ([`crate::socket::packet`], `CAP_NET_RAW` only); every other family (AF_NETLINK, ...) is
+//! Three families exist: AF_UNIX ([`crate::unix`]), AF_INET/AF_INET6 on the loopback
+//! network ([`crate::inet`]) and AF_PACKET on the loopback device
+//! ([`crate::packet`], `CAP_NET_RAW` only); every other family (AF_NETLINK, ...) is
 //! `EAFNOSUPPORT`, as for a family the kernel was built without. Raw internet sockets are
 //! `EPERM`, as for a caller without `CAP_NET_RAW` (and `EPROTONOSUPPORT` with protocol 0, as on
 //! Linux whoever asks); ICMP "ping" datagram sockets are `EACCES`, as with the default
@@ -12,14 +12,14 @@
 //! walk, `mknod` of the socket inode on bind), installs passed descriptors at `recvmsg`, and
 //! hands internet sockets their raw address and option bytes.
 
-use super::{AT_FDCWD, lookup, start_dir};
-use crate::namei::{self, Last};
-use crate::socket::inet::opt::{CAP_NET_ADMIN, Proto};
-use crate::socket::inet::{CAP_NET_BIND_SERVICE, InetFile, InetSocket};
-use crate::socket::packet::{CAP_NET_RAW, PacketFile, PacketSocket, RingCtx};
-use crate::socket::unix::{SocketFile, UnixAddr, UnixSocket, task_peercred, task_ucred};
-use crate::socket::*;
+use crate::inet::opt::{CAP_NET_ADMIN, Proto};
+use crate::inet::{CAP_NET_BIND_SERVICE, InetFile, InetSocket};
+use crate::packet::{CAP_NET_RAW, PacketFile, PacketSocket, RingCtx};
+use crate::unix::{SocketFile, UnixAddr, UnixSocket, task_peercred, task_ucred};
+use crate::*;
 use std::sync::Arc;
+use um_fs::namei::{self, Last};
+use um_fs::sys::{AT_FDCWD, lookup, start_dir};
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
 use um_kernel::uaccess::import_iovec;
@@ -258,7 +258,7 @@ fn resolve(c: &SyscallCtx<'_>, s: &UnixSocket, addr: &UnixAddr) -> SysResult<Arc
             // unix_find_bsd: connecting (or sending) to a socket file needs write permission.
             let creds = *lock(&c.task.process.creds);
             namei::permission(&st, &creds, namei::MAY_WRITE)?;
-            UnixSocket::find_path(crate::mount::inode_key(&*d.inode)).ok_or(Errno::ECONNREFUSED)
+            UnixSocket::find_path(um_fs::mount::inode_key(&*d.inode)).ok_or(Errno::ECONNREFUSED)
         }
     }
 }
@@ -304,12 +304,12 @@ fn bind(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                         e
                     }
                 })?;
-            let key = crate::mount::inode_key(&*inode);
+            let key = um_fs::mount::inode_key(&*inode);
             if let Err(e) = s.bind_path(key, p) {
                 let _ = parent.inode.unlink(&name);
                 return Err(e);
             }
-            crate::inotify::create(&*parent.inode, &name, false);
+            um_fs::inotify::create(&*parent.inode, &name, false);
         }
     }
     Ok(0)
@@ -615,9 +615,9 @@ struct Received {
     /// The sender's address, encoded (empty: none).
     name: Vec<u8>,
     /// Unix: the message's credentials and descriptors.
-    unix: Option<(Arc<UnixSocket>, crate::socket::unix::Recv)>,
+    unix: Option<(Arc<UnixSocket>, crate::unix::Recv)>,
     /// Internet: control messages (level, type, data).
-    control: Vec<crate::socket::inet::opt::Cmsg>,
+    control: Vec<crate::inet::opt::Cmsg>,
 }
 
 fn do_recv(c: &SyscallCtx<'_>, fd: u64, len: usize, flags: u32) -> SysResult<Received> {
@@ -851,7 +851,7 @@ fn setsockopt(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         Sock::Inet(s) => {
             let (level, name) = (a[1] as i32, a[2] as i32);
             // Copy only what the option reads, as Linux does.
-            let n = (optlen as usize).min(crate::socket::inet::opt::set_len(level, name));
+            let n = (optlen as usize).min(crate::inet::opt::set_len(level, name));
             let val = if n > 0 {
                 c.read_bytes(a[3], n)?
             } else {
@@ -956,7 +956,7 @@ fn setsockopt_packet(
     use um_uapi::abi::packet::SOL_PACKET;
     let (level, name) = (a[1] as i32, a[2] as i32);
     if level == SOL_PACKET {
-        let n = optlen.min(crate::socket::packet::set_len(name));
+        let n = optlen.min(crate::packet::set_len(name));
         let val = if n > 0 {
             c.read_bytes(a[3], n)?
         } else {

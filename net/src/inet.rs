@@ -6,7 +6,7 @@
 //! the listener and queues a new connected socket on it at once (the handshake of a loopback
 //! connection completes before `connect` returns on Linux too), stream bytes and datagrams
 //! queue at the receiver, and every other destination is `ENETUNREACH`, so the guest can never
-//! reach the host's network. Raw sockets and other protocols are refused in `sys/socket.rs`.
+//! reach the host's network. Raw sockets and other protocols are refused in [`crate::sys`].
 //!
 //! Key types: [`InetSocket`] (the `struct sock`: state behind one mutex, one wait queue woken on
 //! every change), [`InetFile`] (its `FileOps`; dropping it is `inet_release`), [`Recv`]. Bound
@@ -31,7 +31,6 @@ mod udp;
 use udp::Dgram;
 
 use super::{AF_INET, AF_INET6, SHUT_RD, SHUT_RDWR, SHUT_WR};
-use crate::pipe::{FIONREAD, next_ino, send_sigpipe};
 use addr::{Sa, canon6, overlap, pick_port, route, unmap};
 use opt::{LOOPBACK_MSS, LOOPBACK_MTU, OptCtx, Opts, Proto};
 use std::any::Any;
@@ -39,6 +38,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
+use um_fs::pipe::{FIONREAD, next_ino, send_sigpipe};
 use um_kernel::netns::{self, NetNs};
 use um_kernel::task::lock;
 use um_kernel::vfs::{FileOps, GuestMem, Kstat};
@@ -54,7 +54,7 @@ const MSG_OOB: u32 = super::MSG_OOB;
 /// `MSG_ERRQUEUE`: the error queue (always empty here).
 pub const MSG_ERRQUEUE: u32 = 0x2000;
 /// Most pending connections a listener accepts by default (`net.core.somaxconn`, per network
-/// namespace: `crate::procfs::net::somaxconn`).
+/// namespace: `crate::sysctl::somaxconn`).
 pub const SOMAXCONN: u32 = 4096;
 /// Largest UDP payload over IPv4 (65535 less the IP and UDP headers) and over IPv6.
 pub const UDP_MAX_V4: usize = 65_507;
@@ -463,7 +463,7 @@ impl InetSocket {
         if self.proto == Proto::Udp {
             return Err(Errno::EOPNOTSUPP);
         }
-        let backlog = (backlog as u32).min(crate::procfs::net::somaxconn(&self.net)) as usize;
+        let backlog = (backlog as u32).min(crate::sysctl::somaxconn(&self.net)) as usize;
         let bound = {
             let mut i = lock(&self.inner);
             match i.state {

@@ -1,16 +1,35 @@
-//! Sockets: the ABI they share (Linux `include/linux/socket.h`, `include/uapi/linux/un.h`,
-//! `net/core/scm.c`) and the families we have: AF_UNIX ([`unix`]), AF_INET/AF_INET6 on the
-//! guest's own loopback network ([`inet`]) and AF_PACKET on its loopback device ([`packet`]).
+//! `um-net`: networking (Linux `net/`): the socket families, the socket syscalls and the
+//! per-namespace network sysctls.
 //!
-//! Key types: [`SockaddrUn`], [`Msghdr`], [`Cmsghdr`], [`Ucred`] (pinned C layouts), the
-//! control-message codec ([`cmsgs`], [`parse_control`], [`put_cmsg`], [`rights_fit`]). The internet
-//! address and option structures are in `um_uapi::abi::inet`. The syscalls are in
-//! `sys/socket.rs`; they copy guest memory and call into [`unix::UnixSocket`] or
-//! [`inet::InetSocket`].
+//! The families: AF_UNIX ([`unix`]), AF_INET/AF_INET6 on the guest's own loopback network
+//! ([`inet`]) and AF_PACKET on its loopback device ([`packet`]). [`sys`] holds the socket
+//! syscalls (Linux `net/socket.c`): they copy guest memory and call into
+//! [`unix::UnixSocket`], [`inet::InetSocket`] or [`packet::PacketSocket`]. [`sysctl`] is
+//! `/proc/sys/net` and the values behind it (`somaxconn` and the `ipv4/conf` tables), kept per
+//! network namespace as `um_kernel::netns` state.
+//!
+//! This file: the socket ABI the families share (Linux `include/linux/socket.h`,
+//! `include/uapi/linux/un.h`, `net/core/scm.c`). Key types: [`SockaddrUn`], [`Msghdr`],
+//! [`Cmsghdr`], [`Ucred`] (pinned C layouts), the control-message codec ([`cmsgs`],
+//! [`parse_control`], [`put_cmsg`], [`rights_fit`]). The internet address and option
+//! structures are in `um_uapi::abi::inet`.
+//!
+//! Neighbours, all below (dependencies point down only): `um-fs` (the path walk that finds a
+//! unix socket's inode, `mknod` of it at bind, inotify, the sockfs `stat`, procfs's registry
+//! that [`init`] adds `/proc/sys/net` to), `um-kernel` (files, wait queues, network
+//! namespaces, the syscall table), `um-mm` (the AF_PACKET ring frames), `um-os-linux` (host
+//! random numbers), `um-uapi`. Nothing in `um-fs` names a socket: sockets reach the VFS as
+//! `FileOps` (read, write, poll, splice, `/proc/PID/fd`'s `socket:[N]` from the `stat` mode).
+//! `um-bin` calls [`init`] at boot and [`register`] when it builds the syscall table.
+#![forbid(unsafe_code)]
 
 pub mod inet;
 pub mod packet;
+pub mod sys;
+pub mod sysctl;
 pub mod unix;
+
+pub use sys::register;
 
 use um_uapi::abi::pod::Pod;
 use um_uapi::{Errno, SysResult};
@@ -181,7 +200,7 @@ pub struct Control {
 /// The `stat` of a socket (a sockfs inode: `S_IFSOCK | 0777` on the anonymous device 0:8),
 /// numbered `ino`, owned by its creator's `(uid, gid)`.
 pub fn sock_kstat(ino: u64, (uid, gid): (u32, u32)) -> um_kernel::vfs::Kstat {
-    crate::pipe::anon_kstat(um_kernel::vfs::mode::S_IFSOCK | 0o777, ino, 0x08, uid, gid)
+    um_fs::pipe::anon_kstat(um_kernel::vfs::mode::S_IFSOCK | 0o777, ino, 0x08, uid, gid)
 }
 
 /// The control messages of a `msg_control` buffer, each header with its data (Linux
@@ -268,6 +287,12 @@ pub fn rights_fit(room: usize) -> usize {
 /// Encodes descriptors as `SCM_RIGHTS` data.
 pub fn rights_data(fds: &[i32]) -> Vec<u8> {
     fds.iter().flat_map(|f| f.to_le_bytes()).collect()
+}
+
+/// Boot-time setup: `/proc/sys/net` in procfs (Linux `register_net_sysctl` from the
+/// subsystems' init calls). Runs before init can mount procfs.
+pub fn init() {
+    um_fs::procfs::registry::proc_create("sys", "net", sysctl::sys_net_dir);
 }
 
 #[cfg(test)]
