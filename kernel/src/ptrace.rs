@@ -215,31 +215,47 @@ pub enum Enter {
     Skip,
 }
 
-/// Syscall-entry stop (`ptrace_report_syscall_entry`), if the tracer restarted with
-/// PTRACE_SYSCALL.
-pub fn syscall_enter(k: &Kernel, task: &Arc<Task>, th: &mut GuestThread) -> Enter {
+/// The stop both syscall stops make (`ptrace_report_syscall`): `None` when the tracer did not
+/// restart with PTRACE_SYSCALL; else the tracer's resume (`None` if none came) and the
+/// registers from before the stop, whose syscall view the tracer saw and may have changed.
+fn syscall_stop(
+    k: &Kernel,
+    task: &Task,
+    th: &mut GuestThread,
+    exit: bool,
+) -> Option<(Option<(Resume, Siginfo)>, Regs)> {
+    let (why, info) = if exit {
+        (Why::SyscallExit, PTRACE_SYSCALL_INFO_EXIT)
+    } else {
+        (Why::SyscallEnter, PTRACE_SYSCALL_INFO_ENTRY)
+    };
     let sysgood = {
         let mut g = lock(&task.ptrace.inner);
-        match g.link.as_mut() {
-            Some(l) if l.syscall => {
-                l.eventmsg = u64::from(PTRACE_SYSCALL_INFO_ENTRY);
-                l.options & PTRACE_O_TRACESYSGOOD != 0
-            }
-            _ => return Enter::Run,
-        }
+        let l = g.link.as_mut().filter(|l| l.syscall)?;
+        l.eventmsg = u64::from(info);
+        l.options & PTRACE_O_TRACESYSGOOD != 0
     };
     let saved = th.regs;
-    crate::arch::ptrace_syscall_regs(&mut th.regs, false);
+    crate::arch::ptrace_syscall_regs(&mut th.regs, exit);
     let code = sig::SIGTRAP | if sysgood { 0x80 } else { 0 };
     let r = stop(
         k,
         task,
         th,
-        Why::SyscallEnter,
+        why,
         code,
         Siginfo::new(sig::SIGTRAP, code as i32),
     );
     crate::arch::ptrace_syscall_restore(&mut th.regs, &saved);
+    Some((r, saved))
+}
+
+/// Syscall-entry stop (`ptrace_report_syscall_entry`), if the tracer restarted with
+/// PTRACE_SYSCALL.
+pub fn syscall_enter(k: &Kernel, task: &Arc<Task>, th: &mut GuestThread) -> Enter {
+    let Some((r, saved)) = syscall_stop(k, task, th, false) else {
+        return Enter::Run;
+    };
     let Some((r, _)) = r else {
         if killed(task) {
             return Enter::Skip;
@@ -256,29 +272,7 @@ pub fn syscall_enter(k: &Kernel, task: &Arc<Task>, th: &mut GuestThread) -> Ente
 
 /// Syscall-exit stop (`ptrace_report_syscall_exit`).
 pub fn syscall_exit(k: &Kernel, task: &Arc<Task>, th: &mut GuestThread) {
-    let sysgood = {
-        let mut g = lock(&task.ptrace.inner);
-        match g.link.as_mut() {
-            Some(l) if l.syscall => {
-                l.eventmsg = u64::from(PTRACE_SYSCALL_INFO_EXIT);
-                l.options & PTRACE_O_TRACESYSGOOD != 0
-            }
-            _ => return,
-        }
-    };
-    let saved = th.regs;
-    crate::arch::ptrace_syscall_regs(&mut th.regs, true);
-    let code = sig::SIGTRAP | if sysgood { 0x80 } else { 0 };
-    let r = stop(
-        k,
-        task,
-        th,
-        Why::SyscallExit,
-        code,
-        Siginfo::new(sig::SIGTRAP, code as i32),
-    );
-    crate::arch::ptrace_syscall_restore(&mut th.regs, &saved);
-    if let Some((r, _)) = r {
+    if let Some((Some((r, _)), _)) = syscall_stop(k, task, th, true) {
         send_resume_signal(task, r);
     }
 }
