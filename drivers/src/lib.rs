@@ -1,17 +1,20 @@
 //! `um-drivers`: devices. The TTY layer ([`tty`]: the core with its N_TTY line discipline and
 //! job control, and Unix 98 ptys with devpts), and the console ([`console`]), a tty on host
-//! fds; the block layer ([`block`]) with UML's `ubd` disks.
+//! fds; the block layer ([`block`]) with UML's `ubd` disks; the virtual NIC `eth0` ([`net`]) with
+//! its network backends and `ip=` configuration.
 //!
 //! [`init`] wires the character devices into the kernel at boot: /dev/tty (5:0), /dev/console
 //! (5:1), /dev/ptmx (5:2) and the pty slaves (136:N, registered as ptys are made), all through
 //! `um_kernel::vfs::register_chrdev`. [`devpts_root`] is the devpts root inode for mounting.
 //!
-//! Neighbours: `um-kernel` (the `FileOps`/`Inode` traits, wait queues, signals) and
+//! Neighbours: `um-kernel` (the `FileOps`/`Inode` traits, wait queues, signals), `um-net` (the
+//! network device registry) and
 //! `um-os-linux` (host fds, the host terminal) below; `um-bin` above.
 #![forbid(unsafe_code)]
 
 pub mod block;
 pub mod console;
+pub mod net;
 pub mod tty;
 
 use console::Channel;

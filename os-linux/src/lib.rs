@@ -9,6 +9,7 @@
 //! Neighbours: nothing of ours below (only libc); the arch crates, `mm` and `kernel` above.
 
 pub mod blockio;
+pub mod helper;
 pub mod host;
 pub mod hostdir;
 pub mod physmem;
