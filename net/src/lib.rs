@@ -116,6 +116,11 @@ pub mod so {
     pub const SO_SNDLOWAT: i32 = 19;
     pub const SO_RCVTIMEO: i32 = 20;
     pub const SO_SNDTIMEO: i32 = 21;
+    pub const SO_BINDTODEVICE: i32 = 25;
+    /// Also `SO_GET_FILTER` for getsockopt.
+    pub const SO_ATTACH_FILTER: i32 = 26;
+    pub const SO_DETACH_FILTER: i32 = 27;
+    pub const SO_LOCK_FILTER: i32 = 44;
     pub const SO_ACCEPTCONN: i32 = 30;
     pub const SO_SNDBUFFORCE: i32 = 32;
     pub const SO_RCVBUFFORCE: i32 = 33;

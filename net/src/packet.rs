@@ -1,21 +1,36 @@
-//! AF_PACKET sockets on the loopback device (Linux `net/packet/af_packet.c`, packet(7)):
-//! `SOCK_RAW` (whole Ethernet frames) and `SOCK_DGRAM` (payloads, the kernel builds and strips
-//! the 14-byte header), with the memory-mapped receive rings of TPACKET_V1, V2 and V3.
+//! AF_PACKET sockets (Linux `net/packet/af_packet.c`, packet(7)) on every network device of
+//! their namespace: `SOCK_RAW` (whole Ethernet frames) and `SOCK_DGRAM` (payloads, the kernel
+//! builds and strips the 14-byte header), with the memory-mapped receive rings of TPACKET_V1,
+//! V2 and V3.
 //!
-//! The network: every network namespace has one device, `lo` (ifindex 1, `ARPHRD_LOOPBACK`,
-//! address 00:00:00:00:00:00, mtu 65536, always up). The only frames on it are the ones
-//! packet sockets send: **the loopback carries no frames for internet sockets** (TCP and UDP
-//! data is queued directly at the receiving socket, see [`super::inet`]), so a packet socket
-//! never sees IP traffic, and a frame a packet socket sends never reaches an internet socket.
+//! **lo** (ifindex 1, `ARPHRD_LOOPBACK`, address 00:00:00:00:00:00, mtu 65536, always up): the
+//! only frames on it are the ones packet sockets send: **the loopback carries no frames for
+//! internet sockets** (TCP and UDP data is queued directly at the receiving socket, see
+//! [`super::inet`]), so a packet socket never sees IP traffic on lo, and a frame a packet
+//! socket sends there never reaches an internet socket. A frame sent on `lo` takes Linux's two
+//! passes past the taps: first `dev_queue_xmit_nit` hands a `PACKET_OUTGOING` copy to every
+//! `ETH_P_ALL` socket of the namespace except the sender (`skb_loop_sk`) and those with
+//! `PACKET_IGNORE_OUTGOING`; then `loopback_xmit` receives it (`eth_type_trans`: protocol from
+//! the ethertype, packet type from the destination address), and every socket whose protocol
+//! is `ETH_P_ALL` or that ethertype gets it, the sender too.
 //!
-//! A frame sent on `lo` takes Linux's two passes past the taps: first `dev_queue_xmit_nit`
-//! hands a `PACKET_OUTGOING` copy to every `ETH_P_ALL` socket of the namespace except the
-//! sender (`skb_loop_sk`) and those with `PACKET_IGNORE_OUTGOING`; then `loopback_xmit` receives
-//! it (`eth_type_trans`: protocol from the ethertype, packet type from the destination address:
-//! `PACKET_HOST` for lo's zero address, `PACKET_BROADCAST`, `PACKET_MULTICAST`,
-//! `PACKET_OTHERHOST`), and every socket whose protocol is `ETH_P_ALL` or that ethertype gets it,
-//! the sender too. Sockets bound to ifindex 0 (any device) or 1 take part; protocol 0 is not
-//! receiving (`po->running`) until bound with a protocol.
+//! **Devices with a driver** (`eth0`, [`super::dev`]): a send goes out through
+//! `dev::dev_queue_xmit` (`ENETDOWN` while the device is down, `ENOBUFS` when the driver
+//! dropped it), whose tap ([`device_tap`], registered once with `dev::register_tap`) hands
+//! `PACKET_OUTGOING` copies to the other `ETH_P_ALL` sockets; a frame the driver receives
+//! reaches the same tap from `dev::netif_rx`, classified by the device's address
+//! (`PACKET_HOST`, `PACKET_BROADCAST`, `PACKET_MULTICAST`, `PACKET_OTHERHOST`). The
+//! `sockaddr_ll` of a frame and of `getsockname` carries the device's index, hardware type
+//! (`ARPHRD_ETHER`) and address. A `SOCK_DGRAM` send on an Ethernet device needs a destination
+//! address (`EINVAL` without one: `eth_header` has nothing to put there).
+//!
+//! Which sockets take a frame: those bound to ifindex 0 (any device) or the frame's device;
+//! protocol 0 is not receiving (`po->running`) until bound with a protocol. Then the socket's
+//! classic BPF filter (`SO_ATTACH_FILTER`, [`bpf`]) runs on the data as the socket sees it
+//! (from the link header for `SOCK_RAW`, the network header for `SOCK_DGRAM`): 0 drops the
+//! frame, a smaller number truncates it (`run_filter`). `SO_BINDTODEVICE` is accepted (with
+//! `CAP_NET_RAW`, `ENODEV` for no such device) and reported, and changes nothing, as on Linux:
+//! `packet_rcv` and `packet_snd` go by the `bind` device, never `sk_bound_dev_if`.
 //!
 //! Receiving: without a ring, frames queue at the socket (charged against `SO_RCVBUF`; a full
 //! buffer drops and counts, as `packet_rcv`). With `PACKET_RX_RING`, `tpacket_rcv` writes them
@@ -35,13 +50,16 @@
 //! Options at `SOL_PACKET`: `PACKET_VERSION`, `PACKET_HDRLEN`, `PACKET_RESERVE`,
 //! `PACKET_RX_RING`/`PACKET_TX_RING` (with `packet_set_ring`'s exact checks, [`check_ring`]),
 //! `PACKET_STATISTICS` (reset on read), `PACKET_ADD_MEMBERSHIP`/`PACKET_DROP_MEMBERSHIP`
-//! (recorded with their counts; promiscuous or multicast mode changes nothing on lo),
+//! (recorded with their counts; promiscuous or multicast mode changes nothing: every device
+//! here passes every frame up),
 //! `PACKET_AUXDATA` (the `tpacket_auxdata` control message), `PACKET_IGNORE_OUTGOING`,
 //! `PACKET_LOSS`, `PACKET_COPY_THRESH`, `PACKET_ORIGDEV`, `PACKET_TIMESTAMP`,
-//! `PACKET_TX_HAS_OFF`, `PACKET_QDISC_BYPASS` (stored); others are `ENOPROTOOPT`.
+//! `PACKET_TX_HAS_OFF`, `PACKET_QDISC_BYPASS` (stored); others are `ENOPROTOOPT`. At
+//! `SOL_SOCKET` (in `crate::sys`): `SO_ATTACH_FILTER`/`SO_DETACH_FILTER`/`SO_LOCK_FILTER`,
+//! `SO_GET_FILTER`, `SO_BINDTODEVICE`, the buffer sizes.
 //!
 //! Not here (differences from Linux): `SOCK_PACKET` sockets (`ESOCKTNOSUPPORT`), fanout
-//! (`PACKET_FANOUT` is `ENOPROTOOPT`), BPF filters (`SO_ATTACH_FILTER`), `PACKET_VNET_HDR`
+//! (`PACKET_FANOUT` is `ENOPROTOOPT`), eBPF filters (`SO_ATTACH_BPF`), `PACKET_VNET_HDR`
 //! (`ENOPROTOOPT`), timestamping options (ring frames always carry the software receive
 //! time), VLAN information, `TP_FT_REQ_FILL_RXHASH` (the hash is 0), `SO_RCVTIMEO` and
 //! `SO_SNDTIMEO` (accepted, a blocking receive waits until a frame or a signal),
@@ -60,6 +78,11 @@
 //! frames still being filled (as with `MSG_DONTWAIT`); V3 TX rings are accepted but `send`
 //! transmits nothing from them and returns 0 (Linux sends V3 TX frames too).
 
+pub mod bpf;
+
+pub use bpf::Filter;
+
+use super::dev::{self, NetDevice};
 use super::inet::opt::{Cmsg, RMEM_MAX, SOCK_MIN_RCVBUF, SOCK_MIN_SNDBUF, WMEM_MAX, buf_value};
 use super::{MSG_DONTWAIT, MSG_PEEK, MSG_TRUNC, SOCK_DGRAM, SOCK_RAW};
 use std::any::Any;
@@ -245,8 +268,14 @@ pub fn parse_send_addr(b: &[u8]) -> SysResult<SockaddrLl> {
 /// `eth_type_trans` on lo: the protocol and packet type of a received frame (at least
 /// `ETH_HLEN` long).
 pub fn eth_type_trans(frame: &[u8]) -> (u16, u8) {
+    eth_type_trans_on(frame, &[0; 6])
+}
+
+/// `eth_type_trans` on a device with address `mac`: `PACKET_HOST` for a frame to it,
+/// `PACKET_BROADCAST`, `PACKET_MULTICAST`, else `PACKET_OTHERHOST`.
+pub fn eth_type_trans_on(frame: &[u8], mac: &[u8; 6]) -> (u16, u8) {
     let dest = &frame[0..6];
-    let pkttype = if dest == [0u8; 6] {
+    let pkttype = if dest == mac {
         PACKET_HOST
     } else if dest[0] & 1 != 0 {
         if dest == [0xff; 6] {
@@ -437,6 +466,9 @@ struct Pkt {
     /// Where the network header starts in `data` (`tp_net` of `PACKET_AUXDATA`).
     net_off: u16,
     charge: usize,
+    /// The device it came in or went out on, and its hardware type.
+    ifindex: i32,
+    hatype: u16,
 }
 
 /// A multicast/promiscuous membership (`struct packet_mclist`).
@@ -477,6 +509,12 @@ struct Inner {
     vm: Option<Arc<RingVm>>,
     mclist: Vec<Mc>,
     err: Option<Errno>,
+    /// `SO_ATTACH_FILTER`'s program, and `SO_LOCK_FILTER`.
+    filter: Option<Arc<Filter>>,
+    filter_locked: bool,
+    /// `SO_BINDTODEVICE` (`sk_bound_dev_if`): kept and reported; AF_PACKET itself goes by the
+    /// device of `bind`, as Linux's `packet_rcv`/`packet_snd` never read `sk_bound_dev_if`.
+    bound_dev_if: i32,
 }
 
 /// The packet sockets of one network namespace (`net->packet.sklist`).
@@ -558,6 +596,9 @@ impl PacketSocket {
                 vm: None,
                 mclist: Vec::new(),
                 err: None,
+                filter: None,
+                filter_locked: false,
+                bound_dev_if: 0,
             }),
             wq: WaitQueue::new(),
             ino: next_ino(),
@@ -565,6 +606,8 @@ impl PacketSocket {
             net: net.clone(),
             me: me.clone(),
         });
+        static TAP: std::sync::Once = std::sync::Once::new();
+        TAP.call_once(|| dev::register_tap(device_tap));
         let pn = net.generic::<PacketNet>();
         let mut l = lock(&pn.socks);
         l.retain(|w| w.strong_count() > 0);
@@ -595,11 +638,11 @@ impl PacketSocket {
         i.mclist.clear();
     }
 
-    /// `packet_bind`: `ifindex` 0 (any) or lo's, else `ENODEV`; a zero protocol keeps the
-    /// current one.
+    /// `packet_bind`: `ifindex` 0 (any) or a device of the namespace, else `ENODEV`; a zero
+    /// protocol keeps the current one.
     pub fn bind(&self, b: &[u8]) -> SysResult<()> {
         let sll = parse_bind_addr(b)?;
-        if sll.sll_ifindex != 0 && sll.sll_ifindex != LO_IFINDEX {
+        if sll.sll_ifindex != 0 && self.device(sll.sll_ifindex).is_none() {
             return Err(Errno::ENODEV);
         }
         let mut i = lock(&self.inner);
@@ -611,19 +654,31 @@ impl PacketSocket {
         Ok(())
     }
 
-    /// `packet_getname`: the bound device and protocol; lo's type and (zero) address, or no
+    /// The device `ifindex` of the socket's namespace.
+    fn device(&self, ifindex: i32) -> Option<Arc<NetDevice>> {
+        dev::devices(&self.net).by_index(ifindex)
+    }
+
+    /// `packet_getname`: the bound device and protocol; the device's type and address, or no
     /// device for ifindex 0. Its length is `sll_addr`'s offset plus `sll_halen`.
     pub fn local_addr(&self) -> Vec<u8> {
-        let i = lock(&self.inner);
-        let lo = i.ifindex == LO_IFINDEX;
+        let (num, ifindex) = {
+            let i = lock(&self.inner);
+            (i.num, i.ifindex)
+        };
+        let d = (ifindex != 0).then(|| self.device(ifindex)).flatten();
+        let mut addr = [0u8; 8];
+        if let Some(d) = &d {
+            addr[..6].copy_from_slice(&d.mac);
+        }
         let sll = SockaddrLl {
             sll_family: AF_PACKET as u16,
-            sll_protocol: i.num.to_be_bytes(),
-            sll_ifindex: i.ifindex,
-            sll_hatype: if lo { ARPHRD_LOOPBACK } else { 0 },
+            sll_protocol: num.to_be_bytes(),
+            sll_ifindex: ifindex,
+            sll_hatype: d.as_ref().map_or(0, |d| d.kind),
             sll_pkttype: 0,
-            sll_halen: if lo { ETH_ALEN as u8 } else { 0 },
-            sll_addr: [0; 8],
+            sll_halen: if d.is_some() { ETH_ALEN as u8 } else { 0 },
+            sll_addr: addr,
         };
         let mut b = sll.as_bytes();
         b.truncate(12 + usize::from(sll.sll_halen));
@@ -651,23 +706,35 @@ impl PacketSocket {
                 (sll.sll_ifindex, u16::from_be_bytes(sll.sll_protocol), addr)
             }
         };
-        if ifindex != LO_IFINDEX {
-            return Err(Errno::ENXIO);
+        // packet_snd: the device (ENXIO without one), up (ENETDOWN).
+        let d = if ifindex == 0 {
+            None
+        } else {
+            self.device(ifindex)
         }
+        .ok_or(Errno::ENXIO)?;
+        let lo = d.is_loopback();
+        if !lo && !d.is_up() {
+            return Err(Errno::ENETDOWN);
+        }
+        let mtu = if lo { LO_MTU } else { d.mtu() as usize };
         let reserve = if self.ty == SOCK_RAW { ETH_HLEN } else { 0 };
-        if data.len() > LO_MTU + reserve + VLAN_HLEN {
+        if data.len() > mtu + reserve + VLAN_HLEN {
             return Err(Errno::EMSGSIZE);
         }
         let frame = if self.ty == SOCK_DGRAM {
             // dev_hard_header (eth_header): the given destination (always ETH_ALEN bytes of
-            // sll_addr, whatever sll_halen says), else (lo is IFF_LOOPBACK) the zero address;
-            // the source is lo's (zero) address.
-            let dest = addr.map_or([0u8; ETH_ALEN], |a| {
-                a.sll_addr[..ETH_ALEN].try_into().expect("six bytes")
-            });
+            // sll_addr, whatever sll_halen says), else on lo (IFF_LOOPBACK) the zero address;
+            // an Ethernet device without a destination has no header to build (EINVAL).
+            // The source is the device's address.
+            let dest = match addr {
+                Some(a) => a.sll_addr[..ETH_ALEN].try_into().expect("six bytes"),
+                None if lo => [0u8; ETH_ALEN],
+                None => return Err(Errno::EINVAL),
+            };
             let mut f = Vec::with_capacity(ETH_HLEN + data.len());
             f.extend_from_slice(&dest);
-            f.extend_from_slice(&[0; ETH_ALEN]);
+            f.extend_from_slice(&d.mac);
             let ty = if proto == ETH_P_802_3 || proto == ETH_P_802_2 {
                 data.len() as u16
             } else {
@@ -683,7 +750,7 @@ impl PacketSocket {
             }
             data.to_vec()
         };
-        if data.len() > LO_MTU + reserve {
+        if data.len() > mtu + reserve {
             // packet_extra_vlan_len_allowed: only a VLAN-tagged frame may be longer.
             if u16::from_be_bytes([frame[12], frame[13]]) != ETH_P_8021Q {
                 return Err(Errno::EMSGSIZE);
@@ -695,7 +762,15 @@ impl PacketSocket {
         } else {
             proto
         };
-        self.xmit(&frame, out_proto);
+        if lo {
+            self.xmit(&frame, out_proto);
+        } else {
+            // dev_queue_xmit: the taps (but not this socket: skb_loop_sk), then the driver.
+            SENDER.with(|c| c.set(self as *const PacketSocket as usize));
+            let r = dev::dev_queue_xmit(&d, &frame);
+            SENDER.with(|c| c.set(0));
+            r?;
+        }
         Ok(data.len())
     }
 
@@ -711,18 +786,28 @@ impl PacketSocket {
             if std::ptr::eq(Arc::as_ptr(s), self) {
                 continue;
             }
-            s.tap(frame, out_proto, PACKET_OUTGOING, src, true);
+            s.tap(frame, out_proto, PACKET_OUTGOING, src, true, LO_IFINDEX, ARPHRD_LOOPBACK);
         }
         let (proto, pkttype) = eth_type_trans(frame);
         for s in &socks {
-            s.tap(frame, proto, pkttype, src, false);
+            s.tap(frame, proto, pkttype, src, false, LO_IFINDEX, ARPHRD_LOOPBACK);
         }
     }
 
     /// One socket's hook: whether it takes this frame, then `packet_rcv` or `tpacket_rcv`.
-    fn tap(&self, frame: &[u8], proto: u16, pkttype: u8, src: [u8; 6], outgoing: bool) {
+    #[allow(clippy::too_many_arguments)]
+    fn tap(
+        &self,
+        frame: &[u8],
+        proto: u16,
+        pkttype: u8,
+        src: [u8; 6],
+        outgoing: bool,
+        ifindex: i32,
+        hatype: u16,
+    ) {
         let mut i = lock(&self.inner);
-        if !i.running || !(i.ifindex == 0 || i.ifindex == LO_IFINDEX) {
+        if !i.running || !(i.ifindex == 0 || i.ifindex == ifindex) {
             return;
         }
         if outgoing {
@@ -738,8 +823,26 @@ impl PacketSocket {
         } else {
             (frame, ETH_HLEN as u16)
         };
+        // run_filter: 0 drops (not counted), less than the length truncates.
+        let data = match &i.filter {
+            Some(f) => {
+                let meta = bpf::Meta {
+                    protocol: proto,
+                    pkttype,
+                    ifindex,
+                    hatype,
+                };
+                let off = if self.ty == SOCK_DGRAM { ETH_HLEN } else { 0 };
+                let keep = f.run(frame, off, ETH_HLEN, &meta) as usize;
+                if keep == 0 {
+                    return;
+                }
+                &data[..data.len().min(keep)]
+            }
+            None => data,
+        };
         if i.rx.is_some() {
-            self.tpacket_rcv(&mut i, data, proto, pkttype, src);
+            self.tpacket_rcv(&mut i, data, proto, pkttype, src, ifindex, hatype);
             self.v3_arm(&mut i);
             drop(i);
             self.wq.wake_all();
@@ -760,13 +863,25 @@ impl PacketSocket {
             src,
             net_off,
             charge,
+            ifindex,
+            hatype,
         });
         drop(i);
         self.wq.wake_all();
     }
 
     /// `tpacket_rcv`: writes the frame into the RX ring.
-    fn tpacket_rcv(&self, i: &mut Inner, data: &[u8], proto: u16, pkttype: u8, src: [u8; 6]) {
+    #[allow(clippy::too_many_arguments)]
+    fn tpacket_rcv(
+        &self,
+        i: &mut Inner,
+        data: &[u8],
+        proto: u16,
+        pkttype: u8,
+        src: [u8; 6],
+        ifindex: i32,
+        hatype: u16,
+    ) {
         let version = i.version;
         let hdrlen = tpacket_hdrlen(version);
         let (macoff, netoff) = if self.ty == SOCK_DGRAM {
@@ -883,8 +998,8 @@ impl PacketSocket {
         let sll = SockaddrLl {
             sll_family: AF_PACKET as u16,
             sll_protocol: proto.to_be_bytes(),
-            sll_ifindex: LO_IFINDEX,
-            sll_hatype: ARPHRD_LOOPBACK,
+            sll_ifindex: ifindex,
+            sll_hatype: hatype,
             sll_pkttype: pkttype,
             sll_halen: ETH_ALEN as u8,
             sll_addr: addr,
@@ -997,7 +1112,7 @@ impl PacketSocket {
             Some(b) => parse_send_addr(b)?.sll_ifindex,
             None => lock(&self.inner).ifindex,
         };
-        if ifindex != LO_IFINDEX {
+        if ifindex == 0 || self.device(ifindex).is_none() {
             return Err(Errno::ENXIO);
         }
         let mut total = 0usize;
@@ -1095,6 +1210,8 @@ impl PacketSocket {
                     src: p.src,
                     net_off: p.net_off,
                     charge: 0,
+                    ifindex: p.ifindex,
+                    hatype: p.hatype,
                 }
             } else {
                 let p = i.queue.pop_front()?;
@@ -1118,8 +1235,8 @@ impl PacketSocket {
         let name = SockaddrLl {
             sll_family: AF_PACKET as u16,
             sll_protocol: p.proto.to_be_bytes(),
-            sll_ifindex: LO_IFINDEX,
-            sll_hatype: ARPHRD_LOOPBACK,
+            sll_ifindex: p.ifindex,
+            sll_hatype: p.hatype,
             sll_pkttype: p.pkttype,
             sll_halen: ETH_ALEN as u8,
             sll_addr: addr,
@@ -1234,7 +1351,7 @@ impl PacketSocket {
                 let mut i = lock(&self.inner);
                 if name == PACKET_ADD_MEMBERSHIP {
                     // packet_mc_add: the device, the address length, then packet_dev_mc.
-                    if ifindex != LO_IFINDEX {
+                    if self.device(ifindex).is_none() {
                         return Err(Errno::ENODEV);
                     }
                     if alen > ETH_ALEN {
@@ -1681,6 +1798,99 @@ fn retire_thread(t: &(Mutex<TimerHeap>, Condvar)) {
             s.v3_expired();
         }
         h = lock(&t.0);
+    }
+}
+
+std::thread_local! {
+    /// The packet socket sending on this thread, which its own outgoing tap skips
+    /// (`skb_loop_sk`); 0: none.
+    static SENDER: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The tap on every device with a driver (`dev::register_tap`; Linux's `ptype_all` and
+/// `dev_queue_xmit_nit`): received frames go to the sockets of the device's namespace as
+/// `eth_type_trans` classifies them by the device's address, sent ones as `PACKET_OUTGOING`
+/// to every other `ETH_P_ALL` socket.
+fn device_tap(d: &Arc<NetDevice>, frame: &[u8], outgoing: bool) {
+    if frame.len() < ETH_HLEN {
+        return;
+    }
+    let Some(ns) = d.netns() else { return };
+    let socks: Vec<Arc<PacketSocket>> = {
+        let pn = ns.generic::<PacketNet>();
+        let l = lock(&pn.socks);
+        l.iter().filter_map(Weak::upgrade).collect()
+    };
+    let src: [u8; 6] = frame[6..12].try_into().expect("six bytes");
+    let (proto, pkttype) = eth_type_trans_on(frame, &d.mac);
+    let sender = SENDER.with(|c| c.get());
+    for s in &socks {
+        if outgoing {
+            if Arc::as_ptr(s) as usize == sender {
+                continue;
+            }
+            s.tap(frame, proto, PACKET_OUTGOING, src, true, d.ifindex, d.kind);
+        } else {
+            s.tap(frame, proto, pkttype, src, false, d.ifindex, d.kind);
+        }
+    }
+}
+
+impl PacketSocket {
+    /// `SO_ATTACH_FILTER` (`sk_attach_filter`): `EPERM` while the filter is locked.
+    pub fn attach_filter(&self, f: Filter) -> SysResult<()> {
+        let mut i = lock(&self.inner);
+        if i.filter_locked {
+            return Err(Errno::EPERM);
+        }
+        i.filter = Some(Arc::new(f));
+        Ok(())
+    }
+
+    /// `SO_DETACH_FILTER`: `EPERM` while locked, `ENOENT` without a filter.
+    pub fn detach_filter(&self) -> SysResult<()> {
+        let mut i = lock(&self.inner);
+        if i.filter_locked {
+            return Err(Errno::EPERM);
+        }
+        i.filter.take().map(|_| ()).ok_or(Errno::ENOENT)
+    }
+
+    /// `SO_LOCK_FILTER`: once locked, only locking again is allowed (`EPERM`).
+    pub fn lock_filter(&self, on: bool) -> SysResult<()> {
+        let mut i = lock(&self.inner);
+        if i.filter_locked && !on {
+            return Err(Errno::EPERM);
+        }
+        i.filter_locked = on;
+        Ok(())
+    }
+
+    /// The attached filter and the lock (`SO_GET_FILTER`, `SO_LOCK_FILTER`).
+    pub fn filter(&self) -> (Option<Arc<Filter>>, bool) {
+        let i = lock(&self.inner);
+        (i.filter.clone(), i.filter_locked)
+    }
+
+    /// `SO_BINDTODEVICE` by name (`sock_setbindtodevice`; empty: unbind): `ENODEV` for no such
+    /// device in the socket's namespace.
+    pub fn bind_to_device(&self, name: &str) -> SysResult<()> {
+        let ifindex = if name.is_empty() {
+            0
+        } else {
+            dev::devices(&self.net)
+                .by_name(name)
+                .ok_or(Errno::ENODEV)?
+                .ifindex
+        };
+        lock(&self.inner).bound_dev_if = ifindex;
+        Ok(())
+    }
+
+    /// The name of the `SO_BINDTODEVICE` device, if any.
+    pub fn bound_device(&self) -> Option<String> {
+        let ifindex = lock(&self.inner).bound_dev_if;
+        (ifindex != 0).then(|| self.device(ifindex).map(|d| d.name()))?
     }
 }
 

@@ -28,6 +28,7 @@ use um_kernel::wait::IoCtx;
 use um_uapi::abi::inet::{
     IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP, SOCKADDR_STORAGE,
 };
+use um_uapi::abi::netdevice::IFNAMSIZ;
 use um_uapi::abi::pod::Pod;
 use um_uapi::abi::uio::{Iovec, UIO_MAXIOV};
 use um_uapi::{Errno, SysResult};
@@ -933,6 +934,34 @@ fn getsockopt_packet(c: &SyscallCtx<'_>, a: [u64; 6], s: &PacketSocket) -> SysRe
             SO_RCVLOWAT | SO_SNDLOWAT => int(1),
             SO_RCVTIMEO | SO_SNDTIMEO => vec![0; 16],
             SO_LINGER => vec![0; 8],
+            SO_LOCK_FILTER => int(s.filter().1 as i32),
+            // SO_GET_FILTER (sk_get_filter): lengths count instructions, not bytes; 0 asks
+            // for the count, a shorter buffer is EINVAL.
+            SO_ATTACH_FILTER => {
+                let Some(f) = s.filter().0 else {
+                    c.write_u32(a[4], 0)?;
+                    return Ok(0);
+                };
+                if len != 0 {
+                    if (len as usize) < f.len() {
+                        return Err(Errno::EINVAL);
+                    }
+                    c.write_bytes(a[3], &f.encode())?;
+                }
+                c.write_u32(a[4], f.len() as u32)?;
+                return Ok(0);
+            }
+            // sock_getbindtodevice: unbound is length 0; a buffer shorter than IFNAMSIZ is
+            // EINVAL; else the name with its NUL.
+            SO_BINDTODEVICE => match s.bound_device() {
+                None => Vec::new(),
+                Some(_) if (len as usize) < IFNAMSIZ => return Err(Errno::EINVAL),
+                Some(n) => {
+                    let mut v = n.into_bytes();
+                    v.push(0);
+                    v
+                }
+            },
             _ => return Err(Errno::ENOPROTOOPT),
         }
     } else {
@@ -980,6 +1009,38 @@ fn setsockopt_packet(
         Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     };
     match name {
+        // sk_attach_filter: a sock_fprog (length, then the instructions' address).
+        SO_ATTACH_FILTER => {
+            if optlen < 16 {
+                return Err(Errno::EINVAL);
+            }
+            let fp = c.read_bytes(a[3], 16)?;
+            let n = usize::from(u16::from_le_bytes([fp[0], fp[1]]));
+            let addr = u64::from_le_bytes(fp[8..16].try_into().expect("eight bytes"));
+            if n == 0 || n > crate::packet::bpf::BPF_MAXINSNS {
+                return Err(Errno::EINVAL);
+            }
+            let prog = c.read_bytes(addr, n * 8)?;
+            s.attach_filter(crate::packet::Filter::new(&prog)?)?;
+        }
+        SO_DETACH_FILTER => s.detach_filter()?,
+        SO_LOCK_FILTER => s.lock_filter(int()? != 0)?,
+        // sock_setbindtodevice: CAP_NET_RAW; the name is at most IFNAMSIZ - 1 bytes, up to
+        // its NUL; an empty one unbinds.
+        SO_BINDTODEVICE => {
+            if !c.task.process.capable(CAP_NET_RAW) {
+                return Err(Errno::EPERM);
+            }
+            let n = optlen.min(IFNAMSIZ - 1);
+            let b = if n > 0 {
+                c.read_bytes(a[3], n)?
+            } else {
+                Vec::new()
+            };
+            let end = b.iter().position(|&x| x == 0).unwrap_or(b.len());
+            let name = std::str::from_utf8(&b[..end]).map_err(|_| Errno::ENODEV)?;
+            s.bind_to_device(name)?;
+        }
         SO_SNDBUF => s.set_buf(true, int()?, false),
         SO_RCVBUF => s.set_buf(false, int()?, false),
         SO_SNDBUFFORCE | SO_RCVBUFFORCE => {
@@ -1011,7 +1072,7 @@ fn setsockopt_packet(
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
     t.register("socket", socket)
-        .partial("AF_UNIX, AF_INET/AF_INET6 on the loopback network and AF_PACKET on lo; other families are EAFNOSUPPORT");
+        .partial("AF_UNIX, AF_INET/AF_INET6 on the loopback network and AF_PACKET on every device; other families are EAFNOSUPPORT");
     t.register("socketpair", socketpair);
     t.register("bind", bind);
     t.register("listen", listen);

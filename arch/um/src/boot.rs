@@ -43,6 +43,7 @@ pub fn validate(c: &Cmdline) -> Result<(), String> {
     // The ubd disks' host files are opened (and locked) here, so a missing file, a bad COW
     // header or an image another kernel holds is one line before the boot starts.
     um_drivers::block::ubd::configure(&c.ubd, c.ubd_sync)?;
+    um_drivers::net::check(&c.eth0)?;
     Ok(())
 }
 
@@ -413,6 +414,8 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     um_drivers::block::register();
     um_fs::mount::boot_mounts(&kernel, &root);
     um_drivers::block::ubd::add_all();
+    // The virtual NIC (eth0=) and ip=, before init runs (Linux's ipconfig is a late initcall).
+    um_drivers::net::init(&kernel, &c.eth0, &c.ip)?;
 
     let chan = |ch: ConChannel| match ch {
         ConChannel::Null => Channel::Null,

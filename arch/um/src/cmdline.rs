@@ -49,6 +49,10 @@ pub struct Cmdline {
     pub ubd: Vec<um_drivers::block::ubd::UbdSpec>,
     /// `ubd=sync`: every ubd disk opens its host file `O_SYNC`.
     pub ubd_sync: bool,
+    /// `eth0=`: the virtual NIC's backend (default `user`).
+    pub eth0: um_drivers::net::Eth0,
+    /// `ip=`: configure eth0 at boot (default off).
+    pub ip: um_drivers::net::ipconfig::IpConfig,
     pub help: bool,
     /// The words as given, for the boot log.
     pub words: Vec<String>,
@@ -75,6 +79,8 @@ impl Default for Cmdline {
             stub_exe: None,
             ubd: Vec::new(),
             ubd_sync: false,
+            eth0: Default::default(),
+            ip: Default::default(),
             help: false,
             words: Vec::new(),
         }
@@ -226,6 +232,8 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
             ("quiet", None) => c.loglevel = 4,
             ("debug", None) => c.loglevel = 10,
             ("stub_exe", v) => c.stub_exe = Some(PathBuf::from(need(k, v)?)),
+            ("eth0", v) => c.eth0 = um_drivers::net::parse_eth0(need(k, v)?)?,
+            ("ip", v) => c.ip = um_drivers::net::ipconfig::parse_ip(need(k, v)?)?,
             (k, Some(_)) if k.starts_with("ubd") => {
                 if let Some(s) = um_drivers::block::ubd::parse(&w[3..], &mut c.ubd_sync)? {
                     c.ubd.push(s);
@@ -294,6 +302,19 @@ A Linux kernel that runs as an ordinary process. Options (User Mode Linux conven
   ubd=sync              every ubd device opens its file O_SYNC
   stub_exe=PATH         write the stub executable to PATH and exec it from there (for hosts
                         that refuse exec of a memfd)
+  eth0=user[,OPTS]      the virtual NIC eth0 (52:54:00:12:34:56) on the in-process
+                        user-mode network (default; 10.0.2.15/24, gateway 10.0.2.2, DNS
+                        10.0.2.3). OPTS, comma-separated: hostfwd=tcp:HOST:PORT-:PORT
+                        and udp:..., hostloop=on, restrict=loopback, dns=IP[:PORT],
+                        mtu=N (see README.md, Networking)
+  eth0=passt[,OPTS]     eth0 on an external passt(1) process instead; OPTS: path=P
+                        (default /usr/bin/passt), dns=gateway|host|none|IP (default
+                        gateway: DNS to the host's 127.0.0.1:53), ipv6=on, mtu=N,
+                        arg=PASST-ARGUMENT (repeatable)
+  eth0=none             no eth0
+  ip=dhcp|off           configure eth0 by DHCP at boot, as Linux's ipconfig (default
+                        off); /proc/net/pnp shows the DNS servers. Static form:
+                        ip=CLIENT::GW:NETMASK:HOSTNAME:eth0:off[:DNS0:DNS1]
   hostname=NAME         the hostname at boot (default: the root's /etc/hostname, else
                         the name of the rootflags= directory)
   loglevel=N            kernel log verbosity (0-15, default 7); quiet = 4; debug = 10
@@ -384,6 +405,20 @@ mod tests {
         assert!(p("mem=").is_err());
         assert!(p("loglevel=x").is_err());
         assert!(p("nosysemu=1").is_err());
+    }
+
+    #[test]
+    fn network() {
+        use um_drivers::net::{Eth0, ipconfig::IpConfig};
+        let c = p("").unwrap();
+        assert_eq!((c.eth0, c.ip), (Eth0::User(String::new()), IpConfig::Off));
+        let c = p("eth0=none ip=dhcp").unwrap();
+        assert_eq!((c.eth0, c.ip), (Eth0::None, IpConfig::Dhcp));
+        assert!(matches!(p("eth0=passt").unwrap().eth0, Eth0::Passt(_)));
+        assert!(p("eth0=tap").unwrap_err().starts_with("eth0=tap: "));
+        assert!(p("eth0=").is_err());
+        assert!(p("ip=sometimes").unwrap_err().starts_with("ip=sometimes: "));
+        assert!(p("eth0=passt,frob=1").is_err());
     }
 
     #[test]

@@ -75,7 +75,8 @@ pub fn parse_eth0(v: &str) -> Result<Eth0, String> {
         "none" if opts.is_empty() => Ok(Eth0::None),
         "none" => Err(format!("eth0={v}: none takes no options")),
         "user" => {
-            user::check(opts).map_err(|e| format!("eth0={v}: {e}"))?;
+            // usernet's errors name the option ("eth0=user: ...").
+            user::check(opts)?;
             Ok(Eth0::User(opts.to_string()))
         }
         "passt" => Ok(Eth0::Passt(
@@ -83,6 +84,22 @@ pub fn parse_eth0(v: &str) -> Result<Eth0, String> {
         )),
         _ => Err(format!("eth0={v}: unknown backend {kind:?} (use user, passt or none)")),
     }
+}
+
+/// The checks that can be made before the boot starts: the passt executable exists.
+pub fn check(eth0: &Eth0) -> Result<(), String> {
+    if let Eth0::Passt(o) = eth0 {
+        use std::os::unix::fs::PermissionsExt;
+        let md = std::fs::metadata(&o.path)
+            .map_err(|e| format!("eth0=passt: {}: {e}", o.path.display()))?;
+        if !md.is_file() || md.permissions().mode() & 0o111 == 0 {
+            return Err(format!(
+                "eth0=passt: {}: not an executable file",
+                o.path.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Where a backend delivers received frames: true when the NIC took the frame, false when
