@@ -45,9 +45,44 @@ fn eth0_is_an_ethernet_device() {
     });
 }
 
+/// Binds an AF_PACKET socket to ifindex 2 (no interface ioctls involved) and prints what
+/// getsockname says, or the errno.
+const BIND2: &str = "import ctypes, struct, socket, os
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.socket(17, 3, socket.htons(3))
+a = struct.pack('=HHiHBB8s', 17, socket.htons(3), 2, 0, 0, 0, b'')
+if libc.bind(fd, a, 20) < 0:
+    print('BIND2', os.strerror(ctypes.get_errno()))
+else:
+    n = ctypes.create_string_buffer(32); l = ctypes.c_uint(32)
+    libc.getsockname(fd, n, ctypes.byref(l))
+    f, p, i, h, t, hl, ad = struct.unpack('=HHiHBB8s', n.raw[:20])
+    print('BIND2 ok hatype=%d addr=%s' % (h, ad[:hl].hex(':')))
+";
+
+fn bind2(engine: &[&str], backend: &str) -> Outcome {
+    Boot::new()
+        .engine(engine)
+        .rootflags(&debian_tree())
+        .extra("ro")
+        .extra(backend)
+        .init("/usr/bin/python3")
+        .args(&["-c", BIND2])
+        .timeout(Duration::from_secs(90))
+        .run()
+}
+
+#[test]
+fn eth0_is_ifindex_2() {
+    for_each_engine(|engine| {
+        bind2(engine, USER).assert_ok("BIND2 ok hatype=1 addr=52:54:00:12:34:56");
+    });
+}
+
 #[test]
 fn eth0_none_has_no_eth0() {
     for_each_engine(|engine| {
+        bind2(engine, "eth0=none").assert_ok("BIND2 No such device");
         let out = sh(
             engine,
             &["eth0=none"],
@@ -84,6 +119,61 @@ fn udhcpc_lease_via_user() {
         );
         out.assert_ok("UDHCPC-EXIT 0");
     });
+}
+
+/// The Debian tree (python3 drives AF_PACKET by raw syscalls through ctypes): `$UM_DEBIAN_ROOTFS`
+/// or `build/debian-amd64` (`build/debian-arm64` on arm64).
+fn debian_tree() -> String {
+    let arch = if cfg!(target_arch = "aarch64") { "arm64" } else { "amd64" };
+    let p = std::env::var("UM_DEBIAN_ROOTFS")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| {
+            um_tests::workspace_root()
+                .join(format!("build/debian-{arch}"))
+                .display()
+                .to_string()
+        });
+    assert!(
+        std::path::Path::new(&p).join("usr/bin/python3").exists(),
+        "the Debian tree {p} has no python3 (make it with tools/mkrootfs-debian, or set \
+         UM_DEBIAN_ROOTFS)"
+    );
+    p
+}
+
+/// AF_PACKET on eth0 without the interface ioctls (`net_packet.py`, ifindex 2): bind, the
+/// link address from getsockname, udhcpc's BPF filter and PACKET_AUXDATA on a SOCK_DGRAM
+/// socket that sends a DHCP DISCOVER and gets the OFFER, a SOCK_RAW ETH_P_ALL socket that sees
+/// the DISCOVER as PACKET_OUTGOING and the OFFER incoming, and an accept-none filter that
+/// sees nothing. eth0 is up by `ip=dhcp`.
+fn af_packet(engine: &[&str], backend: &str) {
+    let out = Boot::new()
+        .engine(engine)
+        .rootflags(&debian_tree())
+        .extra("ro")
+        .extra(backend)
+        .extra("ip=dhcp")
+        .init("/usr/bin/python3")
+        .args(&["-c", include_str!("net_packet.py")])
+        .timeout(Duration::from_secs(90))
+        .run();
+    out.assert_ok("NAME ifindex=2 hatype=1 halen=6 addr=52:54:00:12:34:56 len=18");
+    out.assert_ok("OFFER yiaddr=10.0.2.15 pkttype=0 hatype=1 aux=1");
+    out.assert_ok("TAP outgoing=True incoming=True");
+    out.assert_ok("NONE empty");
+    out.assert_ok("PKT-DONE");
+}
+
+#[test]
+fn af_packet_on_eth0_via_user() {
+    for_each_engine(|engine| af_packet(engine, USER));
+}
+
+#[test]
+fn af_packet_on_eth0_via_passt() {
+    need_passt();
+    for_each_engine(|engine| af_packet(engine, "eth0=passt"));
 }
 
 fn assert_log(out: &Outcome, what: &str) {
