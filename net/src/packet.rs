@@ -786,16 +786,31 @@ impl PacketSocket {
             if std::ptr::eq(Arc::as_ptr(s), self) {
                 continue;
             }
-            s.tap(frame, out_proto, PACKET_OUTGOING, src, true, LO_IFINDEX, ARPHRD_LOOPBACK);
+            s.tap(
+                frame,
+                out_proto,
+                PACKET_OUTGOING,
+                src,
+                true,
+                LO_IFINDEX,
+                ARPHRD_LOOPBACK,
+            );
         }
         let (proto, pkttype) = eth_type_trans(frame);
         for s in &socks {
-            s.tap(frame, proto, pkttype, src, false, LO_IFINDEX, ARPHRD_LOOPBACK);
+            s.tap(
+                frame,
+                proto,
+                pkttype,
+                src,
+                false,
+                LO_IFINDEX,
+                ARPHRD_LOOPBACK,
+            );
         }
     }
 
     /// One socket's hook: whether it takes this frame, then `packet_rcv` or `tpacket_rcv`.
-    #[allow(clippy::too_many_arguments)]
     fn tap(
         &self,
         frame: &[u8],
@@ -871,7 +886,6 @@ impl PacketSocket {
     }
 
     /// `tpacket_rcv`: writes the frame into the RX ring.
-    #[allow(clippy::too_many_arguments)]
     fn tpacket_rcv(
         &self,
         i: &mut Inner,

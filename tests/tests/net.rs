@@ -103,9 +103,7 @@ fn udhcpc_lease_via_passt() {
     need_passt();
     for_each_engine(|engine| {
         let out = sh(engine, &["eth0=passt"], SCRIPT);
-        out.assert_ok(
-            "LEASE bound ip=10.0.2.15 subnet=255.255.255.0 router=10.0.2.2 dns=10.0.2.2",
-        );
+        out.assert_ok("LEASE bound ip=10.0.2.15 subnet=255.255.255.0 router=10.0.2.2 dns=10.0.2.2");
         out.assert_ok("UDHCPC-EXIT 0");
     });
 }
@@ -114,9 +112,7 @@ fn udhcpc_lease_via_passt() {
 fn udhcpc_lease_via_user() {
     for_each_engine(|engine| {
         let out = sh(engine, &[USER], SCRIPT);
-        out.assert_ok(
-            "LEASE bound ip=10.0.2.15 subnet=255.255.255.0 router=10.0.2.2 dns=10.0.2.3",
-        );
+        out.assert_ok("LEASE bound ip=10.0.2.15 subnet=255.255.255.0 router=10.0.2.2 dns=10.0.2.3");
         out.assert_ok("UDHCPC-EXIT 0");
     });
 }
@@ -124,7 +120,11 @@ fn udhcpc_lease_via_user() {
 /// The Debian tree (python3 drives AF_PACKET by raw syscalls through ctypes): `$UM_DEBIAN_ROOTFS`
 /// or `build/debian-amd64` (`build/debian-arm64` on arm64).
 fn debian_tree() -> String {
-    let arch = if cfg!(target_arch = "aarch64") { "arm64" } else { "amd64" };
+    let arch = if cfg!(target_arch = "aarch64") {
+        "arm64"
+    } else {
+        "amd64"
+    };
     let p = std::env::var("UM_DEBIAN_ROOTFS")
         .ok()
         .filter(|s| !s.is_empty())
@@ -198,7 +198,10 @@ fn ip_dhcp_via_passt() {
         out.assert_ok("nameserver 10.0.2.2");
         out.assert_ok("inet 10.0.2.15/24");
         out.assert_ok("default via 10.0.2.2 dev eth0");
-        assert_log(&out, "IP-Config: Got DHCP answer from 10.0.2.2, my address is 10.0.2.15");
+        assert_log(
+            &out,
+            "IP-Config: Got DHCP answer from 10.0.2.2, my address is 10.0.2.15",
+        );
         assert_log(&out, "ipaddr=10.0.2.15, mask=255.255.255.0, gw=10.0.2.2");
     });
 }
@@ -229,7 +232,10 @@ fn ip_static() {
         out.assert_ok("#MANUAL");
         let out = sh(
             engine,
-            &[USER, "ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off:10.0.2.3"],
+            &[
+                USER,
+                "ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off:10.0.2.3",
+            ],
             "cat /proc/net/pnp; ip -4 addr show eth0; ip route; echo PNP-DONE",
         );
         out.assert_ok("nameserver 10.0.2.3");
@@ -268,11 +274,7 @@ fn bad_options_exit_2() {
             "ip=10.0.2.x::::eth0:off",
             "ip=10.0.2.15:::::eth1:off",
         ] {
-            let out = Boot::new()
-                .engine(engine)
-                .extra(bad)
-                .args(&["true"])
-                .run();
+            let out = Boot::new().engine(engine).extra(bad).args(&["true"]).run();
             assert_one_error_line(&out, bad);
         }
     });
@@ -313,7 +315,10 @@ fn no_passt_left(engine: &[&str], kill: bool) {
         if running.has_exited() || Instant::now() >= deadline {
             kill_group(pid, libc::SIGKILL);
             let out = running.wait();
-            panic!("never saw passt as a child of linux pid {pid}\n{}", out.report());
+            panic!(
+                "never saw passt as a child of linux pid {pid}\n{}",
+                out.report()
+            );
         }
         std::thread::sleep(Duration::from_millis(50));
     };

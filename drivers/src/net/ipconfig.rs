@@ -28,9 +28,7 @@ use um_kernel::kernel::Kernel;
 use um_kernel::netns;
 use um_kernel::task::lock;
 use um_net::dev::{self, IfAddr, NetDevice, Route};
-use um_uapi::abi::netdevice::{
-    IFF_UP, RT_SCOPE_UNIVERSE, RT_TABLE_MAIN, RTN_UNICAST, RTPROT_BOOT,
-};
+use um_uapi::abi::netdevice::{IFF_UP, RT_SCOPE_UNIVERSE, RT_TABLE_MAIN, RTN_UNICAST, RTPROT_BOOT};
 
 /// How long the DHCP client tries before it gives up.
 pub const DHCP_TIMEOUT: Duration = Duration::from_secs(6);
@@ -143,7 +141,11 @@ static PNP: Mutex<Pnp> = Mutex::new(Pnp {
 /// `/proc/net/pnp` (`pnp_seq_show`).
 pub fn pnp_text() -> String {
     let p = lock(&PNP);
-    let mut s = String::from(if p.dhcp { "#PROTO: DHCP\n" } else { "#MANUAL\n" });
+    let mut s = String::from(if p.dhcp {
+        "#PROTO: DHCP\n"
+    } else {
+        "#MANUAL\n"
+    });
     if !p.domain.is_empty() {
         s += &format!("domain {}\n", p.domain);
     }
@@ -389,9 +391,7 @@ fn parse_reply(b: &[u8], xid: u32, mac: &[u8; 6]) -> Option<Reply> {
             (3, l) if l >= 4 => r.router = Some(v4(v)),
             (6, l) if l >= 4 => r.dns = v.chunks_exact(4).map(v4).take(3).collect(),
             (15, _) => r.domain = String::from_utf8_lossy(v).trim_end_matches('\0').into(),
-            (12, _) => {
-                r.hostname = Some(String::from_utf8_lossy(v).trim_end_matches('\0').into())
-            }
+            (12, _) => r.hostname = Some(String::from_utf8_lossy(v).trim_end_matches('\0').into()),
             (26, 2) => r.mtu = u16::from_be_bytes([v[0], v[1]]),
             _ => {}
         }
@@ -413,13 +413,7 @@ fn csum(mut sum: u32, b: &[u8]) -> u16 {
 
 /// A DHCP request of `kind` (`ic_bootp_send_if` with `ic_dhcp_init_options`), broadcast
 /// from 0.0.0.0:68 to 255.255.255.255:67.
-fn request_frame(
-    kind: u8,
-    xid: u32,
-    mac: &[u8; 6],
-    secs: u16,
-    offer: Option<&Reply>,
-) -> Vec<u8> {
+fn request_frame(kind: u8, xid: u32, mac: &[u8; 6], secs: u16, offer: Option<&Reply>) -> Vec<u8> {
     let mut bootp = vec![0u8; BOOTP_FIXED];
     bootp[0] = 1; // BOOTREQUEST
     bootp[1] = 1; // Ethernet
@@ -510,7 +504,8 @@ fn dhcp(kernel: &Arc<Kernel>, d: &Arc<NetDevice>) {
     }
     let mut seed = [0u8; 4];
     let _ = um_os_linux::host::getrandom(&mut seed);
-    let xid = u32::from_be_bytes(seed) ^ u32::from_be_bytes([d.mac[2], d.mac[3], d.mac[4], d.mac[5]]);
+    let xid =
+        u32::from_be_bytes(seed) ^ u32::from_be_bytes([d.mac[2], d.mac[3], d.mac[4], d.mac[5]]);
     lock(&REPLIES).clear();
     LISTENING.store(true, Ordering::Relaxed);
     log::info!("Sending DHCP requests on {}", d.name());
@@ -624,7 +619,9 @@ mod tests {
         r[16..20].copy_from_slice(&[10, 0, 2, 15]);
         r.truncate(BOOTP_FIXED + 4);
         r.extend_from_slice(&[53, 1, DHCPOFFER, 54, 4, 10, 0, 2, 2, 1, 4, 255, 255, 255, 0]);
-        r.extend_from_slice(&[3, 4, 10, 0, 2, 2, 6, 8, 10, 0, 2, 3, 10, 0, 2, 4, 26, 2, 0xff]);
+        r.extend_from_slice(&[
+            3, 4, 10, 0, 2, 2, 6, 8, 10, 0, 2, 3, 10, 0, 2, 4, 26, 2, 0xff,
+        ]);
         r.extend_from_slice(&[0xf0, 0, 255]);
         let p = parse_reply(&r, 0x1234_5678, &mac).unwrap();
         assert_eq!(p.kind, DHCPOFFER);

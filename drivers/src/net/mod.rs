@@ -82,7 +82,9 @@ pub fn parse_eth0(v: &str) -> Result<Eth0, String> {
         "passt" => Ok(Eth0::Passt(
             passt::Options::parse(opts).map_err(|e| format!("eth0={v}: {e}"))?,
         )),
-        _ => Err(format!("eth0={v}: unknown backend {kind:?} (use user, passt or none)")),
+        _ => Err(format!(
+            "eth0={v}: unknown backend {kind:?} (use user, passt or none)"
+        )),
     }
 }
 

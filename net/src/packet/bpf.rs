@@ -349,11 +349,19 @@ mod tests {
         let f = Filter::new(&udhcpc()).unwrap();
         assert_eq!(f.run(&udp_frame(68, 0), 14, 14, &meta()), 0x7fff_ffff);
         assert_eq!(f.run(&udp_frame(67, 0), 14, 14, &meta()), 0);
-        assert_eq!(f.run(&udp_frame(68, 0x20), 14, 14, &meta()), 0, "a fragment");
+        assert_eq!(
+            f.run(&udp_frame(68, 0x20), 14, 14, &meta()),
+            0,
+            "a fragment"
+        );
         let mut tcp = udp_frame(68, 0);
         tcp[14 + 9] = 6;
         assert_eq!(f.run(&tcp, 14, 14, &meta()), 0);
-        assert_eq!(f.run(&udp_frame(68, 0)[..30], 14, 14, &meta()), 0, "short: out of bounds");
+        assert_eq!(
+            f.run(&udp_frame(68, 0)[..30], 14, 14, &meta()),
+            0,
+            "short: out of bounds"
+        );
         assert_eq!(Filter::new(&f.encode()).unwrap(), f);
     }
 
@@ -393,12 +401,21 @@ mod tests {
         let bad = |p: &[(u16, u8, u8, u32)]| Filter::new(&enc(p)) == Err(Errno::EINVAL);
         assert!(Filter::new(&[]).is_err());
         assert!(bad(&[(0x00, 0, 0, 1)]), "no RET at the end");
-        assert!(bad(&[(0x15, 5, 0, 1), (0x06, 0, 0, 0)]), "a jump past the end");
+        assert!(
+            bad(&[(0x15, 5, 0, 1), (0x06, 0, 0, 0)]),
+            "a jump past the end"
+        );
         assert!(bad(&[(0x05, 0, 0, 1), (0x06, 0, 0, 0)]), "ja past the end");
-        assert!(bad(&[(0x34, 0, 0, 0), (0x06, 0, 0, 0)]), "div by constant 0");
+        assert!(
+            bad(&[(0x34, 0, 0, 0), (0x06, 0, 0, 0)]),
+            "div by constant 0"
+        );
         assert!(bad(&[(0x02, 0, 0, 16), (0x06, 0, 0, 0)]), "scratch word 16");
         assert!(bad(&[(0xff, 0, 0, 0), (0x06, 0, 0, 0)]), "unknown opcode");
-        assert!(bad(&[(0x20, 0, 0, SKF_AD_OFF + 400), (0x06, 0, 0, 0)]), "unknown ancillary");
+        assert!(
+            bad(&[(0x20, 0, 0, SKF_AD_OFF + 400), (0x06, 0, 0, 0)]),
+            "unknown ancillary"
+        );
         assert!(Filter::new(&enc(&vec![(0x06, 0, 0, 0); BPF_MAXINSNS + 1])).is_err());
         assert!(Filter::new(&udhcpc()).is_ok());
     }
