@@ -20,12 +20,13 @@ fn need_passt() {
     );
 }
 
-/// A shell script run as init's `sh -c`.
+/// A shell script run as init's `sh -c`, after mounting /proc and /sys.
 fn sh(engine: &[&str], extra: &[&str], script: &str) -> Outcome {
+    let script = format!("mount -t proc proc /proc && mount -t sysfs sysfs /sys && {script}");
     let mut b = Boot::new()
         .engine(engine)
         .init("/bin/sh")
-        .args(&["-c", script])
+        .args(&["-c", &script])
         .timeout(Duration::from_secs(90));
     for e in extra {
         b = b.extra(e);
