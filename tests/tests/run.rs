@@ -128,6 +128,11 @@ fn tarball_unpacked_once() {
             "linux run {t} cat /etc/alpine-release: {:?}\n{stdout}\n{stderr}",
             out.status
         );
+        // The kernel log stays off the terminal (loglevel=0): only linux run's own lines.
+        assert!(
+            stderr.lines().all(|l| l.starts_with("linux run: ")),
+            "run {i}: kernel lines on the terminal:\n{stderr}"
+        );
         // Unpacked by the first run only; later runs find the cache.
         assert_eq!(
             stderr.contains("unpacking"),
