@@ -223,3 +223,38 @@ fn debian_command() {
         out.assert_ok("mounts-ok");
     });
 }
+
+/// `ncpus=` (issue 25): nproc (the affinity mask), /proc/cpuinfo, /proc/stat, the sysfs online
+/// list, getconf (musl; glibc reads the sysfs list) and Python's os.cpu_count agree.
+#[test]
+fn ncpus_agree() {
+    let root = rootfs().display().to_string();
+    let deb = debian_tree().display().to_string();
+    for_each_engine(|engine| {
+        let mut e: Vec<&str> = engine.to_vec();
+        e.push("ncpus=3");
+        let out = run(
+            &e,
+            &[
+                &root,
+                "/bin/sh",
+                "-c",
+                "echo \"cpus: $(nproc) $(grep -c ^processor /proc/cpuinfo) \
+                 $(grep -c '^cpu[0-9]' /proc/stat) $(cat /sys/devices/system/cpu/online) \
+                 $(getconf _NPROCESSORS_ONLN);\"",
+            ],
+        );
+        out.assert_ok("cpus: 3 3 3 0-2 3;");
+        let out = run(
+            &e,
+            &[
+                &deb,
+                "/bin/bash",
+                "-c",
+                "echo \"cpus: $(nproc) $(getconf _NPROCESSORS_ONLN) \
+                 $(python3 -c 'import os; print(os.cpu_count(), len(os.sched_getaffinity(0)))');\"",
+            ],
+        );
+        out.assert_ok("cpus: 3 3 3 3;");
+    });
+}

@@ -160,6 +160,15 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         env!("CARGO_PKG_VERSION")
     );
     log::info!("Kernel command line: {}", c.words.join(" "));
+    // Before anything asks how many CPUs there are.
+    if let Some(n) = c.ncpus {
+        um_kernel::cpus::set_online(n);
+    }
+    log::info!(
+        "smp: {} CPUs (host: {})",
+        um_kernel::cpus::online(),
+        um_kernel::cpus::host()
+    );
     let host_page = probe::page_size();
     log::info!("host: page size {host_page} bytes");
     let va_bits = probe::user_va_bits();

@@ -51,6 +51,8 @@ pub struct Cmdline {
     pub ubd_sync: bool,
     /// `bind=HOST:GUEST[:ro]`: host directories mounted (hostfs) on guest directories at boot.
     pub binds: Vec<Bind>,
+    /// `ncpus=` (UML's option): the CPUs the guest is told it has; `None`: the host's.
+    pub ncpus: Option<u32>,
     pub help: bool,
     /// The words as given, for the boot log.
     pub words: Vec<String>,
@@ -78,6 +80,7 @@ impl Default for Cmdline {
             ubd: Vec::new(),
             ubd_sync: false,
             binds: Vec::new(),
+            ncpus: None,
             help: false,
             words: Vec::new(),
         }
@@ -230,6 +233,16 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
             ("debug", None) => c.loglevel = 10,
             ("stub_exe", v) => c.stub_exe = Some(PathBuf::from(need(k, v)?)),
             ("bind", v) => c.binds.push(parse_bind(need(k, v)?)?),
+            ("ncpus", v) => {
+                let s = need(k, v)?;
+                let max = um_kernel::cpus::MAX;
+                c.ncpus = Some(
+                    s.parse()
+                        .ok()
+                        .filter(|n| (1..=max).contains(n))
+                        .ok_or_else(|| format!("ncpus={s}: a number of CPUs, 1 to {max}"))?,
+                );
+            }
             (k, Some(_)) if k.starts_with("ubd") => {
                 if let Some(s) = um_drivers::block::ubd::parse(&w[3..], &mut c.ubd_sync)? {
                     c.ubd.push(s);
@@ -330,6 +343,8 @@ A Linux kernel that runs as an ordinary process. Options (User Mode Linux conven
                         that refuse exec of a memfd)
   hostname=NAME         the hostname at boot (default: the root's /etc/hostname, else
                         the name of the rootflags= directory)
+  ncpus=N               CPUs the guest sees (nproc, /proc/cpuinfo, affinity masks;
+                        default: the host's); its threads still run on every host CPU
   bind=HOST:GUEST[:ro]  mount the host directory HOST on the guest directory GUEST at
                         boot (hostfs, confined to HOST; repeatable)
   loglevel=N            kernel log verbosity (0-15, default 7); quiet = 4; debug = 10
@@ -441,6 +456,8 @@ mod tests {
         assert!(p("bind=/a").is_err());
         assert!(p("bind=a:/b").is_err());
         assert!(p("bind=/a:/").is_err());
+        assert_eq!(p("ncpus=3").unwrap().ncpus, Some(3));
+        assert!(p("ncpus=0").is_err() && p("ncpus=65").is_err() && p("ncpus=x").is_err());
         assert!(p("hostname=").is_err());
         let long = "h".repeat(70);
         assert_eq!(
