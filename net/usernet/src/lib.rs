@@ -117,7 +117,8 @@ pub struct Lease6 {
     pub dns: Ipv6Addr,
 }
 
-type ToGuest = Box<dyn Fn(&[u8]) -> bool + Send + Sync>;
+/// Delivers one Ethernet frame to the guest's NIC; false when its receive queue is full.
+pub type ToGuest = Box<dyn Fn(&[u8]) -> bool + Send + Sync>;
 
 #[derive(Default)]
 struct OutQ {
@@ -242,13 +243,19 @@ impl Usernet {
     /// NIC and returns false if the NIC's receive queue is full (then the frame is kept and
     /// retried after [`Usernet::rx_ready`]). `to_guest` must not block; it may call
     /// [`Usernet::transmit`] (no lock is held while it runs).
-    pub fn start(cfg: Config, to_guest: Box<dyn Fn(&[u8]) -> bool + Send + Sync>) -> io::Result<Usernet> {
+    pub fn start(cfg: Config, to_guest: ToGuest) -> io::Result<Usernet> {
         Self::start_with(cfg, to_guest, Box::new(host::RealHost))
     }
 
-    fn start_with(cfg: Config, to_guest: ToGuest, host: Box<dyn host::HostNet>) -> io::Result<Usernet> {
+    fn start_with(
+        cfg: Config,
+        to_guest: ToGuest,
+        host: Box<dyn host::HostNet>,
+    ) -> io::Result<Usernet> {
         let dns = if cfg.dns.is_empty() {
-            config::resolv_conf_nameservers(&std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default())
+            config::resolv_conf_nameservers(
+                &std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default(),
+            )
         } else {
             cfg.dns.clone()
         };
@@ -283,8 +290,13 @@ impl Usernet {
             lease,
         });
         let i2 = inner.clone();
-        let thread = std::thread::Builder::new().name("usernet".into()).spawn(move || i2.run())?;
-        Ok(Usernet { inner, thread: Some(thread) })
+        let thread = std::thread::Builder::new()
+            .name("usernet".into())
+            .spawn(move || i2.run())?;
+        Ok(Usernet {
+            inner,
+            thread: Some(thread),
+        })
     }
 
     /// One frame the guest sent (called from guest-kernel threads, concurrently; does not

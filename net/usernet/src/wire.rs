@@ -117,7 +117,6 @@ fn v6_of(a: IpAddr) -> Ipv6Addr {
 
 /// A parsed Ethernet II frame.
 pub struct Eth<'a> {
-    pub dst: Mac,
     pub src: Mac,
     pub ethertype: u16,
     pub payload: &'a [u8],
@@ -125,7 +124,11 @@ pub struct Eth<'a> {
 
 pub fn parse_eth(f: &[u8]) -> Option<Eth<'_>> {
     let r = Rd(f);
-    Some(Eth { dst: r.mac(0)?, src: r.mac(6)?, ethertype: r.u16(12)?, payload: r.rest(ETH_HLEN)? })
+    Some(Eth {
+        src: r.mac(6)?,
+        ethertype: r.u16(12)?,
+        payload: r.rest(ETH_HLEN)?,
+    })
 }
 
 /// A parsed IPv4 or IPv6 packet (no fragments, no IPv6 extension headers other than none).
@@ -248,7 +251,11 @@ pub fn parse_udp(p: &[u8]) -> Option<Udp<'_>> {
     if len < 8 || len > p.len() {
         return None;
     }
-    Some(Udp { sport: r.u16(0)?, dport: r.u16(2)?, payload: r.bytes(8, len - 8)? })
+    Some(Udp {
+        sport: r.u16(0)?,
+        dport: r.u16(2)?,
+        payload: r.bytes(8, len - 8)?,
+    })
 }
 
 /// The MAC the backend uses for one of its own IPv4 addresses: slirp's `special_ethaddr`
@@ -315,7 +322,11 @@ pub fn build(
     };
     if let Some(coff) = coff.filter(|c| c + 2 <= l4.len()) {
         let seg = &f[l4off..];
-        let base = if proto == PROTO_ICMP { 0 } else { pseudo_sum(src, dst, proto, l4len) };
+        let base = if proto == PROTO_ICMP {
+            0
+        } else {
+            pseudo_sum(src, dst, proto, l4len)
+        };
         let mut c = csum_fold(csum_add(base, seg));
         if proto == PROTO_UDP && c == 0 {
             c = 0xffff; // RFC 768: a computed zero is sent as all ones
@@ -404,11 +415,22 @@ mod tests {
         let base = pseudo_sum(src, dst, PROTO_TCP, ip.payload.len());
         assert_eq!(csum_fold(csum_add(base, ip.payload)), 0);
         let t = parse_tcp(ip.payload).unwrap();
-        assert_eq!((t.sport, t.dport, t.seq, t.ack, t.mss, t.wscale), (80, 1234, 7, 9, Some(1460), Some(7)));
+        assert_eq!(
+            (t.sport, t.dport, t.seq, t.ack, t.mss, t.wscale),
+            (80, 1234, 7, 9, Some(1460), Some(7))
+        );
         assert_eq!(t.payload, b"abc");
         let src6 = IpAddr::V6("fd00::2".parse().unwrap());
         let dst6 = IpAddr::V6("fd00::15".parse().unwrap());
-        let f = build([1; 6], [2; 6], src6, dst6, PROTO_UDP, &udp_header(53, 9, 2), b"hi");
+        let f = build(
+            [1; 6],
+            [2; 6],
+            src6,
+            dst6,
+            PROTO_UDP,
+            &udp_header(53, 9, 2),
+            b"hi",
+        );
         let ip = parse_ipv6(parse_eth(&f).unwrap().payload).unwrap();
         let base = pseudo_sum(src6, dst6, PROTO_UDP, ip.payload.len());
         assert_eq!(csum_fold(csum_add(base, ip.payload)), 0);
