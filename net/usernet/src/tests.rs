@@ -556,6 +556,54 @@ fn tcp_to_host_loopback_data_both_ways_retransmit_and_fin() {
 }
 
 #[test]
+fn a_lost_tail_segment_is_retransmitted_on_timeout() {
+    let g = Guest::new(cfg("hostloop=on,restrict=loopback"));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let dst = sa(GW, l.local_addr().unwrap().port());
+    let me = sa(G4, 40003);
+    let (seq, rcv) = handshake(&g, me, dst, 2048);
+    let (mut host, _) = l.accept().unwrap();
+    host.write_all(b"only segment").unwrap();
+    // The guest "loses" it: no ACK, so no duplicate ACKs either; only the RTO brings it back.
+    let first = g
+        .recv_map(T, |f| {
+            parse_seg(f).filter(|s| s.dst == me && !s.payload.is_empty())
+        })
+        .unwrap();
+    let t0 = Instant::now();
+    let again = g
+        .recv_map(T, |f| {
+            parse_seg(f).filter(|s| s.dst == me && !s.payload.is_empty())
+        })
+        .expect("retransmission");
+    assert_eq!(
+        (again.seq, &again.payload[..]),
+        (first.seq, &b"only segment"[..])
+    );
+    assert!(
+        t0.elapsed() >= Duration::from_millis(150),
+        "{:?}",
+        t0.elapsed()
+    );
+    g.tcp(
+        me,
+        dst,
+        seq,
+        rcv.wrapping_add(12),
+        wire::ACK,
+        2048,
+        None,
+        &[],
+    );
+    // Acknowledged: nothing more is sent.
+    assert!(
+        g.recv_map(Duration::from_millis(600), |f| parse_seg(f)
+            .filter(|s| s.dst == me && !s.payload.is_empty()))
+            .is_none()
+    );
+}
+
+#[test]
 fn guest_rst_resets_the_host_and_host_rst_reaches_the_guest() {
     let g = Guest::new(cfg("hostloop=on,restrict=loopback"));
     let l = TcpListener::bind("127.0.0.1:0").unwrap();

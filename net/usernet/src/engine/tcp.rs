@@ -323,6 +323,13 @@ impl Engine {
         );
     }
 
+    /// Makes sure the engine's timer covers the flow's deadline (set in many places below).
+    fn tcp_rearm(&mut self, fid: u64) {
+        if let Some(at) = self.flow(fid).and_then(|f| f.deadline) {
+            self.arm(at);
+        }
+    }
+
     fn flow(&mut self, fid: u64) -> Option<&mut TcpFlow> {
         match self.flows.get_mut(&fid) {
             Some(Flow::Tcp(t)) => Some(t),
@@ -361,6 +368,11 @@ impl Engine {
 
     /// One segment from the guest on an existing flow.
     fn tcp_segment(&mut self, fid: u64, t: &Tcp<'_>, now: Instant) {
+        self.tcp_segment_inner(fid, t, now);
+        self.tcp_rearm(fid);
+    }
+
+    fn tcp_segment_inner(&mut self, fid: u64, t: &Tcp<'_>, now: Instant) {
         let mtu = usize::from(self.cfg.mtu);
         let Some(f) = self.flow(fid) else { return };
         if t.flags & RST != 0 {
@@ -620,6 +632,11 @@ impl Engine {
     }
 
     pub(super) fn tcp_host_event(&mut self, fid: u64, ev: EpollFlags, now: Instant) {
+        self.tcp_host_event_inner(fid, ev, now);
+        self.tcp_rearm(fid);
+    }
+
+    fn tcp_host_event_inner(&mut self, fid: u64, ev: EpollFlags, now: Instant) {
         let Some(Flow::Tcp(f)) = self.flows.get_mut(&fid) else {
             return;
         };
@@ -685,6 +702,11 @@ impl Engine {
     }
 
     pub(super) fn tcp_timer(&mut self, fid: u64, now: Instant) {
+        self.tcp_timer_inner(fid, now);
+        self.tcp_rearm(fid);
+    }
+
+    fn tcp_timer_inner(&mut self, fid: u64, now: Instant) {
         let Some(f) = self.flow(fid) else { return };
         f.deadline = None;
         match f.phase {
