@@ -30,6 +30,9 @@ use tcp::TcpFlow;
 pub const MAX_FLOWS: usize = 4096;
 /// A UDP or ICMP flow with no datagram either way for this long is closed.
 pub const UDP_IDLE: Duration = Duration::from_secs(60);
+/// DNS flows (one per query's source port, as resolvers randomise it) idle out sooner: a
+/// resolver waits 5 s per try (resolv.conf(5) `timeout`), so an answer after 10 s is useless.
+pub const DNS_IDLE: Duration = Duration::from_secs(10);
 /// Epoll tokens: 0 is the wakeup eventfd, 1.. the listeners, flow ids from here on.
 pub const FLOW_ID_BASE: u64 = 1 << 20;
 
@@ -321,8 +324,14 @@ impl Engine {
                 }
                 *self.dns.first().ok_or(Deny::Prohibited)?
             }
+            // The subnet's broadcast and network addresses: dropped; its other addresses are
+            // nobody (only .2, .3 and the guest live on 10.0.2.0/24).
             IpAddr::V4(a) if a.octets()[..3] == NET_ADDR.octets()[..3] => {
-                return Err(Deny::NoRoute);
+                return Err(if matches!(a.octets()[3], 0 | 255) {
+                    Deny::Drop
+                } else {
+                    Deny::NoRoute
+                });
             }
             IpAddr::V4(a) if a.is_broadcast() || a.is_multicast() || a.is_unspecified() => {
                 return Err(Deny::Drop);
@@ -555,7 +564,7 @@ impl Engine {
                     Err(Deny::Drop) => return,
                     Err(why) => return self.unreachable(ip.dst, ip.src, ip.packet, why),
                 };
-                if self.flows.len() >= MAX_FLOWS {
+                if self.flows.len() >= MAX_FLOWS && !self.evict_datagram_flow() {
                     return;
                 }
                 let sock = match self.host.icmp_connect(mapped.ip()) {
@@ -643,7 +652,7 @@ impl Engine {
                     Err(Deny::Drop) => return,
                     Err(why) => return self.unreachable(ip.dst, ip.src, ip.packet, why),
                 };
-                if self.flows.len() >= MAX_FLOWS {
+                if self.flows.len() >= MAX_FLOWS && !self.evict_datagram_flow() {
                     return;
                 }
                 let sock = match self.host.udp_connect(mapped) {
@@ -675,11 +684,12 @@ impl Engine {
                 fid
             }
         };
-        self.arm(now + UDP_IDLE);
+        let idle = if dport == 53 { DNS_IDLE } else { UDP_IDLE };
+        self.arm(now + idle);
         let Some(Flow::Udp(f)) = self.flows.get_mut(&fid) else {
             return;
         };
-        f.idle_deadline = now + UDP_IDLE;
+        f.idle_deadline = now + idle;
         let res = match &f.side {
             UdpSide::Own(s) => s.send(payload),
             UdpSide::Fwd(l, peer) => match self.listeners.get(*l) {
@@ -836,6 +846,21 @@ impl Engine {
     }
 
     // ---- The flow table ----
+
+    /// At the flow limit, a new UDP or ICMP flow replaces the one idle longest (TCP flows are
+    /// never evicted: they end by FIN or RST). Returns whether room was made.
+    fn evict_datagram_flow(&mut self) -> bool {
+        let oldest = self
+            .flows
+            .iter()
+            .filter_map(|(id, f)| match f {
+                Flow::Udp(u) => Some((u.idle_deadline, *id)),
+                Flow::Icmp(i) => Some((i.idle_deadline, *id)),
+                Flow::Tcp(_) => None,
+            })
+            .min();
+        oldest.is_some_and(|(_, id)| self.remove(id).is_some())
+    }
 
     fn new_id(&mut self) -> u64 {
         self.next_id += 1;

@@ -604,6 +604,64 @@ fn a_lost_tail_segment_is_retransmitted_on_timeout() {
 }
 
 #[test]
+fn a_full_host_socket_closes_the_window_until_it_drains() {
+    let g = Guest::new(cfg("hostloop=on,restrict=loopback"));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let dst = sa(GW, l.local_addr().unwrap().port());
+    let me = sa(G4, 40004);
+    let (base, rcv) = handshake(&g, me, dst, 2048);
+    let (mut host, _) = l.accept().unwrap();
+    // The host application does not read: the guest sends until the backend's ACK
+    // advertises a zero window (the host socket took no more), at most 256 MiB.
+    let chunk = vec![0x42u8; 1460];
+    let (mut una, mut nxt, mut wnd) = (0u64, 0u64, 65535u64);
+    let mut closed = false;
+    while !closed && una < 256 << 20 {
+        while nxt - una < wnd.min(512 * 1024) {
+            g.tcp(
+                me,
+                dst,
+                base.wrapping_add(nxt as u32),
+                rcv,
+                wire::ACK,
+                2048,
+                None,
+                &chunk,
+            );
+            nxt += 1460;
+        }
+        match g.recv_tcp(me, Duration::from_millis(100)) {
+            Some(s) => {
+                let a = u64::from(s.ack.wrapping_sub(base.wrapping_add(una as u32))) + una;
+                if a > una && a <= nxt {
+                    una = a;
+                }
+                wnd = u64::from(s.window) << 7;
+                closed = s.window == 0;
+            }
+            None => nxt = una,
+        }
+    }
+    assert!(closed, "the window closed");
+    assert!(una > 0);
+    // The host drains it: a window update follows without the guest sending anything.
+    let total = una;
+    let reader = std::thread::spawn(move || {
+        let mut buf = vec![0; 1 << 16];
+        let mut got = 0u64;
+        while got < total {
+            got += host.read(&mut buf).unwrap() as u64;
+        }
+        got
+    });
+    let upd = g
+        .recv_map(T, |f| parse_seg(f).filter(|s| s.dst == me && s.window > 0))
+        .expect("window update");
+    assert_eq!(upd.ack, base.wrapping_add(una as u32));
+    assert_eq!(reader.join().unwrap(), total);
+}
+
+#[test]
 fn guest_rst_resets_the_host_and_host_rst_reaches_the_guest() {
     let g = Guest::new(cfg("hostloop=on,restrict=loopback"));
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -849,6 +907,29 @@ fn udp_echo_keeps_datagram_boundaries_and_refused_is_icmp() {
         &rest[4 + 20..4 + 24],
         &[5353u16.to_be_bytes(), port.to_be_bytes()].concat()[..]
     );
+}
+
+#[test]
+fn udp_flows_idle_out() {
+    let g = Guest::new(cfg("hostloop=on,restrict=loopback"));
+    let host = UdpSocket::bind("127.0.0.1:0").unwrap();
+    host.set_read_timeout(Some(T)).unwrap();
+    let port = host.local_addr().unwrap().port();
+    g.ip(
+        G4,
+        GW,
+        wire::PROTO_UDP,
+        &wire::udp_header(6000, port, 1),
+        b"a",
+    );
+    let mut b = [0; 4];
+    host.recv_from(&mut b).unwrap();
+    assert_eq!(g.flows(), 1);
+    let now = Instant::now();
+    lock(&g.net.inner.engine).timers(now + Duration::from_secs(30));
+    assert_eq!(g.flows(), 1, "not idle yet");
+    lock(&g.net.inner.engine).timers(now + Duration::from_secs(61));
+    assert_eq!(g.flows(), 0, "closed after 60 s idle");
 }
 
 #[test]
