@@ -50,7 +50,9 @@
 //! # Not done
 //! IP fragments (dropped both ways; a UDP datagram larger than the MTU is dropped), IPv6
 //! extension headers, DHCPv6, TCP SACK/timestamps, SO_PEEK_OFF (re-peeks from the head cost
-//! a copy of the in-flight data), a precise advertised window (no SIOCOUTQ without unsafe: a
+//! a copy of the in-flight data), a guest that never ACKs a lone segment (a segment left
+//! unacknowledged pins the host socket's receive memory, whose skb overhead can fill it: the
+//! host peer then waits for the guest's delayed ACK), a precise advertised window (no SIOCOUTQ without unsafe: a
 //! full host socket makes a zero window until EPOLLOUT), DNS over more than the first
 //! upstream, multicast, and more than one DHCP lease (every client gets 10.0.2.15).
 #![forbid(unsafe_code)]

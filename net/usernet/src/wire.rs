@@ -68,20 +68,33 @@ impl<'a> Rd<'a> {
     }
 }
 
-/// One's-complement sum of `data` (RFC 1071), not yet folded.
-pub fn csum_add(mut sum: u32, data: &[u8]) -> u32 {
-    let mut chunks = data.chunks_exact(2);
+/// One's-complement sum of `data` (RFC 1071), not yet folded. Eight bytes at a time: the
+/// one's-complement sum may be accumulated in wider words and folded at the end (RFC 1071
+/// 2.(B) "parallel summation"), which is what makes a 64 KiB segment cheap.
+pub fn csum_add(sum: u32, data: &[u8]) -> u32 {
+    let mut acc = u64::from(sum);
+    let mut chunks = data.chunks_exact(8);
     for c in &mut chunks {
-        sum = sum.wrapping_add(u32::from(u16::from_be_bytes([c[0], c[1]])));
-        // Fold early so the u32 cannot overflow on a 64 KiB buffer.
-        if sum > 0xffff_0000 {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
+        let v = u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        // Two 32-bit halves: each add is below 2^33, so 2^30 of them cannot overflow.
+        acc += (v >> 32) + (v & 0xffff_ffff);
     }
-    if let [last] = chunks.remainder() {
-        sum = sum.wrapping_add(u32::from(*last) << 8);
+    let mut rest = chunks.remainder().chunks_exact(2);
+    for c in &mut rest {
+        acc += u64::from(u16::from_be_bytes([c[0], c[1]]));
     }
-    sum
+    if let [last] = rest.remainder() {
+        acc += u64::from(*last) << 8;
+    }
+    while acc > 0xffff_ffff {
+        acc = (acc & 0xffff_ffff) + (acc >> 32);
+    }
+    // Down to 16 bits plus a carry, so callers may keep adding small values.
+    let mut s = acc as u32;
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    s
 }
 
 pub fn csum_fold(mut sum: u32) -> u16 {
@@ -400,6 +413,33 @@ mod tests {
         // RFC 1071 section 3: the sum of 00 01 f2 03 f4 f5 f6 f7 is ddf2 (before complement).
         let s = csum_add(0, &[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]);
         assert_eq!(csum_fold(s), !0xddf2);
+    }
+
+    #[test]
+    fn wide_checksum_matches_the_plain_one() {
+        let plain = |d: &[u8]| {
+            let mut s: u32 = 0;
+            for c in d.chunks(2) {
+                s += u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0));
+                s = (s & 0xffff) + (s >> 16);
+            }
+            s
+        };
+        let data: Vec<u8> = (0..70000u32)
+            .map(|i| (i * 2654435761u32 >> 13) as u8)
+            .collect();
+        for n in [0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 1499, 65535, 70000] {
+            assert_eq!(
+                csum_fold(csum_add(0, &data[..n])),
+                csum_fold(plain(&data[..n])),
+                "{n}"
+            );
+            assert_eq!(
+                csum_fold(csum_add(0xfffe, &data[..n])),
+                csum_fold(plain(&data[..n]) + 0xfffe),
+                "{n}"
+            );
+        }
     }
 
     #[test]

@@ -54,6 +54,7 @@ pub enum Phase {
     Established,
 }
 
+#[derive(Debug)]
 pub struct TcpFlow {
     pub key: Key,
     sock: TcpStream,
