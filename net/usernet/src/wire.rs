@@ -426,7 +426,7 @@ mod tests {
             s
         };
         let data: Vec<u8> = (0..70000u32)
-            .map(|i| (i * 2654435761u32 >> 13) as u8)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
             .collect();
         for n in [0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 1499, 65535, 70000] {
             assert_eq!(
