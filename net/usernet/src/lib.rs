@@ -331,7 +331,11 @@ impl Drop for Usernet {
         self.inner.stop.store(true, Ordering::Release);
         let _ = self.inner.wake.write(1);
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            // Dropped from inside `to_guest` on the I/O thread (the callback held the last
+            // reference): that thread ends on its own once this returns; it cannot join itself.
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
         }
     }
 }

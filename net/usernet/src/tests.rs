@@ -1457,3 +1457,58 @@ fn malformed_frames_do_not_panic() {
         "{calls:?}"
     );
 }
+
+fn echo_request(id: u16) -> Vec<u8> {
+    let h = [8, 0, 0, 0, (id >> 8) as u8, id as u8, 0, 1];
+    wire::build(GATEWAY_MAC, GMAC, G4, GW, wire::PROTO_ICMP, &h, b"x")
+}
+
+/// The NIC driver's contract: `transmit` from several guest threads at once, and `to_guest`
+/// calling `transmit` on the same thread (a NIC that answers synchronously) do not deadlock.
+#[test]
+fn concurrent_and_reentrant_transmit() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let slot: Arc<Mutex<Option<std::sync::Weak<Usernet>>>> = Arc::default();
+    let replies: Arc<Mutex<Vec<u16>>> = Arc::default();
+    let (s2, r2) = (slot.clone(), replies.clone());
+    let to_guest = Box::new(move |f: &[u8]| {
+        if let Some((_, _, 0, 0, rest)) = parse_icmp(f) {
+            let id = u16::from_be_bytes([rest[0], rest[1]]);
+            r2.lock().unwrap().push(id);
+            if id == 1 {
+                let net = s2
+                    .lock()
+                    .unwrap()
+                    .as_ref()
+                    .and_then(std::sync::Weak::upgrade);
+                if let Some(n) = net {
+                    n.transmit(&echo_request(1000));
+                }
+            }
+        }
+        true
+    });
+    let net = Arc::new(Usernet::start(cfg("restrict=loopback"), to_guest).unwrap());
+    *slot.lock().unwrap() = Some(Arc::downgrade(&net));
+    let threads: Vec<_> = (0..4u16)
+        .map(|t| {
+            let n = net.clone();
+            std::thread::spawn(move || {
+                for i in 0..100 {
+                    n.transmit(&echo_request(t * 100 + i + 1));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let end = Instant::now() + T;
+    while replies.lock().unwrap().len() < 401 && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut got = replies.lock().unwrap().clone();
+    got.sort_unstable();
+    let want: Vec<u16> = (1..=400).chain([1000]).collect();
+    assert_eq!(got, want);
+}
