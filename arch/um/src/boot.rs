@@ -17,7 +17,7 @@ use um_os_linux::physmem::PhysMem;
 use um_os_linux::{probe, stub};
 
 /// The release `uname -r` reports.
-const RELEASE: &str = "6.1.0-um";
+pub const RELEASE: &str = "6.1.0-um";
 
 /// Checks what can be checked before anything is printed: bad input is one line, exit 2.
 pub fn validate(c: &Cmdline) -> Result<(), String> {
@@ -412,6 +412,20 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     // The block layer's procfs/sysfs entries register before anything can mount them.
     um_drivers::block::register();
     um_fs::mount::boot_mounts(&kernel, &root);
+    for b in &c.binds {
+        let inode = HostInode::new_root(&b.host, b.readonly, kernel.page_cache.clone())
+            .map_err(|e| format!("bind={}: {e}", b.host.display()))?;
+        let host = b.host.display().to_string();
+        um_fs::mount::boot_bind(&root, b.guest.as_bytes(), inode, &host, b.readonly).map_err(
+            |e| {
+                format!(
+                    "bind=...:{}: {e} (it must be a directory of the root)",
+                    b.guest
+                )
+            },
+        )?;
+        log::info!("hostfs: {host} mounted on {}", b.guest);
+    }
     um_drivers::block::ubd::add_all();
 
     let chan = |ch: ConChannel| match ch {

@@ -49,6 +49,8 @@ pub struct Cmdline {
     pub ubd: Vec<um_drivers::block::ubd::UbdSpec>,
     /// `ubd=sync`: every ubd disk opens its host file `O_SYNC`.
     pub ubd_sync: bool,
+    /// `bind=HOST:GUEST[:ro]`: host directories mounted (hostfs) on guest directories at boot.
+    pub binds: Vec<Bind>,
     pub help: bool,
     /// The words as given, for the boot log.
     pub words: Vec<String>,
@@ -75,6 +77,7 @@ impl Default for Cmdline {
             stub_exe: None,
             ubd: Vec::new(),
             ubd_sync: false,
+            binds: Vec::new(),
             help: false,
             words: Vec::new(),
         }
@@ -226,6 +229,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
             ("quiet", None) => c.loglevel = 4,
             ("debug", None) => c.loglevel = 10,
             ("stub_exe", v) => c.stub_exe = Some(PathBuf::from(need(k, v)?)),
+            ("bind", v) => c.binds.push(parse_bind(need(k, v)?)?),
             (k, Some(_)) if k.starts_with("ubd") => {
                 if let Some(s) = um_drivers::block::ubd::parse(&w[3..], &mut c.ubd_sync)? {
                     c.ubd.push(s);
@@ -239,6 +243,36 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
         }
     }
     Ok(c)
+}
+
+/// A host directory mounted on a guest directory at boot (`bind=`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bind {
+    pub host: PathBuf,
+    pub guest: String,
+    pub readonly: bool,
+}
+
+/// `HOST:GUEST[:ro|:rw]`: both absolute paths.
+pub fn parse_bind(s: &str) -> Result<Bind, String> {
+    let (rest, readonly) = match s.rsplit_once(':') {
+        Some((r, "ro")) => (r, true),
+        Some((r, "rw")) => (r, false),
+        _ => (s, false),
+    };
+    let (host, guest) = rest
+        .split_once(':')
+        .ok_or_else(|| format!("bind={s}: use HOSTDIR:GUESTDIR[:ro]"))?;
+    if !host.starts_with('/') || !guest.starts_with('/') || guest == "/" {
+        return Err(format!(
+            "bind={s}: both directories must be absolute paths (and not the guest's /)"
+        ));
+    }
+    Ok(Bind {
+        host: PathBuf::from(host),
+        guest: guest.to_string(),
+        readonly,
+    })
 }
 
 /// The longest nodename: `__NEW_UTS_LEN` (include/uapi/linux/utsname.h), the field less its NUL.
@@ -296,8 +330,16 @@ A Linux kernel that runs as an ordinary process. Options (User Mode Linux conven
                         that refuse exec of a memfd)
   hostname=NAME         the hostname at boot (default: the root's /etc/hostname, else
                         the name of the rootflags= directory)
+  bind=HOST:GUEST[:ro]  mount the host directory HOST on the guest directory GUEST at
+                        boot (hostfs, confined to HOST; repeatable)
   loglevel=N            kernel log verbosity (0-15, default 7); quiet = 4; debug = 10
   --help                this text
+  --version             the version of linux and the Linux release it reports
+
+  linux run [--bind HOST[:GUEST]] [OPTION...] ROOTFS [CMD...]
+                        boot ROOTFS (a directory or a rootfs tarball) and run CMD in it
+                        (default a login shell), with /proc, /sys, /dev/pts, /dev/shm and
+                        /run mounted; linux exits with CMD's status (linux run --help)
 ";
 
 #[cfg(test)]
@@ -390,6 +432,15 @@ mod tests {
     fn hostname() {
         assert_eq!(p("").unwrap().hostname, None);
         assert_eq!(p("hostname=box").unwrap().hostname.as_deref(), Some("box"));
+        let b = p("bind=/h/x:/mnt/y:ro bind=/a:/b").unwrap().binds;
+        assert_eq!(
+            (b[0].host.to_str(), b[0].guest.as_str(), b[0].readonly),
+            (Some("/h/x"), "/mnt/y", true)
+        );
+        assert!(!b[1].readonly);
+        assert!(p("bind=/a").is_err());
+        assert!(p("bind=a:/b").is_err());
+        assert!(p("bind=/a:/").is_err());
         assert!(p("hostname=").is_err());
         let long = "h".repeat(70);
         assert_eq!(
