@@ -254,6 +254,18 @@ impl Usernet {
         to_guest: ToGuest,
         host: Box<dyn host::HostNet>,
     ) -> io::Result<Usernet> {
+        // The fields are public, so a Config built by hand is checked as parse() checks.
+        if !(config::MTU_MIN..=config::MTU_MAX).contains(&cfg.mtu) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "eth0=user: mtu={}: expected {}..={}",
+                    cfg.mtu,
+                    config::MTU_MIN,
+                    config::MTU_MAX
+                ),
+            ));
+        }
         let dns = if cfg.dns.is_empty() {
             config::resolv_conf_nameservers(
                 &std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default(),
