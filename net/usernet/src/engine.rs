@@ -55,6 +55,8 @@ pub enum Deny {
     NoRoute,
     /// Not a unicast destination: silently dropped.
     Drop,
+    /// Not a policy answer: the host said ECONNREFUSED (ICMP port unreachable).
+    Refused,
 }
 
 enum UdpSide {
@@ -256,7 +258,7 @@ impl Engine {
                 let code = match why {
                     Deny::NoRoute => 1,
                     Deny::Prohibited => 13,
-                    Deny::Drop => 3,
+                    Deny::Refused | Deny::Drop => 3,
                 };
                 let ihl = usize::from(orig.first().copied().unwrap_or(0x45) & 0xf) * 4;
                 let n = orig.len().min(ihl + 8);
@@ -274,7 +276,7 @@ impl Engine {
                 let code = match why {
                     Deny::NoRoute => 0,
                     Deny::Prohibited => 1,
-                    Deny::Drop => 4,
+                    Deny::Refused | Deny::Drop => 4,
                 };
                 let n = orig.len().min(1280 - 48);
                 self.send_ip(
@@ -700,7 +702,7 @@ impl Engine {
         if let Err(e) = res {
             // An earlier datagram's ICMP port unreachable shows up on the next send.
             if e.kind() == ErrorKind::ConnectionRefused {
-                self.unreachable(ip.dst, ip.src, ip.packet, Deny::Drop);
+                self.unreachable(ip.dst, ip.src, ip.packet, Deny::Refused);
             }
         }
     }
@@ -725,7 +727,7 @@ impl Engine {
                     l4[2..4].copy_from_slice(&key.remote.port().to_be_bytes());
                     l4[4..6].copy_from_slice(&8u16.to_be_bytes());
                     let orig = Self::fake_orig(&key, l4);
-                    self.unreachable(key.remote.ip(), key.guest.ip(), &orig, Deny::Drop);
+                    self.unreachable(key.remote.ip(), key.guest.ip(), &orig, Deny::Refused);
                 }
                 Err(_) => break,
             }

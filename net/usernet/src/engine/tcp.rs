@@ -200,7 +200,7 @@ impl Engine {
         }
         let mapped = match self.map(wire::PROTO_TCP, key.remote) {
             Ok(m) => m,
-            Err(Deny::Drop) => return,
+            Err(Deny::Drop | Deny::Refused) => return,
             Err(Deny::Prohibited) => return self.tcp_rst_for(ip, t),
             Err(Deny::NoRoute) => {
                 return self.unreachable(ip.dst, ip.src, ip.packet, Deny::NoRoute);
