@@ -104,6 +104,8 @@ pub struct Engine {
     pub starved: bool,
     flows: HashMap<u64, Flow>,
     keys: HashMap<Key, u64>,
+    /// [`MAX_FLOWS`]; a field so a test can make the limit small.
+    pub max_flows: usize,
     next_id: u64,
     listeners: Vec<Listener>,
     udp_fwd_peers: HashMap<(usize, SocketAddr), u64>,
@@ -172,6 +174,7 @@ impl Engine {
             starved: false,
             flows: HashMap::new(),
             keys: HashMap::new(),
+            max_flows: MAX_FLOWS,
             next_id: FLOW_ID_BASE,
             listeners,
             udp_fwd_peers: HashMap::new(),
@@ -566,7 +569,7 @@ impl Engine {
                     Err(Deny::Drop) => return,
                     Err(why) => return self.unreachable(ip.dst, ip.src, ip.packet, why),
                 };
-                if self.flows.len() >= MAX_FLOWS && !self.evict_datagram_flow() {
+                if self.flows.len() >= self.max_flows && !self.evict_datagram_flow() {
                     return;
                 }
                 let sock = match self.host.icmp_connect(mapped.ip()) {
@@ -654,7 +657,7 @@ impl Engine {
                     Err(Deny::Drop) => return,
                     Err(why) => return self.unreachable(ip.dst, ip.src, ip.packet, why),
                 };
-                if self.flows.len() >= MAX_FLOWS && !self.evict_datagram_flow() {
+                if self.flows.len() >= self.max_flows && !self.evict_datagram_flow() {
                     return;
                 }
                 let sock = match self.host.udp_connect(mapped) {
@@ -811,7 +814,7 @@ impl Engine {
         let fid = match self.udp_fwd_peers.get(&(idx, peer)) {
             Some(&fid) => fid,
             None => {
-                if self.flows.len() >= MAX_FLOWS {
+                if self.flows.len() >= self.max_flows {
                     return;
                 }
                 let guest = SocketAddr::new(IpAddr::V4(fwd.guest_addr), fwd.guest_port);

@@ -933,6 +933,42 @@ fn udp_flows_idle_out() {
 }
 
 #[test]
+fn the_flow_table_is_bounded() {
+    let g = Guest::new(cfg("hostloop=on,restrict=loopback"));
+    lock(&g.net.inner.engine).max_flows = 2;
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let dst = sa(GW, l.local_addr().unwrap().port());
+    handshake(&g, sa(G4, 40100), dst, 2048);
+    handshake(&g, sa(G4, 40101), dst, 2048);
+    // Full: a third connection is refused (RST) without a host connect.
+    let me = sa(G4, 40102);
+    g.tcp(me, dst, 1, 0, wire::SYN, 65535, None, &[]);
+    let s = g.recv_tcp(me, T).expect("RST");
+    assert_eq!((s.flags, s.ack), (wire::RST | wire::ACK, 2));
+    assert_eq!(g.calls.list().len(), 2);
+    assert_eq!(g.flows(), 2);
+    // UDP flows make room by replacing the one idle longest; TCP flows are never evicted.
+    lock(&g.net.inner.engine).max_flows = 3;
+    let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+    u.set_read_timeout(Some(T)).unwrap();
+    let up = u.local_addr().unwrap().port();
+    let mut b = [0; 4];
+    for sport in [7001, 7002, 7003] {
+        g.ip(
+            G4,
+            GW,
+            wire::PROTO_UDP,
+            &wire::udp_header(sport, up, 1),
+            b"u",
+        );
+        u.recv_from(&mut b).unwrap();
+        assert_eq!(g.flows(), 3);
+    }
+    g.tcp(me, dst, 1, 0, wire::SYN, 65535, None, &[]);
+    assert_eq!(g.recv_tcp(me, T).expect("RST").flags, wire::RST | wire::ACK);
+}
+
+#[test]
 fn dns_is_relayed_to_the_upstream() {
     let up = UdpSocket::bind("127.0.0.1:0").unwrap();
     up.set_read_timeout(Some(T)).unwrap();

@@ -206,7 +206,7 @@ impl Engine {
                 return self.unreachable(ip.dst, ip.src, ip.packet, Deny::NoRoute);
             }
         };
-        if self.flows.len() >= super::MAX_FLOWS {
+        if self.flows.len() >= self.max_flows {
             return self.tcp_rst_for(ip, t);
         }
         let sock = match self.host.tcp_connect(mapped) {
@@ -263,7 +263,7 @@ impl Engine {
     /// hostfwd: a host connection was accepted; open the guest side with a SYN from the
     /// gateway.
     pub(super) fn tcp_accepted(&mut self, sock: TcpStream, fwd: &HostFwd, now: Instant) {
-        if self.flows.len() >= super::MAX_FLOWS || sock.set_nonblocking(true).is_err() {
+        if self.flows.len() >= self.max_flows || sock.set_nonblocking(true).is_err() {
             set_linger0(&sock);
             return;
         }
