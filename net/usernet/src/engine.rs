@@ -113,6 +113,7 @@ pub struct Engine {
     next_timer: Option<Instant>,
     rand: u64,
     eph_port: u16,
+    frag_id: u16,
 }
 
 fn token_flags_tcp() -> EpollFlags {
@@ -182,6 +183,7 @@ impl Engine {
             next_timer: None,
             rand,
             eph_port: 49152,
+            frag_id: 0,
         })
     }
 
@@ -739,14 +741,32 @@ impl Engine {
     }
 
     fn udp_to_guest(&mut self, key: &Key, data: &[u8]) {
-        let hdr = if key.remote.is_ipv4() { 28 } else { 48 };
-        // No IP fragmentation towards the guest: a datagram that does not fit the MTU is
-        // dropped (as on a DF path), and so is one for a NIC queue that is far behind.
-        if data.len() + hdr > usize::from(self.cfg.mtu) || self.budget == 0 {
+        if self.budget == 0 {
+            return; // the NIC queue is far behind: drop, as a full NIC does
+        }
+        let v4 = key.remote.is_ipv4();
+        let h = wire::udp_header(key.remote.port(), key.guest.port(), data.len());
+        let hdr = if v4 { 28 } else { 48 };
+        let mtu = usize::from(self.cfg.mtu);
+        if data.len() + hdr <= mtu {
+            return self.send_ip(key.remote.ip(), key.guest.ip(), wire::PROTO_UDP, &h, data);
+        }
+        if !v4 || data.len() + hdr > 0xffff {
+            // IPv6 would need a fragment header (RFC 8200 4.5): not done; dropped.
             return;
         }
-        let h = wire::udp_header(key.remote.port(), key.guest.port(), data.len());
-        self.send_ip(key.remote.ip(), key.guest.ip(), wire::PROTO_UDP, &h, data);
+        // IPv4: fragments of the whole datagram (RFC 791 3.2), e.g. a large DNS answer.
+        let whole = wire::build(
+            self.dst_mac(key.guest.ip()),
+            Self::src_mac(key.remote.ip()),
+            key.remote.ip(),
+            key.guest.ip(),
+            wire::PROTO_UDP,
+            &h,
+            data,
+        );
+        self.frag_id = self.frag_id.wrapping_add(1);
+        self.tx.extend(wire::fragment_v4(&whole, mtu, self.frag_id));
     }
 
     // ---- Listeners (hostfwd) ----

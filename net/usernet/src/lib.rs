@@ -48,13 +48,15 @@
 //! eventfd and the next timer. `to_guest` is called with no lock held, from either.
 //!
 //! # Not done
-//! IP fragments (dropped both ways; a UDP datagram larger than the MTU is dropped), IPv6
-//! extension headers, DHCPv6, TCP SACK/timestamps, SO_PEEK_OFF (re-peeks from the head cost
-//! a copy of the in-flight data), a guest that never ACKs a lone segment (a segment left
-//! unacknowledged pins the host socket's receive memory, whose skb overhead can fill it: the
-//! host peer then waits for the guest's delayed ACK), a precise advertised window (no SIOCOUTQ without unsafe: a
-//! full host socket makes a zero window until EPOLLOUT), DNS over more than the first
-//! upstream, multicast, and more than one DHCP lease (every client gets 10.0.2.15).
+//! - Reassembly of the guest's IP fragments (dropped); IPv6 datagrams for the guest larger
+//!   than the MTU are dropped (IPv4 ones are fragmented); IPv6 extension headers; DHCPv6.
+//! - TCP SACK and timestamps; SO_PEEK_OFF (each re-peek copies the in-flight bytes again); a
+//!   precise advertised window (SIOCOUTQ needs unsafe: a full host socket means a zero window
+//!   until EPOLLOUT).
+//! - A guest must ACK a lone segment within its delayed-ACK time: an unacknowledged segment
+//!   pins host receive memory (skb overhead), which can stop the host peer until that ACK.
+//! - DNS beyond the first upstream, multicast, and more than one DHCP lease (every client
+//!   gets 10.0.2.15).
 #![forbid(unsafe_code)]
 
 pub mod config;

@@ -995,6 +995,21 @@ fn dns_is_relayed_to_the_upstream() {
     assert_eq!((src, dst), (sa(IpAddr::V4(DNS_ADDR), 53), sa(G4, 33333)));
     assert_eq!(smac, [0x52, 0x55, 10, 0, 2, 3]);
     assert_eq!(p, a);
+    // An answer larger than the MTU reaches the guest as IPv4 fragments.
+    let big = pattern(3000, 9);
+    up.send_to(&big, peer).unwrap();
+    let mut joined = Vec::new();
+    let mut more = true;
+    while more {
+        let f = g.recv(T).expect("a fragment");
+        assert!(f.len() <= 14 + 1500);
+        let ip = &f[14..];
+        let fo = u16::from_be_bytes([ip[6], ip[7]]);
+        assert_eq!(usize::from(fo & 0x1fff) * 8, joined.len());
+        more = fo & 0x2000 != 0;
+        joined.extend_from_slice(&ip[20..]);
+    }
+    assert_eq!(&joined[8..], &big[..], "the datagram after its UDP header");
     assert_eq!(g.calls.list(), vec![format!("udp {upa}")]);
     // Not port 53 at the DNS address: refused, no host call.
     g.ip(
