@@ -7,7 +7,7 @@
 //!
 //! # Design
 //! - **Addressing** as QEMU's slirp: the guest net is 10.0.2.0/24, the gateway 10.0.2.2 (MAC
-//!   52:55:0a:00:02:02), the DNS forwarder 10.0.2.3, the guest 10.0.2.15 by DHCP ([`dhcp`]);
+//!   52:55:0a:00:02:02), the DNS forwarder 10.0.2.3, the guest 10.0.2.15 by DHCP (`dhcp.rs`);
 //!   IPv6 fd00::/64 by SLAAC from our Router Advertisement, gateway fd00::2 (link-local
 //!   fe80::2), DNS fd00::3. ARP and NDP are answered for those addresses.
 //! - **TCP** (`engine/tcp.rs`): each guest connection is mirrored onto one non-blocking host
@@ -27,16 +27,16 @@
 //!   gateway port, whose replies go back to that peer.
 //!
 //! # The flow table
-//! [`engine::Engine`] holds every flow by id (the id is also the host socket's epoll token)
+//! `engine::Engine` holds every flow by id (the id is also the host socket's epoll token)
 //! and by key (protocol, guest end, far end as the guest sees it); at most
-//! [`engine::MAX_FLOWS`] flows. A flow's state is a fixed struct plus its host socket; the
+//! `engine::MAX_FLOWS` (4096) flows. A flow's state is a fixed struct plus its host socket; the
 //! data lives in the host kernel's socket buffers, at most `MAX_INFLIGHT` (256 KiB) unacked
 //! per TCP flow towards the guest. Frames for the guest wait in one bounded queue (here):
 //! TCP stops producing data while it is full and resumes on [`Usernet::rx_ready`].
 //!
 //! # Policy
-//! [`engine::Engine::map`] decides every destination before any host socket call (behind the
-//! [`host::HostNet`] trait, so tests can prove a forbidden one gets none): 10.0.2.2 / fd00::2
+//! `engine::Engine::map` decides every destination before any host socket call (behind the
+//! `host::HostNet` trait, so tests can prove a forbidden one gets none): 10.0.2.2 / fd00::2
 //! are the host's 127.0.0.1 / ::1 only with `hostloop=on` (off by default: host loopback
 //! services trust their callers); other ways of naming host loopback (v4-mapped v6, 0.0.0.0)
 //! are refused; with `restrict=loopback` every host socket must go to 127.0.0.0/8 or ::1 after
