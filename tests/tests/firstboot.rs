@@ -10,6 +10,9 @@
 use um_tests::tmux::Session;
 use um_tests::{Boot, rootfs};
 
+/// A command typed at the shell, what it shows, and the check of the pane's text.
+type Step<'a> = (&'a str, &'a str, &'a dyn Fn(&str) -> bool);
+
 #[test]
 fn first_minutes() {
     let hostname = std::fs::read_to_string(rootfs().join("etc/hostname"))
@@ -29,7 +32,7 @@ fn first_minutes() {
             s.lines().any(|l| l.trim_end().ends_with('#'))
         });
         // Each answer is checked from a marker line the command itself cannot echo.
-        let steps: &[(&str, &str, &dyn Fn(&str) -> bool)] = &[
+        let steps: &[Step] = &[
             (
                 "ps aux | awk 'NR > 1 { print \"PS:\" $2 \":\" $4 }'",
                 "ps aux lists init and the shell",
