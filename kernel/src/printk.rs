@@ -186,11 +186,15 @@ impl log::Log for Printk {
     fn flush(&self) {}
 }
 
-/// Writes one log line unconditionally (boot banners, the init-exit panic, power-off), kept
-/// in the log buffer at KERN_EMERG as Linux's panic and `kernel_power_off` lines are.
+/// Writes one log line at KERN_EMERG (boot banners, the init-exit panic, power-off), kept in
+/// the log buffer as Linux's panic and `kernel_power_off` lines are: on the console at every
+/// loglevel but `loglevel=0` (Linux prints a level below the console level; syslog(2) cannot
+/// go below [`CONSOLE_LOGLEVEL_MIN`], only the boot option can; `linux run` uses it).
 pub fn line(msg: &str) {
     store(0, msg);
-    print_line(msg);
+    if CONSOLE_LOGLEVEL.load(Ordering::Relaxed) > 0 {
+        print_line(msg);
+    }
 }
 
 /// One timestamped line on the console (stderr).

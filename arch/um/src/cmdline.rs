@@ -53,6 +53,10 @@ pub struct Cmdline {
     pub eth0: um_drivers::net::Eth0,
     /// `ip=`: configure eth0 at boot (default off).
     pub ip: um_drivers::net::ipconfig::IpConfig,
+    /// `bind=HOST:GUEST[:ro]`: host directories mounted (hostfs) on guest directories at boot.
+    pub binds: Vec<Bind>,
+    /// `ncpus=` (UML's option): the CPUs the guest is told it has; `None`: the host's.
+    pub ncpus: Option<u32>,
     pub help: bool,
     /// The words as given, for the boot log.
     pub words: Vec<String>,
@@ -81,6 +85,8 @@ impl Default for Cmdline {
             ubd_sync: false,
             eth0: Default::default(),
             ip: Default::default(),
+            binds: Vec::new(),
+            ncpus: None,
             help: false,
             words: Vec::new(),
         }
@@ -234,6 +240,17 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
             ("stub_exe", v) => c.stub_exe = Some(PathBuf::from(need(k, v)?)),
             ("eth0", v) => c.eth0 = um_drivers::net::parse_eth0(need(k, v)?)?,
             ("ip", v) => c.ip = um_drivers::net::ipconfig::parse_ip(need(k, v)?)?,
+            ("bind", v) => c.binds.push(parse_bind(need(k, v)?)?),
+            ("ncpus", v) => {
+                let s = need(k, v)?;
+                let max = um_kernel::cpus::MAX;
+                c.ncpus = Some(
+                    s.parse()
+                        .ok()
+                        .filter(|n| (1..=max).contains(n))
+                        .ok_or_else(|| format!("ncpus={s}: a number of CPUs, 1 to {max}"))?,
+                );
+            }
             (k, Some(_)) if k.starts_with("ubd") => {
                 if let Some(s) = um_drivers::block::ubd::parse(&w[3..], &mut c.ubd_sync)? {
                     c.ubd.push(s);
@@ -247,6 +264,36 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
         }
     }
     Ok(c)
+}
+
+/// A host directory mounted on a guest directory at boot (`bind=`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bind {
+    pub host: PathBuf,
+    pub guest: String,
+    pub readonly: bool,
+}
+
+/// `HOST:GUEST[:ro|:rw]`: both absolute paths.
+pub fn parse_bind(s: &str) -> Result<Bind, String> {
+    let (rest, readonly) = match s.rsplit_once(':') {
+        Some((r, "ro")) => (r, true),
+        Some((r, "rw")) => (r, false),
+        _ => (s, false),
+    };
+    let (host, guest) = rest
+        .split_once(':')
+        .ok_or_else(|| format!("bind={s}: use HOSTDIR:GUESTDIR[:ro]"))?;
+    if !host.starts_with('/') || !guest.starts_with('/') || guest == "/" {
+        return Err(format!(
+            "bind={s}: both directories must be absolute paths (and not the guest's /)"
+        ));
+    }
+    Ok(Bind {
+        host: PathBuf::from(host),
+        guest: guest.to_string(),
+        readonly,
+    })
 }
 
 /// The longest nodename: `__NEW_UTS_LEN` (include/uapi/linux/utsname.h), the field less its NUL.
@@ -317,8 +364,18 @@ A Linux kernel that runs as an ordinary process. Options (User Mode Linux conven
                         ip=CLIENT::GW:NETMASK:HOSTNAME:eth0:off[:DNS0:DNS1]
   hostname=NAME         the hostname at boot (default: the root's /etc/hostname, else
                         the name of the rootflags= directory)
+  ncpus=N               CPUs the guest sees (nproc, /proc/cpuinfo, affinity masks;
+                        default: the host's); its threads still run on every host CPU
+  bind=HOST:GUEST[:ro]  mount the host directory HOST on the guest directory GUEST at
+                        boot (hostfs, confined to HOST; repeatable)
   loglevel=N            kernel log verbosity (0-15, default 7); quiet = 4; debug = 10
   --help                this text
+  --version             the version of linux and the Linux release it reports
+
+  linux run [--bind HOST[:GUEST]] [OPTION...] ROOTFS [CMD...]
+                        boot ROOTFS (a directory or a rootfs tarball) and run CMD in it
+                        (default a login shell), with /proc, /sys, /dev/pts, /dev/shm and
+                        /run mounted; linux exits with CMD's status (linux run --help)
 ";
 
 #[cfg(test)]
@@ -425,6 +482,17 @@ mod tests {
     fn hostname() {
         assert_eq!(p("").unwrap().hostname, None);
         assert_eq!(p("hostname=box").unwrap().hostname.as_deref(), Some("box"));
+        let b = p("bind=/h/x:/mnt/y:ro bind=/a:/b").unwrap().binds;
+        assert_eq!(
+            (b[0].host.to_str(), b[0].guest.as_str(), b[0].readonly),
+            (Some("/h/x"), "/mnt/y", true)
+        );
+        assert!(!b[1].readonly);
+        assert!(p("bind=/a").is_err());
+        assert!(p("bind=a:/b").is_err());
+        assert!(p("bind=/a:/").is_err());
+        assert_eq!(p("ncpus=3").unwrap().ncpus, Some(3));
+        assert!(p("ncpus=0").is_err() && p("ncpus=65").is_err() && p("ncpus=x").is_err());
         assert!(p("hostname=").is_err());
         let long = "h".repeat(70);
         assert_eq!(

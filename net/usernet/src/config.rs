@@ -88,7 +88,10 @@ fn parse_dns(v: &str) -> Option<SocketAddr> {
 /// `ADDR:PORT` with ADDR possibly empty or `[v6]`; returns (addr, port).
 fn split_addr_port(s: &str) -> Option<(&str, u16)> {
     let (a, p) = s.rsplit_once(':')?;
-    let a = a.strip_prefix('[').and_then(|x| x.strip_suffix(']')).unwrap_or(a);
+    let a = a
+        .strip_prefix('[')
+        .and_then(|x| x.strip_suffix(']'))
+        .unwrap_or(a);
     Some((a, p.parse().ok().filter(|&p| p != 0)?))
 }
 
@@ -102,9 +105,22 @@ fn parse_hostfwd(v: &str) -> Option<HostFwd> {
     let (host, guest) = rest.split_once('-')?;
     let (ha, hp) = split_addr_port(host)?;
     let (ga, gp) = split_addr_port(guest)?;
-    let hip = if ha.is_empty() { IpAddr::V4(Ipv4Addr::LOCALHOST) } else { ha.parse().ok()? };
-    let gip = if ga.is_empty() { GUEST_ADDR } else { ga.parse().ok()? };
-    Some(HostFwd { proto, host: SocketAddr::new(hip, hp), guest_addr: gip, guest_port: gp })
+    let hip = if ha.is_empty() {
+        IpAddr::V4(Ipv4Addr::LOCALHOST)
+    } else {
+        ha.parse().ok()?
+    };
+    let gip = if ga.is_empty() {
+        GUEST_ADDR
+    } else {
+        ga.parse().ok()?
+    };
+    Some(HostFwd {
+        proto,
+        host: SocketAddr::new(hip, hp),
+        guest_addr: gip,
+        guest_port: gp,
+    })
 }
 
 impl Config {
@@ -116,7 +132,9 @@ impl Config {
         let mut c = Config::default();
         for item in opts.split(',').filter(|s| !s.is_empty()) {
             let Some((key, v)) = item.split_once('=') else {
-                return Err(format!("eth0=user: option '{item}' needs a value (key=value)"));
+                return Err(format!(
+                    "eth0=user: option '{item}' needs a value (key=value)"
+                ));
             };
             match key {
                 "restrict" => {
@@ -193,11 +211,17 @@ mod tests {
         );
         let d = Config::parse("").unwrap();
         assert!(!d.restrict_loopback && !d.hostloop && d.dns.is_empty() && d.mtu == 1500);
-        let c = Config::parse("dns=::1,dns=[::1]:5300,dns=10.0.0.1,hostfwd=tcp:[::1]:80-10.0.2.16:8080,ipv6=off")
-            .unwrap();
+        let c = Config::parse(
+            "dns=::1,dns=[::1]:5300,dns=10.0.0.1,hostfwd=tcp:[::1]:80-10.0.2.16:8080,ipv6=off",
+        )
+        .unwrap();
         assert_eq!(
             c.dns,
-            vec!["[::1]:53".parse().unwrap(), "[::1]:5300".parse().unwrap(), "10.0.0.1:53".parse().unwrap()]
+            vec![
+                "[::1]:53".parse().unwrap(),
+                "[::1]:5300".parse().unwrap(),
+                "10.0.0.1:53".parse().unwrap()
+            ]
         );
         assert_eq!(c.hostfwd[0].host, "[::1]:80".parse().unwrap());
         assert_eq!(c.hostfwd[0].guest_addr, Ipv4Addr::new(10, 0, 2, 16));
@@ -231,7 +255,10 @@ mod tests {
         let t = "# c\nsearch x\nnameserver 127.0.0.53\nnameserver ::1\nnameserver fe80::1%eth0\noptions edns0\n";
         assert_eq!(
             resolv_conf_nameservers(t),
-            vec!["127.0.0.53:53".parse().unwrap(), "[::1]:53".parse().unwrap()]
+            vec![
+                "127.0.0.53:53".parse().unwrap(),
+                "[::1]:53".parse().unwrap()
+            ]
         );
     }
 }

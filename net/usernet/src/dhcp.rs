@@ -62,7 +62,11 @@ pub fn handle(msg: &[u8], mtu: u16) -> Option<Reply> {
             // SELECTING/INIT-REBOOT name the address in option 50; RENEWING/REBINDING in
             // ciaddr (RFC 2131 4.3.2). Anything but our one address is refused.
             let asked = requested.unwrap_or(ciaddr);
-            if asked == GUEST_ADDR { (ACK, GUEST_ADDR) } else { (NAK, Ipv4Addr::UNSPECIFIED) }
+            if asked == GUEST_ADDR {
+                (ACK, GUEST_ADDR)
+            } else {
+                (NAK, Ipv4Addr::UNSPECIFIED)
+            }
         }
         INFORM => (ACK, Ipv4Addr::UNSPECIFIED),
         _ => return None,
@@ -112,7 +116,11 @@ pub fn handle(msg: &[u8], mtu: u16) -> Option<Reply> {
     } else {
         (yiaddr, chaddr)
     };
-    Some(Reply { payload: p, dst, dst_mac })
+    Some(Reply {
+        payload: p,
+        dst,
+        dst_mac,
+    })
 }
 
 #[cfg(test)]
@@ -120,7 +128,14 @@ pub mod tests {
     use super::*;
 
     /// A client message as busybox udhcpc sends it.
-    pub fn request(kind: u8, xid: u32, mac: Mac, requested: Option<Ipv4Addr>, broadcast: bool, ciaddr: Ipv4Addr) -> Vec<u8> {
+    pub fn request(
+        kind: u8,
+        xid: u32,
+        mac: Mac,
+        requested: Option<Ipv4Addr>,
+        broadcast: bool,
+        ciaddr: Ipv4Addr,
+    ) -> Vec<u8> {
         let mut p = vec![0u8; 240];
         p[0] = 1;
         p[1] = 1;
@@ -159,7 +174,14 @@ pub mod tests {
 
     #[test]
     fn request_for_another_address_is_naked() {
-        let m = request(REQUEST, 1, [2; 6], Some(Ipv4Addr::new(10, 0, 2, 99)), false, Ipv4Addr::UNSPECIFIED);
+        let m = request(
+            REQUEST,
+            1,
+            [2; 6],
+            Some(Ipv4Addr::new(10, 0, 2, 99)),
+            false,
+            Ipv4Addr::UNSPECIFIED,
+        );
         let r = handle(&m, 1500).unwrap();
         assert_eq!(options(&r.payload)[0], (53, vec![NAK]));
         assert_eq!(r.dst, Ipv4Addr::BROADCAST);

@@ -20,7 +20,7 @@ use nix::sys::epoll::{Epoll, EpollEvent, EpollFlags};
 use crate::config::{Config, HostFwd};
 use crate::host::HostNet;
 use crate::wire::{self, Ip, Mac, Rd};
-use crate::{DNS6, DNS_ADDR, GATEWAY, GATEWAY_MAC, GW6, GW6_LL, NET_ADDR};
+use crate::{DNS_ADDR, DNS6, GATEWAY, GATEWAY_MAC, GW6, GW6_LL, NET_ADDR};
 
 mod tcp;
 use tcp::TcpFlow;
@@ -30,6 +30,9 @@ use tcp::TcpFlow;
 pub const MAX_FLOWS: usize = 4096;
 /// A UDP or ICMP flow with no datagram either way for this long is closed.
 pub const UDP_IDLE: Duration = Duration::from_secs(60);
+/// DNS flows (one per query's source port, as resolvers randomise it) idle out sooner: a
+/// resolver waits 5 s per try (resolv.conf(5) `timeout`), so an answer after 10 s is useless.
+pub const DNS_IDLE: Duration = Duration::from_secs(10);
 /// Epoll tokens: 0 is the wakeup eventfd, 1.. the listeners, flow ids from here on.
 pub const FLOW_ID_BASE: u64 = 1 << 20;
 
@@ -52,6 +55,8 @@ pub enum Deny {
     NoRoute,
     /// Not a unicast destination: silently dropped.
     Drop,
+    /// Not a policy answer: the host said ECONNREFUSED (ICMP port unreachable).
+    Refused,
 }
 
 enum UdpSide {
@@ -99,6 +104,8 @@ pub struct Engine {
     pub starved: bool,
     flows: HashMap<u64, Flow>,
     keys: HashMap<Key, u64>,
+    /// [`MAX_FLOWS`]; a field so a test can make the limit small.
+    pub max_flows: usize,
     next_id: u64,
     listeners: Vec<Listener>,
     udp_fwd_peers: HashMap<(usize, SocketAddr), u64>,
@@ -106,6 +113,7 @@ pub struct Engine {
     next_timer: Option<Instant>,
     rand: u64,
     eph_port: u16,
+    frag_id: u16,
 }
 
 fn token_flags_tcp() -> EpollFlags {
@@ -123,7 +131,12 @@ fn deny_of(e: &io::Error) -> Option<Deny> {
 }
 
 impl Engine {
-    pub fn new(cfg: Config, dns: Vec<SocketAddr>, host: Box<dyn HostNet>, epoll: Arc<Epoll>) -> io::Result<Engine> {
+    pub fn new(
+        cfg: Config,
+        dns: Vec<SocketAddr>,
+        host: Box<dyn HostNet>,
+        epoll: Arc<Epoll>,
+    ) -> io::Result<Engine> {
         let mut listeners = Vec::new();
         for f in &cfg.hostfwd {
             let l = match f.proto {
@@ -162,6 +175,7 @@ impl Engine {
             starved: false,
             flows: HashMap::new(),
             keys: HashMap::new(),
+            max_flows: MAX_FLOWS,
             next_id: FLOW_ID_BASE,
             listeners,
             udp_fwd_peers: HashMap::new(),
@@ -169,6 +183,7 @@ impl Engine {
             next_timer: None,
             rand,
             eph_port: 49152,
+            frag_id: 0,
         })
     }
 
@@ -176,6 +191,7 @@ impl Engine {
         self.guest_mac
     }
 
+    #[cfg(test)]
     pub fn flow_count(&self) -> usize {
         self.flows.len()
     }
@@ -199,7 +215,9 @@ impl Engine {
 
     /// How long the I/O thread may sleep.
     pub fn timeout(&self, now: Instant) -> Duration {
-        self.next_timer.map_or(Duration::from_secs(1), |t| t.saturating_duration_since(now)).min(Duration::from_secs(1))
+        self.next_timer
+            .map_or(Duration::from_secs(1), |t| t.saturating_duration_since(now))
+            .min(Duration::from_secs(1))
     }
 
     // ---- Sending to the guest ----
@@ -223,7 +241,15 @@ impl Engine {
     }
 
     fn send_ip(&mut self, src: IpAddr, dst: IpAddr, proto: u8, l4: &[u8], payload: &[u8]) {
-        let f = wire::build(self.dst_mac(dst), Self::src_mac(src), src, dst, proto, l4, payload);
+        let f = wire::build(
+            self.dst_mac(dst),
+            Self::src_mac(src),
+            src,
+            dst,
+            proto,
+            l4,
+            payload,
+        );
         self.tx.push(f);
     }
 
@@ -237,11 +263,17 @@ impl Engine {
                 let code = match why {
                     Deny::NoRoute => 1,
                     Deny::Prohibited => 13,
-                    Deny::Drop => 3,
+                    Deny::Refused | Deny::Drop => 3,
                 };
                 let ihl = usize::from(orig.first().copied().unwrap_or(0x45) & 0xf) * 4;
                 let n = orig.len().min(ihl + 8);
-                self.send_ip(from, to, wire::PROTO_ICMP, &[3, code, 0, 0, 0, 0, 0, 0], &orig[..n]);
+                self.send_ip(
+                    from,
+                    to,
+                    wire::PROTO_ICMP,
+                    &[3, code, 0, 0, 0, 0, 0, 0],
+                    &orig[..n],
+                );
             }
             (IpAddr::V6(_), IpAddr::V6(_)) => {
                 // 0 no route, 1 administratively prohibited, 4 port unreachable; as much of the
@@ -249,10 +281,16 @@ impl Engine {
                 let code = match why {
                     Deny::NoRoute => 0,
                     Deny::Prohibited => 1,
-                    Deny::Drop => 4,
+                    Deny::Refused | Deny::Drop => 4,
                 };
                 let n = orig.len().min(1280 - 48);
-                self.send_ip(from, to, wire::PROTO_ICMPV6, &[1, code, 0, 0, 0, 0, 0, 0], &orig[..n]);
+                self.send_ip(
+                    from,
+                    to,
+                    wire::PROTO_ICMPV6,
+                    &[1, code, 0, 0, 0, 0, 0, 0],
+                    &orig[..n],
+                );
             }
             _ => {}
         }
@@ -261,7 +299,15 @@ impl Engine {
     /// A stand-in for the guest's original packet of flow `key` (IP header + 8 bytes of L4:
     /// the ports), for an ICMP error the host reported after the packet itself is gone.
     fn fake_orig(key: &Key, l4_first8: [u8; 8]) -> Vec<u8> {
-        let f = wire::build([0; 6], [0; 6], key.guest.ip(), key.remote.ip(), key.proto, &l4_first8, &[]);
+        let f = wire::build(
+            [0; 6],
+            [0; 6],
+            key.guest.ip(),
+            key.remote.ip(),
+            key.proto,
+            &l4_first8,
+            &[],
+        );
         f[wire::ETH_HLEN..].to_vec()
     }
 
@@ -285,8 +331,18 @@ impl Engine {
                 }
                 *self.dns.first().ok_or(Deny::Prohibited)?
             }
-            IpAddr::V4(a) if a.octets()[..3] == NET_ADDR.octets()[..3] => return Err(Deny::NoRoute),
-            IpAddr::V4(a) if a.is_broadcast() || a.is_multicast() || a.is_unspecified() => return Err(Deny::Drop),
+            // The subnet's broadcast and network addresses: dropped; its other addresses are
+            // nobody (only .2, .3 and the guest live on 10.0.2.0/24).
+            IpAddr::V4(a) if a.octets()[..3] == NET_ADDR.octets()[..3] => {
+                return Err(if matches!(a.octets()[3], 0 | 255) {
+                    Deny::Drop
+                } else {
+                    Deny::NoRoute
+                });
+            }
+            IpAddr::V4(a) if a.is_broadcast() || a.is_multicast() || a.is_unspecified() => {
+                return Err(Deny::Drop);
+            }
             IpAddr::V6(a) if a == GW6 || a == GW6_LL => {
                 if !self.cfg.hostloop {
                     return Err(Deny::Prohibited);
@@ -321,7 +377,9 @@ impl Engine {
     // ---- Frames from the guest ----
 
     pub fn guest_frame(&mut self, f: &[u8], now: Instant) {
-        let Some(eth) = wire::parse_eth(f) else { return };
+        let Some(eth) = wire::parse_eth(f) else {
+            return;
+        };
         if eth.src[0] & 1 == 0 && eth.src != GATEWAY_MAC && eth.src != [0; 6] {
             self.guest_mac = Some(eth.src);
         }
@@ -345,12 +403,17 @@ impl Engine {
     /// every special address; nobody else lives on 10.0.2.0/24).
     fn arp(&mut self, p: &[u8]) {
         let r = Rd(p);
-        let (Some(1), Some(0x0800), Some(6), Some(4), Some(1)) = (r.u16(0), r.u16(2), r.u8(4), r.u8(5), r.u16(6)) else {
+        let (Some(1), Some(0x0800), Some(6), Some(4), Some(1)) =
+            (r.u16(0), r.u16(2), r.u8(4), r.u8(5), r.u16(6))
+        else {
             return;
         };
-        let (Some(sha), Some(spa), Some(tpa)) = (r.mac(8), r.v4(14), r.v4(24)) else { return };
+        let (Some(sha), Some(spa), Some(tpa)) = (r.mac(8), r.v4(14), r.v4(24)) else {
+            return;
+        };
         if tpa == GATEWAY || tpa == DNS_ADDR {
-            self.tx.push(wire::arp_reply(wire::special_mac(tpa), tpa, sha, spa));
+            self.tx
+                .push(wire::arp_reply(wire::special_mac(tpa), tpa, sha, spa));
         }
     }
 
@@ -372,8 +435,15 @@ impl Engine {
                     if u.dport == 67 && ip.src.is_ipv4() {
                         if let Some(rep) = crate::dhcp::handle(u.payload, self.cfg.mtu) {
                             let h = wire::udp_header(67, 68, rep.payload.len());
-                            let f = wire::build(rep.dst_mac, GATEWAY_MAC, IpAddr::V4(GATEWAY), IpAddr::V4(rep.dst),
-                                wire::PROTO_UDP, &h, &rep.payload);
+                            let f = wire::build(
+                                rep.dst_mac,
+                                GATEWAY_MAC,
+                                IpAddr::V4(GATEWAY),
+                                IpAddr::V4(rep.dst),
+                                wire::PROTO_UDP,
+                                &h,
+                                &rep.payload,
+                            );
                             self.tx.push(f);
                         }
                         return;
@@ -411,7 +481,8 @@ impl Engine {
 
     fn icmp6_from_guest(&mut self, ip: &Ip<'_>, now: Instant) {
         let r = Rd(ip.payload);
-        let ours = |a: IpAddr| a == IpAddr::V6(GW6) || a == IpAddr::V6(DNS6) || a == IpAddr::V6(GW6_LL);
+        let ours =
+            |a: IpAddr| a == IpAddr::V6(GW6) || a == IpAddr::V6(DNS6) || a == IpAddr::V6(GW6_LL);
         match r.u8(0) {
             // Router Solicitation -> Router Advertisement (RFC 4861 6.2.6), only when the host
             // has IPv6: without it the guest gets no address and no default route, so its own
@@ -424,7 +495,11 @@ impl Engine {
                     return;
                 }
                 let dad = ip.src.to_canonical().is_unspecified();
-                let dst = if dad { IpAddr::V6(Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1)) } else { ip.src };
+                let dst = if dad {
+                    IpAddr::V6(Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1))
+                } else {
+                    ip.src
+                };
                 // Router, Solicited (not for DAD), Override.
                 let flags = if dad { 0xa0 } else { 0xe0 };
                 let mut m = vec![136, 0, 0, 0, flags, 0, 0, 0];
@@ -453,7 +528,11 @@ impl Engine {
     /// link-layer address, the MTU, the prefix fd00::/64 (on-link, autonomous) and the DNS
     /// server fd00::3 (RDNSS, RFC 8106).
     fn router_advert(&mut self, to: IpAddr) {
-        let to = if to.to_canonical().is_unspecified() { IpAddr::V6(Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1)) } else { to };
+        let to = if to.to_canonical().is_unspecified() {
+            IpAddr::V6(Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1))
+        } else {
+            to
+        };
         let mut m = vec![134, 0, 0, 0, 64, 0];
         m.extend_from_slice(&1800u16.to_be_bytes());
         m.extend_from_slice(&[0; 8]);
@@ -479,7 +558,11 @@ impl Engine {
     fn echo_out(&mut self, ip: &Ip<'_>, now: Instant) {
         let r = Rd(ip.payload);
         let Some(id) = r.u16(4) else { return };
-        let key = Key { proto: ip.proto, guest: SocketAddr::new(ip.src, id), remote: SocketAddr::new(ip.dst, id) };
+        let key = Key {
+            proto: ip.proto,
+            guest: SocketAddr::new(ip.src, id),
+            remote: SocketAddr::new(ip.dst, id),
+        };
         let fid = match self.keys.get(&key) {
             Some(&fid) => fid,
             None => {
@@ -488,7 +571,7 @@ impl Engine {
                     Err(Deny::Drop) => return,
                     Err(why) => return self.unreachable(ip.dst, ip.src, ip.packet, why),
                 };
-                if self.flows.len() >= MAX_FLOWS {
+                if self.flows.len() >= self.max_flows && !self.evict_datagram_flow() {
                     return;
                 }
                 let sock = match self.host.icmp_connect(mapped.ip()) {
@@ -499,10 +582,22 @@ impl Engine {
                     }
                 };
                 let fid = self.new_id();
-                if self.epoll.add(&sock, EpollEvent::new(EpollFlags::EPOLLIN, fid)).is_err() {
+                if self
+                    .epoll
+                    .add(&sock, EpollEvent::new(EpollFlags::EPOLLIN, fid))
+                    .is_err()
+                {
                     return;
                 }
-                self.insert(fid, key, Flow::Icmp(IcmpFlow { key, sock, idle_deadline: now + UDP_IDLE }));
+                self.insert(
+                    fid,
+                    key,
+                    Flow::Icmp(IcmpFlow {
+                        key,
+                        sock,
+                        idle_deadline: now + UDP_IDLE,
+                    }),
+                );
                 fid
             }
         };
@@ -516,15 +611,18 @@ impl Engine {
 
     fn icmp_host_event(&mut self, fid: u64) {
         let mut buf = std::mem::take(&mut self.scratch);
-        loop {
-            let Some(Flow::Icmp(f)) = self.flows.get(&fid) else { break };
+        while let Some(Flow::Icmp(f)) = self.flows.get(&fid) {
             let key = f.key;
             let n = match f.sock.recv(&mut buf) {
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(_) => break,
             };
-            let reply_type = if key.proto == wire::PROTO_ICMP { 0 } else { 129 };
+            let reply_type = if key.proto == wire::PROTO_ICMP {
+                0
+            } else {
+                129
+            };
             if n < 8 || buf[0] != reply_type {
                 continue;
             }
@@ -540,8 +638,19 @@ impl Engine {
 
     // ---- UDP ----
 
-    fn udp_from_guest(&mut self, ip: &Ip<'_>, sport: u16, dport: u16, payload: &[u8], now: Instant) {
-        let key = Key { proto: wire::PROTO_UDP, guest: SocketAddr::new(ip.src, sport), remote: SocketAddr::new(ip.dst, dport) };
+    fn udp_from_guest(
+        &mut self,
+        ip: &Ip<'_>,
+        sport: u16,
+        dport: u16,
+        payload: &[u8],
+        now: Instant,
+    ) {
+        let key = Key {
+            proto: wire::PROTO_UDP,
+            guest: SocketAddr::new(ip.src, sport),
+            remote: SocketAddr::new(ip.dst, dport),
+        };
         let fid = match self.keys.get(&key) {
             Some(&fid) => fid,
             None => {
@@ -550,7 +659,7 @@ impl Engine {
                     Err(Deny::Drop) => return,
                     Err(why) => return self.unreachable(ip.dst, ip.src, ip.packet, why),
                 };
-                if self.flows.len() >= MAX_FLOWS {
+                if self.flows.len() >= self.max_flows && !self.evict_datagram_flow() {
                     return;
                 }
                 let sock = match self.host.udp_connect(mapped) {
@@ -563,16 +672,31 @@ impl Engine {
                     }
                 };
                 let fid = self.new_id();
-                if self.epoll.add(&sock, EpollEvent::new(EpollFlags::EPOLLIN, fid)).is_err() {
+                if self
+                    .epoll
+                    .add(&sock, EpollEvent::new(EpollFlags::EPOLLIN, fid))
+                    .is_err()
+                {
                     return;
                 }
-                self.insert(fid, key, Flow::Udp(UdpFlow { key, side: UdpSide::Own(sock), idle_deadline: now + UDP_IDLE }));
+                self.insert(
+                    fid,
+                    key,
+                    Flow::Udp(UdpFlow {
+                        key,
+                        side: UdpSide::Own(sock),
+                        idle_deadline: now + UDP_IDLE,
+                    }),
+                );
                 fid
             }
         };
-        self.arm(now + UDP_IDLE);
-        let Some(Flow::Udp(f)) = self.flows.get_mut(&fid) else { return };
-        f.idle_deadline = now + UDP_IDLE;
+        let idle = if dport == 53 { DNS_IDLE } else { UDP_IDLE };
+        self.arm(now + idle);
+        let Some(Flow::Udp(f)) = self.flows.get_mut(&fid) else {
+            return;
+        };
+        f.idle_deadline = now + idle;
         let res = match &f.side {
             UdpSide::Own(s) => s.send(payload),
             UdpSide::Fwd(l, peer) => match self.listeners.get(*l) {
@@ -583,17 +707,20 @@ impl Engine {
         if let Err(e) = res {
             // An earlier datagram's ICMP port unreachable shows up on the next send.
             if e.kind() == ErrorKind::ConnectionRefused {
-                self.unreachable(ip.dst, ip.src, ip.packet, Deny::Drop);
+                self.unreachable(ip.dst, ip.src, ip.packet, Deny::Refused);
             }
         }
     }
 
     fn udp_host_event(&mut self, fid: u64) {
         let mut buf = std::mem::take(&mut self.scratch);
-        loop {
-            let Some(Flow::Udp(f)) = self.flows.get(&fid) else { break };
-            let UdpSide::Own(s) = &f.side else { break };
-            let key = f.key;
+        while let Some(Flow::Udp(UdpFlow {
+            key,
+            side: UdpSide::Own(s),
+            ..
+        })) = self.flows.get(&fid)
+        {
+            let key = *key;
             match s.recv(&mut buf) {
                 Ok(n) => self.udp_to_guest(&key, &buf[..n]),
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -605,7 +732,7 @@ impl Engine {
                     l4[2..4].copy_from_slice(&key.remote.port().to_be_bytes());
                     l4[4..6].copy_from_slice(&8u16.to_be_bytes());
                     let orig = Self::fake_orig(&key, l4);
-                    self.unreachable(key.remote.ip(), key.guest.ip(), &orig, Deny::Drop);
+                    self.unreachable(key.remote.ip(), key.guest.ip(), &orig, Deny::Refused);
                 }
                 Err(_) => break,
             }
@@ -614,14 +741,32 @@ impl Engine {
     }
 
     fn udp_to_guest(&mut self, key: &Key, data: &[u8]) {
-        let hdr = if key.remote.is_ipv4() { 28 } else { 48 };
-        // No IP fragmentation towards the guest: a datagram that does not fit the MTU is
-        // dropped (as on a DF path), and so is one for a NIC queue that is far behind.
-        if data.len() + hdr > usize::from(self.cfg.mtu) || self.budget == 0 {
+        if self.budget == 0 {
+            return; // the NIC queue is far behind: drop, as a full NIC does
+        }
+        let v4 = key.remote.is_ipv4();
+        let h = wire::udp_header(key.remote.port(), key.guest.port(), data.len());
+        let hdr = if v4 { 28 } else { 48 };
+        let mtu = usize::from(self.cfg.mtu);
+        if data.len() + hdr <= mtu {
+            return self.send_ip(key.remote.ip(), key.guest.ip(), wire::PROTO_UDP, &h, data);
+        }
+        if !v4 || data.len() + hdr > 0xffff {
+            // IPv6 would need a fragment header (RFC 8200 4.5): not done; dropped.
             return;
         }
-        let h = wire::udp_header(key.remote.port(), key.guest.port(), data.len());
-        self.send_ip(key.remote.ip(), key.guest.ip(), wire::PROTO_UDP, &h, data);
+        // IPv4: fragments of the whole datagram (RFC 791 3.2), e.g. a large DNS answer.
+        let whole = wire::build(
+            self.dst_mac(key.guest.ip()),
+            Self::src_mac(key.remote.ip()),
+            key.remote.ip(),
+            key.guest.ip(),
+            wire::PROTO_UDP,
+            &h,
+            data,
+        );
+        self.frag_id = self.frag_id.wrapping_add(1);
+        self.tx.extend(wire::fragment_v4(&whole, mtu, self.frag_id));
     }
 
     // ---- Listeners (hostfwd) ----
@@ -647,7 +792,10 @@ impl Engine {
                             self.udp_fwd_datagram(idx, &fwd, peer, &buf[..n], now);
                             true
                         }
-                        Err(e) => e.kind() == ErrorKind::Interrupted || e.kind() == ErrorKind::ConnectionRefused,
+                        Err(e) => {
+                            e.kind() == ErrorKind::Interrupted
+                                || e.kind() == ErrorKind::ConnectionRefused
+                        }
                     };
                     self.scratch = buf;
                     if !res {
@@ -664,18 +812,29 @@ impl Engine {
         for _ in 0..16384 {
             let p = self.eph_port;
             self.eph_port = if p == 65535 { 49152 } else { p + 1 };
-            if !self.keys.contains_key(&Key { proto, guest, remote: SocketAddr::new(gw, p) }) {
+            if !self.keys.contains_key(&Key {
+                proto,
+                guest,
+                remote: SocketAddr::new(gw, p),
+            }) {
                 return p;
             }
         }
         0
     }
 
-    fn udp_fwd_datagram(&mut self, idx: usize, fwd: &HostFwd, peer: SocketAddr, data: &[u8], now: Instant) {
+    fn udp_fwd_datagram(
+        &mut self,
+        idx: usize,
+        fwd: &HostFwd,
+        peer: SocketAddr,
+        data: &[u8],
+        now: Instant,
+    ) {
         let fid = match self.udp_fwd_peers.get(&(idx, peer)) {
             Some(&fid) => fid,
             None => {
-                if self.flows.len() >= MAX_FLOWS {
+                if self.flows.len() >= self.max_flows {
                     return;
                 }
                 let guest = SocketAddr::new(IpAddr::V4(fwd.guest_addr), fwd.guest_port);
@@ -683,21 +842,50 @@ impl Engine {
                 if port == 0 {
                     return;
                 }
-                let key = Key { proto: wire::PROTO_UDP, guest, remote: SocketAddr::new(IpAddr::V4(GATEWAY), port) };
+                let key = Key {
+                    proto: wire::PROTO_UDP,
+                    guest,
+                    remote: SocketAddr::new(IpAddr::V4(GATEWAY), port),
+                };
                 let fid = self.new_id();
-                self.insert(fid, key, Flow::Udp(UdpFlow { key, side: UdpSide::Fwd(idx, peer), idle_deadline: now + UDP_IDLE }));
+                self.insert(
+                    fid,
+                    key,
+                    Flow::Udp(UdpFlow {
+                        key,
+                        side: UdpSide::Fwd(idx, peer),
+                        idle_deadline: now + UDP_IDLE,
+                    }),
+                );
                 self.udp_fwd_peers.insert((idx, peer), fid);
                 fid
             }
         };
         self.arm(now + UDP_IDLE);
-        let Some(Flow::Udp(f)) = self.flows.get_mut(&fid) else { return };
+        let Some(Flow::Udp(f)) = self.flows.get_mut(&fid) else {
+            return;
+        };
         f.idle_deadline = now + UDP_IDLE;
         let key = f.key;
         self.udp_to_guest(&key, data);
     }
 
     // ---- The flow table ----
+
+    /// At the flow limit, a new UDP or ICMP flow replaces the one idle longest (TCP flows are
+    /// never evicted: they end by FIN or RST). Returns whether room was made.
+    fn evict_datagram_flow(&mut self) -> bool {
+        let oldest = self
+            .flows
+            .iter()
+            .filter_map(|(id, f)| match f {
+                Flow::Udp(u) => Some((u.idle_deadline, *id)),
+                Flow::Icmp(i) => Some((i.idle_deadline, *id)),
+                Flow::Tcp(_) => None,
+            })
+            .min();
+        oldest.is_some_and(|(_, id)| self.remove(id).is_some())
+    }
 
     fn new_id(&mut self) -> u64 {
         self.next_id += 1;
@@ -790,5 +978,8 @@ fn name_err(e: io::Error, f: &HostFwd) -> io::Error {
         crate::config::Proto::Tcp => "tcp",
         crate::config::Proto::Udp => "udp",
     };
-    io::Error::new(e.kind(), format!("eth0=user: hostfwd {proto} {}: {e}", f.host))
+    io::Error::new(
+        e.kind(),
+        format!("eth0=user: hostfwd {proto} {}: {e}", f.host),
+    )
 }

@@ -30,11 +30,24 @@ pub trait HostNet: Send {
 pub struct RealHost;
 
 fn family(a: IpAddr) -> AddressFamily {
-    if a.is_ipv4() { AddressFamily::Inet } else { AddressFamily::Inet6 }
+    if a.is_ipv4() {
+        AddressFamily::Inet
+    } else {
+        AddressFamily::Inet6
+    }
 }
 
-fn nb_socket(a: IpAddr, ty: SockType, proto: Option<SockProtocol>) -> io::Result<std::os::fd::OwnedFd> {
-    Ok(socket::socket(family(a), ty, SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC, proto)?)
+fn nb_socket(
+    a: IpAddr,
+    ty: SockType,
+    proto: Option<SockProtocol>,
+) -> io::Result<std::os::fd::OwnedFd> {
+    Ok(socket::socket(
+        family(a),
+        ty,
+        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+        proto,
+    )?)
 }
 
 fn nb_connect(fd: &impl AsRawFd, to: SocketAddr) -> Result<(), Errno> {
@@ -58,7 +71,11 @@ impl HostNet for RealHost {
     }
 
     fn udp_connect(&mut self, to: SocketAddr) -> io::Result<UdpSocket> {
-        let any = if to.is_ipv4() { IpAddr::V4(Ipv4Addr::UNSPECIFIED) } else { IpAddr::V6(Ipv6Addr::UNSPECIFIED) };
+        let any = if to.is_ipv4() {
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+        } else {
+            IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+        };
         let s = UdpSocket::bind((any, 0))?;
         s.set_nonblocking(true)?;
         s.connect(to)?;
@@ -66,7 +83,11 @@ impl HostNet for RealHost {
     }
 
     fn icmp_connect(&mut self, to: IpAddr) -> io::Result<UdpSocket> {
-        let proto = if to.is_ipv4() { SockProtocol::Icmp } else { SockProtocol::IcmpV6 };
+        let proto = if to.is_ipv4() {
+            SockProtocol::Icmp
+        } else {
+            SockProtocol::IcmpV6
+        };
         // EACCES here when the caller's group is outside net.ipv4.ping_group_range.
         let fd = nb_socket(to, SockType::Datagram, Some(proto))?;
         nb_connect(&fd, SocketAddr::new(to, 0))?;

@@ -7,7 +7,7 @@
 //!
 //! # Design
 //! - **Addressing** as QEMU's slirp: the guest net is 10.0.2.0/24, the gateway 10.0.2.2 (MAC
-//!   52:55:0a:00:02:02), the DNS forwarder 10.0.2.3, the guest 10.0.2.15 by DHCP ([`dhcp`]);
+//!   52:55:0a:00:02:02), the DNS forwarder 10.0.2.3, the guest 10.0.2.15 by DHCP (`dhcp.rs`);
 //!   IPv6 fd00::/64 by SLAAC from our Router Advertisement, gateway fd00::2 (link-local
 //!   fe80::2), DNS fd00::3. ARP and NDP are answered for those addresses.
 //! - **TCP** (`engine/tcp.rs`): each guest connection is mirrored onto one non-blocking host
@@ -27,16 +27,16 @@
 //!   gateway port, whose replies go back to that peer.
 //!
 //! # The flow table
-//! [`engine::Engine`] holds every flow by id (the id is also the host socket's epoll token)
+//! `engine::Engine` holds every flow by id (the id is also the host socket's epoll token)
 //! and by key (protocol, guest end, far end as the guest sees it); at most
-//! [`engine::MAX_FLOWS`] flows. A flow's state is a fixed struct plus its host socket; the
+//! `engine::MAX_FLOWS` (4096) flows. A flow's state is a fixed struct plus its host socket; the
 //! data lives in the host kernel's socket buffers, at most `MAX_INFLIGHT` (256 KiB) unacked
 //! per TCP flow towards the guest. Frames for the guest wait in one bounded queue (here):
 //! TCP stops producing data while it is full and resumes on [`Usernet::rx_ready`].
 //!
 //! # Policy
-//! [`engine::Engine::map`] decides every destination before any host socket call (behind the
-//! [`host::HostNet`] trait, so tests can prove a forbidden one gets none): 10.0.2.2 / fd00::2
+//! `engine::Engine::map` decides every destination before any host socket call (behind the
+//! `host::HostNet` trait, so tests can prove a forbidden one gets none): 10.0.2.2 / fd00::2
 //! are the host's 127.0.0.1 / ::1 only with `hostloop=on` (off by default: host loopback
 //! services trust their callers); other ways of naming host loopback (v4-mapped v6, 0.0.0.0)
 //! are refused; with `restrict=loopback` every host socket must go to 127.0.0.0/8 or ::1 after
@@ -48,11 +48,15 @@
 //! eventfd and the next timer. `to_guest` is called with no lock held, from either.
 //!
 //! # Not done
-//! IP fragments (dropped both ways; a UDP datagram larger than the MTU is dropped), IPv6
-//! extension headers, DHCPv6, TCP SACK/timestamps, SO_PEEK_OFF (re-peeks from the head cost
-//! a copy of the in-flight data), a precise advertised window (no SIOCOUTQ without unsafe: a
-//! full host socket makes a zero window until EPOLLOUT), DNS over more than the first
-//! upstream, multicast, and more than one DHCP lease (every client gets 10.0.2.15).
+//! - Reassembly of the guest's IP fragments (dropped); IPv6 datagrams for the guest larger
+//!   than the MTU are dropped (IPv4 ones are fragmented); IPv6 extension headers; DHCPv6.
+//! - TCP SACK and timestamps; SO_PEEK_OFF (each re-peek copies the in-flight bytes again); a
+//!   precise advertised window (SIOCOUTQ needs unsafe: a full host socket means a zero window
+//!   until EPOLLOUT).
+//! - A guest must ACK a lone segment within its delayed-ACK time: an unacknowledged segment
+//!   pins host receive memory (skb overhead), which can stop the host peer until that ACK.
+//! - DNS beyond the first upstream, multicast, and more than one DHCP lease (every client
+//!   gets 10.0.2.15).
 #![forbid(unsafe_code)]
 
 pub mod config;
@@ -117,7 +121,8 @@ pub struct Lease6 {
     pub dns: Ipv6Addr,
 }
 
-type ToGuest = Box<dyn Fn(&[u8]) -> bool + Send + Sync>;
+/// Delivers one Ethernet frame to the guest's NIC; false when its receive queue is full.
+pub type ToGuest = Box<dyn Fn(&[u8]) -> bool + Send + Sync>;
 
 #[derive(Default)]
 struct OutQ {
@@ -242,13 +247,31 @@ impl Usernet {
     /// NIC and returns false if the NIC's receive queue is full (then the frame is kept and
     /// retried after [`Usernet::rx_ready`]). `to_guest` must not block; it may call
     /// [`Usernet::transmit`] (no lock is held while it runs).
-    pub fn start(cfg: Config, to_guest: Box<dyn Fn(&[u8]) -> bool + Send + Sync>) -> io::Result<Usernet> {
+    pub fn start(cfg: Config, to_guest: ToGuest) -> io::Result<Usernet> {
         Self::start_with(cfg, to_guest, Box::new(host::RealHost))
     }
 
-    fn start_with(cfg: Config, to_guest: ToGuest, host: Box<dyn host::HostNet>) -> io::Result<Usernet> {
+    fn start_with(
+        cfg: Config,
+        to_guest: ToGuest,
+        host: Box<dyn host::HostNet>,
+    ) -> io::Result<Usernet> {
+        // The fields are public, so a Config built by hand is checked as parse() checks.
+        if !(config::MTU_MIN..=config::MTU_MAX).contains(&cfg.mtu) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "eth0=user: mtu={}: expected {}..={}",
+                    cfg.mtu,
+                    config::MTU_MIN,
+                    config::MTU_MAX
+                ),
+            ));
+        }
         let dns = if cfg.dns.is_empty() {
-            config::resolv_conf_nameservers(&std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default())
+            config::resolv_conf_nameservers(
+                &std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default(),
+            )
         } else {
             cfg.dns.clone()
         };
@@ -283,8 +306,13 @@ impl Usernet {
             lease,
         });
         let i2 = inner.clone();
-        let thread = std::thread::Builder::new().name("usernet".into()).spawn(move || i2.run())?;
-        Ok(Usernet { inner, thread: Some(thread) })
+        let thread = std::thread::Builder::new()
+            .name("usernet".into())
+            .spawn(move || i2.run())?;
+        Ok(Usernet {
+            inner,
+            thread: Some(thread),
+        })
     }
 
     /// One frame the guest sent (called from guest-kernel threads, concurrently; does not
@@ -317,7 +345,11 @@ impl Drop for Usernet {
         self.inner.stop.store(true, Ordering::Release);
         let _ = self.inner.wake.write(1);
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            // Dropped from inside `to_guest` on the I/O thread (the callback held the last
+            // reference): that thread ends on its own once this returns; it cannot join itself.
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
         }
     }
 }

@@ -35,16 +35,16 @@ struct Recording(Calls);
 impl HostNet for Recording {
     fn tcp_connect(&mut self, to: SocketAddr) -> io::Result<TcpStream> {
         assert!(to.ip().is_loopback(), "a test tried to reach {to}");
-        self.0 .0.lock().unwrap().push(format!("tcp {to}"));
+        self.0.0.lock().unwrap().push(format!("tcp {to}"));
         RealHost.tcp_connect(to)
     }
     fn udp_connect(&mut self, to: SocketAddr) -> io::Result<UdpSocket> {
         assert!(to.ip().is_loopback(), "a test tried to reach {to}");
-        self.0 .0.lock().unwrap().push(format!("udp {to}"));
+        self.0.0.lock().unwrap().push(format!("udp {to}"));
         RealHost.udp_connect(to)
     }
     fn icmp_connect(&mut self, to: IpAddr) -> io::Result<UdpSocket> {
-        self.0 .0.lock().unwrap().push(format!("icmp {to}"));
+        self.0.0.lock().unwrap().push(format!("icmp {to}"));
         Err(io::Error::from_raw_os_error(nix::libc::EACCES))
     }
 }
@@ -54,15 +54,15 @@ struct Failing(i32, Calls);
 
 impl HostNet for Failing {
     fn tcp_connect(&mut self, to: SocketAddr) -> io::Result<TcpStream> {
-        self.1 .0.lock().unwrap().push(format!("tcp {to}"));
+        self.1.0.lock().unwrap().push(format!("tcp {to}"));
         Err(io::Error::from_raw_os_error(self.0))
     }
     fn udp_connect(&mut self, to: SocketAddr) -> io::Result<UdpSocket> {
-        self.1 .0.lock().unwrap().push(format!("udp {to}"));
+        self.1.0.lock().unwrap().push(format!("udp {to}"));
         Err(io::Error::from_raw_os_error(self.0))
     }
     fn icmp_connect(&mut self, to: IpAddr) -> io::Result<UdpSocket> {
-        self.1 .0.lock().unwrap().push(format!("icmp {to}"));
+        self.1.0.lock().unwrap().push(format!("icmp {to}"));
         Err(io::Error::from_raw_os_error(self.0))
     }
 }
@@ -74,7 +74,7 @@ struct Guest {
     net: Usernet,
     rx: Rx,
     calls: Calls,
-    _serial: std::sync::MutexGuard<'static, ()>,
+    _serial: Option<std::sync::MutexGuard<'static, ()>>,
 }
 
 #[derive(Debug, Clone)]
@@ -101,10 +101,20 @@ impl Guest {
     }
 
     fn with_host(c: Config, host: Box<dyn HostNet>, calls: Calls) -> Guest {
-        Self::locked(c, host, calls, SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
+        Self::locked(
+            c,
+            host,
+            calls,
+            Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner())),
+        )
     }
 
-    fn locked(c: Config, host: Box<dyn HostNet>, calls: Calls, serial: std::sync::MutexGuard<'static, ()>) -> Guest {
+    fn locked(
+        c: Config,
+        host: Box<dyn HostNet>,
+        calls: Calls,
+        serial: Option<std::sync::MutexGuard<'static, ()>>,
+    ) -> Guest {
         let rx: Rx = Arc::default();
         let r2 = rx.clone();
         let to_guest = Box::new(move |f: &[u8]| {
@@ -113,7 +123,12 @@ impl Guest {
             true
         });
         let net = Usernet::start_with(c, to_guest, host).unwrap();
-        Guest { net, rx, calls, _serial: serial }
+        Guest {
+            net,
+            rx,
+            calls,
+            _serial: serial,
+        }
     }
 
     fn send(&self, f: &[u8]) {
@@ -148,11 +163,29 @@ impl Guest {
     }
 
     fn ip(&self, src: IpAddr, dst: IpAddr, proto: u8, l4: &[u8], payload: &[u8]) {
-        self.send(&wire::build(GATEWAY_MAC, GMAC, src, dst, proto, l4, payload));
+        self.send(&wire::build(
+            GATEWAY_MAC,
+            GMAC,
+            src,
+            dst,
+            proto,
+            l4,
+            payload,
+        ));
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn tcp(&self, src: SocketAddr, dst: SocketAddr, seq: u32, ack: u32, flags: u8, win: u16, opts: Option<(u16, Option<u8>)>, data: &[u8]) {
+    fn tcp(
+        &self,
+        src: SocketAddr,
+        dst: SocketAddr,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        win: u16,
+        opts: Option<(u16, Option<u8>)>,
+        data: &[u8],
+    ) {
         let h = wire::tcp_header(src.port(), dst.port(), seq, ack, flags, win, opts);
         self.ip(src.ip(), dst.ip(), wire::PROTO_TCP, &h, data);
     }
@@ -231,7 +264,12 @@ fn parse_udp(f: &[u8]) -> Option<(SocketAddr, SocketAddr, Vec<u8>, Mac)> {
     }
     assert!(checksums_ok(&ip), "bad checksum on a UDP datagram");
     let u = wire::parse_udp(ip.payload)?;
-    Some((SocketAddr::new(ip.src, u.sport), SocketAddr::new(ip.dst, u.dport), u.payload.to_vec(), eth.src))
+    Some((
+        SocketAddr::new(ip.src, u.sport),
+        SocketAddr::new(ip.dst, u.dport),
+        u.payload.to_vec(),
+        eth.src,
+    ))
 }
 
 /// (type, code, rest) of an ICMP/ICMPv6 message.
@@ -241,7 +279,13 @@ fn parse_icmp(f: &[u8]) -> Option<(IpAddr, IpAddr, u8, u8, Vec<u8>)> {
         return None;
     }
     assert!(checksums_ok(&ip), "bad checksum on an ICMP message");
-    Some((ip.src, ip.dst, *ip.payload.first()?, *ip.payload.get(1)?, ip.payload.get(4..)?.to_vec()))
+    Some((
+        ip.src,
+        ip.dst,
+        *ip.payload.first()?,
+        *ip.payload.get(1)?,
+        ip.payload.get(4..)?.to_vec(),
+    ))
 }
 
 const T: Duration = Duration::from_secs(5);
@@ -257,7 +301,11 @@ fn pattern(n: usize, salt: u8) -> Vec<u8> {
 #[test]
 fn arp_requests_for_gateway_and_dns_are_answered() {
     let g = Guest::new(cfg("restrict=loopback"));
-    for (target, answered) in [(GATEWAY, true), (DNS_ADDR, true), (Ipv4Addr::new(10, 0, 2, 99), false)] {
+    for (target, answered) in [
+        (GATEWAY, true),
+        (DNS_ADDR, true),
+        (Ipv4Addr::new(10, 0, 2, 99), false),
+    ] {
         let mut f = Vec::new();
         f.extend_from_slice(&wire::BROADCAST);
         f.extend_from_slice(&GMAC);
@@ -293,9 +341,25 @@ fn dhcp_discover_offer_request_ack() {
     let g = Guest::new(cfg("restrict=loopback,mtu=1500"));
     let bcast = IpAddr::V4(Ipv4Addr::BROADCAST);
     let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
-    for (kind, broadcast, expect) in [(1u8, false, 2u8), (1, true, 2), (3, false, 5), (3, true, 5)] {
-        let m = request(kind, 0x1234_5678, GMAC, (kind == 3).then_some(GUEST_ADDR), broadcast, Ipv4Addr::UNSPECIFIED);
-        let mut f = wire::build(wire::BROADCAST, GMAC, any, bcast, wire::PROTO_UDP, &wire::udp_header(68, 67, m.len()), &m);
+    for (kind, broadcast, expect) in [(1u8, false, 2u8), (1, true, 2), (3, false, 5), (3, true, 5)]
+    {
+        let m = request(
+            kind,
+            0x1234_5678,
+            GMAC,
+            (kind == 3).then_some(GUEST_ADDR),
+            broadcast,
+            Ipv4Addr::UNSPECIFIED,
+        );
+        let mut f = wire::build(
+            wire::BROADCAST,
+            GMAC,
+            any,
+            bcast,
+            wire::PROTO_UDP,
+            &wire::udp_header(68, 67, m.len()),
+            &m,
+        );
         // DHCP clients send from 0.0.0.0 to 255.255.255.255.
         let _ = &mut f;
         g.send(&f);
@@ -327,19 +391,40 @@ fn dhcp_discover_offer_request_ack() {
         }
     }
     let l = g.net.lease();
-    assert_eq!((l.addr, l.prefix_len, l.gateway, l.dns, l.gateway_mac), (GUEST_ADDR, 24, GATEWAY, DNS_ADDR, GATEWAY_MAC));
+    assert_eq!(
+        (l.addr, l.prefix_len, l.gateway, l.dns, l.gateway_mac),
+        (GUEST_ADDR, 24, GATEWAY, DNS_ADDR, GATEWAY_MAC)
+    );
 }
 
 /// Opens a guest connection to `dst`; returns (guest seq after SYN, server ISN + 1).
 fn handshake(g: &Guest, src: SocketAddr, dst: SocketAddr, win: u16) -> (u32, u32) {
-    g.tcp(src, dst, 1000, 0, wire::SYN, 65535, Some((1460, Some(7))), &[]);
+    g.tcp(
+        src,
+        dst,
+        1000,
+        0,
+        wire::SYN,
+        65535,
+        Some((1460, Some(7))),
+        &[],
+    );
     let s = g.recv_tcp(src, T).expect("SYN-ACK");
     assert_eq!(s.flags, wire::SYN | wire::ACK, "{s:?}");
     assert_eq!(s.src, dst);
     assert_eq!(s.ack, 1001);
     assert_eq!(s.mss, Some(1460));
     assert_eq!(s.wscale, Some(7));
-    g.tcp(src, dst, 1001, s.seq.wrapping_add(1), wire::ACK, win, None, &[]);
+    g.tcp(
+        src,
+        dst,
+        1001,
+        s.seq.wrapping_add(1),
+        wire::ACK,
+        win,
+        None,
+        &[],
+    );
     (1001, s.seq.wrapping_add(1))
 }
 
@@ -375,7 +460,16 @@ fn tcp_to_host_loopback_data_both_ways_retransmit_and_fin() {
     while una < N {
         while nxt < N && nxt - una < wnd.min(256 * 1024) {
             let len = 1460.min(N - nxt);
-            g.tcp(me, dst, base.wrapping_add(nxt as u32), rcv, wire::ACK, 2048, None, &up[nxt..nxt + len]);
+            g.tcp(
+                me,
+                dst,
+                base.wrapping_add(nxt as u32),
+                rcv,
+                wire::ACK,
+                2048,
+                None,
+                &up[nxt..nxt + len],
+            );
             nxt += len;
         }
         match g.recv_tcp(me, Duration::from_millis(100)) {
@@ -427,11 +521,24 @@ fn tcp_to_host_loopback_data_both_ways_retransmit_and_fin() {
 
     // FIN host -> guest.
     host.shutdown(std::net::Shutdown::Write).unwrap();
-    let s = g.recv_map(T, |f| parse_seg(f).filter(|s| s.dst == me && s.flags & wire::FIN != 0)).expect("FIN");
+    let s = g
+        .recv_map(T, |f| {
+            parse_seg(f).filter(|s| s.dst == me && s.flags & wire::FIN != 0)
+        })
+        .expect("FIN");
     assert_eq!(s.seq, rcv);
     rcv = rcv.wrapping_add(1);
     // Half-closed: the guest can still send.
-    g.tcp(me, dst, seq, rcv, wire::ACK | wire::PSH, 2048, None, b"tail");
+    g.tcp(
+        me,
+        dst,
+        seq,
+        rcv,
+        wire::ACK | wire::PSH,
+        2048,
+        None,
+        b"tail",
+    );
     seq = seq.wrapping_add(4);
     let mut b = [0; 4];
     host.read_exact(&mut b).unwrap();
@@ -439,9 +546,119 @@ fn tcp_to_host_loopback_data_both_ways_retransmit_and_fin() {
     // FIN guest -> host.
     g.tcp(me, dst, seq, rcv, wire::FIN | wire::ACK, 2048, None, &[]);
     assert_eq!(host.read(&mut b).unwrap(), 0, "EOF on the host");
-    let s = g.recv_map(T, |f| parse_seg(f).filter(|s| s.dst == me && s.ack == seq.wrapping_add(1))).expect("ACK of FIN");
+    let s = g
+        .recv_map(T, |f| {
+            parse_seg(f).filter(|s| s.dst == me && s.ack == seq.wrapping_add(1))
+        })
+        .expect("ACK of FIN");
     assert_eq!(s.flags & wire::RST, 0);
     assert_eq!(g.flows(), 0, "the flow is gone");
+}
+
+#[test]
+fn a_lost_tail_segment_is_retransmitted_on_timeout() {
+    let g = Guest::new(cfg("hostloop=on,restrict=loopback"));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let dst = sa(GW, l.local_addr().unwrap().port());
+    let me = sa(G4, 40003);
+    let (seq, rcv) = handshake(&g, me, dst, 2048);
+    let (mut host, _) = l.accept().unwrap();
+    host.write_all(b"only segment").unwrap();
+    // The guest "loses" it: no ACK, so no duplicate ACKs either; only the RTO brings it back.
+    let first = g
+        .recv_map(T, |f| {
+            parse_seg(f).filter(|s| s.dst == me && !s.payload.is_empty())
+        })
+        .unwrap();
+    let t0 = Instant::now();
+    let again = g
+        .recv_map(T, |f| {
+            parse_seg(f).filter(|s| s.dst == me && !s.payload.is_empty())
+        })
+        .expect("retransmission");
+    assert_eq!(
+        (again.seq, &again.payload[..]),
+        (first.seq, &b"only segment"[..])
+    );
+    assert!(
+        t0.elapsed() >= Duration::from_millis(150),
+        "{:?}",
+        t0.elapsed()
+    );
+    g.tcp(
+        me,
+        dst,
+        seq,
+        rcv.wrapping_add(12),
+        wire::ACK,
+        2048,
+        None,
+        &[],
+    );
+    // Acknowledged: nothing more is sent.
+    assert!(
+        g.recv_map(Duration::from_millis(600), |f| parse_seg(f)
+            .filter(|s| s.dst == me && !s.payload.is_empty()))
+            .is_none()
+    );
+}
+
+#[test]
+fn a_full_host_socket_closes_the_window_until_it_drains() {
+    let g = Guest::new(cfg("hostloop=on,restrict=loopback"));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let dst = sa(GW, l.local_addr().unwrap().port());
+    let me = sa(G4, 40004);
+    let (base, rcv) = handshake(&g, me, dst, 2048);
+    let (mut host, _) = l.accept().unwrap();
+    // The host application does not read: the guest sends until the backend's ACK
+    // advertises a zero window (the host socket took no more), at most 256 MiB.
+    let chunk = vec![0x42u8; 1460];
+    let (mut una, mut nxt, mut wnd) = (0u64, 0u64, 65535u64);
+    let mut closed = false;
+    while !closed && una < 256 << 20 {
+        while nxt - una < wnd.min(512 * 1024) {
+            g.tcp(
+                me,
+                dst,
+                base.wrapping_add(nxt as u32),
+                rcv,
+                wire::ACK,
+                2048,
+                None,
+                &chunk,
+            );
+            nxt += 1460;
+        }
+        match g.recv_tcp(me, Duration::from_millis(100)) {
+            Some(s) => {
+                let a = u64::from(s.ack.wrapping_sub(base.wrapping_add(una as u32))) + una;
+                if a > una && a <= nxt {
+                    una = a;
+                }
+                wnd = u64::from(s.window) << 7;
+                closed = s.window == 0;
+            }
+            None => nxt = una,
+        }
+    }
+    assert!(closed, "the window closed");
+    assert!(una > 0);
+    // The host drains it: a window update follows without the guest sending anything.
+    let total = una;
+    let reader = std::thread::spawn(move || {
+        let mut buf = vec![0; 1 << 16];
+        let mut got = 0u64;
+        while got < total {
+            got += host.read(&mut buf).unwrap() as u64;
+        }
+        got
+    });
+    let upd = g
+        .recv_map(T, |f| parse_seg(f).filter(|s| s.dst == me && s.window > 0))
+        .expect("window update");
+    assert_eq!(upd.ack, base.wrapping_add(una as u32));
+    assert_eq!(reader.join().unwrap(), total);
 }
 
 #[test]
@@ -461,10 +678,21 @@ fn guest_rst_resets_the_host_and_host_rst_reaches_the_guest() {
     let me = sa(G4, 40002);
     let (_, _) = handshake(&g, me, dst, 2048);
     let (host, _) = l.accept().unwrap();
-    nix::sys::socket::setsockopt(&host, nix::sys::socket::sockopt::Linger, &nix::libc::linger { l_onoff: 1, l_linger: 0 })
-        .unwrap();
+    nix::sys::socket::setsockopt(
+        &host,
+        nix::sys::socket::sockopt::Linger,
+        &nix::libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        },
+    )
+    .unwrap();
     drop(host);
-    let s = g.recv_map(T, |f| parse_seg(f).filter(|s| s.dst == me && s.flags & (wire::RST | wire::FIN) != 0)).expect("RST");
+    let s = g
+        .recv_map(T, |f| {
+            parse_seg(f).filter(|s| s.dst == me && s.flags & (wire::RST | wire::FIN) != 0)
+        })
+        .expect("RST");
     assert_ne!(s.flags & wire::RST, 0, "{s:?}");
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(g.flows(), 0);
@@ -477,7 +705,16 @@ fn hostloop_off_is_rst_without_a_host_connect() {
     l.set_nonblocking(true).unwrap();
     let me = sa(G4, 40010);
     let dst = sa(GW, l.local_addr().unwrap().port());
-    g.tcp(me, dst, 5000, 0, wire::SYN, 65535, Some((1460, Some(7))), &[]);
+    g.tcp(
+        me,
+        dst,
+        5000,
+        0,
+        wire::SYN,
+        65535,
+        Some((1460, Some(7))),
+        &[],
+    );
     let s = g.recv_tcp(me, T).expect("RST");
     assert_eq!(s.flags, wire::RST | wire::ACK);
     assert_eq!(s.ack, 5001);
@@ -488,7 +725,13 @@ fn hostloop_off_is_rst_without_a_host_connect() {
     g.ip(G4, GW, wire::PROTO_UDP, &wire::udp_header(5000, 7, 1), b"x");
     let (_, _, ty, code, _) = g.recv_map(T, parse_icmp).unwrap();
     assert_eq!((ty, code), (3, 13));
-    g.ip(G4, GW, wire::PROTO_ICMP, &[8, 0, 0, 0, 0x12, 0x34, 0, 1], b"ping!");
+    g.ip(
+        G4,
+        GW,
+        wire::PROTO_ICMP,
+        &[8, 0, 0, 0, 0x12, 0x34, 0, 1],
+        b"ping!",
+    );
     let (src, dst, ty, code, rest) = g.recv_map(T, parse_icmp).unwrap();
     assert_eq!((src, dst, ty, code), (GW, G4, 0, 0));
     assert_eq!(rest, [0x12, 0x34, 0, 1, b'p', b'i', b'n', b'g', b'!']);
@@ -500,13 +743,35 @@ fn restrict_loopback_refuses_other_destinations_without_a_host_call() {
     let g = Guest::new(cfg("restrict=loopback,hostloop=on"));
     let far = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
     let me = sa(G4, 40020);
-    g.tcp(me, sa(far, 80), 7, 0, wire::SYN, 65535, Some((1460, None)), &[]);
+    g.tcp(
+        me,
+        sa(far, 80),
+        7,
+        0,
+        wire::SYN,
+        65535,
+        Some((1460, None)),
+        &[],
+    );
     let s = g.recv_tcp(me, T).expect("RST");
-    assert_eq!((s.flags, s.ack, s.src), (wire::RST | wire::ACK, 8, sa(far, 80)));
-    g.ip(G4, far, wire::PROTO_UDP, &wire::udp_header(5000, 53, 3), b"dns");
+    assert_eq!(
+        (s.flags, s.ack, s.src),
+        (wire::RST | wire::ACK, 8, sa(far, 80))
+    );
+    g.ip(
+        G4,
+        far,
+        wire::PROTO_UDP,
+        &wire::udp_header(5000, 53, 3),
+        b"dns",
+    );
     let (src, _, ty, code, rest) = g.recv_map(T, parse_icmp).unwrap();
     assert_eq!((src, ty, code), (far, 3, 13));
-    assert_eq!(rest.len(), 4 + 20 + 8, "unused + the original IP header + 8 bytes");
+    assert_eq!(
+        rest.len(),
+        4 + 20 + 8,
+        "unused + the original IP header + 8 bytes"
+    );
     g.ip(G4, far, wire::PROTO_ICMP, &[8, 0, 0, 0, 0, 1, 0, 1], b"p");
     let (_, _, ty, code, _) = g.recv_map(T, parse_icmp).unwrap();
     assert_eq!((ty, code), (3, 13));
@@ -522,28 +787,66 @@ fn restrict_loopback_refuses_other_destinations_without_a_host_call() {
         g.tcp(me, sa(d, 80), 7, 0, wire::SYN, 65535, None, &[]);
         assert_eq!(g.recv_tcp(me, T).expect("RST").flags, wire::RST | wire::ACK);
     }
-    g.tcp(me, sa(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 80), 7, 0, wire::SYN, 65535, None, &[]);
-    assert!(g.recv(Duration::from_millis(100)).is_none(), "0.0.0.0 is dropped");
+    g.tcp(
+        me,
+        sa(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 80),
+        7,
+        0,
+        wire::SYN,
+        65535,
+        None,
+        &[],
+    );
+    assert!(
+        g.recv(Duration::from_millis(100)).is_none(),
+        "0.0.0.0 is dropped"
+    );
     assert!(g.calls.list().is_empty(), "{:?}", g.calls.list());
     // Without restrict too, host loopback by another name is refused before any host call.
     let e = &lock(&g.net.inner.engine);
-    assert_eq!(e.map(wire::PROTO_TCP, "[::ffff:127.0.0.1]:80".parse().unwrap()), Err(crate::engine::Deny::NoRoute));
-    assert_eq!(e.map(wire::PROTO_TCP, "127.0.0.1:80".parse().unwrap()), Err(crate::engine::Deny::Prohibited));
-    assert_eq!(e.map(wire::PROTO_TCP, sa(GW, 80)), Ok("127.0.0.1:80".parse().unwrap()));
+    assert_eq!(
+        e.map(wire::PROTO_TCP, "[::ffff:127.0.0.1]:80".parse().unwrap()),
+        Err(crate::engine::Deny::NoRoute)
+    );
+    assert_eq!(
+        e.map(wire::PROTO_TCP, "127.0.0.1:80".parse().unwrap()),
+        Err(crate::engine::Deny::Prohibited)
+    );
+    assert_eq!(
+        e.map(wire::PROTO_TCP, sa(GW, 80)),
+        Ok("127.0.0.1:80".parse().unwrap())
+    );
 }
 
 #[test]
 fn refused_and_fd_exhaustion_are_rst() {
     let g = Guest::new(cfg("hostloop=on,restrict=loopback"));
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let me = sa(G4, 40040);
-    g.tcp(me, sa(GW, port), 99, 0, wire::SYN, 65535, Some((1460, Some(7))), &[]);
+    g.tcp(
+        me,
+        sa(GW, port),
+        99,
+        0,
+        wire::SYN,
+        65535,
+        Some((1460, Some(7))),
+        &[],
+    );
     let s = g.recv_tcp(me, T).expect("RST for ECONNREFUSED");
     assert_eq!((s.flags, s.ack), (wire::RST | wire::ACK, 100));
     assert_eq!(g.flows(), 0);
     drop(g);
     let calls = Calls::default();
-    let g = Guest::with_host(cfg("hostloop=on"), Box::new(Failing(nix::libc::EMFILE, calls.clone())), calls);
+    let g = Guest::with_host(
+        cfg("hostloop=on"),
+        Box::new(Failing(nix::libc::EMFILE, calls.clone())),
+        calls,
+    );
     g.tcp(me, sa(GW, 80), 99, 0, wire::SYN, 65535, None, &[]);
     let s = g.recv_tcp(me, T).expect("RST for EMFILE");
     assert_eq!((s.flags, s.ack), (wire::RST | wire::ACK, 100));
@@ -572,19 +875,97 @@ fn udp_echo_keeps_datagram_boundaries_and_refused_is_icmp() {
     let me = sa(G4, 5353);
     for (i, &n) in sizes.iter().enumerate() {
         let d = pattern(n, i as u8);
-        g.ip(G4, GW, wire::PROTO_UDP, &wire::udp_header(5353, port, n), &d);
+        g.ip(
+            G4,
+            GW,
+            wire::PROTO_UDP,
+            &wire::udp_header(5353, port, n),
+            &d,
+        );
         let (src, dst, p, _) = g.recv_map(T, parse_udp).expect("echo");
         assert_eq!((src, dst), (sa(GW, port), me));
         assert_eq!(p, d, "datagram {i}");
     }
     t.join().unwrap();
-    assert_eq!(g.calls.list(), vec![format!("udp 127.0.0.1:{port}")], "one socket per flow");
+    assert_eq!(
+        g.calls.list(),
+        vec![format!("udp 127.0.0.1:{port}")],
+        "one socket per flow"
+    );
     drop(echo);
     // Nobody on the port any more: the host's ECONNREFUSED is ICMP port unreachable.
-    g.ip(G4, GW, wire::PROTO_UDP, &wire::udp_header(5353, port, 1), b"?");
+    g.ip(
+        G4,
+        GW,
+        wire::PROTO_UDP,
+        &wire::udp_header(5353, port, 1),
+        b"?",
+    );
     let (src, dst, ty, code, rest) = g.recv_map(T, parse_icmp).expect("port unreachable");
     assert_eq!((src, dst, ty, code), (GW, G4, 3, 3));
-    assert_eq!(&rest[4 + 20..4 + 24], &[5353u16.to_be_bytes(), port.to_be_bytes()].concat()[..]);
+    assert_eq!(
+        &rest[4 + 20..4 + 24],
+        &[5353u16.to_be_bytes(), port.to_be_bytes()].concat()[..]
+    );
+}
+
+#[test]
+fn udp_flows_idle_out() {
+    let g = Guest::new(cfg("hostloop=on,restrict=loopback"));
+    let host = UdpSocket::bind("127.0.0.1:0").unwrap();
+    host.set_read_timeout(Some(T)).unwrap();
+    let port = host.local_addr().unwrap().port();
+    g.ip(
+        G4,
+        GW,
+        wire::PROTO_UDP,
+        &wire::udp_header(6000, port, 1),
+        b"a",
+    );
+    let mut b = [0; 4];
+    host.recv_from(&mut b).unwrap();
+    assert_eq!(g.flows(), 1);
+    let now = Instant::now();
+    lock(&g.net.inner.engine).timers(now + Duration::from_secs(30));
+    assert_eq!(g.flows(), 1, "not idle yet");
+    lock(&g.net.inner.engine).timers(now + Duration::from_secs(61));
+    assert_eq!(g.flows(), 0, "closed after 60 s idle");
+}
+
+#[test]
+fn the_flow_table_is_bounded() {
+    let g = Guest::new(cfg("hostloop=on,restrict=loopback"));
+    lock(&g.net.inner.engine).max_flows = 2;
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let dst = sa(GW, l.local_addr().unwrap().port());
+    handshake(&g, sa(G4, 40100), dst, 2048);
+    handshake(&g, sa(G4, 40101), dst, 2048);
+    // Full: a third connection is refused (RST) without a host connect.
+    let me = sa(G4, 40102);
+    g.tcp(me, dst, 1, 0, wire::SYN, 65535, None, &[]);
+    let s = g.recv_tcp(me, T).expect("RST");
+    assert_eq!((s.flags, s.ack), (wire::RST | wire::ACK, 2));
+    assert_eq!(g.calls.list().len(), 2);
+    assert_eq!(g.flows(), 2);
+    // UDP flows make room by replacing the one idle longest; TCP flows are never evicted.
+    lock(&g.net.inner.engine).max_flows = 3;
+    let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+    u.set_read_timeout(Some(T)).unwrap();
+    let up = u.local_addr().unwrap().port();
+    let mut b = [0; 4];
+    for sport in [7001, 7002, 7003] {
+        g.ip(
+            G4,
+            GW,
+            wire::PROTO_UDP,
+            &wire::udp_header(sport, up, 1),
+            b"u",
+        );
+        u.recv_from(&mut b).unwrap();
+        assert_eq!(g.flows(), 3);
+    }
+    g.tcp(me, dst, 1, 0, wire::SYN, 65535, None, &[]);
+    assert_eq!(g.recv_tcp(me, T).expect("RST").flags, wire::RST | wire::ACK);
 }
 
 #[test]
@@ -593,8 +974,15 @@ fn dns_is_relayed_to_the_upstream() {
     up.set_read_timeout(Some(T)).unwrap();
     let upa = up.local_addr().unwrap();
     let g = Guest::new(cfg(&format!("restrict=loopback,dns={upa}")));
-    let q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x03com\x00\x00\x01\x00\x01";
-    g.ip(G4, IpAddr::V4(DNS_ADDR), wire::PROTO_UDP, &wire::udp_header(33333, 53, q.len()), q);
+    let q =
+        b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x03com\x00\x00\x01\x00\x01";
+    g.ip(
+        G4,
+        IpAddr::V4(DNS_ADDR),
+        wire::PROTO_UDP,
+        &wire::udp_header(33333, 53, q.len()),
+        q,
+    );
     let mut buf = [0; 512];
     let (n, peer) = up.recv_from(&mut buf).unwrap();
     assert_eq!(&buf[..n], q);
@@ -607,9 +995,30 @@ fn dns_is_relayed_to_the_upstream() {
     assert_eq!((src, dst), (sa(IpAddr::V4(DNS_ADDR), 53), sa(G4, 33333)));
     assert_eq!(smac, [0x52, 0x55, 10, 0, 2, 3]);
     assert_eq!(p, a);
+    // An answer larger than the MTU reaches the guest as IPv4 fragments.
+    let big = pattern(3000, 9);
+    up.send_to(&big, peer).unwrap();
+    let mut joined = Vec::new();
+    let mut more = true;
+    while more {
+        let f = g.recv(T).expect("a fragment");
+        assert!(f.len() <= 14 + 1500);
+        let ip = &f[14..];
+        let fo = u16::from_be_bytes([ip[6], ip[7]]);
+        assert_eq!(usize::from(fo & 0x1fff) * 8, joined.len());
+        more = fo & 0x2000 != 0;
+        joined.extend_from_slice(&ip[20..]);
+    }
+    assert_eq!(&joined[8..], &big[..], "the datagram after its UDP header");
     assert_eq!(g.calls.list(), vec![format!("udp {upa}")]);
     // Not port 53 at the DNS address: refused, no host call.
-    g.ip(G4, IpAddr::V4(DNS_ADDR), wire::PROTO_UDP, &wire::udp_header(33333, 54, 1), b"x");
+    g.ip(
+        G4,
+        IpAddr::V4(DNS_ADDR),
+        wire::PROTO_UDP,
+        &wire::udp_header(33333, 54, 1),
+        b"x",
+    );
     let (_, _, ty, code, _) = g.recv_map(T, parse_icmp).unwrap();
     assert_eq!((ty, code), (3, 13));
     assert_eq!(g.calls.list().len(), 1);
@@ -623,46 +1032,106 @@ fn dns_over_tcp_is_relayed() {
     let me = sa(G4, 40050);
     let (seq, rcv) = handshake(&g, me, sa(IpAddr::V4(DNS_ADDR), 53), 2048);
     let (mut s, _) = up.accept().unwrap();
-    g.tcp(me, sa(IpAddr::V4(DNS_ADDR), 53), seq, rcv, wire::ACK | wire::PSH, 2048, None, b"\x00\x02hi");
+    g.tcp(
+        me,
+        sa(IpAddr::V4(DNS_ADDR), 53),
+        seq,
+        rcv,
+        wire::ACK | wire::PSH,
+        2048,
+        None,
+        b"\x00\x02hi",
+    );
     let mut b = [0; 4];
     s.read_exact(&mut b).unwrap();
     assert_eq!(&b, b"\x00\x02hi");
     s.write_all(b"\x00\x02yo").unwrap();
-    let d = g.recv_map(T, |f| parse_seg(f).filter(|x| x.dst == me && !x.payload.is_empty())).unwrap();
-    assert_eq!((d.src, &d.payload[..]), (sa(IpAddr::V4(DNS_ADDR), 53), &b"\x00\x02yo"[..]));
+    let d = g
+        .recv_map(T, |f| {
+            parse_seg(f).filter(|x| x.dst == me && !x.payload.is_empty())
+        })
+        .unwrap();
+    assert_eq!(
+        (d.src, &d.payload[..]),
+        (sa(IpAddr::V4(DNS_ADDR), 53), &b"\x00\x02yo"[..])
+    );
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 #[test]
 fn hostfwd_tcp_opens_the_guest_side() {
     let port = free_port();
-    let g = Guest::new(cfg(&format!("restrict=loopback,hostfwd=tcp:127.0.0.1:{port}-:80")));
+    let g = Guest::new(cfg(&format!(
+        "restrict=loopback,hostfwd=tcp:127.0.0.1:{port}-:80"
+    )));
     let mut host = TcpStream::connect(("127.0.0.1", port)).unwrap();
     host.set_read_timeout(Some(T)).unwrap();
-    let syn = g.recv_map(T, |f| parse_seg(f).filter(|s| s.dst == sa(G4, 80))).expect("SYN to the guest");
+    let syn = g
+        .recv_map(T, |f| parse_seg(f).filter(|s| s.dst == sa(G4, 80)))
+        .expect("SYN to the guest");
     assert_eq!(syn.flags, wire::SYN);
     assert_eq!(syn.src.ip(), GW);
     assert!(syn.mss.is_some() && syn.wscale.is_some());
     // The guest's SYN-ACK.
     let me = sa(G4, 80);
-    g.tcp(me, syn.src, 9000, syn.seq.wrapping_add(1), wire::SYN | wire::ACK, 65535, Some((1460, Some(7))), &[]);
+    g.tcp(
+        me,
+        syn.src,
+        9000,
+        syn.seq.wrapping_add(1),
+        wire::SYN | wire::ACK,
+        65535,
+        Some((1460, Some(7))),
+        &[],
+    );
     let ack = g.recv_tcp(me, T).expect("ACK");
     assert_eq!((ack.flags & wire::ACK, ack.ack), (wire::ACK, 9001));
-    g.tcp(me, syn.src, 9001, syn.seq.wrapping_add(1), wire::ACK | wire::PSH, 2048, None, b"hello");
+    g.tcp(
+        me,
+        syn.src,
+        9001,
+        syn.seq.wrapping_add(1),
+        wire::ACK | wire::PSH,
+        2048,
+        None,
+        b"hello",
+    );
     let mut b = [0; 5];
     host.read_exact(&mut b).unwrap();
     assert_eq!(&b, b"hello");
     host.write_all(b"world").unwrap();
-    let d = g.recv_map(T, |f| parse_seg(f).filter(|x| x.dst == me && !x.payload.is_empty())).unwrap();
+    let d = g
+        .recv_map(T, |f| {
+            parse_seg(f).filter(|x| x.dst == me && !x.payload.is_empty())
+        })
+        .unwrap();
     assert_eq!(d.payload, b"world");
     assert_eq!(d.seq, syn.seq.wrapping_add(1));
-    assert!(g.calls.list().is_empty(), "forwarding makes no outgoing host call");
+    assert!(
+        g.calls.list().is_empty(),
+        "forwarding makes no outgoing host call"
+    );
 
+    // A bad MTU in a hand-built Config is refused, not a panic later.
+    let bad = Config {
+        mtu: 100,
+        ..cfg("")
+    };
+    assert!(Usernet::start(bad, Box::new(|_: &[u8]| true)).is_err());
     // A port in use is an error that names it.
-    let e = Usernet::start(cfg(&format!("hostfwd=tcp:127.0.0.1:{port}-:80")), Box::new(|_: &[u8]| true)).err().unwrap();
+    let e = Usernet::start(
+        cfg(&format!("hostfwd=tcp:127.0.0.1:{port}-:80")),
+        Box::new(|_: &[u8]| true),
+    )
+    .err()
+    .unwrap();
     assert!(e.to_string().contains(&format!("127.0.0.1:{port}")), "{e}");
 }
 
@@ -675,7 +1144,13 @@ fn hostfwd_udp_round_trip() {
     host.send_to(b"query", ("127.0.0.1", port)).unwrap();
     let (src, dst, p, _) = g.recv_map(T, parse_udp).expect("datagram to the guest");
     assert_eq!((src.ip(), dst, &p[..]), (GW, sa(G4, 53), &b"query"[..]));
-    g.ip(G4, GW, wire::PROTO_UDP, &wire::udp_header(53, src.port(), 6), b"answer");
+    g.ip(
+        G4,
+        GW,
+        wire::PROTO_UDP,
+        &wire::udp_header(53, src.port(), 6),
+        b"answer",
+    );
     let mut b = [0; 16];
     let (n, from) = host.recv_from(&mut b).unwrap();
     assert_eq!((&b[..n], from.port()), (&b"answer"[..], port));
@@ -683,7 +1158,10 @@ fn hostfwd_udp_round_trip() {
 
 #[test]
 fn ndp_and_router_advertisement() {
-    let g = Guest::new(Config { ipv6: true, ..cfg("restrict=loopback") });
+    let g = Guest::new(Config {
+        ipv6: true,
+        ..cfg("restrict=loopback")
+    });
     let me6: IpAddr = "fd00::5054:ff:fe12:3456".parse().unwrap();
     let ll: IpAddr = "fe80::5054:ff:fe12:3456".parse().unwrap();
     // NS for fd00::2.
@@ -691,14 +1169,26 @@ fn ndp_and_router_advertisement() {
     ns.extend_from_slice(&GW6.octets());
     ns.extend_from_slice(&[1, 1]);
     ns.extend_from_slice(&GMAC);
-    g.ip(me6, "ff02::1:ff00:2".parse().unwrap(), wire::PROTO_ICMPV6, &ns, &[]);
+    g.ip(
+        me6,
+        "ff02::1:ff00:2".parse().unwrap(),
+        wire::PROTO_ICMPV6,
+        &ns,
+        &[],
+    );
     let (src, dst, ty, _, rest) = g.recv_map(T, parse_icmp).expect("NA");
     assert_eq!((src, dst, ty), (IpAddr::V6(GW6), me6, 136));
     assert_eq!(rest[0] & 0x40, 0x40, "solicited");
     assert_eq!(&rest[4..20], &GW6.octets());
     assert_eq!(&rest[20..28], &[2, 1, 0x52, 0x55, 10, 0, 2, 2]);
     // RS -> RA with the prefix and RDNSS.
-    g.ip(ll, "ff02::2".parse().unwrap(), wire::PROTO_ICMPV6, &[133, 0, 0, 0, 0, 0, 0, 0], &[]);
+    g.ip(
+        ll,
+        "ff02::2".parse().unwrap(),
+        wire::PROTO_ICMPV6,
+        &[133, 0, 0, 0, 0, 0, 0, 0],
+        &[],
+    );
     let (src, dst, ty, _, rest) = g.recv_map(T, parse_icmp).expect("RA");
     assert_eq!((src, dst, ty), (IpAddr::V6(GW6_LL), ll, 134));
     let opts = &rest[12..];
@@ -720,41 +1210,88 @@ fn ndp_and_router_advertisement() {
     }
     assert_eq!(saw, (true, true));
     // Ping the v6 gateway.
-    g.ip(me6, IpAddr::V6(GW6), wire::PROTO_ICMPV6, &[128, 0, 0, 0, 0, 7, 0, 1], b"6");
+    g.ip(
+        me6,
+        IpAddr::V6(GW6),
+        wire::PROTO_ICMPV6,
+        &[128, 0, 0, 0, 0, 7, 0, 1],
+        b"6",
+    );
     let (_, _, ty, _, rest) = g.recv_map(T, parse_icmp).expect("echo reply");
     assert_eq!((ty, &rest[..]), (129, &[0, 7, 0, 1, b'6'][..]));
 }
 
 #[test]
 fn ipv6_without_host_ipv6_is_unreachable_at_once() {
-    let g = Guest::new(Config { ipv6: false, ..cfg("hostloop=on") });
+    let g = Guest::new(Config {
+        ipv6: false,
+        ..cfg("hostloop=on")
+    });
     let me: SocketAddr = "[fd00::15]:40060".parse().unwrap();
     let t0 = Instant::now();
-    g.tcp(me, sa(IpAddr::V6(GW6), 80), 1, 0, wire::SYN, 65535, None, &[]);
+    g.tcp(
+        me,
+        sa(IpAddr::V6(GW6), 80),
+        1,
+        0,
+        wire::SYN,
+        65535,
+        None,
+        &[],
+    );
     let (_, dst, ty, code, _) = g.recv_map(T, parse_icmp).expect("ICMPv6 unreachable");
     assert_eq!((dst, ty, code), (me.ip(), 1, 0));
     assert!(t0.elapsed() < Duration::from_secs(1));
     assert!(g.calls.list().is_empty());
     // No RA: the guest configures no v6 address or route.
-    g.ip("fe80::1".parse().unwrap(), "ff02::2".parse().unwrap(), wire::PROTO_ICMPV6, &[133, 0, 0, 0, 0, 0, 0, 0], &[]);
+    g.ip(
+        "fe80::1".parse().unwrap(),
+        "ff02::2".parse().unwrap(),
+        wire::PROTO_ICMPV6,
+        &[133, 0, 0, 0, 0, 0, 0, 0],
+        &[],
+    );
     assert!(g.recv(Duration::from_millis(100)).is_none());
 }
 
 #[test]
 fn ipv6_tcp_to_host_loopback() {
     if !crate::config::host_has_ipv6() {
-        return; // covered by the test above; this host has no ::1
+        // No ::1 here: then IPv6 must default to off (the unreachable path is tested above).
+        assert!(!Config::default().ipv6);
+        return;
     }
-    let g = Guest::new(Config { ipv6: true, ..cfg("hostloop=on,restrict=loopback") });
+    let g = Guest::new(Config {
+        ipv6: true,
+        ..cfg("hostloop=on,restrict=loopback")
+    });
     let l = TcpListener::bind("[::1]:0").unwrap();
     let me: SocketAddr = "[fd00::15]:40070".parse().unwrap();
     let dst = sa(IpAddr::V6(GW6), l.local_addr().unwrap().port());
-    g.tcp(me, dst, 1000, 0, wire::SYN, 65535, Some((1440, Some(7))), &[]);
+    g.tcp(
+        me,
+        dst,
+        1000,
+        0,
+        wire::SYN,
+        65535,
+        Some((1440, Some(7))),
+        &[],
+    );
     let s = g.recv_tcp(me, T).expect("SYN-ACK");
     assert_eq!(s.flags, wire::SYN | wire::ACK);
     assert_eq!(s.mss, Some(1440), "MTU 1500 - 60");
     let (mut h, _) = l.accept().unwrap();
-    g.tcp(me, dst, 1001, s.seq.wrapping_add(1), wire::ACK | wire::PSH, 2048, None, b"v6!");
+    g.tcp(
+        me,
+        dst,
+        1001,
+        s.seq.wrapping_add(1),
+        wire::ACK | wire::PSH,
+        2048,
+        None,
+        b"v6!",
+    );
     let mut b = [0; 3];
     h.read_exact(&mut b).unwrap();
     assert_eq!(&b, b"v6!");
@@ -791,13 +1328,26 @@ fn nic_backpressure_keeps_frames_until_rx_ready() {
     )
     .unwrap();
     for id in 0..3u8 {
-        let f = wire::build(GATEWAY_MAC, GMAC, G4, GW, wire::PROTO_ICMP, &[8, 0, 0, 0, 0, id, 0, 1], &[]);
+        let f = wire::build(
+            GATEWAY_MAC,
+            GMAC,
+            G4,
+            GW,
+            wire::PROTO_ICMP,
+            &[8, 0, 0, 0, 0, id, 0, 1],
+            &[],
+        );
         net.transmit(&f);
     }
     assert!(got.lock().unwrap().is_empty());
     full.store(false, std::sync::atomic::Ordering::SeqCst);
     net.rx_ready();
-    let ids: Vec<u8> = got.lock().unwrap().iter().map(|f| parse_icmp(f).unwrap().4[1]).collect();
+    let ids: Vec<u8> = got
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|f| parse_icmp(f).unwrap().4[1])
+        .collect();
     assert_eq!(ids, [0, 1, 2], "all kept, in order");
 }
 
@@ -815,25 +1365,40 @@ fn drop_closes_every_host_socket() {
     let (p1, p2) = (free_port(), free_port());
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let echo = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let (lport, uport) = (l.local_addr().unwrap().port(), echo.local_addr().unwrap().port());
+    let (lport, uport) = (
+        l.local_addr().unwrap().port(),
+        echo.local_addr().unwrap().port(),
+    );
     let opts = format!("hostloop=on,restrict=loopback,hostfwd=tcp::{p1}-:80,hostfwd=udp::{p2}-:53");
-    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Held to the end: dropping the guest must not let another test start meanwhile.
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let before = socket_fds();
     let calls = Calls::default();
-    let g = Guest::locked(cfg(&opts), Box::new(Recording(calls.clone())), calls, serial);
+    let g = Guest::locked(cfg(&opts), Box::new(Recording(calls.clone())), calls, None);
     let me = sa(G4, 40080);
     handshake(&g, me, sa(GW, lport), 2048);
     let (h, _) = l.accept().unwrap();
-    g.ip(G4, GW, wire::PROTO_UDP, &wire::udp_header(5000, uport, 1), b"x");
+    g.ip(
+        G4,
+        GW,
+        wire::PROTO_UDP,
+        &wire::udp_header(5000, uport, 1),
+        b"x",
+    );
     let mut b = [0; 4];
     echo.recv_from(&mut b).unwrap();
     assert_eq!(g.flows(), 2);
     // Socket inode numbers are not reused while the test runs, so "what appeared" is exact
     // even if a test that does not take SERIAL (config's ::1 probe) opens one meanwhile.
-    let new: Vec<String> = socket_fds().into_iter().filter(|f| !before.contains(f)).collect();
+    let new: Vec<String> = socket_fds()
+        .into_iter()
+        .filter(|f| !before.contains(f))
+        .collect();
     // Two listeners, a TCP and a UDP flow, epoll, eventfd, and the test's accepted socket.
     assert!(new.len() >= 7, "{new:?}");
-    assert!(new.iter().any(|f| f.contains("eventpoll")) && new.iter().any(|f| f.contains("eventfd")));
+    assert!(
+        new.iter().any(|f| f.contains("eventpoll")) && new.iter().any(|f| f.contains("eventfd"))
+    );
     drop(g);
     drop(h);
     let after = socket_fds();
@@ -860,14 +1425,52 @@ fn malformed_frames_do_not_panic() {
     };
     let mut samples: Vec<Vec<u8>> = Vec::new();
     let dhcp = crate::dhcp::tests::request(1, 1, GMAC, None, false, Ipv4Addr::UNSPECIFIED);
-    samples.push(wire::build(wire::BROADCAST, GMAC, IpAddr::V4(Ipv4Addr::UNSPECIFIED), IpAddr::V4(Ipv4Addr::BROADCAST),
-        wire::PROTO_UDP, &wire::udp_header(68, 67, dhcp.len()), &dhcp));
-    samples.push(wire::build(GATEWAY_MAC, GMAC, G4, GW, wire::PROTO_TCP,
-        &wire::tcp_header(1, 2, 3, 4, wire::SYN, 5, Some((1460, Some(7)))), b""));
-    samples.push(wire::build(GATEWAY_MAC, GMAC, G4, GW, wire::PROTO_ICMP, &[8, 0, 0, 0, 0, 1, 0, 1], b"x"));
+    samples.push(wire::build(
+        wire::BROADCAST,
+        GMAC,
+        IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        IpAddr::V4(Ipv4Addr::BROADCAST),
+        wire::PROTO_UDP,
+        &wire::udp_header(68, 67, dhcp.len()),
+        &dhcp,
+    ));
+    samples.push(wire::build(
+        GATEWAY_MAC,
+        GMAC,
+        G4,
+        GW,
+        wire::PROTO_TCP,
+        &wire::tcp_header(1, 2, 3, 4, wire::SYN, 5, Some((1460, Some(7)))),
+        b"",
+    ));
+    samples.push(wire::build(
+        GATEWAY_MAC,
+        GMAC,
+        G4,
+        GW,
+        wire::PROTO_ICMP,
+        &[8, 0, 0, 0, 0, 1, 0, 1],
+        b"x",
+    ));
     let v6: IpAddr = "fd00::15".parse().unwrap();
-    samples.push(wire::build(GATEWAY_MAC, GMAC, v6, IpAddr::V6(GW6), wire::PROTO_ICMPV6, &[135, 0, 0, 0, 0, 0, 0, 0], &GW6.octets()));
-    samples.push(wire::build(GATEWAY_MAC, GMAC, v6, IpAddr::V6(Ipv6Addr::LOCALHOST), wire::PROTO_UDP, &wire::udp_header(1, 2, 0), b""));
+    samples.push(wire::build(
+        GATEWAY_MAC,
+        GMAC,
+        v6,
+        IpAddr::V6(GW6),
+        wire::PROTO_ICMPV6,
+        &[135, 0, 0, 0, 0, 0, 0, 0],
+        &GW6.octets(),
+    ));
+    samples.push(wire::build(
+        GATEWAY_MAC,
+        GMAC,
+        v6,
+        IpAddr::V6(Ipv6Addr::LOCALHOST),
+        wire::PROTO_UDP,
+        &wire::udp_header(1, 2, 0),
+        b"",
+    ));
     for s in &samples {
         for n in 0..=s.len() {
             g.send(&s[..n]);
@@ -894,9 +1497,77 @@ fn malformed_frames_do_not_panic() {
     }
     // Still alive: the gateway answers a ping.
     while g.recv(Duration::from_millis(50)).is_some() {}
-    g.ip(G4, GW, wire::PROTO_ICMP, &[8, 0, 0, 0, 0xab, 0xcd, 0, 1], b"alive");
-    let r = g.recv_map(T, |f| parse_icmp(f).filter(|m| m.2 == 0 && m.4.starts_with(&[0xab, 0xcd])));
+    g.ip(
+        G4,
+        GW,
+        wire::PROTO_ICMP,
+        &[8, 0, 0, 0, 0xab, 0xcd, 0, 1],
+        b"alive",
+    );
+    let r = g.recv_map(T, |f| {
+        parse_icmp(f).filter(|m| m.2 == 0 && m.4.starts_with(&[0xab, 0xcd]))
+    });
     assert!(r.is_some());
     let calls = g.calls.list();
-    assert!(calls.iter().all(|c| c.contains("127.") || c.contains("::1")), "{calls:?}");
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.contains("127.") || c.contains("::1")),
+        "{calls:?}"
+    );
+}
+
+fn echo_request(id: u16) -> Vec<u8> {
+    let h = [8, 0, 0, 0, (id >> 8) as u8, id as u8, 0, 1];
+    wire::build(GATEWAY_MAC, GMAC, G4, GW, wire::PROTO_ICMP, &h, b"x")
+}
+
+/// The NIC driver's contract: `transmit` from several guest threads at once, and `to_guest`
+/// calling `transmit` on the same thread (a NIC that answers synchronously) do not deadlock.
+#[test]
+fn concurrent_and_reentrant_transmit() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let slot: Arc<Mutex<Option<std::sync::Weak<Usernet>>>> = Arc::default();
+    let replies: Arc<Mutex<Vec<u16>>> = Arc::default();
+    let (s2, r2) = (slot.clone(), replies.clone());
+    let to_guest = Box::new(move |f: &[u8]| {
+        if let Some((_, _, 0, 0, rest)) = parse_icmp(f) {
+            let id = u16::from_be_bytes([rest[0], rest[1]]);
+            r2.lock().unwrap().push(id);
+            if id == 1 {
+                let net = s2
+                    .lock()
+                    .unwrap()
+                    .as_ref()
+                    .and_then(std::sync::Weak::upgrade);
+                if let Some(n) = net {
+                    n.transmit(&echo_request(1000));
+                }
+            }
+        }
+        true
+    });
+    let net = Arc::new(Usernet::start(cfg("restrict=loopback"), to_guest).unwrap());
+    *slot.lock().unwrap() = Some(Arc::downgrade(&net));
+    let threads: Vec<_> = (0..4u16)
+        .map(|t| {
+            let n = net.clone();
+            std::thread::spawn(move || {
+                for i in 0..100 {
+                    n.transmit(&echo_request(t * 100 + i + 1));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let end = Instant::now() + T;
+    while replies.lock().unwrap().len() < 401 && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut got = replies.lock().unwrap().clone();
+    got.sort_unstable();
+    let want: Vec<u16> = (1..=400).chain([1000]).collect();
+    assert_eq!(got, want);
 }

@@ -68,20 +68,33 @@ impl<'a> Rd<'a> {
     }
 }
 
-/// One's-complement sum of `data` (RFC 1071), not yet folded.
-pub fn csum_add(mut sum: u32, data: &[u8]) -> u32 {
-    let mut chunks = data.chunks_exact(2);
+/// One's-complement sum of `data` (RFC 1071), not yet folded. Eight bytes at a time: the
+/// one's-complement sum may be accumulated in wider words and folded at the end (RFC 1071
+/// 2.(B) "parallel summation"), which is what makes a 64 KiB segment cheap.
+pub fn csum_add(sum: u32, data: &[u8]) -> u32 {
+    let mut acc = u64::from(sum);
+    let mut chunks = data.chunks_exact(8);
     for c in &mut chunks {
-        sum = sum.wrapping_add(u32::from(u16::from_be_bytes([c[0], c[1]])));
-        // Fold early so the u32 cannot overflow on a 64 KiB buffer.
-        if sum > 0xffff_0000 {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
+        let v = u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        // Two 32-bit halves: each add is below 2^33, so 2^30 of them cannot overflow.
+        acc += (v >> 32) + (v & 0xffff_ffff);
     }
-    if let [last] = chunks.remainder() {
-        sum = sum.wrapping_add(u32::from(*last) << 8);
+    let mut rest = chunks.remainder().chunks_exact(2);
+    for c in &mut rest {
+        acc += u64::from(u16::from_be_bytes([c[0], c[1]]));
     }
-    sum
+    if let [last] = rest.remainder() {
+        acc += u64::from(*last) << 8;
+    }
+    while acc > 0xffff_ffff {
+        acc = (acc & 0xffff_ffff) + (acc >> 32);
+    }
+    // Down to 16 bits plus a carry, so callers may keep adding small values.
+    let mut s = acc as u32;
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    s
 }
 
 pub fn csum_fold(mut sum: u32) -> u16 {
@@ -117,7 +130,6 @@ fn v6_of(a: IpAddr) -> Ipv6Addr {
 
 /// A parsed Ethernet II frame.
 pub struct Eth<'a> {
-    pub dst: Mac,
     pub src: Mac,
     pub ethertype: u16,
     pub payload: &'a [u8],
@@ -125,7 +137,11 @@ pub struct Eth<'a> {
 
 pub fn parse_eth(f: &[u8]) -> Option<Eth<'_>> {
     let r = Rd(f);
-    Some(Eth { dst: r.mac(0)?, src: r.mac(6)?, ethertype: r.u16(12)?, payload: r.rest(ETH_HLEN)? })
+    Some(Eth {
+        src: r.mac(6)?,
+        ethertype: r.u16(12)?,
+        payload: r.rest(ETH_HLEN)?,
+    })
 }
 
 /// A parsed IPv4 or IPv6 packet (no fragments, no IPv6 extension headers other than none).
@@ -248,7 +264,11 @@ pub fn parse_udp(p: &[u8]) -> Option<Udp<'_>> {
     if len < 8 || len > p.len() {
         return None;
     }
-    Some(Udp { sport: r.u16(0)?, dport: r.u16(2)?, payload: r.bytes(8, len - 8)? })
+    Some(Udp {
+        sport: r.u16(0)?,
+        dport: r.u16(2)?,
+        payload: r.bytes(8, len - 8)?,
+    })
 }
 
 /// The MAC the backend uses for one of its own IPv4 addresses: slirp's `special_ethaddr`
@@ -315,7 +335,11 @@ pub fn build(
     };
     if let Some(coff) = coff.filter(|c| c + 2 <= l4.len()) {
         let seg = &f[l4off..];
-        let base = if proto == PROTO_ICMP { 0 } else { pseudo_sum(src, dst, proto, l4len) };
+        let base = if proto == PROTO_ICMP {
+            0
+        } else {
+            pseudo_sum(src, dst, proto, l4len)
+        };
         let mut c = csum_fold(csum_add(base, seg));
         if proto == PROTO_UDP && c == 0 {
             c = 0xffff; // RFC 768: a computed zero is sent as all ones
@@ -323,6 +347,41 @@ pub fn build(
         f[l4off + coff..l4off + coff + 2].copy_from_slice(&c.to_be_bytes());
     }
     f
+}
+
+/// Splits an IPv4 frame built by [`build`] into fragments that fit `mtu` (RFC 791 3.2: every
+/// fragment but the last carries a multiple of 8 bytes, MF set, the offset in 8-byte units),
+/// all with identification `id`.
+pub fn fragment_v4(frame: &[u8], mtu: usize, id: u16) -> Vec<Vec<u8>> {
+    let (Some(eth), Some(ip), Some(payload)) = (
+        frame.get(..ETH_HLEN),
+        frame.get(ETH_HLEN..ETH_HLEN + 20),
+        frame.get(ETH_HLEN + 20..),
+    ) else {
+        return Vec::new();
+    };
+    let per = (mtu.saturating_sub(20) / 8 * 8).max(8);
+    let mut out = Vec::new();
+    let mut off = 0;
+    while off < payload.len() {
+        let n = per.min(payload.len() - off);
+        let more = off + n < payload.len();
+        let mut h: [u8; 20] = ip.try_into().unwrap_or([0; 20]);
+        h[2..4].copy_from_slice(&((20 + n) as u16).to_be_bytes());
+        h[4..6].copy_from_slice(&id.to_be_bytes());
+        let fo = (off / 8) as u16 | if more { 0x2000 } else { 0 };
+        h[6..8].copy_from_slice(&fo.to_be_bytes());
+        h[10..12].fill(0);
+        let c = csum_fold(csum_add(0, &h));
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        let mut f = Vec::with_capacity(ETH_HLEN + 20 + n);
+        f.extend_from_slice(eth);
+        f.extend_from_slice(&h);
+        f.extend_from_slice(&payload[off..off + n]);
+        out.push(f);
+        off += n;
+    }
+    out
 }
 
 /// A TCP header (no options beyond MSS and window scale, which go on SYNs only).
@@ -392,6 +451,64 @@ mod tests {
     }
 
     #[test]
+    fn fragments_reassemble_to_the_datagram() {
+        let src = IpAddr::V4(Ipv4Addr::new(10, 0, 2, 3));
+        let dst = IpAddr::V4(Ipv4Addr::new(10, 0, 2, 15));
+        let data: Vec<u8> = (0..4000u32).map(|i| i as u8).collect();
+        let whole = build(
+            [1; 6],
+            [2; 6],
+            src,
+            dst,
+            PROTO_UDP,
+            &udp_header(53, 9, data.len()),
+            &data,
+        );
+        let frags = fragment_v4(&whole, 1500, 77);
+        assert_eq!(frags.len(), 3);
+        let mut joined = Vec::new();
+        for (i, f) in frags.iter().enumerate() {
+            assert!(f.len() - ETH_HLEN <= 1500);
+            let h = &f[ETH_HLEN..ETH_HLEN + 20];
+            assert_eq!(csum_fold(csum_add(0, h)), 0);
+            assert_eq!(u16::from_be_bytes([h[4], h[5]]), 77);
+            let fo = u16::from_be_bytes([h[6], h[7]]);
+            assert_eq!(fo & 0x2000 != 0, i < 2, "MF on all but the last");
+            assert_eq!(usize::from(fo & 0x1fff) * 8, joined.len());
+            joined.extend_from_slice(&f[ETH_HLEN + 20..]);
+        }
+        assert_eq!(joined, whole[ETH_HLEN + 20..]);
+        assert!(fragment_v4(&whole[..20], 1500, 1).is_empty());
+    }
+
+    #[test]
+    fn wide_checksum_matches_the_plain_one() {
+        let plain = |d: &[u8]| {
+            let mut s: u32 = 0;
+            for c in d.chunks(2) {
+                s += u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0));
+                s = (s & 0xffff) + (s >> 16);
+            }
+            s
+        };
+        let data: Vec<u8> = (0..70000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for n in [0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 1499, 65535, 70000] {
+            assert_eq!(
+                csum_fold(csum_add(0, &data[..n])),
+                csum_fold(plain(&data[..n])),
+                "{n}"
+            );
+            assert_eq!(
+                csum_fold(csum_add(0xfffe, &data[..n])),
+                csum_fold(plain(&data[..n]) + 0xfffe),
+                "{n}"
+            );
+        }
+    }
+
+    #[test]
     fn built_frames_check_out() {
         let src = IpAddr::V4(Ipv4Addr::new(10, 0, 2, 2));
         let dst = IpAddr::V4(Ipv4Addr::new(10, 0, 2, 15));
@@ -404,11 +521,22 @@ mod tests {
         let base = pseudo_sum(src, dst, PROTO_TCP, ip.payload.len());
         assert_eq!(csum_fold(csum_add(base, ip.payload)), 0);
         let t = parse_tcp(ip.payload).unwrap();
-        assert_eq!((t.sport, t.dport, t.seq, t.ack, t.mss, t.wscale), (80, 1234, 7, 9, Some(1460), Some(7)));
+        assert_eq!(
+            (t.sport, t.dport, t.seq, t.ack, t.mss, t.wscale),
+            (80, 1234, 7, 9, Some(1460), Some(7))
+        );
         assert_eq!(t.payload, b"abc");
         let src6 = IpAddr::V6("fd00::2".parse().unwrap());
         let dst6 = IpAddr::V6("fd00::15".parse().unwrap());
-        let f = build([1; 6], [2; 6], src6, dst6, PROTO_UDP, &udp_header(53, 9, 2), b"hi");
+        let f = build(
+            [1; 6],
+            [2; 6],
+            src6,
+            dst6,
+            PROTO_UDP,
+            &udp_header(53, 9, 2),
+            b"hi",
+        );
         let ip = parse_ipv6(parse_eth(&f).unwrap().payload).unwrap();
         let base = pseudo_sum(src6, dst6, PROTO_UDP, ip.payload.len());
         assert_eq!(csum_fold(csum_add(base, ip.payload)), 0);

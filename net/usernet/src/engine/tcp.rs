@@ -26,10 +26,10 @@ use std::time::{Duration, Instant};
 use nix::sys::epoll::{EpollEvent, EpollFlags};
 use nix::sys::socket::{setsockopt, sockopt};
 
-use super::{token_flags_tcp, Deny, Engine, Flow, Key};
-use crate::config::HostFwd;
-use crate::wire::{self, Ip, Tcp, ACK, FIN, PSH, RST, SYN};
+use super::{Deny, Engine, Flow, Key, token_flags_tcp};
 use crate::GATEWAY;
+use crate::config::HostFwd;
+use crate::wire::{self, ACK, FIN, Ip, PSH, RST, SYN, Tcp};
 
 /// Our window scale shift (RFC 7323) and the window we advertise: 1 MiB.
 const OUR_WSCALE: u8 = 7;
@@ -54,6 +54,7 @@ pub enum Phase {
     Established,
 }
 
+#[derive(Debug)]
 pub struct TcpFlow {
     pub key: Key,
     sock: TcpStream,
@@ -65,6 +66,10 @@ pub struct TcpFlow {
     /// receive queue.
     snd_una: u32,
     snd_nxt: u32,
+    /// The highest sequence number sent so far (snd_nxt goes back on a retransmission).
+    snd_max: u32,
+    /// The sequence number of our FIN, once sent.
+    fin_seq: Option<u32>,
     /// The guest's receive window, in bytes (scaled).
     wnd: u32,
     ws_guest: u8,
@@ -87,8 +92,33 @@ fn seq_diff(a: u32, b: u32) -> i32 {
     a.wrapping_sub(b) as i32
 }
 
+trait SeqMax {
+    fn max_seq(self, other: u32) -> u32;
+}
+
+impl SeqMax for u32 {
+    fn max_seq(self, other: u32) -> u32 {
+        if seq_diff(other, self) > 0 {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+fn flags_established() -> EpollFlags {
+    EpollFlags::EPOLLIN | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET
+}
+
 fn set_linger0(s: &TcpStream) {
-    let _ = setsockopt(s, sockopt::Linger, &nix::libc::linger { l_onoff: 1, l_linger: 0 });
+    let _ = setsockopt(
+        s,
+        sockopt::Linger,
+        &nix::libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        },
+    );
 }
 
 impl TcpFlow {
@@ -104,9 +134,32 @@ impl TcpFlow {
 }
 
 impl Engine {
-    fn tcp_seg(&mut self, key: &Key, seq: u32, ack: u32, flags: u8, wnd: u16, opts: Option<(u16, Option<u8>)>, payload: &[u8]) {
-        let h = wire::tcp_header(key.remote.port(), key.guest.port(), seq, ack, flags, wnd, opts);
-        self.send_ip(key.remote.ip(), key.guest.ip(), wire::PROTO_TCP, &h, payload);
+    fn tcp_seg(
+        &mut self,
+        key: &Key,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        wnd: u16,
+        opts: Option<(u16, Option<u8>)>,
+        payload: &[u8],
+    ) {
+        let h = wire::tcp_header(
+            key.remote.port(),
+            key.guest.port(),
+            seq,
+            ack,
+            flags,
+            wnd,
+            opts,
+        );
+        self.send_ip(
+            key.remote.ip(),
+            key.guest.ip(),
+            wire::PROTO_TCP,
+            &h,
+            payload,
+        );
     }
 
     /// The RST answering a segment that has no connection (RFC 9293 3.10.7.1).
@@ -114,11 +167,17 @@ impl Engine {
         if t.flags & RST != 0 {
             return;
         }
-        let key = Key { proto: wire::PROTO_TCP, guest: SocketAddr::new(ip.src, t.sport), remote: SocketAddr::new(ip.dst, t.dport) };
+        let key = Key {
+            proto: wire::PROTO_TCP,
+            guest: SocketAddr::new(ip.src, t.sport),
+            remote: SocketAddr::new(ip.dst, t.dport),
+        };
         if t.flags & ACK != 0 {
             self.tcp_seg(&key, t.ack, 0, RST, 0, None, &[]);
         } else {
-            let len = t.payload.len() as u32 + u32::from(t.flags & SYN != 0) + u32::from(t.flags & FIN != 0);
+            let len = t.payload.len() as u32
+                + u32::from(t.flags & SYN != 0)
+                + u32::from(t.flags & FIN != 0);
             self.tcp_seg(&key, 0, t.seq.wrapping_add(len), RST | ACK, 0, None, &[]);
         }
     }
@@ -128,7 +187,11 @@ impl Engine {
     }
 
     pub(super) fn tcp_from_guest(&mut self, ip: &Ip<'_>, t: &Tcp<'_>, now: Instant) {
-        let key = Key { proto: wire::PROTO_TCP, guest: SocketAddr::new(ip.src, t.sport), remote: SocketAddr::new(ip.dst, t.dport) };
+        let key = Key {
+            proto: wire::PROTO_TCP,
+            guest: SocketAddr::new(ip.src, t.sport),
+            remote: SocketAddr::new(ip.dst, t.dport),
+        };
         if let Some(&fid) = self.keys.get(&key) {
             return self.tcp_segment(fid, t, now);
         }
@@ -137,11 +200,13 @@ impl Engine {
         }
         let mapped = match self.map(wire::PROTO_TCP, key.remote) {
             Ok(m) => m,
-            Err(Deny::Drop) => return,
+            Err(Deny::Drop | Deny::Refused) => return,
             Err(Deny::Prohibited) => return self.tcp_rst_for(ip, t),
-            Err(Deny::NoRoute) => return self.unreachable(ip.dst, ip.src, ip.packet, Deny::NoRoute),
+            Err(Deny::NoRoute) => {
+                return self.unreachable(ip.dst, ip.src, ip.packet, Deny::NoRoute);
+            }
         };
-        if self.flows.len() >= super::MAX_FLOWS {
+        if self.flows.len() >= self.max_flows {
             return self.tcp_rst_for(ip, t);
         }
         let sock = match self.host.tcp_connect(mapped) {
@@ -150,13 +215,19 @@ impl Engine {
             // rest: RST (the guest sees ECONNREFUSED; fd exhaustion must not take us down).
             Err(e) => {
                 return match super::deny_of(&e) {
-                    Some(Deny::NoRoute) => self.unreachable(ip.dst, ip.src, ip.packet, Deny::NoRoute),
+                    Some(Deny::NoRoute) => {
+                        self.unreachable(ip.dst, ip.src, ip.packet, Deny::NoRoute)
+                    }
                     _ => self.tcp_rst_for(ip, t),
                 };
             }
         };
         let fid = self.new_id();
-        if self.epoll.add(&sock, EpollEvent::new(token_flags_tcp(), fid)).is_err() {
+        if self
+            .epoll
+            .add(&sock, EpollEvent::new(token_flags_tcp(), fid))
+            .is_err()
+        {
             return self.tcp_rst_for(ip, t);
         }
         let isn = self.random();
@@ -169,6 +240,8 @@ impl Engine {
             rcv_nxt: t.seq.wrapping_add(1),
             snd_una: isn,
             snd_nxt: isn,
+            snd_max: isn,
+            fin_seq: None,
             wnd: u32::from(t.window),
             ws_guest: t.wscale.unwrap_or(0),
             ws_ok: t.wscale.is_some(),
@@ -190,7 +263,7 @@ impl Engine {
     /// hostfwd: a host connection was accepted; open the guest side with a SYN from the
     /// gateway.
     pub(super) fn tcp_accepted(&mut self, sock: TcpStream, fwd: &HostFwd, now: Instant) {
-        if self.flows.len() >= super::MAX_FLOWS || sock.set_nonblocking(true).is_err() {
+        if self.flows.len() >= self.max_flows || sock.set_nonblocking(true).is_err() {
             set_linger0(&sock);
             return;
         }
@@ -198,11 +271,20 @@ impl Engine {
         let guest = SocketAddr::new(IpAddr::V4(fwd.guest_addr), fwd.guest_port);
         let port = self.alloc_port(wire::PROTO_TCP, guest, IpAddr::V4(GATEWAY));
         let fid = self.new_id();
-        if port == 0 || self.epoll.add(&sock, EpollEvent::new(token_flags_tcp(), fid)).is_err() {
+        if port == 0
+            || self
+                .epoll
+                .add(&sock, EpollEvent::new(token_flags_tcp(), fid))
+                .is_err()
+        {
             set_linger0(&sock);
             return;
         }
-        let key = Key { proto: wire::PROTO_TCP, guest, remote: SocketAddr::new(IpAddr::V4(GATEWAY), port) };
+        let key = Key {
+            proto: wire::PROTO_TCP,
+            guest,
+            remote: SocketAddr::new(IpAddr::V4(GATEWAY), port),
+        };
         let isn = self.random();
         let flow = TcpFlow {
             key,
@@ -212,6 +294,8 @@ impl Engine {
             rcv_nxt: 0,
             snd_una: isn,
             snd_nxt: isn.wrapping_add(1),
+            snd_max: isn.wrapping_add(1),
+            fin_seq: None,
             wnd: 0,
             ws_guest: 0,
             ws_ok: false,
@@ -229,7 +313,22 @@ impl Engine {
         self.arm(now + RTO_INIT);
         self.insert(fid, key, Flow::Tcp(Box::new(flow)));
         let mss = self.our_mss(false) as u16;
-        self.tcp_seg(&key, isn, 0, SYN, u16::MAX, Some((mss, Some(OUR_WSCALE))), &[]);
+        self.tcp_seg(
+            &key,
+            isn,
+            0,
+            SYN,
+            u16::MAX,
+            Some((mss, Some(OUR_WSCALE))),
+            &[],
+        );
+    }
+
+    /// Makes sure the engine's timer covers the flow's deadline (set in many places below).
+    fn tcp_rearm(&mut self, fid: u64) {
+        if let Some(at) = self.flow(fid).and_then(|f| f.deadline) {
+            self.arm(at);
+        }
     }
 
     fn flow(&mut self, fid: u64) -> Option<&mut TcpFlow> {
@@ -241,7 +340,9 @@ impl Engine {
 
     /// Drops the flow; `rst_guest` sends the guest an RST, `rst_host` resets the host peer.
     fn tcp_abort(&mut self, fid: u64, rst_guest: bool, rst_host: bool) {
-        let Some(Flow::Tcp(f)) = self.remove(fid) else { return };
+        let Some(Flow::Tcp(f)) = self.remove(fid) else {
+            return;
+        };
         if rst_host {
             set_linger0(&f.sock);
         }
@@ -268,6 +369,11 @@ impl Engine {
 
     /// One segment from the guest on an existing flow.
     fn tcp_segment(&mut self, fid: u64, t: &Tcp<'_>, now: Instant) {
+        self.tcp_segment_inner(fid, t, now);
+        self.tcp_rearm(fid);
+    }
+
+    fn tcp_segment_inner(&mut self, fid: u64, t: &Tcp<'_>, now: Instant) {
         let mtu = usize::from(self.cfg.mtu);
         let Some(f) = self.flow(fid) else { return };
         if t.flags & RST != 0 {
@@ -291,6 +397,7 @@ impl Engine {
                 f.phase = Phase::Established;
                 f.snd_una = t.ack;
                 f.snd_nxt = t.ack;
+                f.snd_max = t.ack;
                 f.retries = 0;
                 f.rto = RTO_INIT;
                 f.deadline = None;
@@ -307,6 +414,7 @@ impl Engine {
                 f.phase = Phase::Established;
                 f.snd_una = t.ack;
                 f.snd_nxt = t.ack;
+                f.snd_max = t.ack;
                 f.retries = 0;
                 f.rto = RTO_INIT;
                 f.deadline = None;
@@ -316,7 +424,9 @@ impl Engine {
             }
             Phase::Established => {}
         }
-        let Some(Flow::Tcp(f)) = self.flows.get_mut(&fid) else { return };
+        let Some(Flow::Tcp(f)) = self.flows.get_mut(&fid) else {
+            return;
+        };
         let mut need_ack = false;
         if t.flags & SYN != 0 {
             // A retransmitted SYN after we are established: re-ACK it.
@@ -326,10 +436,15 @@ impl Engine {
             let new_wnd = u32::from(t.window) << if f.ws_ok { f.ws_guest } else { 0 };
             let acked = seq_diff(t.ack, f.snd_una);
             let inflight = seq_diff(f.snd_nxt, f.snd_una);
-            if acked > 0 && acked <= inflight {
+            // Up to snd_max: after a rewind the guest may ACK what the first send delivered.
+            if acked > 0 && acked <= seq_diff(f.snd_max, f.snd_una) {
                 let mut data = acked as usize;
-                if f.fin_sent && t.ack == f.snd_nxt {
+                if f.fin_seq == Some(t.ack.wrapping_sub(1)) {
                     data -= 1; // our FIN takes one sequence number, not a byte
+                    f.fin_sent = true;
+                }
+                if seq_diff(t.ack, f.snd_nxt) > 0 {
+                    f.snd_nxt = t.ack;
                 }
                 // The acknowledged bytes leave the host socket's queue now.
                 let mut buf = std::mem::take(&mut self.scratch);
@@ -348,8 +463,13 @@ impl Engine {
                 f.retries = 0;
                 f.rto = RTO_INIT;
                 f.dup_acks = 0;
-                f.deadline = (f.snd_nxt != f.snd_una).then_some(now + f.rto);
-            } else if acked == 0 && t.payload.is_empty() && inflight > 0 && t.flags & FIN == 0 && new_wnd == f.wnd {
+                f.deadline = (f.snd_max != f.snd_una).then_some(now + f.rto);
+            } else if acked == 0
+                && t.payload.is_empty()
+                && inflight > 0
+                && t.flags & FIN == 0
+                && new_wnd == f.wnd
+            {
                 f.dup_acks += 1;
                 if f.dup_acks == 3 {
                     // Fast retransmit (RFC 5681 3.2), go-back-N from the head.
@@ -365,13 +485,24 @@ impl Engine {
                 need_ack = true; // out of order (a gap), or all old: a duplicate ACK
             } else {
                 let data = &t.payload[off as usize..];
-                match (&f.sock).write(data) {
+                let full = match (&f.sock).write(data) {
                     Ok(n) => {
                         f.rcv_nxt = f.rcv_nxt.wrapping_add(n as u32);
-                        f.zero_wnd = n < data.len();
+                        n < data.len()
                     }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => f.zero_wnd = true,
+                    Err(e)
+                        if e.kind() == ErrorKind::WouldBlock
+                            || e.kind() == ErrorKind::Interrupted =>
+                    {
+                        true
+                    }
                     Err(_) => return self.tcp_abort(fid, true, true),
+                };
+                if full && !f.zero_wnd {
+                    // Zero window until the host socket has room (EPOLLOUT).
+                    f.zero_wnd = true;
+                    let ev = flags_established() | EpollFlags::EPOLLOUT;
+                    let _ = self.epoll.modify(&f.sock, &mut EpollEvent::new(ev, fid));
                 }
                 need_ack = true;
             }
@@ -396,7 +527,7 @@ impl Engine {
     /// socket keeps that, and the guest's ports are the guest's business).
     fn tcp_maybe_done(&mut self, fid: u64) {
         if let Some(f) = self.flow(fid) {
-            if f.guest_fin && f.fin_sent && f.snd_una == f.snd_nxt {
+            if f.guest_fin && f.fin_seq.is_some_and(|s| f.snd_una == s.wrapping_add(1)) {
                 self.remove(fid);
             }
         }
@@ -422,6 +553,12 @@ impl Engine {
         if inflight >= limit {
             return 0;
         }
+        // Sender silly-window avoidance (RFC 9293 3.8.6.2.1), and fewer re-peeks of the
+        // in-flight bytes: with data outstanding, wait until a quarter of the window is free.
+        // (A host EOF still goes out: the FIN needs no window.)
+        if inflight > 0 && limit - inflight < (limit / 4).max(f.mss) && !f.host_eof {
+            return 0;
+        }
         if budget == 0 {
             f.starved = true;
             self.starved = true;
@@ -442,19 +579,37 @@ impl Engine {
                 return 0;
             }
         };
-        let (key, una, ack, w, mss, eof) = (f.key, f.snd_una, f.rcv_nxt, f.our_window(), f.mss, f.host_eof);
+        let (key, una, ack, w, mss, eof) = (
+            f.key,
+            f.snd_una,
+            f.rcv_nxt,
+            f.our_window(),
+            f.mss,
+            f.host_eof,
+        );
         let mut off = inflight;
         let mut sent = 0;
         while off < avail && sent < budget {
             let len = mss.min(avail - off);
             let flags = if off + len == avail { ACK | PSH } else { ACK };
-            self.tcp_seg(&key, una.wrapping_add(off as u32), ack, flags, w, None, &buf[off..off + len]);
+            self.tcp_seg(
+                &key,
+                una.wrapping_add(off as u32),
+                ack,
+                flags,
+                w,
+                None,
+                &buf[off..off + len],
+            );
             off += len;
             sent += 1;
         }
         self.budget -= sent;
         let Some(f) = self.flow(fid) else { return sent };
         f.snd_nxt = una.wrapping_add(off.max(inflight) as u32);
+        if seq_diff(f.snd_nxt, f.snd_max) > 0 {
+            f.snd_max = f.snd_nxt;
+        }
         if off < avail {
             f.starved = true;
             self.starved = true;
@@ -462,12 +617,14 @@ impl Engine {
             // Everything the host will ever send is out: our FIN follows the last byte.
             let seq = f.snd_nxt;
             f.snd_nxt = seq.wrapping_add(1);
+            f.snd_max = f.snd_max.max_seq(f.snd_nxt);
+            f.fin_seq = Some(seq);
             f.fin_sent = true;
             self.tcp_seg(&key, seq, ack, FIN | ACK, w, None, &[]);
             sent += 1;
         }
         let Some(f) = self.flow(fid) else { return sent };
-        if f.snd_nxt != f.snd_una && f.deadline.is_none() {
+        if f.snd_max != f.snd_una && f.deadline.is_none() {
             let at = now + f.rto;
             f.deadline = Some(at);
             self.arm(at);
@@ -476,7 +633,20 @@ impl Engine {
     }
 
     pub(super) fn tcp_host_event(&mut self, fid: u64, ev: EpollFlags, now: Instant) {
-        let Some(f) = self.flow(fid) else { return };
+        self.tcp_host_event_inner(fid, ev, now);
+        self.tcp_rearm(fid);
+    }
+
+    fn tcp_host_event_inner(&mut self, fid: u64, ev: EpollFlags, now: Instant) {
+        let Some(Flow::Tcp(f)) = self.flows.get_mut(&fid) else {
+            return;
+        };
+        // Edge-triggered: an EOF seen in any phase must be remembered, it is not reported again.
+        if ev.intersects(EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP)
+            && f.phase != Phase::Connecting
+        {
+            f.host_eof = true;
+        }
         if f.phase == Phase::Connecting {
             if !ev.intersects(EpollFlags::EPOLLOUT | EpollFlags::EPOLLERR | EpollFlags::EPOLLHUP) {
                 return;
@@ -503,6 +673,14 @@ impl Engine {
             }
             f.phase = Phase::SynAckSent;
             f.snd_nxt = f.isn.wrapping_add(1);
+            f.snd_max = f.snd_nxt;
+            if ev.intersects(EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP) {
+                f.host_eof = true;
+            }
+            // EPOLLOUT only matters again when the host socket fills up.
+            let _ = self
+                .epoll
+                .modify(&f.sock, &mut EpollEvent::new(flags_established(), fid));
             f.deadline = Some(now + f.rto);
             self.arm(now + RTO_INIT);
             self.send_synack(fid);
@@ -511,11 +689,11 @@ impl Engine {
         if ev.contains(EpollFlags::EPOLLERR) {
             return self.tcp_abort(fid, true, false);
         }
-        if ev.intersects(EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP) {
-            f.host_eof = true;
-        }
         if ev.contains(EpollFlags::EPOLLOUT) && f.zero_wnd && f.phase == Phase::Established {
             f.zero_wnd = false;
+            let _ = self
+                .epoll
+                .modify(&f.sock, &mut EpollEvent::new(flags_established(), fid));
             self.send_ack(fid); // the window update
         }
         if ev.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP) {
@@ -525,6 +703,11 @@ impl Engine {
     }
 
     pub(super) fn tcp_timer(&mut self, fid: u64, now: Instant) {
+        self.tcp_timer_inner(fid, now);
+        self.tcp_rearm(fid);
+    }
+
+    fn tcp_timer_inner(&mut self, fid: u64, now: Instant) {
         let Some(f) = self.flow(fid) else { return };
         f.deadline = None;
         match f.phase {
@@ -544,11 +727,19 @@ impl Engine {
                     self.send_synack(fid);
                 } else {
                     let mss = self.our_mss(false) as u16;
-                    self.tcp_seg(&key, isn, 0, SYN, u16::MAX, Some((mss, Some(OUR_WSCALE))), &[]);
+                    self.tcp_seg(
+                        &key,
+                        isn,
+                        0,
+                        SYN,
+                        u16::MAX,
+                        Some((mss, Some(OUR_WSCALE))),
+                        &[],
+                    );
                 }
             }
             Phase::Established => {
-                if f.snd_nxt == f.snd_una {
+                if f.snd_max == f.snd_una {
                     return;
                 }
                 f.retries += 1;
