@@ -3,6 +3,12 @@
 //! at boot and shows the DNS server in `/proc/net/pnp`, bad `eth0=`/`ip=` values are one error
 //! line and exit status 2, and no `passt` outlives `linux`.
 //!
+//! What the shell-based checks need besides this crate's NIC: `/sys/class/net`, `/proc/net` (with
+//! the `pnp` entry the NIC's ipconfig registers in procfs's "net" directory), `ip link`/`ip
+//! addr`/`ip route` (rtnetlink) and the interface ioctls from the netlink work, and for
+//! busybox `udhcpc` an `AF_INET`/`SOCK_RAW`/`IPPROTO_RAW` socket (its `udhcp_read_interface`
+//! opens one for the ioctls). The python3 checks (AF_PACKET by raw syscalls) need none of them.
+//!
 //! The network rule: the guest sends nothing but DHCP (to passt or usernet themselves); the user
 //! backend always runs `restrict=loopback`, and passt's DNS is its gateway mapping to the host's
 //! loopback (the backend's default), so no test can reach anything but the host's loopback.
@@ -163,6 +169,7 @@ fn af_packet(engine: &[&str], backend: &str) {
     out.assert_ok("OFFER yiaddr=10.0.2.15 pkttype=0 hatype=1 aux=1");
     out.assert_ok("TAP outgoing=True incoming=True");
     out.assert_ok("NONE empty");
+    out.assert_ok("BINDTODEVICE eth0 nosuch=No such device GET_FILTER 9");
     out.assert_ok("PKT-DONE");
 }
 

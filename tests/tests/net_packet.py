@@ -72,4 +72,17 @@ try:
     n.recv(4096); print("NONE got a frame")
 except BlockingIOError:
     print("NONE empty")
+# SO_BINDTODEVICE (accepted and reported; packet sockets go by their bind device, as Linux).
+b = socket.socket(fileno=raw)
+b.setsockopt(1, 25, b"eth0\0")
+got = b.getsockopt(1, 25, 16).rstrip(b"\0").decode()
+try:
+    b.setsockopt(1, 25, b"nosuch0\0"); bad = "accepted"
+except OSError as e:
+    bad = os.strerror(e.errno)
+# SO_GET_FILTER: the instruction count, then the program back.
+g = socket.socket(fileno=d)
+# (Linux counts instructions, not bytes, in optlen.)
+cnt = len(g.getsockopt(1, 26, 9 * 8))
+print("BINDTODEVICE %s nosuch=%s GET_FILTER %d" % (got, bad, cnt))
 print("PKT-DONE")
