@@ -40,6 +40,11 @@ pub fn validate(c: &Cmdline) -> Result<(), String> {
         ));
     }
     guest_granule(c.pagesize, probe::page_size() as u64)?;
+    if let Some(p) = &c.log {
+        // Opened here, so an unwritable path is the one error line before anything boots.
+        let f = std::fs::File::create(p).map_err(|e| format!("log={}: {e}", p.display()))?;
+        printk::set_log_file(f);
+    }
     // The ubd disks' host files are opened (and locked) here, so a missing file, a bad COW
     // header or an image another kernel holds is one line before the boot starts.
     um_drivers::block::ubd::configure(&c.ubd, c.ubd_sync)?;

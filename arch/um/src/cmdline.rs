@@ -57,6 +57,8 @@ pub struct Cmdline {
     pub binds: Vec<Bind>,
     /// `ncpus=` (UML's option): the CPUs the guest is told it has; `None`: the host's.
     pub ncpus: Option<u32>,
+    /// `log=PATH`: a host file that gets the kernel log (every message `dmesg` would show).
+    pub log: Option<PathBuf>,
     pub help: bool,
     /// The words as given, for the boot log.
     pub words: Vec<String>,
@@ -87,6 +89,7 @@ impl Default for Cmdline {
             ip: Default::default(),
             binds: Vec::new(),
             ncpus: None,
+            log: None,
             help: false,
             words: Vec::new(),
         }
@@ -241,6 +244,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
             ("eth0", v) => c.eth0 = um_drivers::net::parse_eth0(need(k, v)?)?,
             ("ip", v) => c.ip = um_drivers::net::ipconfig::parse_ip(need(k, v)?)?,
             ("bind", v) => c.binds.push(parse_bind(need(k, v)?)?),
+            ("log", v) => c.log = Some(PathBuf::from(need(k, v)?)),
             ("ncpus", v) => {
                 let s = need(k, v)?;
                 let max = um_kernel::cpus::MAX;
@@ -368,6 +372,8 @@ A Linux kernel that runs as an ordinary process. Options (User Mode Linux conven
                         default: the host's); its threads still run on every host CPU
   bind=HOST:GUEST[:ro]  mount the host directory HOST on the guest directory GUEST at
                         boot (hostfs, confined to HOST; repeatable)
+  log=PATH              also write the kernel log (all that dmesg shows, whatever the
+                        loglevel) to the host file PATH (created or truncated)
   loglevel=N            kernel log verbosity (0-15, default 7); quiet = 4; debug = 10
   --help                this text
   --version             the version of linux and the Linux release it reports
@@ -492,6 +498,11 @@ mod tests {
         assert!(p("bind=a:/b").is_err());
         assert!(p("bind=/a:/").is_err());
         assert_eq!(p("ncpus=3").unwrap().ncpus, Some(3));
+        assert_eq!(
+            p("log=/tmp/k.log").unwrap().log.as_deref(),
+            Some(std::path::Path::new("/tmp/k.log"))
+        );
+        assert!(p("log=").is_err());
         assert!(p("ncpus=0").is_err() && p("ncpus=65").is_err() && p("ncpus=x").is_err());
         assert!(p("hostname=").is_err());
         let long = "h".repeat(70);
