@@ -214,6 +214,24 @@ fn ip_dhcp_via_passt() {
     });
 }
 
+/// No DHCP server (passt's is off): the client gives up after its timeout, says so, and the
+/// boot goes on.
+#[test]
+fn ip_dhcp_without_a_server() {
+    need_passt();
+    for_each_engine(|engine| {
+        let out = Boot::new()
+            .engine(engine)
+            .extra("eth0=passt,arg=--no-dhcp")
+            .extra("ip=dhcp")
+            .args(&["echo", "BOOTED-WITHOUT-LEASE"])
+            .timeout(Duration::from_secs(60))
+            .run();
+        out.assert_ok("BOOTED-WITHOUT-LEASE");
+        assert_log(&out, "IP-Config: Auto-configuration of network failed");
+    });
+}
+
 #[test]
 fn ip_dhcp_via_user() {
     for_each_engine(|engine| {
