@@ -2,8 +2,8 @@
 //! per-namespace network sysctls.
 //!
 //! The families: AF_UNIX ([`unix`]), AF_INET/AF_INET6 on the guest's own loopback network
-//! ([`inet`]) and AF_PACKET on its loopback device ([`packet`]). [`sys`] holds the socket
-//! syscalls (Linux `net/socket.c`): they copy guest memory and call into
+//! ([`inet`]) and AF_PACKET on every network device ([`packet`], with classic BPF filters).
+//! [`sys`] holds the socket syscalls (Linux `net/socket.c`): they copy guest memory and call into
 //! [`unix::UnixSocket`], [`inet::InetSocket`] or [`packet::PacketSocket`]. [`sysctl`] is
 //! `/proc/sys/net` and the values behind it (`somaxconn` and the `ipv4/conf` tables), kept per
 //! network namespace as `um_kernel::netns` state.
