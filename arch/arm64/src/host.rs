@@ -342,7 +342,7 @@ core::arch::global_asm!(
 
 /// clone flags of a stub thread in the seccomp engine (as on x86_64): a thread of the stub
 /// process whose tid word in its slot the host sets and clears.
-const CLONE_THREAD_FLAGS: u64 = (libc::CLONE_VM
+pub const CLONE_THREAD_FLAGS: u64 = (libc::CLONE_VM
     | libc::CLONE_FS
     | libc::CLONE_FILES
     | libc::CLONE_SIGHAND
