@@ -343,7 +343,11 @@ pub fn run_filter(filter: &[SockFilter], nr: u32, arch: u32, ip: u64, args: [u64
                     12 => (ip >> 32) as u32,
                     k @ 16..=63 if k % 4 == 0 => {
                         let w = args[(k as usize - 16) / 8];
-                        if k % 8 == 0 { w as u32 } else { (w >> 32) as u32 }
+                        if k % 8 == 0 {
+                            w as u32
+                        } else {
+                            (w >> 32) as u32
+                        }
                     }
                     _ => return RET_KILL_PROCESS,
                 }
@@ -386,7 +390,10 @@ mod tests {
                 Rule::any(15),
                 Rule::with(
                     202,
-                    vec![Check::Low32In(1, vec![0, 1]), Check::Range(0, slots.0, slots.1)],
+                    vec![
+                        Check::Low32In(1, vec![0, 1]),
+                        Check::Range(0, slots.0, slots.1),
+                    ],
                 ),
                 Rule::with(56, vec![Check::Low32In(0, vec![0x3d0f00])]),
             ],
@@ -427,10 +434,21 @@ mod tests {
             RET_KILL_PROCESS
         );
         // The mapper's filter kills outside its page too.
-        let m = mapper_filter(arch, page, 0x1000, &[Rule::with(9, vec![Check::Low32In(4, vec![3])])]);
+        let m = mapper_filter(
+            arch,
+            page,
+            0x1000,
+            &[Rule::with(9, vec![Check::Low32In(4, vec![3])])],
+        );
         assert_eq!(run_filter(&m, 9, arch, ip, [0, 0, 0, 0, 3, 0]), RET_ALLOW);
-        assert_eq!(run_filter(&m, 9, arch, ip, [0, 0, 0, 0, 4, 0]), RET_KILL_PROCESS);
-        assert_eq!(run_filter(&m, 9, arch, 0x40_1000, [0, 0, 0, 0, 3, 0]), RET_KILL_PROCESS);
+        assert_eq!(
+            run_filter(&m, 9, arch, ip, [0, 0, 0, 0, 4, 0]),
+            RET_KILL_PROCESS
+        );
+        assert_eq!(
+            run_filter(&m, 9, arch, 0x40_1000, [0, 0, 0, 0, 3, 0]),
+            RET_KILL_PROCESS
+        );
         assert_eq!(run_filter(&m, 11, arch, ip, z), RET_KILL_PROCESS);
         assert_eq!(
             SockFilter {

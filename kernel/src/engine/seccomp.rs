@@ -68,24 +68,29 @@ fn app_rules(base: u64) -> Vec<layout::Rule> {
             nr,
             vec![
                 Check::Low32In(1, vec![0, 1]),
-                Check::Range(
-                    0,
-                    base + layout::SLOTS_OFFSET,
-                    base + layout::STUB_REGION,
-                ),
+                Check::Range(0, base + layout::SLOTS_OFFSET, base + layout::STUB_REGION),
             ],
         )
     }));
     // clone of a thread of this process only (flags are read as 32 bits: kernel/fork.c).
-    r.extend(
-        n("clone").map(|nr| Rule::with(nr, vec![Check::Low32In(0, vec![arch::CLONE_THREAD_FLAGS as u32])])),
-    );
+    r.extend(n("clone").map(|nr| {
+        Rule::with(
+            nr,
+            vec![Check::Low32In(0, vec![arch::CLONE_THREAD_FLAGS as u32])],
+        )
+    }));
     // x86_64: the FS base (arch_prctl(ARCH_SET_FS)) and rdtsc control (prctl(PR_SET_TSC)).
     if let Some((nr, a)) = crate::arch::set_tls_call(0) {
-        r.push(Rule::with(nr as u32, vec![Check::Low32In(0, vec![a[0] as u32])]));
+        r.push(Rule::with(
+            nr as u32,
+            vec![Check::Low32In(0, vec![a[0] as u32])],
+        ));
     }
     if let Some((nr, a)) = crate::arch::tsc_call(false) {
-        r.push(Rule::with(nr as u32, vec![Check::Low32In(0, vec![a[0] as u32])]));
+        r.push(Rule::with(
+            nr as u32,
+            vec![Check::Low32In(0, vec![a[0] as u32])],
+        ));
     }
     r
 }
@@ -101,7 +106,10 @@ fn mapper_rules() -> Vec<layout::Rule> {
     r.extend(n("mmap").map(|nr| {
         Rule::with(
             nr,
-            vec![Check::Low32In(3, vec![shared_fixed]), Check::Low32In(4, vec![3])],
+            vec![
+                Check::Low32In(3, vec![shared_fixed]),
+                Check::Low32In(4, vec![3]),
+            ],
         )
     }));
     r.extend(n("munmap").map(Rule::any));
@@ -112,7 +120,7 @@ fn mapper_rules() -> Vec<layout::Rule> {
 }
 
 /// How long the kernel waits on a parked handoff before it checks that the stub still lives.
-const LIVENESS_PERIOD: Duration = Duration::from_millis(200);
+const LIVENESS_PERIOD: Duration = Duration::from_millis(20);
 
 /// Handoff tuning, from the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,7 +179,11 @@ const MAPPER_PERIOD: Duration = Duration::from_millis(10);
 impl SeccompProcess {
     /// Runs host calls in the mapper (mmap of physical memory, munmap, mprotect) and waits
     /// until it has run them; the first failure that `ignorable` does not accept is an error.
-    fn map(&self, calls: &[(u64, [u64; 6])], ignorable: &dyn Fn(usize, i64) -> bool) -> io::Result<()> {
+    fn map(
+        &self,
+        calls: &[(u64, [u64; 6])],
+        ignorable: &dyn Fn(usize, i64) -> bool,
+    ) -> io::Result<()> {
         let seqs = self.enqueue(calls)?;
         let Some(&last) = seqs.last() else {
             return Ok(());
@@ -227,7 +239,12 @@ impl SeccompProcess {
             // with both fences one of us sees the other).
             self.data.store(layout::MAPQ_TAIL, q.tail);
             std::sync::atomic::fence(Ordering::SeqCst);
-            if self.data.atomic32(layout::MAP_SLEEP).load(Ordering::Relaxed) != 0 {
+            if self
+                .data
+                .atomic32(layout::MAP_SLEEP)
+                .load(Ordering::Relaxed)
+                != 0
+            {
                 futex_wake(self.data.atomic32(layout::MAPQ_TAIL), 1);
             }
         }
@@ -257,7 +274,9 @@ impl SeccompProcess {
                 return Ok(());
             }
             let Some(&next) = q.markers.front() else {
-                return Err(io::Error::other("mapper ring full with nothing to acknowledge"));
+                return Err(io::Error::other(
+                    "mapper ring full with nothing to acknowledge",
+                ));
             };
             if self.data.load(layout::MAP_DONE) >= next {
                 // The mapper publishes MAP_DONE after its write to the eventfd, so this is a
@@ -487,7 +506,10 @@ fn setup_image(k: &Kernel, spec_allow: bool, spin_ticks: u64) -> (Vec<(usize, Ve
         );
     }
     qput(layout::MAPQ_FPROG, mfilter.len() as u64);
-    qput(layout::MAPQ_FPROG + 8, data_addr + layout::MAPQ_FILTER as u64);
+    qput(
+        layout::MAPQ_FPROG + 8,
+        data_addr + layout::MAPQ_FILTER as u64,
+    );
     let mcall = [
         nr("seccomp"),
         SECCOMP_SET_MODE_FILTER,
@@ -562,14 +584,7 @@ fn setup_image(k: &Kernel, spec_allow: bool, spin_ticks: u64) -> (Vec<(usize, Ve
     let setmask = |set: usize| {
         (
             nr("rt_sigprocmask"),
-            [
-                libc::SIG_SETMASK as u64,
-                data_addr + set as u64,
-                0,
-                8,
-                0,
-                0,
-            ],
+            [libc::SIG_SETMASK as u64, data_addr + set as u64, 0, 8, 0, 0],
         )
     };
     calls.push(setmask(layout::SETUP_FULLSET));
