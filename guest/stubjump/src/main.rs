@@ -13,7 +13,7 @@
 //! own, mprotect/munmap/madvise of the stub's pages, close/read/write of its fds, futex ops
 //! that move or forge waiters, clone of the address space, kill of host pid 1), a child jumps
 //! there with the call's registers (the callee-saved ones pointing nowhere, so the stub code
-//! after the call faults at once) and regains control in a signal handler (or an alarm). It
+//! after the call faults at once) and regains control in a signal handler (or a 200 ms timer). It
 //! reports a breach if the call succeeded or if the region it owns now shows the secret its
 //! root parent keeps in memory. Verdict per probe: killed, or the call failed; then the
 //! kernel must still fork and wait: `stubjump: N probes, no breach`, UM-STUBJUMP-HOSTILE-OK.
@@ -350,7 +350,7 @@ fn hostile(base: usize) {
     let mut count = 0;
     let mut killed = 0;
     // Exit statuses of a probe that got nothing: 0 a guest fork child, 1 the stub's own
-    // exit_group(1) after a failed call (its setup code), 10 the call failed, 11 the alarm.
+    // exit_group(1) after a failed call (its setup code), 10 the call failed, 11 the timer.
     let mut failed = 0;
     let mut breaches = Vec::new();
     // A region the children own (mapped and marked in each child).
@@ -393,8 +393,15 @@ fn hostile(base: usize) {
                 ] {
                     umt::set_handler(sig, on_signal as *const () as usize, libc::SA_NODEFER, true);
                 }
-                // SAFETY: alarm has no preconditions.
-                unsafe { libc::alarm(1) };
+                // A call that blocks (or stub code that loops, as after the ptrace engine's
+                // entry sites) ends with the timer: 200 ms is far more than any probe's call
+                // takes, also under qemu TCG.
+                let t = libc::itimerval {
+                    it_interval: libc::timeval { tv_sec: 0, tv_usec: 0 },
+                    it_value: libc::timeval { tv_sec: 0, tv_usec: 200_000 },
+                };
+                // SAFETY: setitimer with a valid itimerval and no old-value pointer.
+                unsafe { libc::setitimer(libc::ITIMER_REAL, &t, std::ptr::null_mut()) };
                 let region = unsafe { REGION_ADDR };
                 let mut args = pr.args;
                 // Region-relative arguments were built for region 0.

@@ -996,51 +996,47 @@ impl SeccompThread {
         }
     }
 
-    /// Makes `ops` in the host now ([`super::GuestThread::apply_now`]): the stub runs them
-    /// and hands the thread straight back (`CMD_OPS_ONLY`), its frame kept for the next
-    /// [`Self::switch`].
+    /// Makes `ops` in the host now ([`super::GuestThread::apply_now`]): the mapper runs them
+    /// and this thread waits until it has, the guest thread staying with the kernel. The
+    /// caller holds the mm lock, so batches reach the mapper's ring, which is first in first
+    /// out, in the mm's order, and are in the host before the lock goes.
     pub fn apply_now(&mut self, ops: &[HostOp]) -> io::Result<()> {
+        self.map_ops(ops)
+    }
+
+    /// Has the mapper make the host mapping changes `ops` and waits until it has run them
+    /// (the application threads may not make them: ARCHITECTURE.md, "Isolation").
+    fn map_ops(&self, ops: &[HostOp]) -> io::Result<()> {
         if ops.is_empty() {
             return Ok(());
         }
+        let stub_end = self.proc.base + layout::STUB_REGION;
+        if ops.iter().any(|op| {
+            let (a, l) = match *op {
+                HostOp::Map { addr, len, .. }
+                | HostOp::Unmap { addr, len }
+                | HostOp::Protect { addr, len, .. } => (addr, len),
+            };
+            a.saturating_add(l) > self.proc.base && a < stub_end
+        }) {
+            return Err(io::Error::other(format!(
+                "host op over the stub region refused: {ops:?}"
+            )));
+        }
         let calls: Vec<(u64, [u64; 6])> = ops.iter().map(super::ptrace::host_call).collect();
         let protect_enomem = |i: usize, r: i64| {
+            // mm only protects pages it has PTEs for; if the host never had one mapped,
+            // mprotect says ENOMEM and the next access simply faults it in.
             matches!(ops.get(i), Some(HostOp::Protect { .. })) && r == -(libc::ENOMEM as i64)
         };
-        match self.run(&calls, layout::CMD_OPS_ONLY, &protect_enomem)? {
-            layout::REASON_DONE => Ok(()),
-            reason => Err(io::Error::other(format!(
-                "stub came back from its ops with reason {reason}"
-            ))),
-        }
+        self.proc.map(&calls, &protect_enomem)
     }
 
     /// Replays `ops`, then runs the guest until the next event.
     pub fn switch(&mut self, ops: &[HostOp], interrupted: impl Fn() -> bool) -> io::Result<Event> {
         // Address-space changes go to the mapper (the application threads may not make them);
         // this thread waits until they ran, so the guest never runs ahead of its mappings.
-        let map_calls: Vec<(u64, [u64; 6])> = ops.iter().map(super::ptrace::host_call).collect();
-        if !map_calls.is_empty() {
-            let stub_end = self.proc.base + layout::STUB_REGION;
-            if ops.iter().any(|op| {
-                let (a, l) = match *op {
-                    HostOp::Map { addr, len, .. }
-                    | HostOp::Unmap { addr, len }
-                    | HostOp::Protect { addr, len, .. } => (addr, len),
-                };
-                a.saturating_add(l) > self.proc.base && a < stub_end
-            }) {
-                return Err(io::Error::other(format!(
-                    "host op over the stub region refused: {ops:?}"
-                )));
-            }
-            let protect_enomem = |i: usize, r: i64| {
-                // mm only protects pages it has PTEs for; if the host never had one mapped,
-                // mprotect says ENOMEM and the next access simply faults it in.
-                matches!(ops.get(i), Some(HostOp::Protect { .. })) && r == -(libc::ENOMEM as i64)
-            };
-            self.proc.map(&map_calls, &protect_enomem)?;
-        }
+        self.map_ops(ops)?;
         let mut calls: Vec<(u64, [u64; 6])> = Vec::new();
         // The guest's TLS register: arm64 keeps it in the slot (the handler restores it);
         // x86_64 sets the FS base with an op when it changed.
