@@ -149,6 +149,7 @@ fn start_thread(k: &Arc<Kernel>, task: &Arc<Task>, start: Start) -> Result<Guest
 fn publish(task: &Task, th: &GuestThread) {
     task.host_pid.store(th.pid(), Ordering::Release);
     task.host_tid.store(th.tid(), Ordering::Release);
+    *lock(&task.host_mapper) = th.host_mapper();
 }
 
 /// Ends the kernel: `linux` exits with `code`, taking every stub with it.
@@ -201,9 +202,9 @@ fn lost_stub(task: &Task, e: &std::io::Error) -> Exit {
 
 /// Serves `task` on the current host thread until it exits.
 pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
-    // Consecutive protection faults at one address: without the access type (the ptrace
-    // engine does not get it), a fault that resolving cannot fix (exec of a non-exec page)
-    // would otherwise loop forever.
+    // Consecutive protection faults at one address that resolving did not change: without
+    // the access type (the ptrace engine does not get it), a fault that resolving cannot fix
+    // (exec of a non-exec page) would otherwise loop forever.
     let mut repeat: (u64, u32) = (u64::MAX, 0);
     // Fault-around for sequential anonymous faults (`prefault=`).
     let mut around = FaultAround::default();
@@ -225,10 +226,10 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
                 },
             );
         }
-        // Host-op ordering (ARCHITECTURE.md, "The seccomp engine"): when other threads share
-        // the address space, the ops are made in the host before the mm lock goes, so a batch
-        // taken later (a fork's write-protect, an munmap) can never reach the host before
-        // this one (a fault's Map), and a thread that finds no ops of its own knows that all
+        // Host-op ordering (ARCHITECTURE.md, "The seccomp engine"): the ops are made in the
+        // host before the mm lock goes, so a batch taken later (by another thread: a fork's
+        // write-protect, an munmap; or by a shootdown) can never reach the host before this
+        // one (a fault's Map), and a thread that finds no ops of its own knows that all
         // earlier ones are done.
         if !ops.is_empty() && th.ordered_apply() {
             if let Err(e) = th.apply_now(&ops) {
@@ -290,7 +291,14 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
                     // A not-present host fault on a page our table has: a fork child's (or a
                     // moved page's) first touch; its neighbours are likely next.
                     let had_pte = not_present && mm.pte(addr).is_some();
+                    let queued = mm.host_ops_queued();
                     let r = mm.handle_fault(addr, access);
+                    if r.is_ok() && mm.host_ops_queued() > queued {
+                        // The fault changed the mapping (a copy on write broken, a page
+                        // mapped): a repeat is a new fault, e.g. after another thread's fork
+                        // write-protected the page again before this one could retry.
+                        repeat = (addr, 0);
+                    }
                     if had_pte && r.is_ok() {
                         mm.map_present_around(addr, PRESENT_AROUND_PAGES);
                     }

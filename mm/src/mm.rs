@@ -389,6 +389,11 @@ impl Mm {
         !self.ops.is_empty()
     }
 
+    /// How many host ops are queued (not yet taken).
+    pub fn host_ops_queued(&self) -> usize {
+        self.ops.len()
+    }
+
     /// How many times the queued host ops were taken ([`Mm::take_host_ops`]).
     pub fn host_ops_taken(&self) -> u64 {
         self.ops_taken

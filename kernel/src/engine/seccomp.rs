@@ -177,6 +177,39 @@ const ACK_EVERY: u64 = (layout::MAPQ_LEN / 4) as u64;
 const MAPPER_PERIOD: Duration = Duration::from_millis(10);
 
 impl SeccompProcess {
+    /// Has the mapper make the host mapping changes `ops` and waits until it has run them
+    /// (the application threads may not make them: ARCHITECTURE.md, "Isolation").
+    pub(crate) fn map_ops(&self, ops: &[HostOp]) -> io::Result<()> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let stub_end = self.base + layout::STUB_REGION;
+        if ops.iter().any(|op| {
+            let (a, l) = match *op {
+                HostOp::Map { addr, len, .. }
+                | HostOp::Unmap { addr, len }
+                | HostOp::Protect { addr, len, .. } => (addr, len),
+            };
+            a.saturating_add(l) > self.base && a < stub_end
+        }) {
+            return Err(io::Error::other(format!(
+                "host op over the stub region refused: {ops:?}"
+            )));
+        }
+        let calls: Vec<(u64, [u64; 6])> = ops.iter().map(super::ptrace::host_call).collect();
+        let protect_enomem = |i: usize, r: i64| {
+            // mm only protects pages it has PTEs for; if the host never had one mapped,
+            // mprotect says ENOMEM and the next access simply faults it in.
+            matches!(ops.get(i), Some(HostOp::Protect { .. })) && r == -(libc::ENOMEM as i64)
+        };
+        self.map(&calls, &protect_enomem)
+    }
+
+    /// The stub's host pid.
+    pub(crate) fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
     /// Runs host calls in the mapper (mmap of physical memory, munmap, mprotect) and waits
     /// until it has run them; the first failure that `ignorable` does not accept is an error.
     fn map(
@@ -1004,32 +1037,14 @@ impl SeccompThread {
         self.map_ops(ops)
     }
 
-    /// Has the mapper make the host mapping changes `ops` and waits until it has run them
-    /// (the application threads may not make them: ARCHITECTURE.md, "Isolation").
+    /// Has the mapper make the host mapping changes `ops` and waits until it has run them.
     fn map_ops(&self, ops: &[HostOp]) -> io::Result<()> {
-        if ops.is_empty() {
-            return Ok(());
-        }
-        let stub_end = self.proc.base + layout::STUB_REGION;
-        if ops.iter().any(|op| {
-            let (a, l) = match *op {
-                HostOp::Map { addr, len, .. }
-                | HostOp::Unmap { addr, len }
-                | HostOp::Protect { addr, len, .. } => (addr, len),
-            };
-            a.saturating_add(l) > self.proc.base && a < stub_end
-        }) {
-            return Err(io::Error::other(format!(
-                "host op over the stub region refused: {ops:?}"
-            )));
-        }
-        let calls: Vec<(u64, [u64; 6])> = ops.iter().map(super::ptrace::host_call).collect();
-        let protect_enomem = |i: usize, r: i64| {
-            // mm only protects pages it has PTEs for; if the host never had one mapped,
-            // mprotect says ENOMEM and the next access simply faults it in.
-            matches!(ops.get(i), Some(HostOp::Protect { .. })) && r == -(libc::ENOMEM as i64)
-        };
-        self.proc.map(&calls, &protect_enomem)
+        self.proc.map_ops(ops)
+    }
+
+    /// This thread's stub process, for [`super::HostMapper`].
+    pub(crate) fn mapper(&self) -> std::sync::Weak<SeccompProcess> {
+        Arc::downgrade(&self.proc)
     }
 
     /// Replays `ops`, then runs the guest until the next event.
