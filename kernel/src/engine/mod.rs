@@ -79,6 +79,28 @@ pub enum SiblingSeed {
     Seccomp(seccomp::SeccompSeed),
 }
 
+/// Makes host mapping changes in a seccomp stub process through its mapper thread, from a
+/// kernel thread that does not serve it (a shootdown: `crate::shootdown`). Weak: it neither
+/// keeps the stub alive nor counts as a thread sharing it.
+#[derive(Clone)]
+pub struct HostMapper(std::sync::Weak<seccomp::SeccompProcess>);
+
+impl HostMapper {
+    /// Makes `ops` in the stub and waits until the mapper has run them; the caller holds the
+    /// stub's mm lock. False if the stub is gone. If the mapper fails, the stub process is
+    /// killed: a host mapping must not outlive the PTE it stood for.
+    pub fn apply(&self, ops: &[HostOp]) -> bool {
+        let Some(p) = self.0.upgrade() else {
+            return false;
+        };
+        if let Err(e) = p.map_ops(ops) {
+            log::warn!("shootdown: stub {}: {e}; killing it", p.pid());
+            um_os_linux::stub::kill(p.pid());
+        }
+        true
+    }
+}
+
 impl SiblingSeed {
     /// Takes over host thread `tid` of the seed's stub process on the calling host thread.
     pub fn attach(&self, tid: libc::pid_t, regs: Regs) -> io::Result<GuestThread> {
@@ -136,14 +158,21 @@ impl GuestThread {
     }
 
     /// Whether the ops taken from the mm must be made with [`Self::apply_now`] under the mm
-    /// lock rather than handed to [`Self::switch`]: in the ptrace engine always (the injected
-    /// calls are synchronous anyway, so it costs nothing), in the seccomp engine when other
-    /// guest threads share the stub process (alone, no other thread can take later ops, and
-    /// the stub runs the ops before the guest: the asynchronous handoff keeps its speed).
+    /// lock rather than handed to [`Self::switch`]: always. In the ptrace engine the injected
+    /// calls are synchronous anyway; in the seccomp engine the mapper runs them and the
+    /// kernel thread waits for it in either path, so doing it under the lock costs nothing,
+    /// and a shootdown from another process ([`HostMapper`]) may take this address space's
+    /// later ops at any time: they must not reach the mapper's ring before these.
     pub fn ordered_apply(&self) -> bool {
+        true
+    }
+
+    /// A handle that makes host mapping changes in this thread's stub process from any
+    /// kernel thread (the seccomp engine's mapper); None in the ptrace engine.
+    pub fn host_mapper(&self) -> Option<HostMapper> {
         match &self.engine {
-            Engine::Ptrace(_) => true,
-            Engine::Seccomp(s) => s.shares_stub(),
+            Engine::Ptrace(_) => None,
+            Engine::Seccomp(s) => Some(HostMapper(s.mapper())),
         }
     }
 

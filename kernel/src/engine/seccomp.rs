@@ -50,27 +50,77 @@ fn nr(name: &str) -> u64 {
         .unwrap_or(u64::MAX)
 }
 
-/// The calls the stub makes from its code page (the filter allows exactly these there).
-const STUB_CALLS: [&str; 11] = [
-    "futex",
-    "mmap",
-    "munmap",
-    "mprotect",
-    "rt_sigreturn",
-    "clone",
-    "exit",
-    "rt_sigprocmask",
-    "sigaltstack",
-    "close",
-    "arch_prctl",
-];
+/// The calls the stub's application threads (the ones that run guest code) may make from the
+/// stub's code page, with what their arguments must be. A guest can jump to any syscall
+/// instruction there with registers of its choosing, so each must be harmless with hostile
+/// arguments (ARCHITECTURE.md, "The seccomp engine", has the argument per call): nothing that
+/// changes the address space or touches a descriptor.
+fn app_rules(base: u64) -> Vec<layout::Rule> {
+    use layout::{Check, Rule};
+    let n = |name: &str| crate::arch::syscalls::number(name);
+    let mut r = Vec::new();
+    for name in ["rt_sigreturn", "exit", "rt_sigprocmask", "sigaltstack"] {
+        r.extend(n(name).map(Rule::any));
+    }
+    // FUTEX_WAIT / FUTEX_WAKE (shared) on a word of the slots, nothing else.
+    r.extend(n("futex").map(|nr| {
+        Rule::with(
+            nr,
+            vec![
+                Check::Low32In(1, vec![0, 1]),
+                Check::Range(0, base + layout::SLOTS_OFFSET, base + layout::STUB_REGION),
+            ],
+        )
+    }));
+    // clone of a thread of this process only (flags are read as 32 bits: kernel/fork.c).
+    r.extend(n("clone").map(|nr| {
+        Rule::with(
+            nr,
+            vec![Check::Low32In(0, vec![arch::CLONE_THREAD_FLAGS as u32])],
+        )
+    }));
+    // x86_64: the FS base (arch_prctl(ARCH_SET_FS)) and rdtsc control (prctl(PR_SET_TSC)).
+    if let Some((nr, a)) = crate::arch::set_tls_call(0) {
+        r.push(Rule::with(
+            nr as u32,
+            vec![Check::Low32In(0, vec![a[0] as u32])],
+        ));
+    }
+    if let Some((nr, a)) = crate::arch::tsc_call(false) {
+        r.push(Rule::with(
+            nr as u32,
+            vec![Check::Low32In(0, vec![a[0] as u32])],
+        ));
+    }
+    r
+}
 
-/// Also allowed from the stub's code page where the host has a TSC control: `prctl`, for
-/// PR_SET_TSC on behalf of the guest thread ([`crate::arch::tsc_call`]).
-const STUB_TSC_CALL: &str = "prctl";
+/// The calls of the stub's mapper thread (it never runs guest code, so this is defence in
+/// depth): mmap of physical memory only, munmap, mprotect, its futex waits and wakes, and
+/// the acknowledgement write to its eventfd.
+fn mapper_rules() -> Vec<layout::Rule> {
+    use layout::{Check, Rule};
+    let n = |name: &str| crate::arch::syscalls::number(name);
+    let mut r = Vec::new();
+    let shared_fixed = (libc::MAP_SHARED | libc::MAP_FIXED) as u32;
+    r.extend(n("mmap").map(|nr| {
+        Rule::with(
+            nr,
+            vec![
+                Check::Low32In(3, vec![shared_fixed]),
+                Check::Low32In(4, vec![3]),
+            ],
+        )
+    }));
+    r.extend(n("munmap").map(Rule::any));
+    r.extend(n("mprotect").map(Rule::any));
+    r.extend(n("futex").map(|nr| Rule::with(nr, vec![Check::Low32In(1, vec![0, 1])])));
+    r.extend(n("write").map(|nr| Rule::with(nr, vec![Check::Low32In(0, vec![layout::ACK_FD])])));
+    r
+}
 
 /// How long the kernel waits on a parked handoff before it checks that the stub still lives.
-const LIVENESS_PERIOD: Duration = Duration::from_millis(200);
+const LIVENESS_PERIOD: Duration = Duration::from_millis(20);
 
 /// Handoff tuning, from the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,8 +135,12 @@ pub struct Tuning {
 pub struct SeccompProcess {
     pid: libc::pid_t,
     base: u64,
-    _data: SharedPages,
+    data: SharedPages,
     slots: SharedPages,
+    /// The kernel's end of the mapper's acknowledgement eventfd.
+    ack: std::os::fd::OwnedFd,
+    /// The mapper's queue (appended to in the order the kernel queues host mapping changes).
+    mapq: Mutex<MapQueue>,
     /// Which slots hold a live thread (slot 0, the first thread, is never reused: it was not
     /// made by clone, so no CLEARTID word says when it is gone).
     used: Mutex<Vec<bool>>,
@@ -101,7 +155,209 @@ impl Drop for SeccompProcess {
     }
 }
 
+/// The kernel's side of the mapper's ring (`stub::MAPQ_OPS`).
+#[derive(Default)]
+struct MapQueue {
+    /// Ops queued so far (the ring's tail, as published in `MAPQ_TAIL`).
+    tail: u64,
+    /// Ops the mapper has provably run: up to the last acknowledged `ACK` op. Only entries
+    /// before this are overwritten (the guest can forge `MAP_DONE`, not the eventfd).
+    acked: u64,
+    /// Where the queued `ACK` ops end, oldest first, not yet acknowledged.
+    markers: std::collections::VecDeque<u64>,
+    /// The end of the last `ACK` op queued.
+    last_marker: u64,
+}
+
+/// How often (in ring entries) the kernel queues an `ACK` op.
+const ACK_EVERY: u64 = (layout::MAPQ_LEN / 4) as u64;
+
+/// How long a kernel thread waits on the mapper before it wakes it regardless (the guest can
+/// clear `MAP_SLEEP`) and checks that the stub still lives.
+const MAPPER_PERIOD: Duration = Duration::from_millis(10);
+
 impl SeccompProcess {
+    /// Has the mapper make the host mapping changes `ops` and waits until it has run them
+    /// (the application threads may not make them: ARCHITECTURE.md, "Isolation").
+    pub(crate) fn map_ops(&self, ops: &[HostOp]) -> io::Result<()> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let stub_end = self.base + layout::STUB_REGION;
+        if ops.iter().any(|op| {
+            let (a, l) = match *op {
+                HostOp::Map { addr, len, .. }
+                | HostOp::Unmap { addr, len }
+                | HostOp::Protect { addr, len, .. } => (addr, len),
+            };
+            a.saturating_add(l) > self.base && a < stub_end
+        }) {
+            return Err(io::Error::other(format!(
+                "host op over the stub region refused: {ops:?}"
+            )));
+        }
+        let calls: Vec<(u64, [u64; 6])> = ops.iter().map(super::ptrace::host_call).collect();
+        let protect_enomem = |i: usize, r: i64| {
+            // mm only protects pages it has PTEs for; if the host never had one mapped,
+            // mprotect says ENOMEM and the next access simply faults it in.
+            matches!(ops.get(i), Some(HostOp::Protect { .. })) && r == -(libc::ENOMEM as i64)
+        };
+        self.map(&calls, &protect_enomem)
+    }
+
+    /// The stub's host pid.
+    pub(crate) fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
+    /// Runs host calls in the mapper (mmap of physical memory, munmap, mprotect) and waits
+    /// until it has run them; the first failure that `ignorable` does not accept is an error.
+    fn map(
+        &self,
+        calls: &[(u64, [u64; 6])],
+        ignorable: &dyn Fn(usize, i64) -> bool,
+    ) -> io::Result<()> {
+        let seqs = self.enqueue(calls)?;
+        let Some(&last) = seqs.last() else {
+            return Ok(());
+        };
+        self.wait_done(last + 1)?;
+        for (i, &seq) in seqs.iter().enumerate() {
+            let off = layout::MAP_RESULTS + (seq as usize % layout::MAPQ_LEN) * 8;
+            let res = self.data.load(off) as i64;
+            if (-4095..0).contains(&res) && !ignorable(i, res) {
+                return Err(io::Error::other(format!(
+                    "host call {:?} in the stub's mapper failed: {}",
+                    calls[i],
+                    io::Error::from_raw_os_error(-res as i32)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends `calls` to the mapper's ring (never over an entry it has not provably run) and
+    /// wakes it; returns each call's sequence number.
+    fn enqueue(&self, calls: &[(u64, [u64; 6])]) -> io::Result<Vec<u64>> {
+        let mut q = self.mapq.lock().unwrap_or_else(|e| e.into_inner());
+        let mut seqs = Vec::with_capacity(calls.len());
+        for chunk in calls.chunks(ACK_EVERY as usize) {
+            while q.tail + chunk.len() as u64 + 1 - q.acked > layout::MAPQ_LEN as u64 {
+                self.collect_acks(&mut q)?;
+            }
+            for c in chunk {
+                seqs.push(q.tail);
+                self.put_op(q.tail, c);
+                q.tail += 1;
+            }
+            if q.tail - q.last_marker >= ACK_EVERY {
+                let ack = (
+                    nr("write"),
+                    [
+                        u64::from(layout::ACK_FD),
+                        self.base + layout::DATA_OFFSET + layout::MAPQ_ONE as u64,
+                        8,
+                        0,
+                        0,
+                        0,
+                    ],
+                );
+                self.put_op(q.tail, &ack);
+                q.tail += 1;
+                q.last_marker = q.tail;
+                let t = q.tail;
+                q.markers.push_back(t);
+            }
+            // Publish, then look for a parked mapper (it sets MAP_SLEEP, then reads the tail:
+            // with both fences one of us sees the other).
+            self.data.store(layout::MAPQ_TAIL, q.tail);
+            std::sync::atomic::fence(Ordering::SeqCst);
+            if self
+                .data
+                .atomic32(layout::MAP_SLEEP)
+                .load(Ordering::Relaxed)
+                != 0
+            {
+                futex_wake(self.data.atomic32(layout::MAPQ_TAIL), 1);
+            }
+        }
+        Ok(seqs)
+    }
+
+    fn put_op(&self, seq: u64, (n, a): &(u64, [u64; 6])) {
+        let off = layout::MAPQ_OPS + (seq as usize % layout::MAPQ_LEN) * layout::OP_SIZE;
+        self.data.store(off, *n);
+        for (j, v) in a.iter().enumerate() {
+            self.data.store(off + 8 + j * 8, *v);
+        }
+    }
+
+    /// Waits for at least one more acknowledgement from the mapper.
+    fn collect_acks(&self, q: &mut MapQueue) -> io::Result<()> {
+        use std::os::fd::AsFd;
+        loop {
+            let n = um_os_linux::stub::read_ack(self.ack.as_fd())?;
+            if n > 0 {
+                for _ in 0..n {
+                    match q.markers.pop_front() {
+                        Some(m) => q.acked = m,
+                        None => break,
+                    }
+                }
+                return Ok(());
+            }
+            let Some(&next) = q.markers.front() else {
+                return Err(io::Error::other(
+                    "mapper ring full with nothing to acknowledge",
+                ));
+            };
+            if self.data.load(layout::MAP_DONE) >= next {
+                // The mapper publishes MAP_DONE after its write to the eventfd, so this is a
+                // forged count (or the read raced it): the eventfd decides, look again soon.
+                std::thread::sleep(Duration::from_micros(50));
+                if um_os_linux::stub::exited(self.pid) {
+                    return Err(io::Error::other("stub process died"));
+                }
+            } else {
+                self.wait_done(next)?;
+            }
+        }
+    }
+
+    /// Waits until the mapper reports `MAP_DONE >= target` (spinning first, then parked on
+    /// it). The word is guest-writable: a forged value only makes this return early, which
+    /// costs the guest a fault it takes again.
+    fn wait_done(&self, target: u64) -> io::Result<()> {
+        let done = || self.data.load(layout::MAP_DONE);
+        if done() >= target {
+            return Ok(());
+        }
+        let spin_until = Instant::now() + self.tuning.spin;
+        while Instant::now() < spin_until {
+            if done() >= target {
+                return Ok(());
+            }
+            std::hint::spin_loop();
+        }
+        let kwait = self.data.atomic32(layout::MAP_KWAIT);
+        let w = self.data.atomic32(layout::MAP_DONE);
+        loop {
+            kwait.store(1, Ordering::SeqCst);
+            std::sync::atomic::fence(Ordering::SeqCst);
+            let d = done();
+            if d >= target {
+                return Ok(());
+            }
+            if !futex_wait(w, d as u32, MAPPER_PERIOD)? {
+                // A forged MAP_SLEEP may have kept the mapper asleep: wake it regardless.
+                futex_wake(self.data.atomic32(layout::MAPQ_TAIL), 1);
+                if um_os_linux::stub::exited(self.pid) {
+                    return Err(io::Error::other("stub process died"));
+                }
+            }
+        }
+    }
+
     /// Stub address of slot `i`.
     fn slot_addr(&self, i: usize) -> u64 {
         self.base + layout::SLOTS_OFFSET + i as u64 * layout::SLOT_SIZE
@@ -217,7 +473,7 @@ impl SetupError {
 /// `PR_SET_NO_NEW_PRIVS`, and last the filter (`SECCOMP_SET_MODE_FILTER`, with
 /// `SECCOMP_FILTER_FLAG_SPEC_ALLOW` if `spec_allow`: no forced speculative-store-bypass
 /// mitigation, which would slow the guest down). Returns the bytes and the number of calls.
-fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
+fn setup_image(k: &Kernel, spec_allow: bool, spin_ticks: u64) -> (Vec<(usize, Vec<u8>)>, usize) {
     let base = k.stub.base;
     let code = arch::stub_code();
     let data_addr = base + layout::DATA_OFFSET;
@@ -244,14 +500,9 @@ fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
         layout::SLOT_SIZE - layout::SLOT_ALTSTACK as u64,
     );
     put(layout::SETUP_SIGSET, 0);
-    let allowed: Vec<u32> = STUB_CALLS
-        .iter()
-        .copied()
-        .chain(crate::arch::HAS_TSC_CTL.then_some(STUB_TSC_CALL))
-        .filter_map(crate::arch::syscalls::number)
-        .collect();
+    put(layout::SETUP_FULLSET, u64::MAX);
     let audit_arch = u32::from(crate::arch::ELF_MACHINE) | 0x8000_0000 | 0x4000_0000;
-    let filter = layout::stub_filter(audit_arch, base, 0x1000, &allowed);
+    let filter = layout::stub_filter(audit_arch, base, 0x1000, &app_rules(base));
     for (i, ins) in filter.iter().enumerate() {
         put(
             layout::SETUP_FILTER + i * 8,
@@ -263,6 +514,44 @@ fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
         layout::SETUP_FPROG + 8,
         data_addr + layout::SETUP_FILTER as u64,
     );
+    const SECCOMP_SET_MODE_FILTER: u64 = 1;
+    const SECCOMP_FILTER_FLAG_SPEC_ALLOW: u64 = 4;
+    let seccomp_flags = if spec_allow {
+        SECCOMP_FILTER_FLAG_SPEC_ALLOW
+    } else {
+        0
+    };
+
+    // The mapper's read-only page: its spin, the 1 it acknowledges with, its own filter and
+    // the call that installs it.
+    let q0 = layout::MAPQ_OFFSET;
+    let mut q = vec![0u8; layout::MAPQ_FILTER + 8 * 256 - q0];
+    let mut qput = |off: usize, v: u64| {
+        q[off - q0..off - q0 + 8].copy_from_slice(&v.to_le_bytes());
+    };
+    qput(layout::MAPQ_ONE, 1);
+    qput(layout::MAPQ_SPIN, spin_ticks);
+    let mfilter = layout::mapper_filter(audit_arch, base, 0x1000, &mapper_rules());
+    for (i, ins) in mfilter.iter().enumerate() {
+        qput(
+            layout::MAPQ_FILTER + i * 8,
+            u64::from_le_bytes(ins.to_bytes()),
+        );
+    }
+    qput(layout::MAPQ_FPROG, mfilter.len() as u64);
+    qput(
+        layout::MAPQ_FPROG + 8,
+        data_addr + layout::MAPQ_FILTER as u64,
+    );
+    let mcall = [
+        nr("seccomp"),
+        SECCOMP_SET_MODE_FILTER,
+        seccomp_flags,
+        data_addr + layout::MAPQ_FPROG as u64,
+    ];
+    for (i, v) in mcall.iter().enumerate() {
+        qput(layout::MAPQ_SETUP + i * 8, *v);
+    }
 
     let page = um_os_linux::probe::page_size() as u64;
     let rw = (libc::PROT_READ | libc::PROT_WRITE) as u64;
@@ -279,8 +568,22 @@ fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
                 0,
             ],
         ),
+        // The mapper's orders: the upper part of the data area, read-only from now on.
+        (
+            nr("mmap"),
+            [
+                data_addr + layout::MAPQ_OFFSET as u64,
+                layout::DATA_SIZE - layout::MAPQ_OFFSET as u64,
+                libc::PROT_READ as u64,
+                shared_fixed,
+                4,
+                layout::MAPQ_OFFSET as u64,
+            ],
+        ),
         (nr("close"), [5, 0, 0, 0, 0, 0]),
         (nr("close"), [4, 0, 0, 0, 0, 0]),
+        // The executable (after the ack eventfd): the stub needs it no longer.
+        (nr("close"), [u64::from(layout::ACK_FD) + 1, 0, 0, 0, 0, 0]),
         (nr("munmap"), [0, base, 0, 0, 0, 0]),
     ];
     for (addr, len) in k.stub.unmap_above(page) {
@@ -311,32 +614,32 @@ fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
         nr("sigaltstack"),
         [data_addr + layout::SETUP_STACK as u64, 0, 0, 0, 0, 0],
     ));
-    calls.push((
-        nr("rt_sigprocmask"),
-        [
-            libc::SIG_SETMASK as u64,
-            data_addr + layout::SETUP_SIGSET as u64,
-            0,
-            8,
-            0,
-            0,
-        ],
-    ));
+    let setmask = |set: usize| {
+        (
+            nr("rt_sigprocmask"),
+            [libc::SIG_SETMASK as u64, data_addr + set as u64, 0, 8, 0, 0],
+        )
+    };
+    calls.push(setmask(layout::SETUP_FULLSET));
     calls.push((
         nr("prctl"),
         [libc::PR_SET_NO_NEW_PRIVS as u64, 1, 0, 0, 0, 0],
     ));
-    const SECCOMP_SET_MODE_FILTER: u64 = 1;
-    const SECCOMP_FILTER_FLAG_SPEC_ALLOW: u64 = 4;
+    // The mapper: cloned with every signal blocked and before the application filter, so it
+    // has neither; it installs its own (the entry code sends the child its way).
+    let mapper_flags = (libc::CLONE_VM
+        | libc::CLONE_FS
+        | libc::CLONE_FILES
+        | libc::CLONE_SIGHAND
+        | libc::CLONE_THREAD
+        | libc::CLONE_SYSVSEM) as u64;
+    calls.push((nr("clone"), [mapper_flags, 0, 0, 0, 0, 0]));
+    calls.push(setmask(layout::SETUP_SIGSET));
     calls.push((
         nr("seccomp"),
         [
             SECCOMP_SET_MODE_FILTER,
-            if spec_allow {
-                SECCOMP_FILTER_FLAG_SPEC_ALLOW
-            } else {
-                0
-            },
+            seccomp_flags,
             data_addr + layout::SETUP_FPROG as u64,
             0,
             0,
@@ -352,7 +655,7 @@ fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
             put(off + 8 + j * 8, *v);
         }
     }
-    (img, calls.len())
+    (vec![(org, img), (q0, q)], calls.len())
 }
 
 impl SeccompThread {
@@ -379,9 +682,10 @@ impl SeccompThread {
         spec_allow: bool,
     ) -> Result<SeccompThread, SetupError> {
         let base = k.stub.base;
-        let (init, ncalls) = setup_image(k, spec_allow);
+        let (init, ncalls) = setup_image(k, spec_allow, tuning.spin_ticks);
         let setup = um_os_linux::stub::SelfSetup {
-            init: vec![(layout::SETUP_SIGACTION, init)],
+            init,
+            ack_eventfd: true,
         };
         let spawned = um_os_linux::stub::spawn(
             &k.stub.image,
@@ -398,11 +702,16 @@ impl SeccompThread {
         let (Some(data), Some(slots)) = (areas.next(), areas.next()) else {
             return Err(SetupError::Io(io::Error::other("no data or slot area")));
         };
+        let Some(ack) = spawned.ack else {
+            return Err(SetupError::Io(io::Error::other("no mapper eventfd")));
+        };
         let proc = Arc::new(SeccompProcess {
             pid,
             base,
-            _data: data,
+            data,
             slots,
+            ack,
+            mapq: Mutex::new(MapQueue::default()),
             used: Mutex::new({
                 let mut v = vec![false; layout::MAX_SLOTS];
                 v[0] = true;
@@ -414,7 +723,7 @@ impl SeccompThread {
         let mut th = SeccompThread::on_slot(proc, 0, pid, Regs::default(), Regs::default());
         if let Err(e) = th.first_handoff() {
             // Which setup call failed, if one did (1 + its index; its result in its op).
-            let data = &th.proc._data;
+            let data = &th.proc.data;
             let failed = data.load(layout::SETUP_FAILED) as usize;
             if failed == 0 || failed > ncalls {
                 return Err(SetupError::Io(io::Error::other(format!(
@@ -720,28 +1029,30 @@ impl SeccompThread {
         }
     }
 
-    /// Makes `ops` in the host now ([`super::GuestThread::apply_now`]): the stub runs them
-    /// and hands the thread straight back (`CMD_OPS_ONLY`), its frame kept for the next
-    /// [`Self::switch`].
+    /// Makes `ops` in the host now ([`super::GuestThread::apply_now`]): the mapper runs them
+    /// and this thread waits until it has, the guest thread staying with the kernel. The
+    /// caller holds the mm lock, so batches reach the mapper's ring, which is first in first
+    /// out, in the mm's order, and are in the host before the lock goes.
     pub fn apply_now(&mut self, ops: &[HostOp]) -> io::Result<()> {
-        if ops.is_empty() {
-            return Ok(());
-        }
-        let calls: Vec<(u64, [u64; 6])> = ops.iter().map(super::ptrace::host_call).collect();
-        let protect_enomem = |i: usize, r: i64| {
-            matches!(ops.get(i), Some(HostOp::Protect { .. })) && r == -(libc::ENOMEM as i64)
-        };
-        match self.run(&calls, layout::CMD_OPS_ONLY, &protect_enomem)? {
-            layout::REASON_DONE => Ok(()),
-            reason => Err(io::Error::other(format!(
-                "stub came back from its ops with reason {reason}"
-            ))),
-        }
+        self.map_ops(ops)
+    }
+
+    /// Has the mapper make the host mapping changes `ops` and waits until it has run them.
+    fn map_ops(&self, ops: &[HostOp]) -> io::Result<()> {
+        self.proc.map_ops(ops)
+    }
+
+    /// This thread's stub process, for [`super::HostMapper`].
+    pub(crate) fn mapper(&self) -> std::sync::Weak<SeccompProcess> {
+        Arc::downgrade(&self.proc)
     }
 
     /// Replays `ops`, then runs the guest until the next event.
     pub fn switch(&mut self, ops: &[HostOp], interrupted: impl Fn() -> bool) -> io::Result<Event> {
-        let mut calls: Vec<(u64, [u64; 6])> = ops.iter().map(super::ptrace::host_call).collect();
+        // Address-space changes go to the mapper (the application threads may not make them);
+        // this thread waits until they ran, so the guest never runs ahead of its mappings.
+        self.map_ops(ops)?;
+        let mut calls: Vec<(u64, [u64; 6])> = Vec::new();
         // The guest's TLS register: arm64 keeps it in the slot (the handler restores it);
         // x86_64 sets the FS base with an op when it changed.
         let tls = self.regs.tls();
@@ -758,18 +1069,14 @@ impl SeccompThread {
             self.tsc_hold = !self.tsc.host_off;
             calls.push(c);
         }
-        let protect_enomem = |i: usize, r: i64| {
-            // mm only protects pages it has PTEs for; if the host never had one mapped,
-            // mprotect says ENOMEM and the next access simply faults it in.
-            matches!(ops.get(i), Some(HostOp::Protect { .. })) && r == -(libc::ENOMEM as i64)
-        };
+        let never = |_: usize, _: i64| false;
         if interrupted() {
             if !calls.is_empty() {
-                self.run(&calls, layout::CMD_OPS_ONLY, &protect_enomem)?;
+                self.run(&calls, layout::CMD_OPS_ONLY, &never)?;
             }
             return Ok(Event::Interrupted);
         }
-        let reason = self.run(&calls, layout::CMD_RESUME, &protect_enomem)?;
+        let reason = self.run(&calls, layout::CMD_RESUME, &never)?;
         if reason != layout::REASON_SIGNAL {
             return Err(io::Error::other(format!(
                 "stub came back with reason {reason}"
