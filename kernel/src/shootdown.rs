@@ -69,8 +69,9 @@ pub fn shootdown(k: &Kernel, mm: &Arc<Mutex<Mm>>) {
             return;
         }
         let ops = g.take_host_ops();
+        let gather = g.take_gathered();
         // False: the stub is gone, and its host mappings with it.
-        m.apply(&ops);
+        m.apply(&ops, gather);
         return;
     }
     let taken = {

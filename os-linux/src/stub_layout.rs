@@ -37,6 +37,11 @@ pub const SLOT_FUTEX: usize = 0x00;
 pub const OWNER_KERNEL: u32 = 1;
 /// The handoff word's waiter bit.
 pub const WAITER: u32 = 2;
+/// The handoff word's hold bit, set with [`OWNER_KERNEL`] by a kernel thread that has queued
+/// the thread's handback in the mapper's ring ([`MAPQ_HANDBACK`]): the stub keeps waiting (the
+/// owner bit is still set), the kernel thread no longer counts the word as its own, and the
+/// mapper's exchange to 0 releases the thread once the ops queued before it are in the host.
+pub const HELD: u32 = 4;
 /// Slot word: the host tid of the slot's thread while it lives (clone's CLONE_CHILD_SETTID /
 /// CLEARTID word: the host clears it when the thread has exited, so the slot may be reused).
 pub const SLOT_TID: usize = 0x30;
@@ -127,6 +132,9 @@ pub const MAP_DONE: usize = 0x6000;
 pub const MAP_KWAIT: usize = 0x6008;
 /// Data area, read-write: u32, non-zero while the mapper parks on `MAPQ_TAIL`.
 pub const MAP_SLEEP: usize = 0x6010;
+/// Data area, read-write: 1 + the sequence number of the op that failed in the mapper (it then
+/// ends the stub process: a host mapping must not outlive its PTE); 0 while none has.
+pub const MAP_FAILED: usize = 0x6018;
 /// Data area, read-write: each queue entry's result (u64 per entry).
 pub const MAP_RESULTS: usize = 0x6100;
 /// Data area: the read-only part (from here to the end).
@@ -145,6 +153,11 @@ pub const MAPQ_FPROG: usize = 0x8080;
 pub const MAPQ_OPS: usize = 0x8100;
 /// Entries in the ring (a power of two).
 pub const MAPQ_LEN: usize = 256;
+/// A ring entry's number that is no syscall: hand the thread whose handoff word is at the stub
+/// address in the entry's first argument back to the stub (exchange the word to 0, wake its
+/// waiters if `WAITER` was set). Queued after a thread's host ops, it lets the thread run
+/// guest code only once they are made, without a round trip through the kernel thread.
+pub const MAPQ_HANDBACK: u64 = u64::MAX;
 /// Read-only: the mapper filter's instructions (up to 256).
 pub const MAPQ_FILTER: usize = MAPQ_OPS + MAPQ_LEN * OP_SIZE;
 /// The stub's descriptor of the acknowledgement eventfd (after physical memory at 3 and the

@@ -83,8 +83,12 @@ core::arch::global_asm!(
     // The mapper: a thread that never runs guest code, with every signal blocked and no stack
     // (registers only). Its orders come from the read-only part of the data area (r15): first
     // its own filter, then forever the ops the kernel appends to the ring; r12 is how many it
-    // has run. After each op it publishes the count (MAP_DONE) and wakes a kernel thread that
-    // waits for it; idle, it spins for MAPQ_SPIN ticks, then parks on the ring's tail.
+    // has run. An entry is a host call, or a handback (MAPQ_HANDBACK: exchange the handoff word
+    // it names to 0, waking its waiters), which releases a thread once the ops before it are
+    // made. A failed call (but mprotect's ENOMEM: no host mapping there) ends the process: a
+    // host mapping must not outlive its PTE. After each entry it publishes the count
+    // (MAP_DONE); once the ring is drained it wakes a kernel thread that waits for it, spins
+    // for MAPQ_SPIN ticks, then parks on the ring's tail.
     "70: lea r13, [r15 + {mapq_setup}]",
     "    mov rax, [r13]",
     "    mov rdi, [r13 + 8]",
@@ -99,12 +103,14 @@ core::arch::global_asm!(
     "    xor r12d, r12d",
     "71: mov rax, [r15 + {mapq_tail}]",
     "    cmp r12, rax",
-    "    je 75f",
+    "    je 74f",
     "    mov r13, r12",
     "    and r13, {mapq_mask}",
     "    shl r13, 6",
     "    lea r13, [r15 + r13 + {mapq_ops}]",
     "    mov rax, [r13]",
+    "    cmp rax, -1",          // MAPQ_HANDBACK
+    "    je 80f",
     "    mov rdi, [r13 + 8]",
     "    mov rsi, [r13 + 16]",
     "    mov rdx, [r13 + 24]",
@@ -112,14 +118,18 @@ core::arch::global_asm!(
     "    mov r8,  [r13 + 40]",
     "    mov r9,  [r13 + 48]",
     "    syscall",
-    "    mov r13, r12",
+    "    cmp rax, -4095",
+    "    jae 85f",
+    "72: mov r13, r12",
     "    and r13, {mapq_mask}",
     "    mov [r15 + r13 * 8 + {map_results}], rax",
     "    inc r12",
     "    mov [r15 + {map_done}], r12",
-    "    mfence",               // the store of MAP_DONE before the load of MAP_KWAIT
+    "    jmp 71b",
+    // Drained: wake a kernel thread that waits on MAP_DONE.
+    "74: mfence",               // the store of MAP_DONE before the load of MAP_KWAIT
     "    cmp dword ptr [r15 + {map_kwait}], 0",
-    "    je 71b",
+    "    je 75f",
     "    mov dword ptr [r15 + {map_kwait}], 0",
     "    lea rdi, [r15 + {map_done}]",
     "    mov esi, 1",           // FUTEX_WAKE, every waiter
@@ -127,6 +137,33 @@ core::arch::global_asm!(
     "    mov eax, 202",
     "    syscall",
     "    jmp 71b",
+    // Handback: the word's address is the kernel's (read-only ring); the xchg is a full
+    // barrier, so the ops above are made before the thread can run.
+    "80: mov rdi, [r13 + 8]",
+    "    xor eax, eax",
+    "    xchg [rdi], eax",
+    "    test eax, {waiter}",
+    "    jz 81f",
+    "    mov esi, 1",           // FUTEX_WAKE, every waiter (the stub and its kernel thread)
+    "    mov edx, 0x7fffffff",
+    "    mov eax, 202",
+    "    syscall",
+    "81: xor eax, eax",
+    "    jmp 72b",
+    // A failed call: mprotect's ENOMEM is fine, anything else ends the process.
+    "85: cmp qword ptr [r13], 10", // mprotect
+    "    jne 86f",
+    "    cmp rax, -12",         // ENOMEM
+    "    je 72b",
+    "86: mov r13, r12",
+    "    and r13, {mapq_mask}",
+    "    mov [r15 + r13 * 8 + {map_results}], rax",
+    "    lea rax, [r12 + 1]",
+    "    mov [r15 + {map_failed}], rax",
+    "    mov edi, 1",
+    "    mov eax, 231",         // exit_group
+    "    syscall",
+    "    ud2",
     "75: mov r14, [r15 + {mapq_spin}]",
     "    test r14, r14",
     "    jz 77f",
@@ -387,7 +424,11 @@ core::arch::global_asm!(
     map_done = const stub::MAP_DONE,
     map_kwait = const stub::MAP_KWAIT,
     map_sleep = const stub::MAP_SLEEP,
+    map_failed = const stub::MAP_FAILED,
 );
+
+// The mapper compares an entry's number with -1, and mprotect and ENOMEM are spelt out there.
+const _: () = assert!(stub::MAPQ_HANDBACK == u64::MAX);
 
 /// clone flags of a stub thread in the seccomp engine: a thread of the stub process whose tid
 /// word in its slot the host sets and clears (CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID).

@@ -37,11 +37,12 @@ use crate::arch::native::host as arch;
 use crate::arch::native::stub as layout;
 use crate::arch::native::ucontext as uc;
 use crate::kernel::Kernel;
+use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use um_mm::HostOp;
+use um_mm::{Gather, HostOp};
 use um_os_linux::shared::{SharedPages, futex_wait, futex_wake};
 
 fn nr(name: &str) -> u64 {
@@ -96,8 +97,9 @@ fn app_rules(base: u64) -> Vec<layout::Rule> {
 }
 
 /// The calls of the stub's mapper thread (it never runs guest code, so this is defence in
-/// depth): mmap of physical memory only, munmap, mprotect, its futex waits and wakes, and
-/// the acknowledgement write to its eventfd.
+/// depth): mmap of physical memory only, munmap, mprotect, its futex waits and wakes (its
+/// ring, the kernel's wait word, the handoff words it hands back), the acknowledgement write
+/// to its eventfd, and exit_group.
 fn mapper_rules() -> Vec<layout::Rule> {
     use layout::{Check, Rule};
     let n = |name: &str| crate::arch::syscalls::number(name);
@@ -116,6 +118,8 @@ fn mapper_rules() -> Vec<layout::Rule> {
     r.extend(n("mprotect").map(Rule::any));
     r.extend(n("futex").map(|nr| Rule::with(nr, vec![Check::Low32In(1, vec![0, 1])])));
     r.extend(n("write").map(|nr| Rule::with(nr, vec![Check::Low32In(0, vec![layout::ACK_FD])])));
+    // Its end when a host call fails (a host mapping must not outlive its PTE).
+    r.extend(n("exit_group").map(Rule::any));
     r
 }
 
@@ -158,29 +162,46 @@ impl Drop for SeccompProcess {
 /// The kernel's side of the mapper's ring (`stub::MAPQ_OPS`).
 #[derive(Default)]
 struct MapQueue {
-    /// Ops queued so far (the ring's tail, as published in `MAPQ_TAIL`).
+    /// Entries queued so far (the ring's tail, as published in `MAPQ_TAIL` by `publish`).
     tail: u64,
-    /// Ops the mapper has provably run: up to the last acknowledged `ACK` op. Only entries
+    /// Entries the mapper has provably run: up to the last acknowledged `ACK` op. Only entries
     /// before this are overwritten (the guest can forge `MAP_DONE`, not the eventfd).
     acked: u64,
     /// Where the queued `ACK` ops end, oldest first, not yet acknowledged.
-    markers: std::collections::VecDeque<u64>,
+    markers: VecDeque<u64>,
     /// The end of the last `ACK` op queued.
     last_marker: u64,
+    /// Frames whose last host mappings the entries before the `ACK` op ending at `.0` remove:
+    /// put once the eventfd has acknowledged that op (Linux's mmu_gather: freed after the
+    /// flush), never on the guest-writable `MAP_DONE`.
+    gathers: VecDeque<(u64, Gather)>,
+    /// Frames of entries queued since the last `ACK` op: they go with the next one.
+    unmarked: Gather,
 }
 
 /// How often (in ring entries) the kernel queues an `ACK` op.
 const ACK_EVERY: u64 = (layout::MAPQ_LEN / 4) as u64;
+
+/// Gathered frames after which the kernel queues an `ACK` op at once rather than waiting for
+/// the next regular one (what a process may hold back from the allocator meanwhile).
+const GATHER_FLUSH: usize = 64;
 
 /// How long a kernel thread waits on the mapper before it wakes it regardless (the guest can
 /// clear `MAP_SLEEP`) and checks that the stub still lives.
 const MAPPER_PERIOD: Duration = Duration::from_millis(10);
 
 impl SeccompProcess {
-    /// Has the mapper make the host mapping changes `ops` and waits until it has run them
-    /// (the application threads may not make them: ARCHITECTURE.md, "Isolation").
-    pub(crate) fn map_ops(&self, ops: &[HostOp]) -> io::Result<()> {
-        if ops.is_empty() {
+    fn lock_q(&self) -> std::sync::MutexGuard<'_, MapQueue> {
+        self.mapq.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues the host mapping changes `ops` for the mapper (the application threads may not
+    /// make them: ARCHITECTURE.md, "Isolation") and returns at once. `gather` holds the frames
+    /// whose host mappings they remove: put once the mapper has acknowledged them. The ring is
+    /// first in first out, so whatever is queued later (another batch, a thread's handback)
+    /// runs after these.
+    pub(crate) fn queue(&self, ops: &[HostOp], gather: Gather) -> io::Result<()> {
+        if ops.is_empty() && gather.is_empty() {
             return Ok(());
         }
         let stub_end = self.base + layout::STUB_REGION;
@@ -196,13 +217,82 @@ impl SeccompProcess {
                 "host op over the stub region refused: {ops:?}"
             )));
         }
-        let calls: Vec<(u64, [u64; 6])> = ops.iter().map(super::ptrace::host_call).collect();
-        let protect_enomem = |i: usize, r: i64| {
-            // mm only protects pages it has PTEs for; if the host never had one mapped,
-            // mprotect says ENOMEM and the next access simply faults it in.
-            matches!(ops.get(i), Some(HostOp::Protect { .. })) && r == -(libc::ENOMEM as i64)
-        };
-        self.map(&calls, &protect_enomem)
+        let mut q = self.lock_q();
+        for op in ops {
+            self.push(&mut q, &super::ptrace::host_call(op))?;
+        }
+        q.unmarked.append(gather);
+        if q.unmarked.len() >= GATHER_FLUSH {
+            self.mark(&mut q)?;
+        }
+        self.publish(&q);
+        if !q.gathers.is_empty() {
+            self.poll_acks(&mut q)?;
+        }
+        Ok(())
+    }
+
+    /// Queues `ops` and waits until the mapper has acknowledged them through its eventfd (a
+    /// fork's write-protect, before the child runs; a shootdown, before the caller frees
+    /// the frames): what the guest cannot forge.
+    pub(crate) fn map_ops(&self, ops: &[HostOp], gather: Gather) -> io::Result<()> {
+        self.queue(ops, gather)?;
+        self.sync()
+    }
+
+    /// Waits until the mapper has run every entry queued so far, as its eventfd says.
+    pub(crate) fn sync(&self) -> io::Result<()> {
+        let mut q = self.lock_q();
+        if q.acked == q.tail {
+            return Ok(());
+        }
+        if q.last_marker != q.tail {
+            self.mark(&mut q)?;
+        }
+        let target = q.tail;
+        self.publish(&q);
+        while q.acked < target {
+            self.collect_acks(&mut q)?;
+        }
+        Ok(())
+    }
+
+    /// Queues the handback of the thread whose handoff word is at stub address `word`: the
+    /// mapper releases it once every entry before it has run.
+    fn queue_handback(&self, word: u64) -> io::Result<()> {
+        let mut q = self.lock_q();
+        self.push(&mut q, &(layout::MAPQ_HANDBACK, [word, 0, 0, 0, 0, 0]))?;
+        self.publish(&q);
+        Ok(())
+    }
+
+    /// Whether the mapper may not have run everything queued (`MAP_DONE` is the guest's to
+    /// forge: a wrong answer only lets its own thread run ahead of its own mappings, or makes
+    /// it take the mapper's path for nothing; frames wait for the eventfd regardless).
+    fn behind(&self) -> bool {
+        let tail = self.lock_q().tail;
+        self.data.load(layout::MAP_DONE) < tail
+    }
+
+    /// Wakes the mapper if it is parked, ahead of work about to be queued.
+    fn prewake(&self) {
+        if self
+            .data
+            .atomic32(layout::MAP_SLEEP)
+            .load(Ordering::Relaxed)
+            != 0
+        {
+            futex_wake(self.data.atomic32(layout::MAPQ_TAIL), 1);
+        }
+    }
+
+    /// Puts the frames of gathers the eventfd has acknowledged, if any are waiting.
+    fn reap_gathers(&self) -> io::Result<()> {
+        let mut q = self.lock_q();
+        if !q.gathers.is_empty() {
+            self.poll_acks(&mut q)?;
+        }
+        Ok(())
     }
 
     /// The stub's host pid.
@@ -210,78 +300,61 @@ impl SeccompProcess {
         self.pid
     }
 
-    /// Runs host calls in the mapper (mmap of physical memory, munmap, mprotect) and waits
-    /// until it has run them; the first failure that `ignorable` does not accept is an error.
-    fn map(
-        &self,
-        calls: &[(u64, [u64; 6])],
-        ignorable: &dyn Fn(usize, i64) -> bool,
-    ) -> io::Result<()> {
-        let seqs = self.enqueue(calls)?;
-        let Some(&last) = seqs.last() else {
-            return Ok(());
-        };
-        self.wait_done(last + 1)?;
-        for (i, &seq) in seqs.iter().enumerate() {
-            let off = layout::MAP_RESULTS + (seq as usize % layout::MAPQ_LEN) * 8;
-            let res = self.data.load(off) as i64;
-            if (-4095..0).contains(&res) && !ignorable(i, res) {
-                return Err(io::Error::other(format!(
-                    "host call {:?} in the stub's mapper failed: {}",
-                    calls[i],
-                    io::Error::from_raw_os_error(-res as i32)
-                )));
-            }
+    /// Appends one entry to the ring (never over an entry the mapper has not provably run, and
+    /// leaving room for the `ACK` op every `ACK_EVERY` entries); not yet published.
+    fn push(&self, q: &mut MapQueue, call: &(u64, [u64; 6])) -> io::Result<()> {
+        while q.tail + 2 - q.acked > layout::MAPQ_LEN as u64 {
+            self.collect_acks(q)?;
+        }
+        self.put_op(q.tail, call);
+        q.tail += 1;
+        if q.tail - q.last_marker >= ACK_EVERY {
+            self.mark(q)?;
         }
         Ok(())
     }
 
-    /// Appends `calls` to the mapper's ring (never over an entry it has not provably run) and
-    /// wakes it; returns each call's sequence number.
-    fn enqueue(&self, calls: &[(u64, [u64; 6])]) -> io::Result<Vec<u64>> {
-        let mut q = self.mapq.lock().unwrap_or_else(|e| e.into_inner());
-        let mut seqs = Vec::with_capacity(calls.len());
-        for chunk in calls.chunks(ACK_EVERY as usize) {
-            while q.tail + chunk.len() as u64 + 1 - q.acked > layout::MAPQ_LEN as u64 {
-                self.collect_acks(&mut q)?;
-            }
-            for c in chunk {
-                seqs.push(q.tail);
-                self.put_op(q.tail, c);
-                q.tail += 1;
-            }
-            if q.tail - q.last_marker >= ACK_EVERY {
-                let ack = (
-                    nr("write"),
-                    [
-                        u64::from(layout::ACK_FD),
-                        self.base + layout::DATA_OFFSET + layout::MAPQ_ONE as u64,
-                        8,
-                        0,
-                        0,
-                        0,
-                    ],
-                );
-                self.put_op(q.tail, &ack);
-                q.tail += 1;
-                q.last_marker = q.tail;
-                let t = q.tail;
-                q.markers.push_back(t);
-            }
-            // Publish, then look for a parked mapper (it sets MAP_SLEEP, then reads the tail:
-            // with both fences one of us sees the other).
-            self.data.store(layout::MAPQ_TAIL, q.tail);
-            std::sync::atomic::fence(Ordering::SeqCst);
-            if self
-                .data
-                .atomic32(layout::MAP_SLEEP)
-                .load(Ordering::Relaxed)
-                != 0
-            {
-                futex_wake(self.data.atomic32(layout::MAPQ_TAIL), 1);
-            }
+    /// Appends an `ACK` op (`write(ACK_FD, &MAPQ_ONE, 8)`), which takes the unmarked gather.
+    fn mark(&self, q: &mut MapQueue) -> io::Result<()> {
+        while q.tail + 1 - q.acked > layout::MAPQ_LEN as u64 {
+            self.collect_acks(q)?;
         }
-        Ok(seqs)
+        let ack = (
+            nr("write"),
+            [
+                u64::from(layout::ACK_FD),
+                self.base + layout::DATA_OFFSET + layout::MAPQ_ONE as u64,
+                8,
+                0,
+                0,
+                0,
+            ],
+        );
+        self.put_op(q.tail, &ack);
+        q.tail += 1;
+        q.last_marker = q.tail;
+        let t = q.tail;
+        q.markers.push_back(t);
+        let g = std::mem::take(&mut q.unmarked);
+        if !g.is_empty() {
+            q.gathers.push_back((t, g));
+        }
+        Ok(())
+    }
+
+    /// Publishes the tail, then looks for a parked mapper (it sets MAP_SLEEP, then reads the
+    /// tail: with both fences one of us sees the other).
+    fn publish(&self, q: &MapQueue) {
+        self.data.store(layout::MAPQ_TAIL, q.tail);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self
+            .data
+            .atomic32(layout::MAP_SLEEP)
+            .load(Ordering::Relaxed)
+            != 0
+        {
+            futex_wake(self.data.atomic32(layout::MAPQ_TAIL), 1);
+        }
     }
 
     fn put_op(&self, seq: u64, (n, a): &(u64, [u64; 6])) {
@@ -292,18 +365,35 @@ impl SeccompProcess {
         }
     }
 
+    /// Counts `n` acknowledgements: the oldest markers are passed, their gathers put.
+    fn acknowledge(q: &mut MapQueue, n: u64) {
+        for _ in 0..n {
+            match q.markers.pop_front() {
+                Some(m) => q.acked = m,
+                None => break,
+            }
+        }
+        while q.gathers.front().is_some_and(|(m, _)| *m <= q.acked) {
+            q.gathers.pop_front();
+        }
+    }
+
+    /// Takes the acknowledgements that have arrived, without waiting.
+    fn poll_acks(&self, q: &mut MapQueue) -> io::Result<()> {
+        use std::os::fd::AsFd;
+        let n = um_os_linux::stub::read_ack(self.ack.as_fd())?;
+        Self::acknowledge(q, n);
+        Ok(())
+    }
+
     /// Waits for at least one more acknowledgement from the mapper.
     fn collect_acks(&self, q: &mut MapQueue) -> io::Result<()> {
         use std::os::fd::AsFd;
+        self.publish(q);
         loop {
             let n = um_os_linux::stub::read_ack(self.ack.as_fd())?;
             if n > 0 {
-                for _ in 0..n {
-                    match q.markers.pop_front() {
-                        Some(m) => q.acked = m,
-                        None => break,
-                    }
-                }
+                Self::acknowledge(q, n);
                 return Ok(());
             }
             let Some(&next) = q.markers.front() else {
@@ -316,7 +406,7 @@ impl SeccompProcess {
                 // forged count (or the read raced it): the eventfd decides, look again soon.
                 std::thread::sleep(Duration::from_micros(50));
                 if um_os_linux::stub::exited(self.pid) {
-                    return Err(io::Error::other("stub process died"));
+                    return Err(self.died());
                 }
             } else {
                 self.wait_done(next)?;
@@ -324,9 +414,26 @@ impl SeccompProcess {
         }
     }
 
+    /// Why the stub process is gone: a host call that failed in the mapper, if one did.
+    fn died(&self) -> io::Error {
+        let failed = self.data.load(layout::MAP_FAILED);
+        if failed == 0 {
+            return io::Error::other("stub process died");
+        }
+        let i = (failed - 1) as usize % layout::MAPQ_LEN;
+        let off = layout::MAPQ_OPS + i * layout::OP_SIZE;
+        let res = self.data.load(layout::MAP_RESULTS + i * 8) as i64;
+        let args: Vec<u64> = (0..6).map(|j| self.data.load(off + 8 + j * 8)).collect();
+        io::Error::other(format!(
+            "host call {} {args:x?} in the stub's mapper failed: {}",
+            self.data.load(off),
+            io::Error::from_raw_os_error((-res) as i32)
+        ))
+    }
+
     /// Waits until the mapper reports `MAP_DONE >= target` (spinning first, then parked on
-    /// it). The word is guest-writable: a forged value only makes this return early, which
-    /// costs the guest a fault it takes again.
+    /// it). The word is guest-writable: a forged value only makes this return early; the
+    /// caller decides on the eventfd.
     fn wait_done(&self, target: u64) -> io::Result<()> {
         let done = || self.data.load(layout::MAP_DONE);
         if done() >= target {
@@ -352,7 +459,7 @@ impl SeccompProcess {
                 // A forged MAP_SLEEP may have kept the mapper asleep: wake it regardless.
                 futex_wake(self.data.atomic32(layout::MAPQ_TAIL), 1);
                 if um_os_linux::stub::exited(self.pid) {
-                    return Err(io::Error::other("stub process died"));
+                    return Err(self.died());
                 }
             }
         }
@@ -444,6 +551,12 @@ pub struct SeccompThread {
 
 /// How many handoffs a missed spin makes the waiting side park at once.
 const BACKOFF: u32 = 16;
+
+/// Whether a handoff word says the kernel owns the thread: the stub handed it over (`HELD`
+/// set means the kernel handed it back through the mapper, which has not released it yet).
+fn kernel_owns(w: u32) -> bool {
+    w & (layout::OWNER_KERNEL | layout::HELD) == layout::OWNER_KERNEL
+}
 
 /// Whether the filter is installed with `SECCOMP_FILTER_FLAG_SPEC_ALLOW` (cleared once a host
 /// refuses it).
@@ -790,11 +903,10 @@ impl SeccompThread {
         self.proc.slots.store(self.off(w), v)
     }
 
-    /// Gives the thread to the stub (release: the slot's contents go with it). Before that,
-    /// tunes the stub's spin for its next handoff: if serving took longer than the stub spins,
+    /// Tunes the stub's spin for its next handoff: if serving took longer than the stub spins,
     /// the stub parked, so for the next `BACKOFF` handoffs it parks at once instead of burning
     /// its spin (a thread that blocks in the kernel, e.g. in read or wait4, keeps doing so).
-    fn hand_to_stub(&mut self) {
+    fn tune_spin(&mut self) {
         let tuning = self.proc.tuning;
         if self.tsc.host_off || self.tsc_hold {
             // rdtsc would fault in the stub's spin loop: park at once; the backoff brings the
@@ -818,10 +930,32 @@ impl SeccompThread {
                 self.store(layout::SLOT_SPIN, tuning.spin_ticks);
             }
         }
+    }
+
+    /// Gives the thread to the stub (release: the slot's contents go with it).
+    fn hand_to_stub(&mut self) {
+        self.tune_spin();
         let old = self.futex().swap(0, Ordering::AcqRel);
         if old & layout::WAITER != 0 {
             futex_wake(self.futex(), 1);
         }
+    }
+
+    /// Gives the thread back to run guest code: directly if the mapper has run everything
+    /// queued, else through the mapper's ring (the word keeps the owner bit, with `HELD`, and
+    /// the mapper's handback entry, queued after the pending ops, releases it). So the guest
+    /// never runs ahead of its mappings (nor of another thread's batch queued earlier: the
+    /// host-op ordering), and the kernel thread does not wait for the mapper: the mapping
+    /// costs one more hop, not a round trip.
+    fn hand_to_guest(&mut self) -> io::Result<()> {
+        if !self.proc.behind() {
+            self.hand_to_stub();
+            return Ok(());
+        }
+        self.tune_spin();
+        self.futex().fetch_or(layout::HELD, Ordering::AcqRel);
+        self.proc
+            .queue_handback(self.proc.slot_addr(self.slot) + layout::SLOT_FUTEX as u64)
     }
 
     /// Waits until the stub hands the thread back: a bounded spin, then parking, checking now
@@ -849,7 +983,7 @@ impl SeccompThread {
         let t0 = Instant::now();
         let spin_until = t0 + spin;
         loop {
-            if w.load(Ordering::Acquire) & layout::OWNER_KERNEL != 0 {
+            if kernel_owns(w.load(Ordering::Acquire)) {
                 return (Ok(()), Some(t0));
             }
             if Instant::now() >= spin_until {
@@ -874,7 +1008,7 @@ impl SeccompThread {
     fn park(&self, w: &AtomicU32) -> io::Result<()> {
         loop {
             let v = w.load(Ordering::Acquire);
-            if v & layout::OWNER_KERNEL != 0 {
+            if kernel_owns(v) {
                 return Ok(());
             }
             if v & layout::WAITER == 0
@@ -885,7 +1019,7 @@ impl SeccompThread {
             }
             let woke = futex_wait(w, v | layout::WAITER, LIVENESS_PERIOD)?;
             if !woke && um_os_linux::stub::exited(self.proc.pid) {
-                return Err(io::Error::other("stub process died"));
+                return Err(self.proc.died());
             }
         }
     }
@@ -1001,8 +1135,10 @@ impl SeccompThread {
             );
             if last && cmd == layout::CMD_RESUME {
                 self.put_frame()?;
+                self.hand_to_guest()?;
+            } else {
+                self.hand_to_stub();
             }
-            self.hand_to_stub();
             if last && cmd == layout::CMD_EXIT {
                 return Ok(layout::REASON_DONE);
             }
@@ -1030,16 +1166,17 @@ impl SeccompThread {
     }
 
     /// Makes `ops` in the host now ([`super::GuestThread::apply_now`]): the mapper runs them
-    /// and this thread waits until it has, the guest thread staying with the kernel. The
-    /// caller holds the mm lock, so batches reach the mapper's ring, which is first in first
-    /// out, in the mm's order, and are in the host before the lock goes.
-    pub fn apply_now(&mut self, ops: &[HostOp]) -> io::Result<()> {
-        self.map_ops(ops)
+    /// and this thread waits until its eventfd says so, the guest thread staying with the
+    /// kernel (a fork: the child must not run before the parent's pages are write-protected).
+    pub fn apply_now(&mut self, ops: &[HostOp], gather: Gather) -> io::Result<()> {
+        self.proc.map_ops(ops, gather)
     }
 
-    /// Has the mapper make the host mapping changes `ops` and waits until it has run them.
-    fn map_ops(&self, ops: &[HostOp]) -> io::Result<()> {
-        self.proc.map_ops(ops)
+    /// Queues `ops` for the mapper ([`super::GuestThread::queue_now`]) without waiting: the
+    /// caller holds the mm lock, so batches reach the mapper's ring, which is first in first
+    /// out, in the mm's order; this thread's guest runs only after them (`hand_to_guest`).
+    pub fn queue_now(&mut self, ops: &[HostOp], gather: Gather) -> io::Result<()> {
+        self.proc.queue(ops, gather)
     }
 
     /// This thread's stub process, for [`super::HostMapper`].
@@ -1050,8 +1187,8 @@ impl SeccompThread {
     /// Replays `ops`, then runs the guest until the next event.
     pub fn switch(&mut self, ops: &[HostOp], interrupted: impl Fn() -> bool) -> io::Result<Event> {
         // Address-space changes go to the mapper (the application threads may not make them);
-        // this thread waits until they ran, so the guest never runs ahead of its mappings.
-        self.map_ops(ops)?;
+        // the guest is handed back after them (`hand_to_guest`).
+        self.proc.queue(ops, Gather::empty())?;
         let mut calls: Vec<(u64, [u64; 6])> = Vec::new();
         // The guest's TLS register: arm64 keeps it in the slot (the handler restores it);
         // x86_64 sets the FS base with an op when it changed.
@@ -1082,6 +1219,8 @@ impl SeccompThread {
                 "stub came back with reason {reason}"
             )));
         }
+        // Frames whose unmapping the mapper has acknowledged meanwhile go back now.
+        self.proc.reap_gathers()?;
         let signo = self.load(layout::SLOT_SIGNO) as i32;
         let si = self.take_frame()?;
         if arch::TLS_IN_SLOT {
@@ -1105,6 +1244,9 @@ impl SeccompThread {
             libc::SIGSEGV | libc::SIGILL | libc::SIGFPE | libc::SIGBUS | libc::SIGTRAP => {
                 uc::load_regs(&self.ucontext, &mut self.regs);
                 if signo == libc::SIGSEGV && code > 0 && code != 0x80 {
+                    // Resolving it will almost always queue a host mapping: wake a parked
+                    // mapper now, so that its wakeup overlaps the fault's handling.
+                    self.proc.prewake();
                     return Ok(Event::Fault {
                         addr,
                         not_present: code == 1,
