@@ -7,6 +7,8 @@
 #   lane.gates=NAME,NAME,...              only these gates of the set (and `sandbox` for the
 #                                         sandbox gates); default all
 #   lane.timeout=SECONDS                  per gate
+#   lane.stubjump_sites=N:K               the stubjump gate probes every Nth syscall site of
+#                                         the stub from the Kth (default: all of them)
 #   lane.pagesize=4K,16K                  guest page sizes (`pagesize=` of every gate) to run the
 #                                         whole mode x gate matrix at (default 4K); verdicts at
 #                                         a size other than 4K are named gate/mode@SIZE
@@ -29,6 +31,7 @@ MODES=sysemu
 PAGESIZES=4K
 SET=full
 ONLY_GATES=""
+STUBJUMP_SITES=""
 TMO=120
 EXTRA_PROGS=""
 DEBIAN_MODES=""
@@ -41,6 +44,7 @@ for w in $(cat /proc/cmdline); do
     lane.modes=*) MODES="${w#lane.modes=}" ;;
     lane.set=*) SET="${w#lane.set=}" ;;
     lane.gates=*) ONLY_GATES="${w#lane.gates=}" ;;
+    lane.stubjump_sites=*) STUBJUMP_SITES="${w#lane.stubjump_sites=}" ;;
     lane.timeout=*) TMO="${w#lane.timeout=}" ;;
     lane.pagesize=*) PAGESIZES="${w#lane.pagesize=}" ;;
     lane.extra=*) EXTRA_PROGS="${w#lane.extra=}" ;;
@@ -264,7 +268,8 @@ for mode in $MODES; do
                 pagesize=$PS init=/bin/busybox -- true 2>&1 </dev/null | sed -n 's/.*stub at \(0x[0-9a-f]*\).*/\1/p')
             strict=""
             [ "$mode" = seccomp ] && strict=strict
-            run stubjump "$mode" "UM-STUBJUMP-HOSTILE-OK|no breach" /opt/um/stubjump "${base:-none}" hostile $strict
+            run stubjump "$mode" "UM-STUBJUMP-HOSTILE-OK|no breach" /opt/um/stubjump "${base:-none}" hostile $strict \
+                ${STUBJUMP_SITES:+sites=$STUBJUMP_SITES}
             ;;
         *)
             up=$(echo "$g" | tr a-z A-Z)
