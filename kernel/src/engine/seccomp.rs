@@ -552,6 +552,18 @@ pub struct SeccompThread {
 /// How many handoffs a missed spin makes the waiting side park at once.
 const BACKOFF: u32 = 16;
 
+/// Whether host thread `tid` of process `pid` has exited (gone, or a zombie: a thread group
+/// leader that called exit stays one while other threads live).
+fn host_thread_gone(pid: libc::pid_t, tid: libc::pid_t) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")) {
+        Ok(st) => st
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|c| c == 'Z' || c == 'X'),
+        Err(e) => e.kind() == io::ErrorKind::NotFound,
+    }
+}
+
 /// Whether a handoff word says the kernel owns the thread: the stub handed it over (`HELD`
 /// set means the kernel handed it back through the mapper, which has not released it yet).
 fn kernel_owns(w: u32) -> bool {
@@ -1018,8 +1030,15 @@ impl SeccompThread {
                 continue;
             }
             let woke = futex_wait(w, v | layout::WAITER, LIVENESS_PERIOD)?;
-            if !woke && um_os_linux::stub::exited(self.proc.pid) {
-                return Err(self.proc.died());
+            if !woke {
+                if um_os_linux::stub::exited(self.proc.pid) {
+                    return Err(self.proc.died());
+                }
+                // The guest may end its own host thread (exit from the stub page is allowed)
+                // while the process lives on (the mapper): nobody would hand this thread back.
+                if self.tid > 0 && host_thread_gone(self.proc.pid, self.tid) {
+                    return Err(io::Error::other("stub thread exited"));
+                }
             }
         }
     }
