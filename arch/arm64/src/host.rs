@@ -143,6 +143,7 @@ core::arch::global_asm!(
     "    cmn x0, #4095",
     "    b.hs 68b",
     "    mov x23, #0",
+    "    mov x21, #0",          // 1: a handback woke a parked thread since the ring drained
     "    mov x9, #{mapq_tail}",
     "    add x24, x20, x9",     // &MAPQ_TAIL
     "    mov x9, #{map_done}",
@@ -198,6 +199,7 @@ core::arch::global_asm!(
     "    mov w2, #0x7fffffff",
     "    mov x8, #98",
     "    svc #0",
+    "    mov x21, #1",
     "82: mov x0, #0",
     "    b 72b",
     // A failed call: mprotect's ENOMEM is fine, anything else ends the process.
@@ -218,7 +220,12 @@ core::arch::global_asm!(
     "    mov x8, #94",          // exit_group
     "    svc #0",
     "    brk #0",
-    "75: mov x9, #{mapq_spin}",
+    // Drained: park at once if a handback just woke a parked thread (it wants this CPU),
+    // else spin first.
+    "75: cbz x21, 79f",
+    "    mov x21, #0",
+    "    b 77f",
+    "79: mov x9, #{mapq_spin}",
     "    ldr x28, [x20, x9]",
     "    cbz x28, 77f",
     "    mrs x10, cntvct_el0",

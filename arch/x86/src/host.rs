@@ -101,6 +101,7 @@ core::arch::global_asm!(
     "    cmp rax, -4095",
     "    jae 68b",
     "    xor r12d, r12d",
+    "    xor ebp, ebp",         // 1: a handback woke a parked thread since the ring drained
     "71: mov rax, [r15 + {mapq_tail}]",
     "    cmp r12, rax",
     "    je 74f",
@@ -148,6 +149,7 @@ core::arch::global_asm!(
     "    mov edx, 0x7fffffff",
     "    mov eax, 202",
     "    syscall",
+    "    mov ebp, 1",
     "81: xor eax, eax",
     "    jmp 72b",
     // A failed call: mprotect's ENOMEM is fine, anything else ends the process.
@@ -164,7 +166,14 @@ core::arch::global_asm!(
     "    mov eax, 231",         // exit_group
     "    syscall",
     "    ud2",
-    "75: mov r14, [r15 + {mapq_spin}]",
+    // Drained. If a handback just woke a parked thread, park at once: that thread wants this
+    // CPU (the host puts a woken thread near its waker), and the next order comes only after
+    // it has run and trapped. Else spin for MAPQ_SPIN ticks first.
+    "75: test ebp, ebp",
+    "    jz 79f",
+    "    xor ebp, ebp",
+    "    jmp 77f",
+    "79: mov r14, [r15 + {mapq_spin}]",
     "    test r14, r14",
     "    jz 77f",
     "    rdtsc",
