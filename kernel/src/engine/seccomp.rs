@@ -1387,3 +1387,110 @@ impl SeccompSeed {
         Ok(th)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn audit_arch() -> u32 {
+        u32::from(crate::arch::ELF_MACHINE) | 0x8000_0000 | 0x4000_0000
+    }
+
+    /// The application threads' filter: from the stub page only the harmless calls with their
+    /// checked arguments; nothing that maps memory or touches a descriptor (issue 21).
+    #[test]
+    fn app_filter_allows_only_the_handoff_calls() {
+        let base = 0x7f80_0000_0000u64;
+        let f = layout::stub_filter(audit_arch(), base, 0x1000, &app_rules(base));
+        let ip = base + 0x40;
+        let run = |name: &str, args: [u64; 6]| {
+            layout::run_filter(&f, nr(name) as u32, audit_arch(), ip, args)
+        };
+        let slot = base + layout::SLOTS_OFFSET + 0x10000;
+        assert_eq!(run("futex", [slot, 0, 0, 0, 0, 0]), layout::RET_ALLOW);
+        assert_eq!(run("futex", [slot, 1, 1, 0, 0, 0]), layout::RET_ALLOW);
+        // Not the data area (the mapper's words), not a requeue.
+        let data = base + layout::DATA_OFFSET + layout::MAPQ_TAIL as u64;
+        assert_eq!(
+            run("futex", [data, 1, 1, 0, 0, 0]),
+            layout::RET_KILL_PROCESS
+        );
+        assert_eq!(
+            run("futex", [slot, 3, 1, 0, 0, 0]),
+            layout::RET_KILL_PROCESS
+        );
+        let fixed = (libc::MAP_SHARED | libc::MAP_FIXED) as u64;
+        for (name, args) in [
+            ("mmap", [0x1000_0000, 0x1000, 3, fixed, 3, 0]),
+            ("munmap", [base, 0x1000, 0, 0, 0, 0]),
+            ("mprotect", [base + layout::DATA_OFFSET, 0x1000, 3, 0, 0, 0]),
+            ("write", [u64::from(layout::ACK_FD), data, 8, 0, 0, 0]),
+            ("close", [3, 0, 0, 0, 0, 0]),
+            ("exit_group", [0; 6]),
+            ("kill", [1, 9, 0, 0, 0, 0]),
+        ] {
+            assert_eq!(run(name, args), layout::RET_KILL_PROCESS, "{name}");
+        }
+        // A fork (no CLONE_VM) is not the stub's thread clone.
+        assert_eq!(
+            run("clone", [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]),
+            layout::RET_KILL_PROCESS
+        );
+        assert_eq!(
+            run("clone", [arch::CLONE_THREAD_FLAGS, 0, 0, 0, 0, 0]),
+            layout::RET_ALLOW
+        );
+        // From the guest's own code: a trap, whatever the call.
+        let g = layout::run_filter(&f, nr("mmap") as u32, audit_arch(), 0x40_0000, [0; 6]);
+        assert_eq!(g, layout::RET_TRAP);
+    }
+
+    /// The mapper's filter: physical memory only through fd 3, shared and fixed; the eventfd
+    /// write only to its fd; exit_group for a failed call.
+    #[test]
+    fn mapper_filter_allows_only_its_calls() {
+        let base = 0x7f80_0000_0000u64;
+        let f = layout::mapper_filter(audit_arch(), base, 0x1000, &mapper_rules());
+        let run = |name: &str, args: [u64; 6]| {
+            layout::run_filter(&f, nr(name) as u32, audit_arch(), base + 0x80, args)
+        };
+        let fixed = (libc::MAP_SHARED | libc::MAP_FIXED) as u64;
+        assert_eq!(
+            run("mmap", [0x1000, 0x1000, 3, fixed, 3, 0]),
+            layout::RET_ALLOW
+        );
+        assert_eq!(
+            run(
+                "mmap",
+                [0x1000, 0x1000, 3, fixed, u64::from(layout::ACK_FD), 0]
+            ),
+            layout::RET_KILL_PROCESS
+        );
+        let private = (libc::MAP_PRIVATE | libc::MAP_FIXED) as u64;
+        assert_eq!(
+            run("mmap", [0x1000, 0x1000, 3, private, 3, 0]),
+            layout::RET_KILL_PROCESS
+        );
+        assert_eq!(
+            run("write", [u64::from(layout::ACK_FD), 0, 8, 0, 0, 0]),
+            layout::RET_ALLOW
+        );
+        assert_eq!(run("write", [1, 0, 8, 0, 0, 0]), layout::RET_KILL_PROCESS);
+        assert_eq!(run("exit_group", [1, 0, 0, 0, 0, 0]), layout::RET_ALLOW);
+        assert_eq!(run("clone", [0; 6]), layout::RET_KILL_PROCESS);
+        // Outside the stub page, even its own calls kill.
+        let out = layout::run_filter(&f, nr("munmap") as u32, audit_arch(), 0x40_0000, [0; 6]);
+        assert_eq!(out, layout::RET_KILL_PROCESS);
+    }
+
+    #[test]
+    fn handoff_word_with_held_is_not_the_kernels() {
+        assert!(kernel_owns(layout::OWNER_KERNEL));
+        assert!(kernel_owns(layout::OWNER_KERNEL | layout::WAITER));
+        assert!(!kernel_owns(layout::OWNER_KERNEL | layout::HELD));
+        assert!(!kernel_owns(
+            layout::OWNER_KERNEL | layout::HELD | layout::WAITER
+        ));
+        assert!(!kernel_owns(0));
+    }
+}
