@@ -274,13 +274,15 @@ impl SeccompProcess {
         self.data.load(layout::MAP_DONE) < tail
     }
 
-    /// Wakes the mapper if it is parked, ahead of work about to be queued.
+    /// Wakes the mapper if it is parked, ahead of work about to be queued (only if it spins:
+    /// else it would park again at once and need a second wakeup).
     fn prewake(&self) {
-        if self
-            .data
-            .atomic32(layout::MAP_SLEEP)
-            .load(Ordering::Relaxed)
-            != 0
+        if self.tuning.spin_ticks != 0
+            && self
+                .data
+                .atomic32(layout::MAP_SLEEP)
+                .load(Ordering::Relaxed)
+                != 0
         {
             futex_wake(self.data.atomic32(layout::MAPQ_TAIL), 1);
         }
