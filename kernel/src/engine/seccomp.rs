@@ -2,18 +2,21 @@
 //! and the stub hands the thread to the kernel through a futex word in shared memory; no
 //! ptrace stop, no context switch through a tracer (DESIGN.md, "The run loop").
 //!
-//! A stub process is set up like the ptrace engine's (spawned, seized, its address space
-//! cleaned by injected calls), and then given: a second shared memfd of per-thread *slots*
-//! (`stub::SLOTS_OFFSET`), one signal handler for SIGSYS, SIGSEGV, SIGBUS, SIGILL, SIGFPE,
-//! SIGTRAP and the kick signal, running on an alternate stack inside the thread's slot, and a
-//! seccomp filter that traps every syscall made outside the stub's first code page and allows
-//! only the handler's own few calls from inside it (`stub::stub_filter`). Then the kernel
-//! detaches and the stub jumps to a trapping syscall on its second page: from here on, every
-//! event is the handler writing its signal number and frame addresses into the slot and
-//! handing the thread over. The kernel reads the frame (registers, FP state) from the shared
-//! slot, serves the event, writes the registers back, queues host mapping changes as ops in
-//! the slot, and hands the thread back; the handler runs the ops and returns into the edited
-//! frame (rt_sigreturn).
+//! A stub process sets itself up from its data area (no ptrace: `setup_image`): a second
+//! shared memfd of per-thread *slots* (`stub::SLOTS_OFFSET`), one signal handler for SIGSYS,
+//! SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP and the kick signal, running on an alternate stack
+//! inside the thread's slot, a *mapper* thread with its own filter, and a seccomp filter that
+//! traps every syscall made outside the stub's first code page and allows only a few calls
+//! that are harmless with any arguments from inside it (`stub::stub_filter`, `app_rules`).
+//! Then it jumps to a trapping syscall on its second page: from here on, every event is the
+//! handler writing its signal number and frame addresses into the slot and handing the thread
+//! over. The kernel reads the frame (registers, FP state) from the shared slot, serves the
+//! event, writes the registers back and hands the thread back; the handler runs the thread's
+//! own calls (FS base, TSC mode) and returns into the edited frame (rt_sigreturn). Host
+//! mapping changes go to the mapper's read-only ring (`SeccompProcess::queue`); a thread
+//! handed back while the mapper is behind is released by the mapper itself after them
+//! (`HELD`, `MAPQ_HANDBACK`), and frames they unmap are put once the mapper's eventfd has
+//! acknowledged them (ARCHITECTURE.md, "The seccomp engine", "Isolation").
 //!
 //! The handoff word (`stub::SLOT_FUTEX`): bit `OWNER_KERNEL` set while the kernel owns the
 //! thread; bit `WAITER` set by whichever side parked in `FUTEX_WAIT` waiting for ownership.
