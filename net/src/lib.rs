@@ -26,6 +26,7 @@
 pub mod dev;
 pub mod inet;
 pub mod packet;
+pub mod stack;
 pub mod sys;
 pub mod sysctl;
 pub mod unix;
@@ -294,6 +295,7 @@ pub fn rights_data(fds: &[i32]) -> Vec<u8> {
 /// subsystems' init calls). Runs before init can mount procfs.
 pub fn init() {
     um_fs::procfs::registry::proc_create("sys", "net", sysctl::sys_net_dir);
+    stack::init();
 }
 
 #[cfg(test)]
