@@ -24,6 +24,7 @@
 //! `IP_TTL`, `IP_TOS` and `IPV6_PKTINFO` are received.
 
 pub mod addr;
+mod icmp;
 mod link;
 pub mod opt;
 mod stream;
@@ -63,6 +64,8 @@ pub const UDP_MAX_V4: usize = 65_507;
 /// See [`UDP_MAX_V4`].
 pub const UDP_MAX_V6: usize = 65_527;
 pub use um_uapi::abi::capability::CAP_NET_BIND_SERVICE;
+/// `SOL_RAW` (`include/linux/socket.h`).
+const SOL_RAW: i32 = 255;
 /// `SIOCATMARK`.
 const SIOCATMARK: u32 = 0x8905;
 /// `SIOCOUTQ` (= `TIOCOUTQ`).
@@ -270,7 +273,8 @@ impl InetSocket {
     pub fn sock_type(&self) -> u32 {
         match self.proto {
             Proto::Tcp => super::SOCK_STREAM,
-            Proto::Udp => super::SOCK_DGRAM,
+            Proto::Udp | Proto::Ping => super::SOCK_DGRAM,
+            Proto::Raw => super::SOCK_RAW,
         }
     }
 
@@ -429,9 +433,15 @@ impl InetSocket {
             return Err(Errno::EACCES);
         }
         {
-            let i = lock(&self.inner);
+            let mut i = lock(&self.inner);
             if i.state != State::Closed || i.local.is_some() {
                 return Err(Errno::EINVAL);
+            }
+            if self.proto == Proto::Raw {
+                // raw_bind: an address only; raw sockets have no ports.
+                i.local = Some(SocketAddr::new(a.ip(), 0));
+                i.user_addr = !a.ip().is_unspecified();
+                return Ok(());
             }
         }
         self.take_port(a.ip(), a.port(), false)?;
@@ -470,7 +480,7 @@ impl InetSocket {
     /// `listen` (`inet_listen`): autobinds an unbound socket and checks the port again now
     /// that it listens.
     pub fn listen(&self, backlog: i32) -> SysResult<()> {
-        if self.proto == Proto::Udp {
+        if self.proto != Proto::Tcp {
             return Err(Errno::EOPNOTSUPP);
         }
         let backlog = (backlog as u32).min(crate::sysctl::somaxconn(&self.net)) as usize;
@@ -594,7 +604,7 @@ impl InetSocket {
         if b.len() < 2 {
             return Err(Errno::EINVAL);
         }
-        if self.proto == Proto::Udp {
+        if self.proto != Proto::Tcp {
             return self.connect_udp(b);
         }
         if let Some(r) = self.connect_again_dev() {
@@ -713,7 +723,7 @@ impl InetSocket {
             e.abort();
         }
         self.release_port_if_auto();
-        if self.proto == Proto::Udp && lock(&self.inner).local.is_none() {
+        if self.proto != Proto::Tcp && lock(&self.inner).local.is_none() {
             // The port went back: so do its sockets on the devices.
             let link = std::mem::take(&mut lock(&self.inner).link);
             self.release_dev(link, true);
@@ -861,6 +871,12 @@ impl InetSocket {
                 }
                 self.send_udp(io, data, to)
             }
+            Proto::Ping | Proto::Raw => {
+                if flags & MSG_OOB != 0 {
+                    return Err(Errno::EOPNOTSUPP);
+                }
+                self.send_icmp(io, data, to)
+            }
         }
     }
 
@@ -872,7 +888,7 @@ impl InetSocket {
         }
         match self.proto {
             Proto::Tcp => self.recv_tcp(io, buf, flags),
-            Proto::Udp => self.recv_udp(io, buf, flags),
+            Proto::Udp | Proto::Ping | Proto::Raw => self.recv_udp(io, buf, flags),
         }
     }
 
@@ -891,7 +907,7 @@ impl InetSocket {
             // SYN sent: neither readable nor writable nor hung up yet (tcp_poll).
             return m;
         }
-        if self.proto == Proto::Udp {
+        if self.proto != Proto::Tcp {
             if i.rcv_shutdown {
                 m |= POLLRDHUP | POLLIN | POLLRDNORM;
             }
@@ -947,7 +963,9 @@ impl InetSocket {
         match self.proto {
             Proto::Tcp if i.state == State::Listen => Err(Errno::EINVAL),
             Proto::Tcp => Ok(i.stream.len()),
-            Proto::Udp => Ok(i.dgrams.front().map_or(0, |d| d.data.len())),
+            Proto::Udp | Proto::Ping | Proto::Raw => {
+                Ok(i.dgrams.front().map_or(0, |d| d.data.len()))
+            }
         }
     }
 
@@ -1067,6 +1085,10 @@ impl InetSocket {
         }
         if level == IPPROTO_IP && name == ip::IP_HDRINCL {
             return Err(Errno::ENOPROTOOPT);
+        }
+        if level == SOL_RAW && self.proto == Proto::Raw {
+            // ICMP_FILTER and friends: only echo replies are ever received here.
+            return Ok(());
         }
         let k = self.opt_ctx(&i, net_admin);
         let r = i.opts.set(level, name, val, optlen, &k);

@@ -223,6 +223,11 @@ impl Core {
         }
     }
 
+    /// The device's first IPv4 address.
+    pub fn first_addr(&self) -> Option<IpAddr> {
+        self.iface.ipv4_addr().map(IpAddr::V4)
+    }
+
     /// Whether the device has address `a`.
     pub fn has_addr(&self, a: IpAddr) -> bool {
         self.iface.has_ip_addr(IpAddress::from(a))

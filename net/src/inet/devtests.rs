@@ -503,3 +503,65 @@ fn malformed_frames_are_dropped() {
         s.release();
     }
 }
+
+/// Echo requests from a ping socket and a raw socket get their replies, across the cable and
+/// on the loopback; a ping socket's identifier is its port, a raw socket sees the IP header.
+#[test]
+fn ping_sockets() {
+    let n = net();
+    let t = task();
+    let mut req = vec![8u8, 0, 0, 0, 0x12, 0x34, 0, 1];
+    req.extend_from_slice(b"0123456789abcdef");
+    let mut buf = [0u8; 256];
+    for dst in [B_IP, "127.0.0.1", A_IP] {
+        let p = sock(Proto::Ping, &n.a);
+        let to = sa(&format!("{dst}:0"));
+        assert_eq!(
+            p.send(&io(&t), &req, Some(&to), 0, true).unwrap(),
+            req.len()
+        );
+        let id = p.local_addr().port();
+        let r = p.recv(&io(&t), &mut buf, 0).unwrap();
+        assert_eq!(r.n, req.len(), "{dst}");
+        assert_eq!(buf[0], 0, "an echo reply from {dst}");
+        assert_eq!(u16::from_be_bytes([buf[4], buf[5]]), id);
+        assert_eq!(&buf[8..r.n], b"0123456789abcdef");
+        assert_eq!(r.from.unwrap().ip(), dst.parse::<IpAddr>().unwrap());
+        assert_eq!(icmp_sum(&buf[..r.n]), 0, "the reply's checksum");
+        // Only echo requests.
+        let mut bad = req.clone();
+        bad[0] = 13;
+        assert_eq!(
+            p.send(&io(&t), &bad, Some(&to), 0, true),
+            Err(Errno::EINVAL)
+        );
+        p.release();
+    }
+    let raw = sock(Proto::Raw, &n.a);
+    assert_eq!(raw.sock_type(), crate::SOCK_RAW);
+    let to = sa(&format!("{B_IP}:0"));
+    raw.send(&io(&t), &req, Some(&to), 0, true).unwrap();
+    let r = raw.recv(&io(&t), &mut buf, 0).unwrap();
+    assert_eq!(r.n, 20 + req.len());
+    assert_eq!(buf[0], 0x45);
+    assert_eq!(buf[9], 1, "ICMP");
+    assert_eq!(&buf[12..16], &[10, 9, 0, 2]);
+    assert_eq!(buf[20], 0);
+    assert_eq!(
+        u16::from_be_bytes([buf[24], buf[25]]),
+        0x1234,
+        "the raw id stays"
+    );
+    raw.release();
+}
+
+fn icmp_sum(m: &[u8]) -> u16 {
+    let mut s: u32 = 0;
+    for c in m.chunks(2) {
+        s += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+    }
+    while s >> 16 != 0 {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !(s as u16)
+}

@@ -107,6 +107,8 @@ pub(super) enum Link {
     Listen(Vec<(Arc<DevStack>, SocketHandle)>, IpListenEndpoint),
     /// A UDP socket's bound sockets, per device.
     Udp(Vec<(Arc<DevStack>, SocketHandle)>),
+    /// An ICMP socket's echo sockets, per device and identifier.
+    Icmp(Vec<(Arc<DevStack>, SocketHandle, u16)>),
 }
 
 impl Link {
@@ -149,6 +151,10 @@ pub(super) fn fill(me: &InetSocket, i: &mut Inner) {
         Link::Udp(v) => {
             fill_udp(i, &v);
             i.link = Link::Udp(v);
+        }
+        Link::Icmp(v) => {
+            me.fill_icmp(i, &v);
+            i.link = Link::Icmp(v);
         }
     }
 }
@@ -608,6 +614,9 @@ impl InetSocket {
     /// After a UDP socket got its port: bound smoltcp sockets on every device of the
     /// namespace (so datagrams arriving there reach it), unless it is bound to loopback.
     pub(super) fn udp_attach(&self) {
+        if self.proto != super::opt::Proto::Udp {
+            return;
+        }
         let (local, rx, tx) = {
             let i = lock(&self.inner);
             if !matches!(i.link, Link::None) {
@@ -710,6 +719,10 @@ pub(super) fn release_link(link: Link, abort: bool) -> Vec<Arc<DevStack>> {
             }
             vec![l.stack]
         }
+        Link::Icmp(v) => release_link(
+            Link::Udp(v.into_iter().map(|(s, h, _)| (s, h)).collect()),
+            abort,
+        ),
         Link::Listen(v, _) | Link::Udp(v) => {
             let mut out: Vec<Arc<DevStack>> = Vec::new();
             for (s, h) in v {

@@ -10,7 +10,7 @@
 use super::super::{MSG_PEEK, MSG_TRUNC};
 use super::addr::match_score;
 use super::link::{self, Path};
-use super::opt;
+use super::opt::{self, Proto};
 use super::{Dest, InetSocket, Recv, State, UDP_MAX_V4, UDP_MAX_V6, ports, sk_wait};
 use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
@@ -54,7 +54,9 @@ impl InetSocket {
             Path::Local { dst, src } => (dst, src),
             Path::Dev { dst, src, .. } => (dst, src),
         };
-        self.autobind_for(src_ip, false, true)?;
+        if self.proto != Proto::Raw {
+            self.autobind_for(src_ip, false, true)?;
+        }
         self.udp_attach();
         let mut i = lock(&self.inner);
         i.remote = Some(SocketAddr::new(dst_ip, d.port()));
