@@ -1,12 +1,16 @@
-//! AF_INET and AF_INET6 sockets on the guest's own loopback network (Linux `net/ipv4/af_inet.c`,
-//! `tcp.c`, `tcp_ipv4.c`, `udp.c`, `inet_connection_sock.c`, `inet_hashtables.c`,
-//! `net/ipv6/af_inet6.c`, `tcp_ipv6.c`, `udp.c`): `SOCK_STREAM` (TCP) and `SOCK_DGRAM` (UDP).
+//! AF_INET and AF_INET6 sockets (Linux `net/ipv4/af_inet.c`, `tcp.c`, `tcp_ipv4.c`, `udp.c`,
+//! `inet_connection_sock.c`, `inet_hashtables.c`, `net/ipv6/af_inet6.c`, `tcp_ipv6.c`,
+//! `udp.c`): `SOCK_STREAM` (TCP), `SOCK_DGRAM` (UDP) and ICMP echo ([`icmp`]: ping and raw).
 //!
-//! The only interface is `lo` (127.0.0.0/8 and ::1). No packet is built: a TCP connect finds
-//! the listener and queues a new connected socket on it at once (the handshake of a loopback
-//! connection completes before `connect` returns on Linux too), stream bytes and datagrams
-//! queue at the receiver, and every other destination is `ENETUNREACH`, so the guest can never
-//! reach the host's network. Raw sockets and other protocols are refused in [`crate::sys`].
+//! Two paths. On the loopback network (`lo`: 127.0.0.0/8, ::1, and the host's own device
+//! addresses, which the local routing table puts on it) no packet is built: a TCP connect
+//! finds the listener and queues a new connected socket on it at once (the handshake of a
+//! loopback connection completes before `connect` returns on Linux too), and stream bytes and
+//! datagrams queue at the receiver. A destination the namespace's routes (`crate::dev`) send
+//! out of a device goes through that device's TCP/IP stack ([`crate::stack`], on smoltcp) as
+//! real packets; `link.rs` ties a socket to its smoltcp sockets, and one listener or UDP socket
+//! serves both paths. Without a route the destination is `ENETUNREACH`. Other raw protocols
+//! are refused in [`crate::sys`].
 //!
 //! Key types: [`InetSocket`] (the `struct sock`: state behind one mutex, one wait queue woken on
 //! every change), [`InetFile`] (its `FileOps`; dropping it is `inet_release`), [`Recv`]. Bound

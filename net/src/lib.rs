@@ -1,8 +1,9 @@
 //! `um-net`: networking (Linux `net/`): the socket families, the socket syscalls and the
 //! per-namespace network sysctls.
 //!
-//! The families: AF_UNIX ([`unix`]), AF_INET/AF_INET6 on the guest's own loopback network
-//! ([`inet`]) and AF_PACKET on its loopback device ([`packet`]). [`sys`] holds the socket
+//! The families: AF_UNIX ([`unix`]), AF_INET/AF_INET6 ([`inet`]: on the guest's own loopback
+//! network directly, over devices through the smoltcp-based IP stack [`stack`]) and AF_PACKET
+//! ([`packet`]); [`dev`] is the per-namespace registry of devices, addresses and routes. [`sys`] holds the socket
 //! syscalls (Linux `net/socket.c`): they copy guest memory and call into
 //! [`unix::UnixSocket`], [`inet::InetSocket`] or [`packet::PacketSocket`]. [`sysctl`] is
 //! `/proc/sys/net` and the values behind it (`somaxconn` and the `ipv4/conf` tables), kept per

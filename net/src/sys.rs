@@ -2,13 +2,13 @@
 //! socket, socketpair, bind, listen, accept, accept4, connect, getsockname, getpeername,
 //! sendto, recvfrom, sendmsg, recvmsg, shutdown, getsockopt, setsockopt.
 //!
-//! Three families exist: AF_UNIX ([`crate::unix`]), AF_INET/AF_INET6 on the loopback
-//! network ([`crate::inet`]) and AF_PACKET on the loopback device
-//! ([`crate::packet`], `CAP_NET_RAW` only); every other family (AF_NETLINK, ...) is
-//! `EAFNOSUPPORT`, as for a family the kernel was built without. Raw internet sockets are
-//! `EPERM`, as for a caller without `CAP_NET_RAW` (and `EPROTONOSUPPORT` with protocol 0, as on
-//! Linux whoever asks); ICMP "ping" datagram sockets are `EACCES`, as with the default
-//! `net.ipv4.ping_group_range`. This file copies guest memory, resolves unix addresses (path
+//! Three families exist: AF_UNIX ([`crate::unix`]), AF_INET/AF_INET6 ([`crate::inet`]) and
+//! AF_PACKET ([`crate::packet`], `CAP_NET_RAW` only); every other family (AF_NETLINK, ...) is
+//! `EAFNOSUPPORT`, as for a family the kernel was built without. Raw internet sockets exist
+//! for ICMP only, with `CAP_NET_RAW` (`EPERM` without it, and for other protocols as if it
+//! were missing; `EPROTONOSUPPORT` with protocol 0, as on Linux whoever asks); ICMP "ping"
+//! datagram sockets are for the groups in `net.ipv4.ping_group_range` (`EACCES` otherwise,
+//! as for everyone with its default). This file copies guest memory, resolves unix addresses (path
 //! walk, `mknod` of the socket inode on bind), installs passed descriptors at `recvmsg`, and
 //! hands internet sockets their raw address and option bytes.
 
