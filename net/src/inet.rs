@@ -1096,6 +1096,10 @@ impl InetSocket {
         }
         let k = self.opt_ctx(&i, net_admin);
         let r = i.opts.set(level, name, val, optlen, &k);
+        if r.is_ok() {
+            // TCP_NODELAY, SO_KEEPALIVE and friends reach a device connection at once.
+            Self::dev_opts(&i);
+        }
         drop(i);
         if r.is_ok() && level == super::SOL_SOCKET {
             // Buffer sizes and timeouts change what waiters wait for.

@@ -560,6 +560,20 @@ impl InetSocket {
         }
     }
 
+    /// Applies the options smoltcp knows (Nagle, keep-alive) to a device connection.
+    pub(super) fn dev_opts(i: &Inner) {
+        if let Link::Tcp(l) = &i.link {
+            let mut c = l.stack.core();
+            let s = c.tcp(l.h);
+            s.set_nagle_enabled(!i.opts.nodelay);
+            s.set_keep_alive(
+                i.opts
+                    .keepalive
+                    .then(|| smol(Duration::from_secs(i.opts.keepidle.max(1) as u64))),
+            );
+        }
+    }
+
     /// The MSS and MTU of a device connection.
     pub(super) fn dev_mtu(i: &Inner) -> Option<usize> {
         match &i.link {
@@ -723,7 +737,22 @@ pub(super) fn release_link(link: Link, abort: bool) -> Vec<Arc<DevStack>> {
             Link::Udp(v.into_iter().map(|(s, h, _)| (s, h)).collect()),
             abort,
         ),
-        Link::Listen(v, _) | Link::Udp(v) => {
+        Link::Listen(v, _) => {
+            // Handshakes done but not accepted are reset, as for embryos in the accept queue.
+            let mut out: Vec<Arc<DevStack>> = Vec::new();
+            for (s, h) in v {
+                {
+                    let mut c = s.core();
+                    c.tcp(h).abort();
+                    c.orphan(h);
+                }
+                if !out.iter().any(|o| Arc::ptr_eq(o, &s)) {
+                    out.push(s);
+                }
+            }
+            out
+        }
+        Link::Udp(v) => {
             let mut out: Vec<Arc<DevStack>> = Vec::new();
             for (s, h) in v {
                 s.core().remove(h);

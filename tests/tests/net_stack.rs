@@ -1,0 +1,163 @@
+//! Gate: the guest's TCP/IP over `eth0` (issue 18; `net/src/stack.rs`, `net/src/inet/link.rs`):
+//! busybox `wget` of a 4 MiB file from a python3 `http.server` on the host's 127.0.0.1 through
+//! both backends (sha256 equal), `ping` of the gateway as root (raw ICMP) and as a user (ping
+//! socket under `net.ipv4.ping_group_range`), and a connect to a closed port refused.
+//!
+//! The network rule: the guest talks only to the gateway 10.0.2.2, which both backends map to
+//! the host's loopback (usernet with `restrict=loopback,hostloop=on`, passt by default), so
+//! nothing here reaches anything but 127.0.0.1.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use um_tests::{Boot, Outcome, for_each_engine};
+
+const USER: &str = "eth0=user,restrict=loopback,hostloop=on";
+const PASST: &str = "/usr/bin/passt";
+
+fn sh(engine: &[&str], backend: &str, script: &str) -> Outcome {
+    Boot::new()
+        .engine(engine)
+        .init("/bin/sh")
+        .args(&["-c", script])
+        .extra(backend)
+        .extra("ip=dhcp")
+        .timeout(Duration::from_secs(120))
+        .run()
+}
+
+/// A python3 `http.server` on 127.0.0.1 serving a directory with one 4 MiB random file.
+struct Server {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+    sha: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn server() -> Server {
+    let dir = std::env::temp_dir().join(format!("um-net-stack-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let blob: Vec<u8> = (0..4 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    std::fs::write(dir.join("blob"), &blob).unwrap();
+    let out = Command::new("sha256sum")
+        .arg(dir.join("blob"))
+        .output()
+        .expect("sha256sum");
+    let sha = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let mut child = Command::new("python3")
+        .args(["-u", "-m", "http.server", "--bind", "127.0.0.1", "0"])
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 -m http.server");
+    // "Serving HTTP on 127.0.0.1 port 41234 (http://127.0.0.1:41234/) ..."
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .split("port ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {line:?}"));
+    Server {
+        child,
+        port,
+        dir,
+        sha,
+    }
+}
+
+fn wget(backend: &str) {
+    let s = server();
+    for_each_engine(|engine| {
+        let t0 = Instant::now();
+        let out = sh(
+            engine,
+            backend,
+            &format!(
+                "wget -q -O - http://10.0.2.2:{}/blob | sha256sum; echo WGET-DONE",
+                s.port
+            ),
+        );
+        out.assert_ok("WGET-DONE");
+        out.assert_ok(&format!("{}  -", s.sha));
+        eprintln!(
+            "{engine:?} {backend}: 4 MiB in {:?} (boot included)",
+            t0.elapsed()
+        );
+    });
+}
+
+#[test]
+fn wget_from_the_host_via_user() {
+    wget(USER);
+}
+
+#[test]
+fn wget_from_the_host_via_passt() {
+    assert!(
+        std::path::Path::new(PASST).is_file(),
+        "{PASST} is missing: install Debian's passt package (apt-get install passt)"
+    );
+    wget("eth0=passt");
+}
+
+/// Root pings with a raw socket; a user with a ping socket once `ping_group_range` lets its
+/// group (and gets EACCES-refused ping sockets before: busybox then says so).
+#[test]
+fn ping_the_gateway() {
+    for_each_engine(|engine| {
+        let out = sh(
+            engine,
+            USER,
+            "ping -c 3 -W 5 10.0.2.2; echo PING-ROOT $?; \
+             cat /proc/sys/net/ipv4/ping_group_range; \
+             echo 0 2147483647 > /proc/sys/net/ipv4/ping_group_range; \
+             su -s /bin/sh nobody -c 'ping -c 2 -W 5 10.0.2.2; echo PING-USER $?'",
+        );
+        out.assert_ok("3 packets transmitted, 3 packets received");
+        out.assert_ok("PING-ROOT 0");
+        out.assert_ok("1\t0");
+        out.assert_ok("2 packets transmitted, 2 packets received");
+        out.assert_ok("PING-USER 0");
+    });
+}
+
+/// Nothing listens on the host's port 1: the backend resets the connection and the guest
+/// hears ECONNREFUSED at once.
+#[test]
+fn connect_refused() {
+    for_each_engine(|engine| {
+        let out = sh(
+            engine,
+            USER,
+            "t0=$(date +%s); nc 10.0.2.2 1 </dev/null; echo NC $? $(( $(date +%s) - t0 ))s",
+        );
+        out.assert_ok("Connection refused");
+        out.assert_ok("NC 1");
+    });
+}
