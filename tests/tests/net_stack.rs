@@ -126,15 +126,17 @@ fn wget_from_the_host_via_passt() {
     wget("eth0=passt");
 }
 
-/// Root pings with a raw socket; a user with a ping socket once `ping_group_range` lets its
-/// group (and gets EACCES-refused ping sockets before: busybox then says so).
+/// Root pings with a raw socket; a user with a ping socket once `ping_group_range` takes its
+/// group in. (Through passt a ping needs the host's own ping sockets, which this machine's
+/// `ping_group_range` of "1 0" refuses; usernet answers the gateway's pings itself.)
 #[test]
 fn ping_the_gateway() {
     for_each_engine(|engine| {
         let out = sh(
             engine,
             USER,
-            "ping -c 3 -W 5 10.0.2.2; echo PING-ROOT $?; \
+            "mount -t proc proc /proc; \
+             ping -c 3 -W 5 10.0.2.2; echo PING-ROOT $?; \
              cat /proc/sys/net/ipv4/ping_group_range; \
              echo 0 2147483647 > /proc/sys/net/ipv4/ping_group_range; \
              su -s /bin/sh nobody -c 'ping -c 2 -W 5 10.0.2.2; echo PING-USER $?'",
@@ -148,16 +150,16 @@ fn ping_the_gateway() {
 }
 
 /// Nothing listens on the host's port 1: the backend resets the connection and the guest
-/// hears ECONNREFUSED at once.
+/// hears ECONNREFUSED (busybox `nc` exits 1 without a word, so `wget` asks).
 #[test]
 fn connect_refused() {
     for_each_engine(|engine| {
         let out = sh(
             engine,
             USER,
-            "t0=$(date +%s); nc 10.0.2.2 1 </dev/null; echo NC $? $(( $(date +%s) - t0 ))s",
+            "wget -q -O /dev/null http://10.0.2.2:1/ 2>&1; echo WGET $?",
         );
-        out.assert_ok("Connection refused");
-        out.assert_ok("NC 1");
+        out.assert_ok("can't connect to remote host (10.0.2.2): Connection refused");
+        out.assert_ok("WGET 1");
     });
 }
