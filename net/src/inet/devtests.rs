@@ -565,3 +565,60 @@ fn icmp_sum(m: &[u8]) -> u16 {
     }
     !(s as u16)
 }
+
+/// IPv6 across the cable: NDP (smoltcp's) finds the peer, TCP and UDP work, and an AF_INET6
+/// socket reports the peer's IPv6 address.
+#[test]
+fn ipv6_tcp_and_udp() {
+    let n = net();
+    for (ns, ip) in [(&n.a, "fd00::1"), (&n.b, "fd00::2")] {
+        let reg = dev::devices(ns);
+        let eth = reg.by_name("eth0").unwrap();
+        reg.add_addr(
+            ns,
+            IfAddr::new(eth.ifindex, ip.parse().unwrap(), 64, "eth0"),
+        )
+        .unwrap();
+    }
+    let t = task();
+    let s6 = |proto, ns: &Arc<NetNs>| {
+        InetSocket::with_opts(proto, AF_INET6, (0, 0), Opts::new(proto), ns.clone())
+    };
+    let a6 = |s: &str| addr::encode(AF_INET6, &s.parse().unwrap());
+    let l = s6(Proto::Tcp, &n.b);
+    l.bind(&a6("[::]:5100"), true).unwrap();
+    l.listen(4).unwrap();
+    let c = s6(Proto::Tcp, &n.a);
+    c.connect(&io(&t), &a6("[fd00::2]:5100"))
+        .expect("connect over IPv6");
+    assert_eq!(c.local_addr().ip(), "fd00::1".parse::<IpAddr>().unwrap());
+    let s = l.accept(&io(&t)).unwrap();
+    assert_eq!(
+        s.peer_addr().unwrap().ip(),
+        "fd00::1".parse::<IpAddr>().unwrap()
+    );
+    let data = pattern(300_000, 3);
+    let w = {
+        let c = c.clone();
+        let data = data.clone();
+        std::thread::spawn(move || {
+            let t = task();
+            write_all(&c, &t, &data);
+            c.shutdown(SHUT_WR).unwrap();
+        })
+    };
+    assert!(read_to_end(&s, &t) == data);
+    w.join().unwrap();
+    let u = s6(Proto::Udp, &n.b);
+    u.bind(&a6("[::]:6100"), true).unwrap();
+    let v = s6(Proto::Udp, &n.a);
+    v.send(&io(&t), b"six", Some(&a6("[fd00::2]:6100")), 0, true)
+        .unwrap();
+    let mut buf = [0u8; 16];
+    let r = u.recv(&io(&t), &mut buf, 0).unwrap();
+    assert_eq!(&buf[..r.n], b"six");
+    assert_eq!(r.from.unwrap().ip(), "fd00::1".parse::<IpAddr>().unwrap());
+    for x in [l, c, s, u, v] {
+        x.release();
+    }
+}
