@@ -1,7 +1,8 @@
 //! Gate: the guest's TCP/IP over `eth0` (issue 18; `net/src/stack.rs`, `net/src/inet/link.rs`):
 //! busybox `wget` of a 4 MiB file from a python3 `http.server` on the host's 127.0.0.1 through
 //! both backends (sha256 equal), `ping` of the gateway as root (raw ICMP) and as a user (ping
-//! socket under `net.ipv4.ping_group_range`), and a connect to a closed port refused.
+//! socket under `net.ipv4.ping_group_range`), a connect to a closed port refused, and a server
+//! in the guest reached through usernet's `hostfwd` (accept on eth0, half-close both ways).
 //!
 //! The network rule: the guest talks only to the gateway 10.0.2.2, which both backends map to
 //! the host's loopback (usernet with `restrict=loopback,hostloop=on`, passt by default), so
@@ -161,5 +162,61 @@ fn connect_refused() {
         );
         out.assert_ok("can't connect to remote host (10.0.2.2): Connection refused");
         out.assert_ok("WGET 1");
+    });
+}
+
+/// A server in the guest: usernet's `hostfwd` listens on the host's 127.0.0.1 and opens each
+/// connection to the guest's port 8080, where busybox `nc -l` accepts it on eth0 (a device
+/// listener); bytes go both ways and each side's half-close reaches the other.
+#[test]
+fn server_in_the_guest_via_hostfwd() {
+    use std::io::{Read, Write};
+    for_each_engine(|engine| {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let run = Boot::new()
+            .engine(engine)
+            .init("/bin/sh")
+            .args(&[
+                "-c",
+                "for i in 1 2; do echo guest-says-$i | nc -l -p 8080 > /tmp/got; \
+                 echo GOT $(cat /tmp/got); done; echo GUEST-DONE",
+            ])
+            .extra(&format!(
+                "eth0=user,restrict=loopback,hostfwd=tcp:127.0.0.1:{port}-:8080"
+            ))
+            .extra("ip=dhcp")
+            .timeout(Duration::from_secs(60))
+            .spawn();
+        for i in 1..=2 {
+            // Until the guest listens, the forwarded connection is reset: try again.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let got = loop {
+                let attempt = (|| -> std::io::Result<Vec<u8>> {
+                    let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+                    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+                    s.write_all(format!("host-says-{i}\n").as_bytes())?;
+                    s.shutdown(std::net::Shutdown::Write)?;
+                    let mut v = Vec::new();
+                    s.read_to_end(&mut v)?;
+                    Ok(v)
+                })();
+                match attempt {
+                    Ok(v) if !v.is_empty() => break v,
+                    _ if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(200))
+                    }
+                    r => panic!("no answer from the guest's server: {r:?}"),
+                }
+            };
+            assert_eq!(got, format!("guest-says-{i}\n").into_bytes());
+        }
+        let out = run.wait();
+        out.assert_ok("GOT host-says-1");
+        out.assert_ok("GOT host-says-2");
+        out.assert_ok("GUEST-DONE");
     });
 }
