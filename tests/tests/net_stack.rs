@@ -45,7 +45,9 @@ impl Drop for Server {
 }
 
 fn server() -> Server {
-    let dir = std::env::temp_dir().join(format!("um-net-stack-{}", std::process::id()));
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("um-net-stack-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let blob: Vec<u8> = (0..4 << 20)
@@ -118,6 +120,27 @@ fn wget_from_the_host_via_user() {
     wget(USER);
 }
 
+/// 50 downloads at once (50 connections on one device stack), every one complete.
+#[test]
+fn parallel_downloads() {
+    let s = server();
+    for_each_engine(|engine| {
+        let out = sh(
+            engine,
+            USER,
+            &format!(
+                "mount -t tmpfs tmpfs /tmp; \
+                 for i in $(seq 1 50); do \
+                   (wget -q -O - http://10.0.2.2:{}/blob | sha256sum > /tmp/$i) & \
+                 done; wait; cat /tmp/[0-9]* | sort | uniq -c; echo PAR-DONE",
+                s.port
+            ),
+        );
+        out.assert_ok("PAR-DONE");
+        out.assert_ok(&format!("     50 {}  -", s.sha));
+    });
+}
+
 #[test]
 fn wget_from_the_host_via_passt() {
     assert!(
@@ -182,7 +205,8 @@ fn server_in_the_guest_via_hostfwd() {
             .init("/bin/sh")
             .args(&[
                 "-c",
-                "for i in 1 2; do echo guest-says-$i | nc -l -p 8080 > /tmp/got; \
+                "mount -t tmpfs tmpfs /tmp; \
+                 for i in 1 2; do echo guest-says-$i | nc -l -p 8080 > /tmp/got; \
                  echo GOT $(cat /tmp/got); done; echo GUEST-DONE",
             ])
             .extra(&format!(
