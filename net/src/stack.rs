@@ -258,6 +258,9 @@ pub struct DevStack {
     core: Mutex<Core>,
     /// Held while a poll's frames go out, so they leave in the order they were made.
     txlock: Mutex<()>,
+    /// A poll's frames are going out (set and cleared under `txlock`): a driver may hand a
+    /// frame straight back on this thread, and the rx handler then only queues it.
+    busy: std::sync::atomic::AtomicBool,
 }
 
 /// The smoltcp device: frames from the rx queue, frames into the poll's list.
@@ -346,6 +349,7 @@ impl DevStack {
                 mtu,
             }),
             txlock: Mutex::new(()),
+            busy: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -399,6 +403,7 @@ impl DevStack {
     /// Processes queued frames and due timers, sends what that produced, and wakes the
     /// sockets whose state changed. Returns when it next wants to run. Callers hold no lock.
     pub fn service(&self) -> Option<Duration> {
+        use std::sync::atomic::Ordering;
         let mut woken: Vec<Arc<InetSocket>> = Vec::new();
         let mut c = self.core();
         let mut rx = std::mem::take(&mut *lock(&self.rxq));
@@ -463,10 +468,12 @@ impl DevStack {
             .map(|d| Duration::from_micros(d.total_micros()));
         let frames = std::mem::take(tx);
         let g = lock(&self.txlock);
+        self.busy.store(true, Ordering::Release);
         drop(c);
         for f in frames {
             let _ = dev::dev_queue_xmit(&self.dev, &f);
         }
+        self.busy.store(false, Ordering::Release);
         drop(g);
         for s in woken {
             s.wake();
@@ -541,7 +548,18 @@ fn rx(dev: &Arc<NetDevice>, frame: &[u8]) {
         }
         q.push_back(frame.to_vec());
     }
-    poller().kick();
+    // The driver's receive thread processes the frame itself (Linux's softirq on the CPU that
+    // took it), unless this stack is sending right now on this thread or another: then the
+    // netstack thread takes over.
+    if s.busy.load(std::sync::atomic::Ordering::Acquire) {
+        poller().kick();
+    } else if let Some(d) = s.service() {
+        if d < Duration::from_millis(1) {
+            poller().kick();
+        } else {
+            poller().timer(d);
+        }
+    }
 }
 
 /// The notifier: a device, address or route change reaches the device's stack.
@@ -570,12 +588,25 @@ pub fn init() {
 struct Poller {
     kicked: Mutex<bool>,
     cv: Condvar,
+    /// The earliest deadline the thread knows of.
+    next: Mutex<Option<std::time::Instant>>,
 }
 
 impl Poller {
     fn kick(&self) {
         *lock(&self.kicked) = true;
         self.cv.notify_one();
+    }
+
+    /// Makes sure the thread polls within `d` (a timer smoltcp armed while the rx path ran).
+    fn timer(&self, d: Duration) {
+        let when = std::time::Instant::now() + d;
+        let mut n = lock(&self.next);
+        if n.is_none_or(|t| when < t) {
+            *n = Some(when);
+            drop(n);
+            self.kick();
+        }
     }
 }
 
@@ -585,6 +616,7 @@ fn poller() -> &'static Poller {
         let p: &'static Poller = Box::leak(Box::new(Poller {
             kicked: Mutex::new(false),
             cv: Condvar::new(),
+            next: Mutex::new(None),
         }));
         if let Err(e) = std::thread::Builder::new()
             .name("netstack".into())
@@ -607,6 +639,7 @@ fn poll_thread(p: &'static Poller) {
             }
         }
         drop(all);
+        *lock(&p.next) = next.map(|d| std::time::Instant::now() + d);
         let mut k = lock(&p.kicked);
         if !*k {
             k = match next {
