@@ -1,12 +1,16 @@
-//! AF_INET and AF_INET6 sockets on the guest's own loopback network (Linux `net/ipv4/af_inet.c`,
-//! `tcp.c`, `tcp_ipv4.c`, `udp.c`, `inet_connection_sock.c`, `inet_hashtables.c`,
-//! `net/ipv6/af_inet6.c`, `tcp_ipv6.c`, `udp.c`): `SOCK_STREAM` (TCP) and `SOCK_DGRAM` (UDP).
+//! AF_INET and AF_INET6 sockets (Linux `net/ipv4/af_inet.c`, `tcp.c`, `tcp_ipv4.c`, `udp.c`,
+//! `inet_connection_sock.c`, `inet_hashtables.c`, `net/ipv6/af_inet6.c`, `tcp_ipv6.c`,
+//! `udp.c`): `SOCK_STREAM` (TCP), `SOCK_DGRAM` (UDP) and ICMP echo ([`icmp`]: ping and raw).
 //!
-//! The only interface is `lo` (127.0.0.0/8 and ::1). No packet is built: a TCP connect finds
-//! the listener and queues a new connected socket on it at once (the handshake of a loopback
-//! connection completes before `connect` returns on Linux too), stream bytes and datagrams
-//! queue at the receiver, and every other destination is `ENETUNREACH`, so the guest can never
-//! reach the host's network. Raw sockets and other protocols are refused in [`crate::sys`].
+//! Two paths. On the loopback network (`lo`: 127.0.0.0/8, ::1, and the host's own device
+//! addresses, which the local routing table puts on it) no packet is built: a TCP connect
+//! finds the listener and queues a new connected socket on it at once (the handshake of a
+//! loopback connection completes before `connect` returns on Linux too), and stream bytes and
+//! datagrams queue at the receiver. A destination the namespace's routes (`crate::dev`) send
+//! out of a device goes through that device's TCP/IP stack ([`crate::stack`], on smoltcp) as
+//! real packets; `link.rs` ties a socket to its smoltcp sockets, and one listener or UDP socket
+//! serves both paths. Without a route the destination is `ENETUNREACH`. Other raw protocols
+//! are refused in [`crate::sys`].
 //!
 //! Key types: [`InetSocket`] (the `struct sock`: state behind one mutex, one wait queue woken on
 //! every change), [`InetFile`] (its `FileOps`; dropping it is `inet_release`), [`Recv`]. Bound
@@ -24,14 +28,17 @@
 //! `IP_TTL`, `IP_TOS` and `IPV6_PKTINFO` are received.
 
 pub mod addr;
+mod icmp;
+mod link;
 pub mod opt;
 mod stream;
 mod udp;
 
+use link::{Link, Path};
 use udp::Dgram;
 
 use super::{AF_INET, AF_INET6, SHUT_RD, SHUT_RDWR, SHUT_WR};
-use addr::{Sa, canon6, overlap, pick_port, route, unmap};
+use addr::{Sa, canon6, overlap, pick_port, unmap};
 use opt::{LOOPBACK_MSS, LOOPBACK_MTU, OptCtx, Opts, Proto};
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
@@ -61,6 +68,8 @@ pub const UDP_MAX_V4: usize = 65_507;
 /// See [`UDP_MAX_V4`].
 pub const UDP_MAX_V6: usize = 65_527;
 pub use um_uapi::abi::capability::CAP_NET_BIND_SERVICE;
+/// `SOL_RAW` (`include/linux/socket.h`).
+const SOL_RAW: i32 = 255;
 /// `SIOCATMARK`.
 const SIOCATMARK: u32 = 0x8905;
 /// `SIOCOUTQ` (= `TIOCOUTQ`).
@@ -106,6 +115,8 @@ struct Inner {
     /// A non-blocking connect returned `EINPROGRESS`; the next connect reports its outcome.
     connect_pending: bool,
     opts: Opts,
+    /// The smoltcp sockets that carry it over a device (`link.rs`).
+    link: Link,
 }
 
 /// An internet socket.
@@ -238,6 +249,7 @@ impl InetSocket {
                 dead: false,
                 connect_pending: false,
                 opts,
+                link: Link::None,
             }),
             wq: WaitQueue::new(),
             ino: next_ino(),
@@ -265,7 +277,8 @@ impl InetSocket {
     pub fn sock_type(&self) -> u32 {
         match self.proto {
             Proto::Tcp => super::SOCK_STREAM,
-            Proto::Udp => super::SOCK_DGRAM,
+            Proto::Udp | Proto::Ping => super::SOCK_DGRAM,
+            Proto::Raw => super::SOCK_RAW,
         }
     }
 
@@ -417,22 +430,33 @@ impl InetSocket {
                 _ => return Err(Errno::EAFNOSUPPORT),
             }
         };
-        if !addr::bindable(a.ip()) && !freebind {
+        if !addr::bindable(a.ip()) && !freebind && !link::is_local(&self.net, a.ip()) {
             return Err(Errno::EADDRNOTAVAIL);
         }
         if a.port() != 0 && a.port() < addr::PROT_SOCK && !may_bind_low {
             return Err(Errno::EACCES);
         }
         {
-            let i = lock(&self.inner);
+            let mut i = lock(&self.inner);
             if i.state != State::Closed || i.local.is_some() {
                 return Err(Errno::EINVAL);
             }
+            if self.proto == Proto::Raw {
+                // raw_bind: an address only; raw sockets have no ports.
+                i.local = Some(SocketAddr::new(a.ip(), 0));
+                i.user_addr = !a.ip().is_unspecified();
+                return Ok(());
+            }
         }
         self.take_port(a.ip(), a.port(), false)?;
-        let mut i = lock(&self.inner);
-        i.user_addr = !a.ip().is_unspecified();
-        i.user_port = a.port() != 0;
+        {
+            let mut i = lock(&self.inner);
+            i.user_addr = !a.ip().is_unspecified();
+            i.user_port = a.port() != 0;
+        }
+        if self.proto == Proto::Udp {
+            self.udp_attach();
+        }
         Ok(())
     }
 
@@ -460,7 +484,7 @@ impl InetSocket {
     /// `listen` (`inet_listen`): autobinds an unbound socket and checks the port again now
     /// that it listens.
     pub fn listen(&self, backlog: i32) -> SysResult<()> {
-        if self.proto == Proto::Udp {
+        if self.proto != Proto::Tcp {
             return Err(Errno::EOPNOTSUPP);
         }
         let backlog = (backlog as u32).min(crate::sysctl::somaxconn(&self.net)) as usize;
@@ -497,6 +521,7 @@ impl InetSocket {
             i.state = State::Listen;
             i.backlog = backlog;
         }
+        self.listen_dev();
         self.wq.wake_all();
         Ok(())
     }
@@ -583,8 +608,11 @@ impl InetSocket {
         if b.len() < 2 {
             return Err(Errno::EINVAL);
         }
-        if self.proto == Proto::Udp {
+        if self.proto != Proto::Tcp {
             return self.connect_udp(b);
+        }
+        if let Some(r) = self.connect_again_dev() {
+            return r;
         }
         {
             let mut i = lock(&self.inner);
@@ -612,7 +640,12 @@ impl InetSocket {
                 return Err(Errno::EISCONN);
             }
         }
-        let (dst_ip, src_ip) = route(d.ip())?;
+        let (dst_ip, src_ip) = match link::path(&self.net, d.ip())? {
+            Path::Local { dst, src } => (dst, src),
+            Path::Dev { stack, dst, src } => {
+                return self.connect_dev(io, stack, SocketAddr::new(dst, d.port()), src);
+            }
+        };
         self.autobind_for(src_ip, true, true)?;
         let dst = SocketAddr::new(dst_ip, d.port());
         let r = self.connect_tcp(io, dst);
@@ -662,8 +695,13 @@ impl InetSocket {
     /// peer sees a reset, a listener's pending connections are reset), gives back what the
     /// user did not bind.
     pub fn disconnect(&self) {
-        let (peer, embryos) = {
+        let (peer, embryos, link) = {
             let mut i = lock(&self.inner);
+            let link = if self.proto == Proto::Tcp {
+                std::mem::take(&mut i.link)
+            } else {
+                Link::None
+            };
             let peer = if self.proto == Proto::Tcp && i.state == State::Established {
                 i.peer.take()
             } else {
@@ -679,8 +717,9 @@ impl InetSocket {
             i.snd_shutdown = false;
             i.fin = false;
             i.connect_pending = false;
-            (peer, embryos)
+            (peer, embryos, link)
         };
+        self.release_dev(link, true);
         if let Some(p) = peer {
             p.reset_by_peer();
         }
@@ -688,6 +727,11 @@ impl InetSocket {
             e.abort();
         }
         self.release_port_if_auto();
+        if self.proto != Proto::Tcp && lock(&self.inner).local.is_none() {
+            // The port went back: so do its sockets on the devices.
+            let link = std::mem::take(&mut lock(&self.inner).link);
+            self.release_dev(link, true);
+        }
         self.wq.wake_all();
     }
 
@@ -734,6 +778,9 @@ impl InetSocket {
             i.snd_shutdown |= wr;
         }
         self.wq.wake_all();
+        if wr && state == State::Established {
+            self.shutdown_dev();
+        }
         if wr
             && state == State::Established
             && let Some(p) = peer
@@ -751,9 +798,10 @@ impl InetSocket {
     /// resets the peer; otherwise it sees EOF. Unaccepted connections are reset.
     pub fn release(&self) {
         self.unhash();
-        let (peer, embryos, abort) = {
+        let (peer, embryos, abort, link) = {
             let mut i = lock(&self.inner);
             i.dead = true;
+            self.fill(&mut i);
             let abort = !i.stream.is_empty() || (i.opts.linger_on && i.opts.linger_secs == 0);
             let peer = if i.state == State::Established {
                 i.peer.take()
@@ -767,8 +815,10 @@ impl InetSocket {
             i.stream.clear();
             i.dgrams.clear();
             i.dgram_bytes = 0;
-            (peer, std::mem::take(&mut i.accept_q), abort)
+            let link = std::mem::take(&mut i.link);
+            (peer, std::mem::take(&mut i.accept_q), abort, link)
         };
+        self.release_dev(link, abort);
         if let Some(p) = peer {
             if abort {
                 p.reset_by_peer();
@@ -809,7 +859,11 @@ impl InetSocket {
     ) -> SysResult<usize> {
         match self.proto {
             Proto::Tcp => {
-                let r = self.send_tcp(io, data);
+                let r = if self.on_device() {
+                    self.send_dev(io, data)
+                } else {
+                    self.send_tcp(io, data)
+                };
                 if r == Err(Errno::EPIPE) && !nosignal {
                     send_sigpipe(io.task);
                 }
@@ -819,7 +873,13 @@ impl InetSocket {
                 if flags & MSG_OOB != 0 {
                     return Err(Errno::EOPNOTSUPP);
                 }
-                self.send_udp(data, to)
+                self.send_udp(io, data, to)
+            }
+            Proto::Ping | Proto::Raw => {
+                if flags & MSG_OOB != 0 {
+                    return Err(Errno::EOPNOTSUPP);
+                }
+                self.send_icmp(io, data, to)
             }
         }
     }
@@ -832,7 +892,7 @@ impl InetSocket {
         }
         match self.proto {
             Proto::Tcp => self.recv_tcp(io, buf, flags),
-            Proto::Udp => self.recv_udp(io, buf, flags),
+            Proto::Udp | Proto::Ping | Proto::Raw => self.recv_udp(io, buf, flags),
         }
     }
 
@@ -841,12 +901,17 @@ impl InetSocket {
         if let Some(pt) = pt {
             pt.wait_on(&self.wq);
         }
-        let i = lock(&self.inner);
+        let mut i = lock(&self.inner);
+        self.fill(&mut i);
         let mut m = 0u16;
         if i.err.is_some() {
             m |= POLLERR;
         }
-        if self.proto == Proto::Udp {
+        if i.link.connecting() {
+            // SYN sent: neither readable nor writable nor hung up yet (tcp_poll).
+            return m;
+        }
+        if self.proto != Proto::Tcp {
             if i.rcv_shutdown {
                 m |= POLLRDHUP | POLLIN | POLLRDNORM;
             }
@@ -875,9 +940,11 @@ impl InetSocket {
         }
         let peer = i.peer.clone();
         let (snd_shut, sndbuf) = (i.snd_shutdown, i.opts.sndbuf.max(0) as usize);
+        let dev_w = Self::dev_writable(&i);
         drop(i);
         let writable = snd_shut
             || match peer {
+                None if dev_w.is_some() => dev_w == Some(true),
                 None => true,
                 Some(p) => {
                     if let Some(pt) = pt {
@@ -895,11 +962,14 @@ impl InetSocket {
 
     /// Bytes readable now (`SIOCINQ`): `EINVAL` on a listener; the next datagram's size.
     pub fn inq(&self) -> SysResult<usize> {
-        let i = lock(&self.inner);
+        let mut i = lock(&self.inner);
+        self.fill(&mut i);
         match self.proto {
             Proto::Tcp if i.state == State::Listen => Err(Errno::EINVAL),
             Proto::Tcp => Ok(i.stream.len()),
-            Proto::Udp => Ok(i.dgrams.front().map_or(0, |d| d.data.len())),
+            Proto::Udp | Proto::Ping | Proto::Raw => {
+                Ok(i.dgrams.front().map_or(0, |d| d.data.len()))
+            }
         }
     }
 
@@ -948,11 +1018,20 @@ impl InetSocket {
             }
         }
         if level == IPPROTO_TCP && self.proto == Proto::Tcp && name == tcp::TCP_MAXSEG {
+            // The MSS of the path: lo's, or the device's MTU less the IP and TCP headers.
+            let path_mss = Self::dev_mtu(&i).map_or(LOOPBACK_MSS, |m| {
+                let ip = if i.remote.is_some_and(|r| r.is_ipv6()) {
+                    40
+                } else {
+                    20
+                };
+                m as i32 - ip - 20
+            });
             let v = if i.state == State::Established {
                 if i.opts.maxseg != 0 {
-                    i.opts.maxseg.min(LOOPBACK_MSS)
+                    i.opts.maxseg.min(path_mss)
                 } else {
-                    LOOPBACK_MSS
+                    path_mss
                 }
             } else if i.opts.maxseg != 0 {
                 i.opts.maxseg
@@ -972,7 +1051,8 @@ impl InetSocket {
                 return Err(Errno::ENOTCONN);
             }
             let n = (len as u32).min(4) as usize;
-            return Ok(LOOPBACK_MTU.to_le_bytes()[..n].to_vec());
+            let mtu = Self::dev_mtu(&i).map_or(LOOPBACK_MTU, |m| m as i32);
+            return Ok(mtu.to_le_bytes()[..n].to_vec());
         }
         let k = self.opt_ctx(&i, false);
         i.opts.get(level, name, len, &k)
@@ -1010,8 +1090,16 @@ impl InetSocket {
         if level == IPPROTO_IP && name == ip::IP_HDRINCL {
             return Err(Errno::ENOPROTOOPT);
         }
+        if level == SOL_RAW && self.proto == Proto::Raw {
+            // ICMP_FILTER and friends: only echo replies are ever received here.
+            return Ok(());
+        }
         let k = self.opt_ctx(&i, net_admin);
         let r = i.opts.set(level, name, val, optlen, &k);
+        if r.is_ok() {
+            // TCP_NODELAY, SO_KEEPALIVE and friends reach a device connection at once.
+            Self::dev_opts(&i);
+        }
         drop(i);
         if r.is_ok() && level == super::SOL_SOCKET {
             // Buffer sizes and timeouts change what waiters wait for.
@@ -1074,6 +1162,9 @@ impl FileOps for InetFile {
         Some(self)
     }
 }
+
+#[cfg(test)]
+mod devtests;
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,11 @@
 //! `um-net`: networking (Linux `net/`): the socket families, the socket syscalls and the
 //! per-namespace network sysctls.
 //!
-//! The families: AF_UNIX ([`unix`]), AF_INET/AF_INET6 on the guest's own loopback network
-//! ([`inet`]) and AF_PACKET on every network device ([`packet`], with classic BPF filters).
-//! [`sys`] holds the socket syscalls (Linux `net/socket.c`): they copy guest memory and call into
+//! The families: AF_UNIX ([`unix`]), AF_INET/AF_INET6 ([`inet`]: on the guest's own loopback
+//! network directly, over devices through the smoltcp-based IP stack [`stack`]) and AF_PACKET
+//! on every network device ([`packet`], with classic BPF filters); [`dev`] is the per-namespace
+//! registry of devices, addresses and routes. [`sys`] holds the socket syscalls (Linux
+//! `net/socket.c`): they copy guest memory and call into
 //! [`unix::UnixSocket`], [`inet::InetSocket`] or [`packet::PacketSocket`]. [`sysctl`] is
 //! `/proc/sys/net` and the values behind it (`somaxconn` and the `ipv4/conf` tables), kept per
 //! network namespace as `um_kernel::netns` state.
@@ -26,6 +28,7 @@
 pub mod dev;
 pub mod inet;
 pub mod packet;
+pub mod stack;
 pub mod sys;
 pub mod sysctl;
 pub mod unix;
@@ -299,6 +302,7 @@ pub fn rights_data(fds: &[i32]) -> Vec<u8> {
 /// subsystems' init calls). Runs before init can mount procfs.
 pub fn init() {
     um_fs::procfs::registry::proc_create("sys", "net", sysctl::sys_net_dir);
+    stack::init();
 }
 
 #[cfg(test)]

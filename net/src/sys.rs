@@ -2,13 +2,13 @@
 //! socket, socketpair, bind, listen, accept, accept4, connect, getsockname, getpeername,
 //! sendto, recvfrom, sendmsg, recvmsg, shutdown, getsockopt, setsockopt.
 //!
-//! Three families exist: AF_UNIX ([`crate::unix`]), AF_INET/AF_INET6 on the loopback
-//! network ([`crate::inet`]) and AF_PACKET on the loopback device
-//! ([`crate::packet`], `CAP_NET_RAW` only); every other family (AF_NETLINK, ...) is
-//! `EAFNOSUPPORT`, as for a family the kernel was built without. Raw internet sockets are
-//! `EPERM`, as for a caller without `CAP_NET_RAW` (and `EPROTONOSUPPORT` with protocol 0, as on
-//! Linux whoever asks); ICMP "ping" datagram sockets are `EACCES`, as with the default
-//! `net.ipv4.ping_group_range`. This file copies guest memory, resolves unix addresses (path
+//! Three families exist: AF_UNIX ([`crate::unix`]), AF_INET/AF_INET6 ([`crate::inet`]) and
+//! AF_PACKET ([`crate::packet`], `CAP_NET_RAW` only); every other family (AF_NETLINK, ...) is
+//! `EAFNOSUPPORT`, as for a family the kernel was built without. Raw internet sockets exist
+//! for ICMP only, with `CAP_NET_RAW` (`EPERM` without it, and for other protocols as if it
+//! were missing; `EPROTONOSUPPORT` with protocol 0, as on Linux whoever asks); ICMP "ping"
+//! datagram sockets are for the groups in `net.ipv4.ping_group_range` (`EACCES` otherwise,
+//! as for everyone with its default). This file copies guest memory, resolves unix addresses (path
 //! walk, `mknod` of the socket inode on bind), installs passed descriptors at `recvmsg`, and
 //! hands internet sockets their raw address and option bytes.
 
@@ -134,11 +134,13 @@ fn check_socket_args(domain: u64, ty: u64, protocol: u64) -> SysResult<(Kind, u3
             let proto = match (ty, protocol) {
                 (SOCK_STREAM, 0 | IPPROTO_TCP) => Proto::Tcp,
                 (SOCK_DGRAM, 0 | IPPROTO_UDP) => Proto::Udp,
-                // Ping sockets: nobody is in net.ipv4.ping_group_range by default.
-                (SOCK_DGRAM, p) if p == icmp => return Err(Errno::EACCES),
+                // Ping sockets (ping_init_sock checks net.ipv4.ping_group_range).
+                (SOCK_DGRAM, p) if p == icmp => Proto::Ping,
                 // inet_create finds no raw protocol 0 before it asks for CAP_NET_RAW.
                 (SOCK_RAW, 0) => return Err(Errno::EPROTONOSUPPORT),
-                // No raw sockets: as for a caller without CAP_NET_RAW.
+                // Raw ICMP, for CAP_NET_RAW (checked in inet_create).
+                (SOCK_RAW, p) if p == icmp => Proto::Raw,
+                // No other raw sockets: as for a caller without CAP_NET_RAW.
                 (SOCK_RAW, _) => return Err(Errno::EPERM),
                 (SOCK_STREAM | SOCK_DGRAM, _) => return Err(Errno::EPROTONOSUPPORT),
                 _ => return Err(Errno::ESOCKTNOSUPPORT),
@@ -164,11 +166,34 @@ fn packet_create(c: &SyscallCtx<'_>, ty: u32) -> SysResult<()> {
     Ok(())
 }
 
+/// `inet_create`'s checks of the caller: `CAP_NET_RAW` for a raw socket (`EPERM`), a group in
+/// `net.ipv4.ping_group_range` for a ping socket (`ping_init_sock`: the effective group or a
+/// supplementary one; `EACCES`).
+fn inet_create(c: &SyscallCtx<'_>, proto: Proto) -> SysResult<()> {
+    match proto {
+        Proto::Raw if !c.task.process.capable(CAP_NET_RAW) => Err(Errno::EPERM),
+        Proto::Ping => {
+            let (low, high) =
+                crate::sysctl::ping_group_range(&um_kernel::netns::of(&c.task.process));
+            let egid = lock(&c.task.process.creds).egid;
+            let groups = lock(&c.task.process.groups).clone();
+            let ok = std::iter::once(egid)
+                .chain(groups)
+                .any(|g| low <= g && g <= high);
+            if ok { Ok(()) } else { Err(Errno::EACCES) }
+        }
+        _ => Ok(()),
+    }
+}
+
 fn socket(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let (kind, flags) = check_socket_args(a[0], a[1], a[2])?;
     let s = match kind {
         Kind::Unix(ty) => Sock::Unix(UnixSocket::new(ty, owner(c))),
-        Kind::Inet(family, proto) => Sock::Inet(InetSocket::new(proto, family, owner(c))),
+        Kind::Inet(family, proto) => {
+            inet_create(c, proto)?;
+            Sock::Inet(InetSocket::new(proto, family, owner(c)))
+        }
         Kind::Packet(ty, proto) => {
             packet_create(c, ty)?;
             Sock::Packet(PacketSocket::new(ty, proto, owner(c)))
@@ -182,7 +207,10 @@ fn socketpair(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let ty = match kind {
         Kind::Unix(ty) => ty,
         // inet_stream_ops and inet_dgram_ops have sock_no_socketpair.
-        Kind::Inet(..) => return Err(Errno::EOPNOTSUPP),
+        Kind::Inet(_, proto) => {
+            inet_create(c, proto)?;
+            return Err(Errno::EOPNOTSUPP);
+        }
         // So has packet_ops, after packet_create's checks.
         Kind::Packet(ty, _) => {
             packet_create(c, ty)?;
@@ -1126,12 +1154,22 @@ mod tests {
         );
         assert_eq!(check_socket_args(2, 75, 0), Err(Errno::EINVAL));
         assert_eq!(check_socket_args(2, 3, 0), Err(Errno::EPROTONOSUPPORT));
-        assert_eq!(check_socket_args(2, 3, 1), Err(Errno::EPERM));
+        assert_eq!(
+            check_socket_args(2, 3, 1),
+            Ok((Kind::Inet(AF_INET, Proto::Raw), 0))
+        );
+        assert_eq!(check_socket_args(2, 3, 6), Err(Errno::EPERM));
         assert_eq!(check_socket_args(2, 1, 17), Err(Errno::EPROTONOSUPPORT));
         assert_eq!(check_socket_args(2, 2, 6), Err(Errno::EPROTONOSUPPORT));
         assert_eq!(check_socket_args(2, 1, 1), Err(Errno::EPROTONOSUPPORT));
-        assert_eq!(check_socket_args(2, 2, 1), Err(Errno::EACCES));
-        assert_eq!(check_socket_args(10, 2, 58), Err(Errno::EACCES));
+        assert_eq!(
+            check_socket_args(2, 2, 1),
+            Ok((Kind::Inet(AF_INET, Proto::Ping), 0))
+        );
+        assert_eq!(
+            check_socket_args(10, 2, 58),
+            Ok((Kind::Inet(AF_INET6, Proto::Ping), 0))
+        );
         assert_eq!(check_socket_args(2, 5, 0), Err(Errno::ESOCKTNOSUPPORT));
     }
 

@@ -33,6 +33,9 @@ use um_uapi::{Errno, SysResult};
 
 use um_uapi::abi::capability::CAP_NET_ADMIN;
 
+/// `net.ipv4.ping_group_range`'s default, in every namespace (`inet_init_net`): nobody.
+pub const PING_GROUP_RANGE_DEFAULT: (u32, u32) = (1, 0);
+
 /// `SOMAXCONN` (include/linux/socket.h): the default of `net.core.somaxconn`.
 pub const SOMAXCONN_DEFAULT: i32 = 4096;
 
@@ -126,6 +129,8 @@ pub struct Values {
     pub dflt: Vec<i32>,
     pub lo: Vec<i32>,
     pub somaxconn: i32,
+    /// `net.ipv4.ping_group_range`: the groups that may open ping sockets (inclusive).
+    pub ping_group_range: (u32, u32),
 }
 
 impl Default for Values {
@@ -137,6 +142,7 @@ impl Default for Values {
             lo: Values::loopback(&dflt),
             dflt,
             somaxconn: SOMAXCONN_DEFAULT,
+            ping_group_range: PING_GROUP_RANGE_DEFAULT,
         }
     }
 }
@@ -159,6 +165,7 @@ impl Values {
             lo: Values::loopback(&init.dflt),
             dflt: init.dflt.clone(),
             somaxconn: SOMAXCONN_DEFAULT,
+            ping_group_range: PING_GROUP_RANGE_DEFAULT,
         }
     }
 
@@ -207,6 +214,32 @@ impl PerNet for NetSysctl {
 /// queues (a negative value caps at 0, as `min(backlog, somaxconn)` on unsigned does).
 pub fn somaxconn(ns: &NetNs) -> u32 {
     lock(&ns.generic::<NetSysctl>().0).somaxconn.max(0) as u32
+}
+
+/// `net.ipv4.ping_group_range` of namespace `ns`.
+pub fn ping_group_range(ns: &NetNs) -> (u32, u32) {
+    lock(&ns.generic::<NetSysctl>().0).ping_group_range
+}
+
+/// `ipv4_ping_group_range`: two ints, each within 0..=`GID_T_MAX`, else `EINVAL`; a range
+/// whose high end is below its low end is stored as the empty default "1 0".
+pub fn parse_ping_group_range(data: &[u8]) -> SysResult<(u32, u32)> {
+    let text = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
+    let mut it = text.split_ascii_whitespace();
+    let (Some(a), Some(b)) = (it.next(), it.next()) else {
+        return Err(Errno::EINVAL);
+    };
+    let a = parse_int(a.as_bytes())?;
+    let b = parse_int(b.as_bytes())?;
+    if a < 0 || b < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (a, b) = (a as u32, b as u32);
+    Ok(if b < a {
+        PING_GROUP_RANGE_DEFAULT
+    } else {
+        (a, b)
+    })
 }
 
 /// Parses a write of one int as `proc_dointvec` does (kernel/sysctl.c `proc_get_long`):
@@ -312,6 +345,25 @@ fn conf_dir(fs: &Arc<ProcFs>, c: Conf) -> Arc<ProcInode> {
     ProcInode::dir(fs, entries)
 }
 
+/// `ipv4/ping_group_range`: "LOW\tHIGH" (`proc_dointvec` prints vectors tab-separated).
+fn ping_group_range_file(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
+    ProcInode::file_rw(
+        fs,
+        |_: &Arc<Kernel>, io: &IoCtx<'_>| {
+            let (a, b) = lock(&values_of(io).0).ping_group_range;
+            Ok(format!("{a}\t{b}\n").into_bytes())
+        },
+        |_: &Arc<Kernel>, io: &IoCtx<'_>, data: &[u8]| {
+            if !io.task.process.capable(CAP_NET_ADMIN) {
+                return Err(Errno::EPERM);
+            }
+            let r = parse_ping_group_range(data)?;
+            lock(&values_of(io).0).ping_group_range = r;
+            Ok(data.len())
+        },
+    )
+}
+
 /// `/proc/sys/net`.
 pub fn sys_net_dir(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
     let conf = ProcInode::dir(
@@ -338,6 +390,7 @@ pub fn sys_net_dir(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
                     },
                 ),
             ),
+            ("ping_group_range", ping_group_range_file(fs)),
         ],
     );
     let core = ProcInode::dir(
@@ -423,6 +476,19 @@ mod tests {
         // default alone changes nothing else.
         v.set(Conf::Default, fwd, 1);
         assert_eq!((v.get(Conf::All, fwd), v.get(Conf::Lo, fwd)), (0, 0));
+    }
+
+    #[test]
+    fn ping_group_range_parsing() {
+        assert_eq!(
+            parse_ping_group_range(b"0 2147483647\n"),
+            Ok((0, i32::MAX as u32))
+        );
+        assert_eq!(parse_ping_group_range(b"100\t200"), Ok((100, 200)));
+        assert_eq!(parse_ping_group_range(b"5 1"), Ok(PING_GROUP_RANGE_DEFAULT));
+        assert_eq!(parse_ping_group_range(b"5"), Err(Errno::EINVAL));
+        assert_eq!(parse_ping_group_range(b"-1 5"), Err(Errno::EINVAL));
+        assert_eq!(Values::default().ping_group_range, (1, 0));
     }
 
     #[test]

@@ -70,6 +70,10 @@ pub const LO_IFINDEX: i32 = 1;
 pub enum Proto {
     Tcp,
     Udp,
+    /// ICMP echo, `SOCK_DGRAM` (a "ping socket", `net/ipv4/ping.c`).
+    Ping,
+    /// ICMP, `SOCK_RAW` (`net/ipv4/raw.c`).
+    Raw,
 }
 
 /// What an option call needs to know about its socket.
@@ -165,7 +169,7 @@ impl Opts {
     pub fn new(proto: Proto) -> Opts {
         let (sndbuf, rcvbuf) = match proto {
             Proto::Tcp => (TCP_SNDBUF, TCP_RCVBUF),
-            Proto::Udp => (UDP_BUF, UDP_BUF),
+            Proto::Udp | Proto::Ping | Proto::Raw => (UDP_BUF, UDP_BUF),
         };
         Opts {
             reuseaddr: false,
@@ -392,6 +396,10 @@ impl Opts {
             SO_PROTOCOL => i(match k.proto {
                 Proto::Tcp => IPPROTO_TCP,
                 Proto::Udp => IPPROTO_UDP,
+                Proto::Ping | Proto::Raw if k.family == super::super::AF_INET6 => {
+                    um_uapi::abi::inet::IPPROTO_ICMPV6
+                }
+                Proto::Ping | Proto::Raw => um_uapi::abi::inet::IPPROTO_ICMP,
             }),
             SO_LINGER => {
                 let l = Linger {

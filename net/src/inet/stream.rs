@@ -146,11 +146,17 @@ impl InetSocket {
         let timeo = lock(&self.inner).opts.rcvtimeo;
         let s = sk_wait(io, timeo, &[&self.wq], || {
             let mut i = lock(&self.inner);
+            self.fill(&mut i);
             if i.state != State::Listen {
                 return Some(Err(Errno::EINVAL));
             }
             i.accept_q.pop_front().map(Ok)
         })??;
+        if s.take_hash() {
+            // A connection from a device: it shares its listener's port from now on.
+            let port = s.local_addr().port();
+            s.inherit_port(port);
+        }
         self.wq.wake_all();
         Ok(s)
     }
@@ -247,6 +253,7 @@ impl InetSocket {
         loop {
             let r = sk_wait(io, timeo, &[&self.wq], || {
                 let mut i = lock(&self.inner);
+                self.fill(&mut i);
                 let start = if peek { copied } else { 0 };
                 let n = i.stream.len().saturating_sub(start).min(len - copied);
                 if n > 0 {
@@ -277,6 +284,9 @@ impl InetSocket {
                 }
                 if i.rcv_shutdown {
                     return Some(Step::Done(0));
+                }
+                if i.link.connecting() {
+                    return None;
                 }
                 if i.state != State::Established {
                     return Some(Step::Fail(Errno::ENOTCONN));

@@ -8,8 +8,9 @@
 //! connected sender hears `ECONNREFUSED` (the ICMP port-unreachable a loopback send draws).
 
 use super::super::{MSG_PEEK, MSG_TRUNC};
-use super::addr::{match_score, route};
-use super::opt;
+use super::addr::match_score;
+use super::link::{self, Path};
+use super::opt::{self, Proto};
 use super::{Dest, InetSocket, Recv, State, UDP_MAX_V4, UDP_MAX_V6, ports, sk_wait};
 use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
@@ -27,6 +28,19 @@ pub(super) struct Dgram {
     tos: u8,
 }
 
+impl Dgram {
+    /// A datagram that arrived from `from` for `to`, with its TTL and TOS.
+    pub(super) fn new(data: Vec<u8>, from: SocketAddr, to: SocketAddr, ttl: i32, tos: u8) -> Dgram {
+        Dgram {
+            data,
+            from,
+            to,
+            ttl,
+            tos,
+        }
+    }
+}
+
 impl InetSocket {
     pub(super) fn connect_udp(&self, b: &[u8]) -> SysResult<()> {
         let d = match self.dest(b, false)? {
@@ -36,8 +50,14 @@ impl InetSocket {
             }
             Dest::Addr(a) => a,
         };
-        let (dst_ip, src_ip) = route(d.ip())?;
-        self.autobind_for(src_ip, false, true)?;
+        let (dst_ip, src_ip) = match link::path(&self.net, d.ip())? {
+            Path::Local { dst, src } => (dst, src),
+            Path::Dev { dst, src, .. } => (dst, src),
+        };
+        if self.proto != Proto::Raw {
+            self.autobind_for(src_ip, false, true)?;
+        }
+        self.udp_attach();
         let mut i = lock(&self.inner);
         i.remote = Some(SocketAddr::new(dst_ip, d.port()));
         i.state = State::Established;
@@ -47,7 +67,12 @@ impl InetSocket {
         Ok(())
     }
 
-    pub(super) fn send_udp(&self, data: &[u8], to: Option<&[u8]>) -> SysResult<usize> {
+    pub(super) fn send_udp(
+        &self,
+        io: &IoCtx<'_>,
+        data: &[u8],
+        to: Option<&[u8]>,
+    ) -> SysResult<usize> {
         let dest = match to {
             Some(b) => self.dest(b, true)?,
             None => Dest::Unspec,
@@ -82,7 +107,10 @@ impl InetSocket {
         if data.len() > max {
             return Err(Errno::EMSGSIZE);
         }
-        let (dst_ip, src_ip) = route(dst.ip())?;
+        let (dst_ip, src_ip, stack) = match link::path(&self.net, dst.ip())? {
+            Path::Local { dst, src } => (dst, src, None),
+            Path::Dev { stack, dst, src } => (dst, src, Some(stack)),
+        };
         let dst = SocketAddr::new(dst_ip, dst.port());
         self.autobind_for(src_ip, false, false)?;
         let local = self.local_addr();
@@ -91,6 +119,9 @@ impl InetSocket {
         } else {
             local.ip()
         };
+        if let Some(stack) = stack {
+            return self.send_udp_dev(io, &stack, data, dst, src_ip);
+        }
         let src = SocketAddr::new(src_ip, local.port());
         match self.find_udp_receiver(dst, src) {
             Some(r) => {
@@ -164,6 +195,7 @@ impl InetSocket {
         let timeo = lock(&self.inner).opts.rcvtimeo;
         let r = sk_wait(io, timeo, &[&self.wq], || {
             let mut i = lock(&self.inner);
+            self.fill(&mut i);
             if let Some(d) = i.dgrams.front() {
                 let n = d.data.len().min(buf.len());
                 buf[..n].copy_from_slice(&d.data[..n]);
