@@ -41,6 +41,9 @@ pub const LO_IFINDEX: i32 = 1;
 /// lo's MTU (Linux `drivers/net/loopback.c`: 64 KiB since 3.6).
 pub const LO_MTU: u32 = 65_536;
 
+/// A new device's transmit queue length (`DEFAULT_TX_QUEUE_LEN`; lo has the same).
+pub const DEFAULT_TXQLEN: u32 = 1000;
+
 /// What a driver does for its device (Linux `struct net_device_ops`).
 pub trait NetDevOps: Send + Sync {
     /// Sends one complete frame (`ndo_start_xmit`). Never blocks; `false` when the frame was
@@ -81,6 +84,7 @@ pub struct NetDevice {
     name: RwLock<String>,
     flags: AtomicU32,
     mtu: AtomicU32,
+    txqlen: AtomicU32,
     /// The counters.
     pub stats: DevStats,
     ops: Option<Arc<dyn NetDevOps>>,
@@ -106,6 +110,11 @@ impl NetDevice {
     /// The MTU (`dev->mtu`).
     pub fn mtu(&self) -> u32 {
         self.mtu.load(Ordering::Relaxed)
+    }
+
+    /// The transmit queue length (`dev->tx_queue_len`, `ip link`'s "qlen").
+    pub fn txqlen(&self) -> u32 {
+        self.txqlen.load(Ordering::Relaxed)
     }
 
     /// The namespace the device is in (None while it is being torn down).
@@ -362,6 +371,7 @@ impl Default for NetDevices {
             name: RwLock::new("lo".to_string()),
             flags: AtomicU32::new(IFF_UP | IFF_LOOPBACK | IFF_RUNNING | IFF_LOWER_UP),
             mtu: AtomicU32::new(LO_MTU),
+            txqlen: AtomicU32::new(DEFAULT_TXQLEN),
             stats: DevStats::default(),
             ops: None,
             netns: OnceLock::new(),
@@ -533,6 +543,7 @@ impl NetDevices {
                 name: RwLock::new(name.to_string()),
                 flags: AtomicU32::new(flags & !(IFF_UP | IFF_RUNNING | IFF_LOWER_UP)),
                 mtu: AtomicU32::new(mtu),
+                txqlen: AtomicU32::new(DEFAULT_TXQLEN),
                 stats: DevStats::default(),
                 ops: Some(ops),
                 netns: OnceLock::new(),
@@ -620,6 +631,51 @@ impl NetDevices {
         }
         dev.mtu.store(mtu, Ordering::Relaxed);
         notify(ns, &[Event::Link(dev)]);
+        Ok(())
+    }
+
+    /// Renames a device (`dev_change_name`): `EBUSY` while it is up, `EEXIST` for a name in
+    /// use, `EINVAL` for a bad one. The IPv4 labels that were the old name follow.
+    pub fn set_name(&self, ns: &Arc<NetNs>, ifindex: i32, name: &str) -> SysResult<()> {
+        if name.is_empty()
+            || name.len() >= IFNAMSIZ
+            || name.contains(['/', ':'])
+            || name.contains(char::is_whitespace)
+        {
+            return Err(Errno::EINVAL);
+        }
+        let dev = self.by_index(ifindex).ok_or(Errno::ENODEV)?;
+        let old = dev.name();
+        if old == name {
+            return Ok(());
+        }
+        if dev.is_up() {
+            return Err(Errno::EBUSY);
+        }
+        {
+            let mut i = lock(&self.inner);
+            if i.devs.iter().any(|d| d.name() == name) {
+                return Err(Errno::EEXIST);
+            }
+            if let Ok(mut n) = dev.name.write() {
+                *n = name.to_string();
+            }
+            for a in i.addrs.iter_mut().filter(|a| a.ifindex == ifindex) {
+                if a.label == old {
+                    a.label = name.to_string();
+                }
+            }
+        }
+        notify(ns, &[Event::Link(dev)]);
+        Ok(())
+    }
+
+    /// Sets the transmit queue length (`dev_change_tx_queue_len`).
+    pub fn set_txqlen(&self, ns: &Arc<NetNs>, ifindex: i32, len: u32) -> SysResult<()> {
+        let dev = self.by_index(ifindex).ok_or(Errno::ENODEV)?;
+        if dev.txqlen.swap(len, Ordering::Relaxed) != len {
+            notify(ns, &[Event::Link(dev)]);
+        }
         Ok(())
     }
 

@@ -24,6 +24,7 @@
 //! `IP_TTL`, `IP_TOS` and `IPV6_PKTINFO` are received.
 
 pub mod addr;
+pub mod list;
 pub mod opt;
 mod stream;
 mod udp;
@@ -1056,11 +1057,15 @@ impl FileOps for InetFile {
         Ok(0)
     }
 
-    fn ioctl(&self, _io: &IoCtx<'_>, cmd: u32, arg: u64, mem: &mut dyn GuestMem) -> SysResult<u64> {
+    fn ioctl(&self, io: &IoCtx<'_>, cmd: u32, arg: u64, mem: &mut dyn GuestMem) -> SysResult<u64> {
         let v: i32 = match cmd {
             FIONREAD => self.sock.inq()? as i32,
             SIOCOUTQ | SIOCATMARK => 0,
-            _ => return Err(Errno::ENOTTY),
+            // Interface ioctls (inet_ioctl: the IPv4 address and route ones too).
+            _ => {
+                let v4 = self.sock.family() == super::AF_INET;
+                return crate::devioctl::dev_ioctl(io, cmd, arg, mem, v4);
+            }
         };
         mem.write(arg, &v.to_le_bytes())?;
         Ok(0)

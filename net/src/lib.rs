@@ -24,8 +24,11 @@
 #![forbid(unsafe_code)]
 
 pub mod dev;
+pub mod devioctl;
 pub mod inet;
+pub mod netlink;
 pub mod packet;
+pub mod procnet;
 pub mod sys;
 pub mod sysctl;
 pub mod unix;
@@ -294,6 +297,8 @@ pub fn rights_data(fds: &[i32]) -> Vec<u8> {
 /// subsystems' init calls). Runs before init can mount procfs.
 pub fn init() {
     um_fs::procfs::registry::proc_create("sys", "net", sysctl::sys_net_dir);
+    procnet::register();
+    netlink::init();
 }
 
 #[cfg(test)]

@@ -1718,11 +1718,12 @@ impl FileOps for PacketFile {
         Ok(0)
     }
 
-    fn ioctl(&self, _io: &IoCtx<'_>, cmd: u32, arg: u64, mem: &mut dyn GuestMem) -> SysResult<u64> {
+    fn ioctl(&self, io: &IoCtx<'_>, cmd: u32, arg: u64, mem: &mut dyn GuestMem) -> SysResult<u64> {
         let v: i32 = match cmd {
             FIONREAD => self.sock.inq() as i32,
             SIOCOUTQ => 0,
-            _ => return Err(Errno::ENOTTY),
+            // Interface ioctls (packet_ioctl hands the address ones to inet_dgram_ops).
+            _ => return super::devioctl::dev_ioctl(io, cmd, arg, mem, true),
         };
         mem.write(arg, &v.to_le_bytes())?;
         Ok(0)

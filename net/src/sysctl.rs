@@ -209,6 +209,11 @@ pub fn somaxconn(ns: &NetNs) -> u32 {
     lock(&ns.generic::<NetSysctl>().0).somaxconn.max(0) as u32
 }
 
+/// Whether namespace `ns` forwards IPv4 (`net.ipv4.conf.all.forwarding`).
+pub fn ip_forward(ns: &NetNs) -> bool {
+    lock(&ns.generic::<NetSysctl>().0).get(Conf::All, index("forwarding")) != 0
+}
+
 /// Parses a write of one int as `proc_dointvec` does (kernel/sysctl.c `proc_get_long`):
 /// leading white space, an optional `-`, a number in C notation (`0x` hex, leading `0`
 /// octal), then white space, a NUL or the end; the value must fit an `int`. Text after
