@@ -353,15 +353,31 @@ fn dump_addrs(d: &NetDevices, family: u32, seq: u32, pid: u32) -> Vec<Vec<u8>> {
             continue;
         }
         for dv in d.list() {
-            for a in all
+            let mut mine: Vec<(usize, &IfAddr)> = all
                 .iter()
-                .filter(|a| a.ifindex == dv.ifindex && a.addr.is_ipv4() == v4)
-            {
+                .enumerate()
+                .filter(|(_, a)| a.ifindex == dv.ifindex && a.addr.is_ipv4() == v4)
+                .collect();
+            if !v4 {
+                // ipv6_link_dev_addr: wider source scope first, newest first among equals.
+                mine.sort_by_key(|(k, a)| (std::cmp::Reverse(src_scope6(a.addr)), std::cmp::Reverse(*k)));
+            }
+            for (_, a) in mine {
                 out.push(fill_addr(a, RTM_NEWADDR, NLM_F_MULTI, seq, pid));
             }
         }
     }
     out
+}
+
+/// `ipv6_addr_src_scope`: loopback 1, link-local 2, site-local 5, global 14.
+fn src_scope6(a: IpAddr) -> u8 {
+    match a {
+        IpAddr::V6(v) if v.is_loopback() => 1,
+        IpAddr::V6(v) if v.segments()[0] & 0xffc0 == 0xfe80 => 2,
+        IpAddr::V6(v) if v.segments()[0] & 0xffc0 == 0xfec0 => 5,
+        _ => 14,
+    }
 }
 
 /// The address a request names (`IFA_LOCAL`, else `IFA_ADDRESS`).
@@ -686,19 +702,25 @@ fn get_route(r: &Request<'_>, d: &NetDevices) -> NlResult {
     }
     let v4 = q.dst.is_ipv4();
     let local = rt.kind == RTN_LOCAL;
+    // The table is main unless RTM_F_LOOKUP_TABLE asks for the one the lookup used.
+    let table = if q.rtm.rtm_flags & RTM_F_LOOKUP_TABLE != 0 {
+        rt.table
+    } else {
+        RT_TABLE_MAIN
+    };
     let mut m = Msg::new(RTM_NEWROUTE, 0, seq, pid);
     m.put(&Rtmsg {
         rtm_family: family_of(q.dst),
         rtm_dst_len: if v4 { 32 } else { 128 },
         rtm_src_len: 0,
         rtm_tos: 0,
-        rtm_table: rt.table,
+        rtm_table: table,
         rtm_protocol: 0,
         rtm_scope: RT_SCOPE_UNIVERSE,
         rtm_type: rt.kind,
         rtm_flags: RTM_F_CLONED | if local && v4 { RTCF_LOCAL } else { 0 },
     });
-    m.u32(RTA_TABLE, u32::from(rt.table))
+    m.u32(RTA_TABLE, u32::from(table))
         .attr(RTA_DST, &ip_bytes(q.dst))
         .u32(RTA_OIF, rt.oif as u32);
     if let Some(src) = d.source_for(&rt, q.dst) {

@@ -178,6 +178,8 @@ pub mod rta {
 }
 /// `RTM_F_CLONED`: a cached route (`ip route get` answers).
 pub const RTM_F_CLONED: u32 = 0x200;
+/// `RTM_F_LOOKUP_TABLE`: answer with the table the lookup used.
+pub const RTM_F_LOOKUP_TABLE: u32 = 0x1000;
 /// `RTM_F_FIB_MATCH`: answer with the FIB entry, not the resolved route.
 pub const RTM_F_FIB_MATCH: u32 = 0x2000;
 /// `RT_TABLE_UNSPEC`.
