@@ -30,9 +30,9 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use um_kernel::netns::{NetNs, PerNet};
 use um_kernel::task::lock;
 use um_uapi::abi::netdevice::{
-    ARPHRD_LOOPBACK, IFA_F_NOPREFIXROUTE, IFA_F_PERMANENT, IFF_LOOPBACK, IFF_LOWER_UP, IFF_RUNNING,
-    IFF_UP, IFNAMSIZ, RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RT_TABLE_LOCAL,
-    RT_TABLE_MAIN, RTN_BROADCAST, RTN_LOCAL, RTN_UNICAST, RTPROT_KERNEL,
+    ARPHRD_LOOPBACK, IFA_F_NOPREFIXROUTE, IFA_F_PERMANENT, IFA_F_SECONDARY, IFF_LOOPBACK,
+    IFF_LOWER_UP, IFF_RUNNING, IFF_UP, IFNAMSIZ, RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE,
+    RT_TABLE_LOCAL, RT_TABLE_MAIN, RTN_BROADCAST, RTN_LOCAL, RTN_UNICAST, RTPROT_KERNEL,
 };
 use um_uapi::{Errno, SysResult};
 
@@ -398,8 +398,9 @@ impl Default for NetDevices {
 impl PerNet for NetDevices {}
 
 /// The routes an address brings while its device is up (Linux `fib_add_ifaddr` for IPv4: a
-/// local route for the address and, unless `IFA_F_NOPREFIXROUTE` or a /32, a prefix route in
-/// the main table and the broadcast routes; `addrconf_prefix_route` and the local route for
+/// local route for the address, a broadcast route for an explicit broadcast address and,
+/// unless secondary or a /32, a prefix route (unless `IFA_F_NOPREFIXROUTE`; in the local table
+/// on lo, else in main) and the network's broadcast route; `addrconf_prefix_route` and the local route for
 /// IPv6).
 fn addr_routes(a: &IfAddr) -> Vec<Route> {
     let base = Route {
@@ -418,36 +419,47 @@ fn addr_routes(a: &IfAddr) -> Vec<Route> {
     match a.addr {
         IpAddr::V4(ip) => {
             v.push(base.clone());
-            if a.prefix_len < 32 && a.flags & IFA_F_NOPREFIXROUTE == 0 {
+            let bcast_route = |b: Ipv4Addr| Route {
+                dst: IpAddr::V4(b),
+                dst_len: 32,
+                scope: RT_SCOPE_LINK,
+                kind: RTN_BROADCAST,
+                ..base.clone()
+            };
+            // An explicitly assigned broadcast address.
+            if let Some(b) = a.broadcast.filter(|b| *b != Ipv4Addr::BROADCAST) {
+                v.push(bcast_route(b));
+            }
+            // A secondary address brings no prefix or network broadcast route.
+            if a.prefix_len < 32 && a.flags & IFA_F_SECONDARY == 0 {
                 let net = network(a.addr, a.prefix_len);
-                // A loopback prefix is local as a whole (`ip route show table local`:
-                // "local 127.0.0.0/8 dev lo"); any other goes in main, reachable on the link.
-                if ip.is_loopback() {
-                    v.push(Route {
-                        dst: net,
-                        dst_len: a.prefix_len,
-                        ..base.clone()
-                    });
-                } else {
-                    v.push(Route {
-                        dst: net,
-                        dst_len: a.prefix_len,
-                        table: RT_TABLE_MAIN,
-                        scope: RT_SCOPE_LINK,
-                        kind: RTN_UNICAST,
-                        ..base.clone()
-                    });
+                if a.flags & IFA_F_NOPREFIXROUTE == 0 {
+                    // On the loopback device a prefix is local as a whole (`fib_magic` with
+                    // RTN_LOCAL for IFF_LOOPBACK: "local 127.0.0.0/8 dev lo"); elsewhere it
+                    // goes in main, reachable on the link.
+                    if ip.is_loopback() || a.ifindex == LO_IFINDEX {
+                        v.push(Route {
+                            dst: net,
+                            dst_len: a.prefix_len,
+                            ..base.clone()
+                        });
+                    } else {
+                        v.push(Route {
+                            dst: net,
+                            dst_len: a.prefix_len,
+                            table: RT_TABLE_MAIN,
+                            scope: RT_SCOPE_LINK,
+                            kind: RTN_UNICAST,
+                            ..base.clone()
+                        });
+                    }
                 }
-                let bcast = a.broadcast.unwrap_or_else(|| {
-                    Ipv4Addr::from(u32::from(ip) | (u32::MAX >> u32::from(a.prefix_len)))
-                });
-                v.push(Route {
-                    dst: IpAddr::V4(bcast),
-                    dst_len: 32,
-                    scope: RT_SCOPE_LINK,
-                    kind: RTN_BROADCAST,
-                    ..base.clone()
-                });
+                if a.prefix_len < 31 {
+                    let b = Ipv4Addr::from(u32::from(ip) | (u32::MAX >> u32::from(a.prefix_len)));
+                    if a.broadcast != Some(b) {
+                        v.push(bcast_route(b));
+                    }
+                }
             }
         }
         IpAddr::V6(ip) => {

@@ -104,7 +104,7 @@ pub fn route(net: &Arc<NetNs>) -> String {
         "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT",
         127,
     );
-    for r in d.routes() {
+    for r in crate::netlink::route::sorted_routes(&d) {
         if !r.dst.is_ipv4() || r.table != RT_TABLE_MAIN || r.kind == RTN_BROADCAST || r.kind == 5 {
             continue;
         }

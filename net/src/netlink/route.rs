@@ -67,6 +67,10 @@ pub fn handle(r: &Request<'_>) -> NlResult {
     let family = u32::from(r.payload[0]);
     let (seq, pid) = (r.hdr.nlmsg_seq, r.portid);
     match ty {
+        // inet6_dump_ifinfo: IPv6's own, shorter, link messages.
+        RTM_GETLINK if dump && family == AF_INET6 => Ok(Answer::Dump(
+            d.list().iter().map(|dv| fill_link6(dv, seq, pid)).collect(),
+        )),
         RTM_GETLINK if dump => Ok(Answer::Dump(
             d.list()
                 .iter()
@@ -91,12 +95,13 @@ pub fn handle(r: &Request<'_>) -> NlResult {
         RTM_NEWADDR => new_addr(r, &d),
         RTM_DELADDR => del_addr(r, &d),
         RTM_GETROUTE if dump => Ok(Answer::Dump(
-            d.routes()
+            sorted_routes(&d)
                 .iter()
                 .filter(|rt| family_match(family, rt.dst))
                 .map(|rt| fill_route(rt, RTM_NEWROUTE, NLM_F_MULTI, seq, pid))
                 .collect(),
         )),
+        RTM_GETRULE if dump => Ok(Answer::Dump(rules(family, seq, pid))),
         RTM_GETROUTE => get_route(r, &d),
         RTM_NEWROUTE => new_route(r, &d),
         RTM_DELROUTE => del_route(r, &d),
@@ -104,6 +109,119 @@ pub fn handle(r: &Request<'_>) -> NlResult {
         _ if dump => Ok(Answer::Dump(Vec::new())),
         _ => Err(Errno::EOPNOTSUPP.into()),
     }
+}
+
+/// `RTM_GETRULE`, `FRA_*`, `FR_ACT_TO_TBL` (`include/uapi/linux/fib_rules.h`).
+const RTM_GETRULE: u16 = 34;
+const RTM_NEWRULE: u16 = 32;
+const FRA_PRIORITY: u16 = 6;
+const FRA_TABLE: u16 = 15;
+const FRA_SUPPRESS_PREFIXLEN: u16 = 14;
+const FRA_PROTOCOL: u16 = 21;
+const FR_ACT_TO_TBL: u8 = 1;
+/// `RT_TABLE_DEFAULT`.
+const RT_TABLE_DEFAULT: u8 = 253;
+/// `IFLA_PROTINFO`.
+const IFLA_PROTINFO: u16 = 12;
+
+/// The default policy rules (`fib_default_rules_init`, `fib6_rules_net_init`): IPv4 looks in
+/// local (0), main (32766) and default (32767); IPv6 in local and main. Rules cannot be
+/// changed here.
+fn rules(family: u32, seq: u32, pid: u32) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for (fam, list) in [
+        (
+            AF_INET,
+            &[
+                (0u32, RT_TABLE_LOCAL),
+                (32766, RT_TABLE_MAIN),
+                (32767, RT_TABLE_DEFAULT),
+            ][..],
+        ),
+        (
+            AF_INET6,
+            &[(0u32, RT_TABLE_LOCAL), (32766, RT_TABLE_MAIN)][..],
+        ),
+    ] {
+        if family != AF_UNSPEC && family != fam {
+            continue;
+        }
+        for &(pref, table) in list {
+            let mut m = Msg::new(RTM_NEWRULE, NLM_F_MULTI, seq, pid);
+            // struct fib_rule_hdr has rtmsg's layout: family, dst_len, src_len, tos, table,
+            // res1, res2, action, flags.
+            m.put(&Rtmsg {
+                rtm_family: fam as u8,
+                rtm_table: table,
+                rtm_type: FR_ACT_TO_TBL,
+                ..Rtmsg::default()
+            });
+            m.u32(FRA_TABLE, u32::from(table))
+                .u32(FRA_SUPPRESS_PREFIXLEN, u32::MAX);
+            if pref != 0 {
+                m.u32(FRA_PRIORITY, pref);
+            }
+            m.u8(FRA_PROTOCOL, RTPROT_KERNEL);
+            out.push(m.finish());
+        }
+    }
+    out
+}
+
+/// The routes in the order Linux dumps them: by table (main before local, the hash order),
+/// then by destination, longer prefixes first for one destination (the trie's leaves).
+pub fn sorted_routes(d: &NetDevices) -> Vec<Route> {
+    let mut v = d.routes();
+    let key = |a: IpAddr| -> u128 {
+        match a {
+            IpAddr::V4(x) => u128::from(u32::from(x)),
+            IpAddr::V6(x) => u128::from(x),
+        }
+    };
+    v.sort_by(|a, b| {
+        (
+            a.dst.is_ipv6(),
+            a.table,
+            key(a.dst),
+            std::cmp::Reverse(a.dst_len),
+            a.priority,
+        )
+            .cmp(&(
+                b.dst.is_ipv6(),
+                b.table,
+                key(b.dst),
+                std::cmp::Reverse(b.dst_len),
+                b.priority,
+            ))
+    });
+    v
+}
+
+/// `inet6_fill_ifinfo`: a link as IPv6 describes it.
+fn fill_link6(dv: &NetDevice, seq: u32, pid: u32) -> Vec<u8> {
+    let mut m = Msg::new(RTM_NEWLINK, NLM_F_MULTI, seq, pid);
+    m.put(&Ifinfomsg {
+        ifi_family: AF_INET6 as u8,
+        ifi_pad: 0,
+        ifi_type: dv.kind,
+        ifi_index: dv.ifindex,
+        ifi_flags: dv.flags(),
+        ifi_change: 0,
+    });
+    m.str(IFLA_IFNAME, &dv.name())
+        .attr(IFLA_ADDRESS, &dv.mac)
+        .u32(IFLA_MTU, dv.mtu())
+        .u8(
+            IFLA_OPERSTATE,
+            if dv.is_up() {
+                operstate(dv)
+            } else {
+                IF_OPER_DOWN
+            },
+        );
+    let at = m.nest(IFLA_PROTINFO);
+    m.end_nest(at);
+    m.finish()
 }
 
 /// The family header `T` of a request and the attributes after it: `EINVAL` if short
@@ -360,7 +478,9 @@ fn dump_addrs(d: &NetDevices, family: u32, seq: u32, pid: u32) -> Vec<Vec<u8>> {
                 .collect();
             if !v4 {
                 // ipv6_link_dev_addr: wider source scope first, newest first among equals.
-                mine.sort_by_key(|(k, a)| (std::cmp::Reverse(src_scope6(a.addr)), std::cmp::Reverse(*k)));
+                mine.sort_by_key(|(k, a)| {
+                    (std::cmp::Reverse(src_scope6(a.addr)), std::cmp::Reverse(*k))
+                });
             }
             for (_, a) in mine {
                 out.push(fill_addr(a, RTM_NEWADDR, NLM_F_MULTI, seq, pid));
