@@ -2,7 +2,10 @@
 //! per-namespace network sysctls.
 //!
 //! The families: AF_UNIX ([`unix`]), AF_INET/AF_INET6 on the guest's own loopback network
-//! ([`inet`]) and AF_PACKET on its loopback device ([`packet`]). [`sys`] holds the socket
+//! ([`inet`]), AF_PACKET on its loopback device ([`packet`]) and AF_NETLINK ([`netlink`]:
+//! rtnetlink and sock_diag). [`dev`] is the registry of devices, addresses and routes that
+//! rtnetlink, the interface ioctls ([`devioctl`]), `/proc/net` and `/sys/class/net`
+//! ([`procnet`]) read and change. [`sys`] holds the socket
 //! syscalls (Linux `net/socket.c`): they copy guest memory and call into
 //! [`unix::UnixSocket`], [`inet::InetSocket`] or [`packet::PacketSocket`]. [`sysctl`] is
 //! `/proc/sys/net` and the values behind it (`somaxconn` and the `ipv4/conf` tables), kept per
@@ -293,8 +296,9 @@ pub fn rights_data(fds: &[i32]) -> Vec<u8> {
     fds.iter().flat_map(|f| f.to_le_bytes()).collect()
 }
 
-/// Boot-time setup: `/proc/sys/net` in procfs (Linux `register_net_sysctl` from the
-/// subsystems' init calls). Runs before init can mount procfs.
+/// Boot-time setup: `/proc/sys/net`, `/proc/net` and `/sys/class/net` in procfs's registry
+/// (Linux `register_net_sysctl`, `proc_net_mkdir` from the subsystems' init calls), and
+/// rtnetlink's notifier on the device registry. Runs before init can mount procfs.
 pub fn init() {
     um_fs::procfs::registry::proc_create("sys", "net", sysctl::sys_net_dir);
     procnet::register();

@@ -45,7 +45,7 @@
 //! (`ENOPROTOOPT`), timestamping options (ring frames always carry the software receive
 //! time), VLAN information, `TP_FT_REQ_FILL_RXHASH` (the hash is 0), `SO_RCVTIMEO` and
 //! `SO_SNDTIMEO` (accepted, a blocking receive waits until a frame or a signal),
-//! `/proc/net/packet`, the interface ioctls (`SIOCGIFINDEX` ...: `ENOTTY`). The receive buffer
+//! `/proc/net/packet`. (The interface ioctls, `SIOCGIFINDEX` ..., are [`super::devioctl`]'s.) The receive buffer
 //! charge of a frame is the unix datagram estimate ([`super::unix::dgram_charge`]), not the
 //! exact `skb->truesize`, so the frame count at which `SO_RCVBUF` starts dropping differs a
 //! little from Linux's.

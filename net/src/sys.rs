@@ -1,10 +1,10 @@
 //! Socket syscalls (Linux `net/socket.c`, `net/core/scm.c`, `net/core/sock.c` for options):
 //! socket, socketpair, bind, listen, accept, accept4, connect, getsockname, getpeername,
-//! sendto, recvfrom, sendmsg, recvmsg, shutdown, getsockopt, setsockopt.
+//! sendto, recvfrom, sendmsg, recvmsg, sendmmsg, recvmmsg, shutdown, getsockopt, setsockopt.
 //!
 //! Three families exist: AF_UNIX ([`crate::unix`]), AF_INET/AF_INET6 on the loopback
 //! network ([`crate::inet`]) and AF_PACKET on the loopback device
-//! ([`crate::packet`], `CAP_NET_RAW` only); every other family (AF_NETLINK, ...) is
+//! ([`crate::packet`], `CAP_NET_RAW` only) and AF_NETLINK ([`crate::netlink`]); every other family is
 //! `EAFNOSUPPORT`, as for a family the kernel was built without. Raw internet sockets are
 //! `EPERM`, as for a caller without `CAP_NET_RAW` (and `EPROTONOSUPPORT` with protocol 0, as on
 //! Linux whoever asks); ICMP "ping" datagram sockets are `EACCES`, as with the default

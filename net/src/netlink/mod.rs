@@ -615,7 +615,7 @@ impl NetlinkSocket {
             NETLINK_PKTINFO => i.pktinfo = v != 0,
             NETLINK_ADD_MEMBERSHIP | NETLINK_DROP_MEMBERSHIP => {
                 let g = v as u32;
-                if g == 0 || g - 1 >= ngroups(self.protocol) || g > 64 {
+                if g == 0 || g > ngroups(self.protocol) || g > 64 {
                     return Err(Errno::EINVAL);
                 }
                 drop(i);
