@@ -134,7 +134,11 @@ fn nl_send(fd: i32, m: &[u8]) {
             size_of::<libc::sockaddr_nl>() as u32,
         )
     };
-    check_eq(ok(n as i64, "sendto(netlink)"), m.len() as i64, "sendto returns the length");
+    check_eq(
+        ok(n as i64, "sendto(netlink)"),
+        m.len() as i64,
+        "sendto returns the length",
+    );
 }
 
 /// One datagram (blocking unless `nonblock`); None on EAGAIN. Checks the sender is the kernel.
@@ -157,7 +161,11 @@ fn nl_recv_dgram(fd: i32, nonblock: bool) -> Option<Vec<u8>> {
         return None;
     }
     let n = ok(n as i64, "recvfrom(netlink)") as usize;
-    check_eq(alen as usize, size_of::<libc::sockaddr_nl>(), "nladdr length");
+    check_eq(
+        alen as usize,
+        size_of::<libc::sockaddr_nl>(),
+        "nladdr length",
+    );
     check_eq(from.nl_pid, 0, "the kernel sends from port 0");
     buf.truncate(n);
     Some(buf)
@@ -224,7 +232,10 @@ fn attrs(b: &[u8]) -> Vec<(u16, Vec<u8>)> {
         if len < 4 || off + len > b.len() {
             break;
         }
-        out.push((u16le(&b[off + 2..]) & 0x3fff, b[off + 4..off + len].to_vec()));
+        out.push((
+            u16le(&b[off + 2..]) & 0x3fff,
+            b[off + 4..off + len].to_vec(),
+        ));
         off += (len + 3) & !3;
     }
     out
@@ -282,7 +293,11 @@ fn getsockname_nl(fd: i32) -> libc::sockaddr_nl {
             as i64,
         "getsockname",
     );
-    check_eq(len as usize, size_of::<libc::sockaddr_nl>(), "getsockname length");
+    check_eq(
+        len as usize,
+        size_of::<libc::sockaddr_nl>(),
+        "getsockname length",
+    );
     a
 }
 
@@ -291,7 +306,10 @@ fn link_line(p: &[u8]) -> String {
     let a = attrs(&p[16..]);
     let hex = |v: Option<Vec<u8>>| {
         v.map_or("-".into(), |v| {
-            v.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+            v.iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(":")
         })
     };
     format!(
@@ -338,13 +356,20 @@ fn rtnetlink() -> i32 {
     check_eq(getsockname_nl(fd).nl_pid, me, "autobind takes the pid");
     let fd2 = nl_sock(libc::NETLINK_ROUTE);
     nl_bind(fd2, 0);
-    check((getsockname_nl(fd2).nl_pid as i32) < 0, "the second socket gets a negative id");
+    check(
+        (getsockname_nl(fd2).nl_pid as i32) < 0,
+        "the second socket gets a negative id",
+    );
     let a = nladdr(me, 0);
     let fd3 = nl_sock(libc::NETLINK_ROUTE);
     // SAFETY: a valid sockaddr_nl.
     expect_err(
         unsafe {
-            libc::bind(fd3, (&a as *const libc::sockaddr_nl).cast(), size_of::<libc::sockaddr_nl>() as u32)
+            libc::bind(
+                fd3,
+                (&a as *const libc::sockaddr_nl).cast(),
+                size_of::<libc::sockaddr_nl>() as u32,
+            )
         } as i64,
         libc::EADDRINUSE,
         "bind to a taken port id",
@@ -359,15 +384,25 @@ fn rtnetlink() -> i32 {
     check_eq(ack(fd, 1), 0, "RTM_NEWLINK lo up");
 
     // Links.
-    nl_send(fd, &msg(RTM_GETLINK, NLM_F_DUMP, 2, &ifinfomsg(0, 0, 0), &[]));
+    nl_send(
+        fd,
+        &msg(RTM_GETLINK, NLM_F_DUMP, 2, &ifinfomsg(0, 0, 0), &[]),
+    );
     let links = dump(fd, 2, me);
     check(links.iter().all(|m| m.0 == RTM_NEWLINK), "link dump types");
     let lo: Vec<&NlMsg> = links.iter().filter(|m| u32le(&m.4[4..]) == 1).collect();
     check_eq(lo.len(), 1, "lo once in the dump");
     say(format!("link dump: {}", link_line(&lo[0].4)));
-    nl_send(fd, &msg(RTM_GETLINK, 0, 3, &ifinfomsg(0, 0, 0), &[(3, b"lo\0")]));
+    nl_send(
+        fd,
+        &msg(RTM_GETLINK, 0, 3, &ifinfomsg(0, 0, 0), &[(3, b"lo\0")]),
+    );
     let d = parse(&nl_recv_dgram(fd, false).expect("reply"));
-    check_eq((d.len(), d[0].0, d[0].1), (1, RTM_NEWLINK, 0), "getlink by name");
+    check_eq(
+        (d.len(), d[0].0, d[0].1),
+        (1, RTM_NEWLINK, 0),
+        "getlink by name",
+    );
     say(format!("link by name: {}", link_line(&d[0].4)));
     let q = msg(RTM_GETLINK, 0, 4, &ifinfomsg(9999, 0, 0), &[]);
     nl_send(fd, &q);
@@ -378,7 +413,11 @@ fn rtnetlink() -> i32 {
     ok(setopt(fd, SOL_NETLINK, 10, 1), "NETLINK_CAP_ACK");
     nl_send(fd, &q);
     let d = parse(&nl_recv_dgram(fd, false).expect("reply"));
-    check_eq((errno_of(&d[0]), d[0].4.len()), (libc::ENODEV, 20), "capped error");
+    check_eq(
+        (errno_of(&d[0]), d[0].4.len()),
+        (libc::ENODEV, 20),
+        "capped error",
+    );
     check(d[0].1 & NLM_F_CAPPED != 0, "NLM_F_CAPPED");
     ok(setopt(fd, SOL_NETLINK, 10, 0), "NETLINK_CAP_ACK off");
     ok(setopt(fd, SOL_NETLINK, 11, 1), "NETLINK_EXT_ACK");
@@ -386,10 +425,20 @@ fn rtnetlink() -> i32 {
     say("getlink: by name, ENODEV echoes the request (or its header with NETLINK_CAP_ACK)");
 
     // MSG_PEEK and MSG_TRUNC on a dump datagram.
-    nl_send(fd, &msg(RTM_GETLINK, NLM_F_DUMP, 5, &ifinfomsg(0, 0, 0), &[]));
+    nl_send(
+        fd,
+        &msg(RTM_GETLINK, NLM_F_DUMP, 5, &ifinfomsg(0, 0, 0), &[]),
+    );
     let mut small = [0u8; 20];
     // SAFETY: valid buffer.
-    let n = unsafe { libc::recv(fd, small.as_mut_ptr().cast(), 20, libc::MSG_PEEK | libc::MSG_TRUNC) };
+    let n = unsafe {
+        libc::recv(
+            fd,
+            small.as_mut_ptr().cast(),
+            20,
+            libc::MSG_PEEK | libc::MSG_TRUNC,
+        )
+    };
     check(n > 20, "MSG_PEEK|MSG_TRUNC gives the whole length");
     // SAFETY: valid buffer.
     let n2 = unsafe { libc::recv(fd, small.as_mut_ptr().cast(), 20, 0) };
@@ -399,7 +448,10 @@ fn rtnetlink() -> i32 {
     say("MSG_PEEK|MSG_TRUNC and a truncated datagram");
 
     // Addresses.
-    nl_send(fd, &msg(RTM_GETADDR, NLM_F_DUMP, 6, &ifaddrmsg(0, 0, 0, 0), &[]));
+    nl_send(
+        fd,
+        &msg(RTM_GETADDR, NLM_F_DUMP, 6, &ifaddrmsg(0, 0, 0, 0), &[]),
+    );
     let addrs = dump(fd, 6, me);
     for m in addrs.iter().filter(|m| u32le(&m.4[4..]) == 1) {
         say(format!("addr dump: {}", addr_line(&m.4)));
@@ -418,11 +470,21 @@ fn rtnetlink() -> i32 {
     nl_send(fd, &add);
     check_eq(ack(fd, 7), 0, "add 127.0.0.2/8");
     let n = parse(&nl_recv_dgram(w, false).expect("notification"));
-    check_eq((n[0].0, n[0].2, n[0].3 == me || n[0].3 == 0), (RTM_NEWADDR, n[0].2, true), "notification");
+    check_eq(
+        (n[0].0, n[0].2, n[0].3 == me || n[0].3 == 0),
+        (RTM_NEWADDR, n[0].2, true),
+        "notification",
+    );
     say(format!("notified: new {}", addr_line(&n[0].4)));
     nl_send(fd, &add);
     check_eq(ack(fd, 7), libc::EEXIST, "add again");
-    let del = msg(RTM_DELADDR, NLM_F_ACK, 8, &ifaddrmsg(2, 8, 254, 1), &[(2, &ip2)]);
+    let del = msg(
+        RTM_DELADDR,
+        NLM_F_ACK,
+        8,
+        &ifaddrmsg(2, 8, 254, 1),
+        &[(2, &ip2)],
+    );
     nl_send(fd, &del);
     check_eq(ack(fd, 8), 0, "del 127.0.0.2/8");
     let n = parse(&nl_recv_dgram(w, false).expect("notification"));
@@ -456,7 +518,10 @@ fn rtnetlink() -> i32 {
         umt::sleep_ms(10);
     }
     check(saw, "RTM_NEWADDR for fd00::1");
-    nl_send(fd, &msg(RTM_GETADDR, NLM_F_DUMP, 10, &ifaddrmsg(10, 0, 0, 0), &[]));
+    nl_send(
+        fd,
+        &msg(RTM_GETADDR, NLM_F_DUMP, 10, &ifaddrmsg(10, 0, 0, 0), &[]),
+    );
     let v6: Vec<String> = dump(fd, 10, me)
         .iter()
         .map(|m| addr_line(&m.4))
@@ -465,7 +530,13 @@ fn rtnetlink() -> i32 {
     for l in &v6 {
         say(format!("v6 dump: {l}"));
     }
-    let del6 = msg(RTM_DELADDR, NLM_F_ACK, 11, &ifaddrmsg(10, 64, 0, 1), &[(1, &ip6)]);
+    let del6 = msg(
+        RTM_DELADDR,
+        NLM_F_ACK,
+        11,
+        &ifaddrmsg(10, 64, 0, 1),
+        &[(1, &ip6)],
+    );
     nl_send(fd, &del6);
     check_eq(ack(fd, 11), 0, "del fd00::1/64");
     while nl_recv_dgram(w, true).is_some() {}
@@ -535,7 +606,11 @@ fn rtnetlink() -> i32 {
     );
     check_eq(words[0], 1 | (1 << 10), "memberships");
     check(len >= 4, "membership length");
-    check_eq(getsockname_nl(g).nl_groups, 1 | (1 << 10), "getsockname groups");
+    check_eq(
+        getsockname_nl(g).nl_groups,
+        1 | (1 << 10),
+        "getsockname groups",
+    );
     umt::close(g);
     // SAFETY: plain integers.
     expect_err(
@@ -579,10 +654,25 @@ fn no_admin(fd: i32) {
         let s = nl_sock(libc::NETLINK_ROUTE);
         nl_bind(s, 0);
         let ip = [127u8, 0, 0, 9];
-        nl_send(s, &msg(RTM_NEWADDR, NLM_F_ACK | NLM_F_CREATE, 1, &ifaddrmsg(2, 8, 254, 1), &[(2, &ip)]));
+        nl_send(
+            s,
+            &msg(
+                RTM_NEWADDR,
+                NLM_F_ACK | NLM_F_CREATE,
+                1,
+                &ifaddrmsg(2, 8, 254, 1),
+                &[(2, &ip)],
+            ),
+        );
         check_eq(ack(s, 1), libc::EPERM, "RTM_NEWADDR as nobody");
-        nl_send(s, &msg(RTM_GETLINK, NLM_F_DUMP, 2, &ifinfomsg(0, 0, 0), &[]));
-        check(!dump(s, 2, getsockname_nl(s).nl_pid).is_empty(), "nobody may dump");
+        nl_send(
+            s,
+            &msg(RTM_GETLINK, NLM_F_DUMP, 2, &ifinfomsg(0, 0, 0), &[]),
+        );
+        check(
+            !dump(s, 2, getsockname_nl(s).nl_pid).is_empty(),
+            "nobody may dump",
+        );
         umt::exit_now(0);
     }
     check_eq(umt::waitpid(pid, 0), 0, "child status");
@@ -596,7 +686,10 @@ fn diag() {
     let port = local_port(l);
     let u = udp_bound();
     let uport = local_port(u);
-    for (proto, want_port, what) in [(libc::IPPROTO_TCP, port, "tcp"), (libc::IPPROTO_UDP, uport, "udp")] {
+    for (proto, want_port, what) in [
+        (libc::IPPROTO_TCP, port, "tcp"),
+        (libc::IPPROTO_UDP, uport, "udp"),
+    ] {
         let mut req = vec![libc::AF_INET as u8, proto as u8, 0, 0];
         req.extend_from_slice(&u32::MAX.to_ne_bytes());
         req.extend_from_slice(&[0u8; 48]);
@@ -639,7 +732,10 @@ fn tcp_listener() -> i32 {
     unsafe {
         let s = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
         let a = sin([127, 0, 0, 1], 0);
-        ok(libc::bind(s, (&a as *const libc::sockaddr_in).cast(), 16) as i64, "bind tcp");
+        ok(
+            libc::bind(s, (&a as *const libc::sockaddr_in).cast(), 16) as i64,
+            "bind tcp",
+        );
         ok(libc::listen(s, 5) as i64, "listen");
         s
     }
@@ -650,7 +746,10 @@ fn udp_bound() -> i32 {
     unsafe {
         let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
         let a = sin([127, 0, 0, 1], 0);
-        ok(libc::bind(s, (&a as *const libc::sockaddr_in).cast(), 16) as i64, "bind udp");
+        ok(
+            libc::bind(s, (&a as *const libc::sockaddr_in).cast(), 16) as i64,
+            "bind udp",
+        );
         s
     }
 }
@@ -668,7 +767,11 @@ fn local_port(fd: i32) -> u16 {
     let mut a = sin([0; 4], 0);
     let mut len = 16u32;
     // SAFETY: valid buffers.
-    ok(unsafe { libc::getsockname(fd, (&mut a as *mut libc::sockaddr_in).cast(), &mut len) } as i64, "getsockname");
+    ok(
+        unsafe { libc::getsockname(fd, (&mut a as *mut libc::sockaddr_in).cast(), &mut len) }
+            as i64,
+        "getsockname",
+    );
     u16::from_be(a.sin_port)
 }
 
@@ -690,7 +793,10 @@ fn sa_ip(r: &libc::ifreq) -> String {
     // SAFETY: reading the sockaddr view of the union.
     let sa = unsafe { r.ifr_ifru.ifru_addr };
     let d = sa.sa_data;
-    format!("{} {}.{}.{}.{}", sa.sa_family, d[2] as u8, d[3] as u8, d[4] as u8, d[5] as u8)
+    format!(
+        "{} {}.{}.{}.{}",
+        sa.sa_family, d[2] as u8, d[3] as u8, d[4] as u8, d[5] as u8
+    )
 }
 
 fn ioctls() {
@@ -704,7 +810,9 @@ fn ioctls() {
     n.ifr_ifru.ifru_ifindex = idx;
     ok(ioctl_r(fd, libc::SIOCGIFNAME, &mut n), "SIOCGIFNAME");
     // SAFETY: a NUL-terminated name.
-    let name = unsafe { std::ffi::CStr::from_ptr(n.ifr_name.as_ptr()) }.to_string_lossy().into_owned();
+    let name = unsafe { std::ffi::CStr::from_ptr(n.ifr_name.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
     let mut f = ifreq("lo");
     ok(ioctl_r(fd, libc::SIOCGIFFLAGS, &mut f), "SIOCGIFFLAGS");
     let mut m = ifreq("lo");
@@ -731,25 +839,48 @@ fn ioctls() {
     ok(ioctl_r(fd, libc::SIOCGIFHWADDR, &mut h), "SIOCGIFHWADDR");
     // SAFETY: the sockaddr view.
     let hw = unsafe { h.ifr_ifru.ifru_hwaddr };
-    say(format!("ioctl hwaddr: family {} {:?}", hw.sa_family, &hw.sa_data[..6]));
+    say(format!(
+        "ioctl hwaddr: family {} {:?}",
+        hw.sa_family,
+        &hw.sa_data[..6]
+    ));
     let mut bad = ifreq("nosuch0");
-    expect_err(ioctl_r(fd, libc::SIOCGIFFLAGS, &mut bad), libc::ENODEV, "SIOCGIFFLAGS nosuch0");
-    expect_err(ioctl_r(fd, libc::SIOCGIFADDR, &mut bad), libc::ENODEV, "SIOCGIFADDR nosuch0");
+    expect_err(
+        ioctl_r(fd, libc::SIOCGIFFLAGS, &mut bad),
+        libc::ENODEV,
+        "SIOCGIFFLAGS nosuch0",
+    );
+    expect_err(
+        ioctl_r(fd, libc::SIOCGIFADDR, &mut bad),
+        libc::ENODEV,
+        "SIOCGIFADDR nosuch0",
+    );
     // SIOCGIFCONF: the size with a NULL buffer, then the entries.
     // SAFETY: plain data.
     let mut ifc: libc::ifconf = unsafe { std::mem::zeroed() };
     // SAFETY: a valid ifconf with a NULL buffer.
-    ok(unsafe { libc::ioctl(fd, libc::SIOCGIFCONF as _, &mut ifc) } as i64, "SIOCGIFCONF size");
+    ok(
+        unsafe { libc::ioctl(fd, libc::SIOCGIFCONF as _, &mut ifc) } as i64,
+        "SIOCGIFCONF size",
+    );
     let need = ifc.ifc_len;
     let mut buf = vec![ifreq(""); 8];
     ifc.ifc_len = (8 * size_of::<libc::ifreq>()) as i32;
     ifc.ifc_ifcu.ifcu_req = buf.as_mut_ptr();
     // SAFETY: the buffer holds 8 ifreqs.
-    ok(unsafe { libc::ioctl(fd, libc::SIOCGIFCONF as _, &mut ifc) } as i64, "SIOCGIFCONF");
+    ok(
+        unsafe { libc::ioctl(fd, libc::SIOCGIFCONF as _, &mut ifc) } as i64,
+        "SIOCGIFCONF",
+    );
     check_eq(ifc.ifc_len, need, "SIOCGIFCONF length");
-    for r in buf.iter().take(ifc.ifc_len as usize / size_of::<libc::ifreq>()) {
+    for r in buf
+        .iter()
+        .take(ifc.ifc_len as usize / size_of::<libc::ifreq>())
+    {
         // SAFETY: a NUL-terminated name.
-        let nm = unsafe { std::ffi::CStr::from_ptr(r.ifr_name.as_ptr()) }.to_string_lossy().into_owned();
+        let nm = unsafe { std::ffi::CStr::from_ptr(r.ifr_name.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
         say(format!("ifconf: {nm} {}", sa_ip(r)));
     }
     // Set the MTU and back.
@@ -766,7 +897,10 @@ fn ioctls() {
     // SAFETY: plain integers.
     let ux = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     let mut r = ifreq("lo");
-    ok(ioctl_r(ux, libc::SIOCGIFINDEX, &mut r), "SIOCGIFINDEX on AF_UNIX");
+    ok(
+        ioctl_r(ux, libc::SIOCGIFINDEX, &mut r),
+        "SIOCGIFINDEX on AF_UNIX",
+    );
     umt::close(ux);
     // A route through lo: SIOCADDRT, /proc/net/route, SIOCDELRT.
     // SAFETY: plain data.
@@ -782,20 +916,34 @@ fn ioctls() {
     let dev = umt::cstr("lo");
     rt.rt_dev = dev.as_ptr() as *mut libc::c_char;
     // SAFETY: a valid rtentry.
-    ok(unsafe { libc::ioctl(fd, libc::SIOCADDRT as _, &rt) } as i64, "SIOCADDRT");
+    ok(
+        unsafe { libc::ioctl(fd, libc::SIOCADDRT as _, &rt) } as i64,
+        "SIOCADDRT",
+    );
     let route = std::fs::read_to_string("/proc/net/route").unwrap_or_default();
     for l in route.lines() {
         say(format!("proc route: {}", l.trim_end()));
     }
     // SAFETY: a valid rtentry.
-    ok(unsafe { libc::ioctl(fd, libc::SIOCDELRT as _, &rt) } as i64, "SIOCDELRT");
+    ok(
+        unsafe { libc::ioctl(fd, libc::SIOCDELRT as _, &rt) } as i64,
+        "SIOCDELRT",
+    );
     // SAFETY: a valid rtentry.
-    expect_err(unsafe { libc::ioctl(fd, libc::SIOCDELRT as _, &rt) } as i64, libc::ESRCH, "SIOCDELRT again");
+    expect_err(
+        unsafe { libc::ioctl(fd, libc::SIOCDELRT as _, &rt) } as i64,
+        libc::ESRCH,
+        "SIOCDELRT again",
+    );
     umt::close(fd);
     say("ioctls: lo's index, name, flags, mtu, addresses, ifconf, SIOCSIFMTU, SIOCADDRT/SIOCDELRT");
 
     // SAFETY: a valid C string.
-    check_eq(unsafe { libc::if_nametoindex(umt::cstr("lo").as_ptr()) }, 1, "if_nametoindex");
+    check_eq(
+        unsafe { libc::if_nametoindex(umt::cstr("lo").as_ptr()) },
+        1,
+        "if_nametoindex",
+    );
     let mut ifap: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills the list; freed below.
     ok(unsafe { libc::getifaddrs(&mut ifap) } as i64, "getifaddrs");
@@ -805,7 +953,9 @@ fn ioctls() {
         // SAFETY: a list getifaddrs made.
         let e = unsafe { &*p };
         // SAFETY: a NUL-terminated name.
-        let nm = unsafe { std::ffi::CStr::from_ptr(e.ifa_name) }.to_string_lossy().into_owned();
+        let nm = unsafe { std::ffi::CStr::from_ptr(e.ifa_name) }
+            .to_string_lossy()
+            .into_owned();
         let fam = if e.ifa_addr.is_null() {
             -1
         } else {
@@ -844,11 +994,21 @@ fn files() {
     let port = local_port(l);
     let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
     let mut lines = tcp.lines();
-    say(format!("proc tcp header: {}", lines.next().unwrap_or("").trim_end()));
+    say(format!(
+        "proc tcp header: {}",
+        lines.next().unwrap_or("").trim_end()
+    ));
     for l in lines {
         let f: Vec<&str> = l.split_whitespace().collect();
         if f.len() > 9 && f[1] == format!("0100007F:{port:04X}") {
-            say(format!("proc tcp: rem {} st {} queues {} uid {} fields {}", f[2], f[3], f[4], f[7], f.len()));
+            say(format!(
+                "proc tcp: rem {} st {} queues {} uid {} fields {}",
+                f[2],
+                f[3],
+                f[4],
+                f[7],
+                f.len()
+            ));
         }
     }
     umt::close(l);
@@ -856,20 +1016,41 @@ fn files() {
     let port = local_port(u);
     let udp = std::fs::read_to_string("/proc/net/udp").unwrap_or_default();
     let mut lines = udp.lines();
-    say(format!("proc udp header: {}", lines.next().unwrap_or("").trim_end()));
+    say(format!(
+        "proc udp header: {}",
+        lines.next().unwrap_or("").trim_end()
+    ));
     for l in lines {
         let f: Vec<&str> = l.split_whitespace().collect();
         if f.len() > 9 && f[1] == format!("0100007F:{port:04X}") {
-            say(format!("proc udp: rem {} st {} fields {}", f[2], f[3], f.len()));
+            say(format!(
+                "proc udp: rem {} st {} fields {}",
+                f[2],
+                f[3],
+                f.len()
+            ));
         }
     }
     umt::close(u);
     let snmp = std::fs::read_to_string("/proc/net/snmp").unwrap_or_default();
     for l in snmp.lines().step_by(2) {
-        say(format!("proc snmp: {}", l.split(' ').take(4).collect::<Vec<_>>().join(" ")));
+        say(format!(
+            "proc snmp: {}",
+            l.split(' ').take(4).collect::<Vec<_>>().join(" ")
+        ));
     }
-    for f in ["ifindex", "mtu", "flags", "operstate", "type", "address", "carrier", "tx_queue_len"] {
-        let v = std::fs::read_to_string(format!("/sys/class/net/lo/{f}")).unwrap_or_else(|e| format!("{e}"));
+    for f in [
+        "ifindex",
+        "mtu",
+        "flags",
+        "operstate",
+        "type",
+        "address",
+        "carrier",
+        "tx_queue_len",
+    ] {
+        let v = std::fs::read_to_string(format!("/sys/class/net/lo/{f}"))
+            .unwrap_or_else(|e| format!("{e}"));
         say(format!("sys lo {f}: {}", v.trim_end()));
     }
     say("files: /proc/net and /sys/class/net/lo");
@@ -907,26 +1088,48 @@ fn mmsg() {
     let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     let to = sin([127, 0, 0, 1], port);
     // SAFETY: a valid address.
-    ok(unsafe { libc::connect(s, (&to as *const libc::sockaddr_in).cast(), 16) } as i64, "connect");
+    ok(
+        unsafe { libc::connect(s, (&to as *const libc::sockaddr_in).cast(), 16) } as i64,
+        "connect",
+    );
     let mut out: Vec<Vec<u8>> = vec![b"one".to_vec(), b"two!".to_vec(), b"three".to_vec()];
     let mut iovs = Vec::new();
     let mut v = mmsgs(&mut out, &mut iovs);
     // SAFETY: v holds 3 valid mmsghdrs.
     let n = unsafe { libc::sendmmsg(s, v.as_mut_ptr().cast(), 3, 0) };
     check_eq(n, 3, "sendmmsg of 3");
-    say(format!("sendmmsg: 3 sent, lengths {:?}", v.iter().map(|m| m.len).collect::<Vec<_>>()));
+    say(format!(
+        "sendmmsg: 3 sent, lengths {:?}",
+        v.iter().map(|m| m.len).collect::<Vec<_>>()
+    ));
     let mut inb: Vec<Vec<u8>> = (0..8).map(|_| vec![0u8; 16]).collect();
     let mut iiov = Vec::new();
     let mut w = mmsgs(&mut inb, &mut iiov);
     // SAFETY: w holds 8 valid mmsghdrs.
-    let n = unsafe { libc::recvmmsg(r, w.as_mut_ptr().cast(), 8, libc::MSG_DONTWAIT as _, std::ptr::null_mut()) };
+    let n = unsafe {
+        libc::recvmmsg(
+            r,
+            w.as_mut_ptr().cast(),
+            8,
+            libc::MSG_DONTWAIT as _,
+            std::ptr::null_mut(),
+        )
+    };
     check_eq(n, 3, "recvmmsg gets 3");
     let got: Vec<String> = (0..3)
         .map(|i| String::from_utf8_lossy(&inb[i][..w[i].len as usize]).into_owned())
         .collect();
     say(format!("recvmmsg: {got:?} untouched len {}", w[3].len));
     // SAFETY: as above.
-    let n = unsafe { libc::recvmmsg(r, w.as_mut_ptr().cast(), 8, libc::MSG_DONTWAIT as _, std::ptr::null_mut()) };
+    let n = unsafe {
+        libc::recvmmsg(
+            r,
+            w.as_mut_ptr().cast(),
+            8,
+            libc::MSG_DONTWAIT as _,
+            std::ptr::null_mut(),
+        )
+    };
     expect_err(n as i64, libc::EAGAIN, "recvmmsg on an empty queue");
     // A partial send: the second message's buffer is not mapped.
     let mut v = mmsgs(&mut out, &mut iovs);
@@ -938,18 +1141,38 @@ fn mmsg() {
     let mut v = mmsgs(&mut out, &mut iovs);
     iovs[0].iov_base = 16usize as *mut libc::c_void;
     // SAFETY: as above.
-    expect_err(unsafe { libc::sendmmsg(s, v.as_mut_ptr().cast(), 3, 0) } as i64, libc::EFAULT, "sendmmsg first bad");
+    expect_err(
+        unsafe { libc::sendmmsg(s, v.as_mut_ptr().cast(), 3, 0) } as i64,
+        libc::EFAULT,
+        "sendmmsg first bad",
+    );
     // SAFETY: vlen 0.
-    check_eq(unsafe { libc::sendmmsg(s, v.as_mut_ptr().cast(), 0, 0) }, 0, "sendmmsg of 0");
+    check_eq(
+        unsafe { libc::sendmmsg(s, v.as_mut_ptr().cast(), 0, 0) },
+        0,
+        "sendmmsg of 0",
+    );
     // MSG_WAITFORONE: one is there (the partial send's), then no wait.
     let mut w = mmsgs(&mut inb, &mut iiov);
     // SAFETY: as above.
-    let n = unsafe { libc::recvmmsg(r, w.as_mut_ptr().cast(), 8, libc::MSG_WAITFORONE as _, std::ptr::null_mut()) };
+    let n = unsafe {
+        libc::recvmmsg(
+            r,
+            w.as_mut_ptr().cast(),
+            8,
+            libc::MSG_WAITFORONE as _,
+            std::ptr::null_mut(),
+        )
+    };
     check_eq(n, 1, "MSG_WAITFORONE returns what is there");
     // A timeout with three queued: all three, the rest of the timeout written back.
     let mut v = mmsgs(&mut out, &mut iovs);
     // SAFETY: as above.
-    check_eq(unsafe { libc::sendmmsg(s, v.as_mut_ptr().cast(), 3, 0) }, 3, "sendmmsg again");
+    check_eq(
+        unsafe { libc::sendmmsg(s, v.as_mut_ptr().cast(), 3, 0) },
+        3,
+        "sendmmsg again",
+    );
     let mut ts = libc::timespec {
         tv_sec: 5,
         tv_nsec: 0,
@@ -961,20 +1184,33 @@ fn mmsg() {
     check(ts.tv_sec <= 5, "the timeout left");
     // Bad descriptors.
     // SAFETY: invalid descriptors only.
-    expect_err(unsafe { libc::sendmmsg(999, v.as_mut_ptr().cast(), 1, 0) } as i64, libc::EBADF, "sendmmsg EBADF");
+    expect_err(
+        unsafe { libc::sendmmsg(999, v.as_mut_ptr().cast(), 1, 0) } as i64,
+        libc::EBADF,
+        "sendmmsg EBADF",
+    );
     let (p0, p1) = umt::pipe2(libc::O_CLOEXEC);
     // SAFETY: a pipe is no socket.
-    expect_err(unsafe { libc::recvmmsg(p0, w.as_mut_ptr().cast(), 1, 0, std::ptr::null_mut()) } as i64, libc::ENOTSOCK, "recvmmsg ENOTSOCK");
+    expect_err(
+        unsafe { libc::recvmmsg(p0, w.as_mut_ptr().cast(), 1, 0, std::ptr::null_mut()) } as i64,
+        libc::ENOTSOCK,
+        "recvmmsg ENOTSOCK",
+    );
     umt::close(p0);
     umt::close(p1);
     umt::close(s);
     umt::close(r);
-    say("sendmmsg/recvmmsg: counts, msg_len, partial, first error, MSG_WAITFORONE, timeout, errors");
+    say(
+        "sendmmsg/recvmmsg: counts, msg_len, partial, first error, MSG_WAITFORONE, timeout, errors",
+    );
 }
 
 /// Run as init with nothing mounted: mount procfs and sysfs (natively they are there).
 fn mounts() {
-    for (fstype, dir, probe) in [("proc", "/proc", "/proc/self"), ("sysfs", "/sys", "/sys/class")] {
+    for (fstype, dir, probe) in [
+        ("proc", "/proc", "/proc/self"),
+        ("sysfs", "/sys", "/sys/class"),
+    ] {
         if std::path::Path::new(probe).exists() {
             continue;
         }
@@ -993,7 +1229,10 @@ fn main() {
     let _ = umt::workdir();
     mounts();
     // SAFETY: plain integer.
-    ok(unsafe { libc::unshare(libc::CLONE_NEWNET) } as i64, "unshare(CLONE_NEWNET)");
+    ok(
+        unsafe { libc::unshare(libc::CLONE_NEWNET) } as i64,
+        "unshare(CLONE_NEWNET)",
+    );
     let fd = rtnetlink();
     no_admin(fd);
     ioctls();
