@@ -4,7 +4,7 @@
 //! `ipv6_route_native_seq_show`, `net/ipv4/tcp_ipv4.c` `tcp4_seq_show`, `net/ipv6/tcp_ipv6.c`,
 //! `net/ipv4/udp.c` `udp4_format_sock`, `net/ipv6/datagram.c`, `net/ipv4/arp.c`,
 //! `net/ipv4/proc.c` (`snmp`, `netstat`, `sockstat`), `net/netlink/af_netlink.c`
-//! `netlink_seq_show`; `net/core/net-sysfs.c` for `/sys/class/net/NAME/*`).
+//! `netlink_seq_show`, `net/packet/af_packet.c` `packet_seq_show`; `net/core/net-sysfs.c` for `/sys/class/net/NAME/*`).
 //!
 //! Everything is read from [`crate::dev`] and [`crate::inet::list`] of the namespace of the
 //! process reading (for `/sys/class/net`: of the process listing it). Difference from Linux:
@@ -428,6 +428,7 @@ fn proc_net_dir(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
                 "netstat",
                 ProcInode::file(fs, |_, _| Ok(netstat().into_bytes())),
             ),
+            ("packet", nfile(fs, |n| crate::packet::proc_packet(n))),
             ("route", nfile(fs, route)),
             ("snmp", nfile(fs, snmp)),
             ("sockstat", nfile(fs, sockstat)),

@@ -14,7 +14,7 @@
 //! * sock_diag: a TCP listener and a UDP socket found in `SOCK_DIAG_BY_FAMILY` dumps.
 //! * ioctls on lo: SIOCGIFCONF, SIOCGIFNAME/INDEX/FLAGS/MTU/ADDR/NETMASK/BRDADDR/HWADDR/TXQLEN,
 //!   SIOCSIFMTU, SIOCADDRT/SIOCDELRT, ENODEV; getifaddrs and if_nameindex (musl: netlink).
-//! * /proc/net/{dev,route,if_inet6,tcp,udp,snmp} and /sys/class/net/lo.
+//! * /proc/net/{dev,route,if_inet6,tcp,udp,packet,snmp} and /sys/class/net/lo.
 //! * sendmmsg/recvmmsg over UDP loopback: counts, msg_len, a partial send (EFAULT in the
 //!   second message), the first message's error, MSG_WAITFORONE, EAGAIN, a timeout, vlen 0.
 //!
@@ -643,7 +643,7 @@ fn dump_rest(fd: i32, seq: u32) -> usize {
     }
 }
 
-fn no_admin(fd: i32) {
+fn no_admin() {
     // SAFETY: fork/exit in a single-threaded program.
     let pid = umt::fork();
     if pid == 0 {
@@ -676,7 +676,6 @@ fn no_admin(fd: i32) {
         umt::exit_now(0);
     }
     check_eq(umt::waitpid(pid, 0), 0, "child status");
-    let _ = fd;
     say("without CAP_NET_ADMIN: changes are EPERM, dumps work");
 }
 
@@ -1032,6 +1031,36 @@ fn files() {
         }
     }
     umt::close(u);
+    // A packet socket in /proc/net/packet (found by its inode).
+    // SAFETY: plain integers.
+    let p = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            i32::from(0x0800u16.to_be()),
+        )
+    };
+    ok(p as i64, "socket(AF_PACKET)");
+    // SAFETY: plain data filled by fstat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid stat buffer.
+    ok(unsafe { libc::fstat(p, &mut st) } as i64, "fstat");
+    let packet = std::fs::read_to_string("/proc/net/packet").unwrap_or_default();
+    let mut lines = packet.lines();
+    say(format!(
+        "proc packet header: {}",
+        lines.next().unwrap_or("")
+    ));
+    for l in lines {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() == 9 && f[8] == st.st_ino.to_string() {
+            say(format!(
+                "proc packet: type {} proto {} iface {} running {} rmem {} user {}",
+                f[2], f[3], f[4], f[5], f[6], f[7]
+            ));
+        }
+    }
+    umt::close(p);
     let snmp = std::fs::read_to_string("/proc/net/snmp").unwrap_or_default();
     for l in snmp.lines().step_by(2) {
         say(format!(
@@ -1234,7 +1263,7 @@ fn main() {
         "unshare(CLONE_NEWNET)",
     );
     let fd = rtnetlink();
-    no_admin(fd);
+    no_admin();
     ioctls();
     files();
     diag();
