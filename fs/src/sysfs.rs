@@ -118,7 +118,11 @@ pub fn mount(k: &Arc<Kernel>) -> SysResult<Arc<dyn Inode>> {
         vec![
             ("block", slot("sysfs", "block")),
             ("bus", empty(&fs)),
-            ("class", empty(&fs)),
+            (
+                "class",
+                // Classes other crates register ("sysfs/class": um-net's `net`).
+                ProcInode::dir(&fs, crate::procfs::registry::entries(&fs, "sysfs/class")),
+            ),
             ("dev", dev),
             ("devices", devices),
             ("firmware", empty(&fs)),

@@ -30,9 +30,9 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use um_kernel::netns::{NetNs, PerNet};
 use um_kernel::task::lock;
 use um_uapi::abi::netdevice::{
-    ARPHRD_LOOPBACK, IFA_F_NOPREFIXROUTE, IFA_F_PERMANENT, IFF_LOOPBACK, IFF_LOWER_UP, IFF_RUNNING,
-    IFF_UP, IFNAMSIZ, RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RT_TABLE_LOCAL,
-    RT_TABLE_MAIN, RTN_BROADCAST, RTN_LOCAL, RTN_UNICAST, RTPROT_KERNEL,
+    ARPHRD_LOOPBACK, IFA_F_NOPREFIXROUTE, IFA_F_PERMANENT, IFA_F_SECONDARY, IFF_LOOPBACK,
+    IFF_LOWER_UP, IFF_RUNNING, IFF_UP, IFNAMSIZ, RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE,
+    RT_TABLE_LOCAL, RT_TABLE_MAIN, RTN_BROADCAST, RTN_LOCAL, RTN_UNICAST, RTPROT_KERNEL,
 };
 use um_uapi::{Errno, SysResult};
 
@@ -40,6 +40,9 @@ use um_uapi::{Errno, SysResult};
 pub const LO_IFINDEX: i32 = 1;
 /// lo's MTU (Linux `drivers/net/loopback.c`: 64 KiB since 3.6).
 pub const LO_MTU: u32 = 65_536;
+
+/// A new device's transmit queue length (`DEFAULT_TX_QUEUE_LEN`; lo has the same).
+pub const DEFAULT_TXQLEN: u32 = 1000;
 
 /// What a driver does for its device (Linux `struct net_device_ops`).
 pub trait NetDevOps: Send + Sync {
@@ -81,6 +84,7 @@ pub struct NetDevice {
     name: RwLock<String>,
     flags: AtomicU32,
     mtu: AtomicU32,
+    txqlen: AtomicU32,
     /// The counters.
     pub stats: DevStats,
     ops: Option<Arc<dyn NetDevOps>>,
@@ -106,6 +110,11 @@ impl NetDevice {
     /// The MTU (`dev->mtu`).
     pub fn mtu(&self) -> u32 {
         self.mtu.load(Ordering::Relaxed)
+    }
+
+    /// The transmit queue length (`dev->tx_queue_len`, `ip link`'s "qlen").
+    pub fn txqlen(&self) -> u32 {
+        self.txqlen.load(Ordering::Relaxed)
     }
 
     /// The namespace the device is in (None while it is being torn down).
@@ -362,6 +371,7 @@ impl Default for NetDevices {
             name: RwLock::new("lo".to_string()),
             flags: AtomicU32::new(IFF_UP | IFF_LOOPBACK | IFF_RUNNING | IFF_LOWER_UP),
             mtu: AtomicU32::new(LO_MTU),
+            txqlen: AtomicU32::new(DEFAULT_TXQLEN),
             stats: DevStats::default(),
             ops: None,
             netns: OnceLock::new(),
@@ -388,8 +398,9 @@ impl Default for NetDevices {
 impl PerNet for NetDevices {}
 
 /// The routes an address brings while its device is up (Linux `fib_add_ifaddr` for IPv4: a
-/// local route for the address and, unless `IFA_F_NOPREFIXROUTE` or a /32, a prefix route in
-/// the main table and the broadcast routes; `addrconf_prefix_route` and the local route for
+/// local route for the address, a broadcast route for an explicit broadcast address and,
+/// unless secondary or a /32, a prefix route (unless `IFA_F_NOPREFIXROUTE`; in the local table
+/// on lo, else in main) and the network's broadcast route; `addrconf_prefix_route` and the local route for
 /// IPv6).
 fn addr_routes(a: &IfAddr) -> Vec<Route> {
     let base = Route {
@@ -408,36 +419,47 @@ fn addr_routes(a: &IfAddr) -> Vec<Route> {
     match a.addr {
         IpAddr::V4(ip) => {
             v.push(base.clone());
-            if a.prefix_len < 32 && a.flags & IFA_F_NOPREFIXROUTE == 0 {
+            let bcast_route = |b: Ipv4Addr| Route {
+                dst: IpAddr::V4(b),
+                dst_len: 32,
+                scope: RT_SCOPE_LINK,
+                kind: RTN_BROADCAST,
+                ..base.clone()
+            };
+            // An explicitly assigned broadcast address.
+            if let Some(b) = a.broadcast.filter(|b| *b != Ipv4Addr::BROADCAST) {
+                v.push(bcast_route(b));
+            }
+            // A secondary address brings no prefix or network broadcast route.
+            if a.prefix_len < 32 && a.flags & IFA_F_SECONDARY == 0 {
                 let net = network(a.addr, a.prefix_len);
-                // A loopback prefix is local as a whole (`ip route show table local`:
-                // "local 127.0.0.0/8 dev lo"); any other goes in main, reachable on the link.
-                if ip.is_loopback() {
-                    v.push(Route {
-                        dst: net,
-                        dst_len: a.prefix_len,
-                        ..base.clone()
-                    });
-                } else {
-                    v.push(Route {
-                        dst: net,
-                        dst_len: a.prefix_len,
-                        table: RT_TABLE_MAIN,
-                        scope: RT_SCOPE_LINK,
-                        kind: RTN_UNICAST,
-                        ..base.clone()
-                    });
+                if a.flags & IFA_F_NOPREFIXROUTE == 0 {
+                    // On the loopback device a prefix is local as a whole (`fib_magic` with
+                    // RTN_LOCAL for IFF_LOOPBACK: "local 127.0.0.0/8 dev lo"); elsewhere it
+                    // goes in main, reachable on the link.
+                    if ip.is_loopback() || a.ifindex == LO_IFINDEX {
+                        v.push(Route {
+                            dst: net,
+                            dst_len: a.prefix_len,
+                            ..base.clone()
+                        });
+                    } else {
+                        v.push(Route {
+                            dst: net,
+                            dst_len: a.prefix_len,
+                            table: RT_TABLE_MAIN,
+                            scope: RT_SCOPE_LINK,
+                            kind: RTN_UNICAST,
+                            ..base.clone()
+                        });
+                    }
                 }
-                let bcast = a.broadcast.unwrap_or_else(|| {
-                    Ipv4Addr::from(u32::from(ip) | (u32::MAX >> u32::from(a.prefix_len)))
-                });
-                v.push(Route {
-                    dst: IpAddr::V4(bcast),
-                    dst_len: 32,
-                    scope: RT_SCOPE_LINK,
-                    kind: RTN_BROADCAST,
-                    ..base.clone()
-                });
+                if a.prefix_len < 31 {
+                    let b = Ipv4Addr::from(u32::from(ip) | (u32::MAX >> u32::from(a.prefix_len)));
+                    if a.broadcast != Some(b) {
+                        v.push(bcast_route(b));
+                    }
+                }
             }
         }
         IpAddr::V6(ip) => {
@@ -533,6 +555,7 @@ impl NetDevices {
                 name: RwLock::new(name.to_string()),
                 flags: AtomicU32::new(flags & !(IFF_UP | IFF_RUNNING | IFF_LOWER_UP)),
                 mtu: AtomicU32::new(mtu),
+                txqlen: AtomicU32::new(DEFAULT_TXQLEN),
                 stats: DevStats::default(),
                 ops: Some(ops),
                 netns: OnceLock::new(),
@@ -620,6 +643,51 @@ impl NetDevices {
         }
         dev.mtu.store(mtu, Ordering::Relaxed);
         notify(ns, &[Event::Link(dev)]);
+        Ok(())
+    }
+
+    /// Renames a device (`dev_change_name`): `EBUSY` while it is up, `EEXIST` for a name in
+    /// use, `EINVAL` for a bad one. The IPv4 labels that were the old name follow.
+    pub fn set_name(&self, ns: &Arc<NetNs>, ifindex: i32, name: &str) -> SysResult<()> {
+        if name.is_empty()
+            || name.len() >= IFNAMSIZ
+            || name.contains(['/', ':'])
+            || name.contains(char::is_whitespace)
+        {
+            return Err(Errno::EINVAL);
+        }
+        let dev = self.by_index(ifindex).ok_or(Errno::ENODEV)?;
+        let old = dev.name();
+        if old == name {
+            return Ok(());
+        }
+        if dev.is_up() {
+            return Err(Errno::EBUSY);
+        }
+        {
+            let mut i = lock(&self.inner);
+            if i.devs.iter().any(|d| d.name() == name) {
+                return Err(Errno::EEXIST);
+            }
+            if let Ok(mut n) = dev.name.write() {
+                *n = name.to_string();
+            }
+            for a in i.addrs.iter_mut().filter(|a| a.ifindex == ifindex) {
+                if a.label == old {
+                    a.label = name.to_string();
+                }
+            }
+        }
+        notify(ns, &[Event::Link(dev)]);
+        Ok(())
+    }
+
+    /// Sets the transmit queue length (`dev_change_tx_queue_len`).
+    pub fn set_txqlen(&self, ns: &Arc<NetNs>, ifindex: i32, len: u32) -> SysResult<()> {
+        let dev = self.by_index(ifindex).ok_or(Errno::ENODEV)?;
+        if dev.txqlen.swap(len, Ordering::Relaxed) != len {
+            notify(ns, &[Event::Link(dev)]);
+        }
         Ok(())
     }
 

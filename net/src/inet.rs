@@ -30,6 +30,7 @@
 pub mod addr;
 mod icmp;
 mod link;
+pub mod list;
 pub mod opt;
 mod stream;
 mod udp;
@@ -130,6 +131,10 @@ pub struct InetSocket {
     /// The network namespace the socket was made in (`sock_net`): it binds, connects and
     /// receives only there.
     net: Arc<NetNs>,
+    /// A raw socket's protocol other than ICMP (0: ICMP/ICMPv6, the only one carried). Such
+    /// sockets exist for `CAP_NET_RAW` so that what programs open them for works: busybox
+    /// `udhcpc` and `ifconfig` take one for the interface ioctls; sending is `EOPNOTSUPP`.
+    raw_protocol: std::sync::atomic::AtomicU32,
     me: Weak<InetSocket>,
 }
 
@@ -214,6 +219,17 @@ enum Dest {
 }
 
 impl InetSocket {
+    /// Makes this raw socket one of protocol `p` (not ICMP): see [`InetSocket::raw_protocol`].
+    pub fn set_raw_protocol(&self, p: u32) {
+        self.raw_protocol
+            .store(p, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A raw socket's protocol other than ICMP, or 0.
+    pub fn raw_protocol(&self) -> u32 {
+        self.raw_protocol.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// A new unbound socket in the caller's network namespace (`inet_create` with
     /// `current->nsproxy->net_ns`).
     pub fn new(proto: Proto, family: u32, owner: (u32, u32)) -> Arc<InetSocket> {
@@ -255,6 +271,7 @@ impl InetSocket {
             ino: next_ino(),
             owner,
             net,
+            raw_protocol: std::sync::atomic::AtomicU32::new(0),
             me: me.clone(),
         })
     }
@@ -876,7 +893,7 @@ impl InetSocket {
                 self.send_udp(io, data, to)
             }
             Proto::Ping | Proto::Raw => {
-                if flags & MSG_OOB != 0 {
+                if flags & MSG_OOB != 0 || self.raw_protocol() != 0 {
                     return Err(Errno::EOPNOTSUPP);
                 }
                 self.send_icmp(io, data, to)
@@ -1144,11 +1161,15 @@ impl FileOps for InetFile {
         Ok(0)
     }
 
-    fn ioctl(&self, _io: &IoCtx<'_>, cmd: u32, arg: u64, mem: &mut dyn GuestMem) -> SysResult<u64> {
+    fn ioctl(&self, io: &IoCtx<'_>, cmd: u32, arg: u64, mem: &mut dyn GuestMem) -> SysResult<u64> {
         let v: i32 = match cmd {
             FIONREAD => self.sock.inq()? as i32,
             SIOCOUTQ | SIOCATMARK => 0,
-            _ => return Err(Errno::ENOTTY),
+            // Interface ioctls (inet_ioctl: the IPv4 address and route ones too).
+            _ => {
+                let v4 = self.sock.family() == super::AF_INET;
+                return crate::devioctl::dev_ioctl(io, cmd, arg, mem, v4);
+            }
         };
         mem.write(arg, &v.to_le_bytes())?;
         Ok(0)

@@ -2,10 +2,12 @@
 //! per-namespace network sysctls.
 //!
 //! The families: AF_UNIX ([`unix`]), AF_INET/AF_INET6 ([`inet`]: on the guest's own loopback
-//! network directly, over devices through the smoltcp-based IP stack [`stack`]) and AF_PACKET
-//! on every network device ([`packet`], with classic BPF filters); [`dev`] is the per-namespace
-//! registry of devices, addresses and routes. [`sys`] holds the socket syscalls (Linux
-//! `net/socket.c`): they copy guest memory and call into
+//! network directly, over devices through the smoltcp-based IP stack [`stack`]), AF_PACKET
+//! on every network device ([`packet`], with classic BPF filters) and AF_NETLINK ([`netlink`]:
+//! rtnetlink and sock_diag). [`dev`] is the per-namespace registry of devices, addresses and
+//! routes that rtnetlink, the interface ioctls ([`devioctl`]), `/proc/net` and
+//! `/sys/class/net` ([`procnet`]) and the IP stacks read and change. [`sys`] holds the socket
+//! syscalls (Linux `net/socket.c`): they copy guest memory and call into
 //! [`unix::UnixSocket`], [`inet::InetSocket`] or [`packet::PacketSocket`]. [`sysctl`] is
 //! `/proc/sys/net` and the values behind it (`somaxconn` and the `ipv4/conf` tables), kept per
 //! network namespace as `um_kernel::netns` state.
@@ -26,8 +28,11 @@
 #![forbid(unsafe_code)]
 
 pub mod dev;
+pub mod devioctl;
 pub mod inet;
+pub mod netlink;
 pub mod packet;
+pub mod procnet;
 pub mod stack;
 pub mod sys;
 pub mod sysctl;
@@ -298,11 +303,14 @@ pub fn rights_data(fds: &[i32]) -> Vec<u8> {
     fds.iter().flat_map(|f| f.to_le_bytes()).collect()
 }
 
-/// Boot-time setup: `/proc/sys/net` in procfs (Linux `register_net_sysctl` from the
-/// subsystems' init calls). Runs before init can mount procfs.
+/// Boot-time setup: `/proc/sys/net`, `/proc/net` and `/sys/class/net` in procfs's registry
+/// (Linux `register_net_sysctl`, `proc_net_mkdir` from the subsystems' init calls), and
+/// rtnetlink's notifier on the device registry. Runs before init can mount procfs.
 pub fn init() {
     um_fs::procfs::registry::proc_create("sys", "net", sysctl::sys_net_dir);
     stack::init();
+    procnet::register();
+    netlink::init();
 }
 
 #[cfg(test)]

@@ -63,7 +63,7 @@
 //! (`ENOPROTOOPT`), timestamping options (ring frames always carry the software receive
 //! time), VLAN information, `TP_FT_REQ_FILL_RXHASH` (the hash is 0), `SO_RCVTIMEO` and
 //! `SO_SNDTIMEO` (accepted, a blocking receive waits until a frame or a signal),
-//! `/proc/net/packet`, the interface ioctls (`SIOCGIFINDEX` ...: `ENOTTY`). The receive buffer
+//! (The interface ioctls, `SIOCGIFINDEX` ..., are [`super::devioctl`]'s.) The receive buffer
 //! charge of a frame is the unix datagram estimate ([`super::unix::dgram_charge`]), not the
 //! exact `skb->truesize`, so the frame count at which `SO_RCVBUF` starts dropping differs a
 //! little from Linux's.
@@ -1942,11 +1942,12 @@ impl FileOps for PacketFile {
         Ok(0)
     }
 
-    fn ioctl(&self, _io: &IoCtx<'_>, cmd: u32, arg: u64, mem: &mut dyn GuestMem) -> SysResult<u64> {
+    fn ioctl(&self, io: &IoCtx<'_>, cmd: u32, arg: u64, mem: &mut dyn GuestMem) -> SysResult<u64> {
         let v: i32 = match cmd {
             FIONREAD => self.sock.inq() as i32,
             SIOCOUTQ => 0,
-            _ => return Err(Errno::ENOTTY),
+            // Interface ioctls (packet_ioctl hands the address ones to inet_dgram_ops).
+            _ => return super::devioctl::dev_ioctl(io, cmd, arg, mem, true),
         };
         mem.write(arg, &v.to_le_bytes())?;
         Ok(0)
@@ -1967,6 +1968,31 @@ impl FileOps for PacketFile {
     fn as_any(&self) -> Option<&dyn Any> {
         Some(self)
     }
+}
+
+/// `/proc/net/packet` of `net` (`packet_seq_show`).
+pub fn proc_packet(net: &NetNs) -> String {
+    let mut out = String::from("sk               RefCnt Type Proto  Iface R Rmem   User   Inode\n");
+    let socks: Vec<Arc<PacketSocket>> = lock(&net.generic::<PacketNet>().socks)
+        .iter()
+        .filter_map(Weak::upgrade)
+        .collect();
+    for s in socks {
+        let i = lock(&s.inner);
+        out.push_str(&format!(
+            "{:016x} {:<6} {:<4} {:04x}   {:<5} {} {:<6} {:<6} {:<6}\n",
+            0,
+            2,
+            s.ty,
+            i.num,
+            i.ifindex,
+            u8::from(i.running),
+            i.rmem,
+            s.owner.0,
+            s.ino
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

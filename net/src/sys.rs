@@ -1,19 +1,20 @@
 //! Socket syscalls (Linux `net/socket.c`, `net/core/scm.c`, `net/core/sock.c` for options):
 //! socket, socketpair, bind, listen, accept, accept4, connect, getsockname, getpeername,
-//! sendto, recvfrom, sendmsg, recvmsg, shutdown, getsockopt, setsockopt.
+//! sendto, recvfrom, sendmsg, recvmsg, sendmmsg, recvmmsg, shutdown, getsockopt, setsockopt.
 //!
-//! Three families exist: AF_UNIX ([`crate::unix`]), AF_INET/AF_INET6 ([`crate::inet`]) and
-//! AF_PACKET ([`crate::packet`], `CAP_NET_RAW` only); every other family (AF_NETLINK, ...) is
-//! `EAFNOSUPPORT`, as for a family the kernel was built without. Raw internet sockets exist
-//! for ICMP only, with `CAP_NET_RAW` (`EPERM` without it, and for other protocols as if it
-//! were missing; `EPROTONOSUPPORT` with protocol 0, as on Linux whoever asks); ICMP "ping"
-//! datagram sockets are for the groups in `net.ipv4.ping_group_range` (`EACCES` otherwise,
-//! as for everyone with its default). This file copies guest memory, resolves unix addresses (path
+//! Four families exist: AF_UNIX ([`crate::unix`]), AF_INET/AF_INET6 ([`crate::inet`]),
+//! AF_PACKET ([`crate::packet`], `CAP_NET_RAW` only) and AF_NETLINK ([`crate::netlink`]);
+//! every other family is `EAFNOSUPPORT`, as for a family the kernel was built without. Raw
+//! internet sockets exist for ICMP only, with `CAP_NET_RAW` (`EPERM` without it, and for other
+//! protocols as if it were missing; `EPROTONOSUPPORT` with protocol 0, as on Linux whoever
+//! asks); ICMP "ping" datagram sockets are for the groups in `net.ipv4.ping_group_range`
+//! (`EACCES` otherwise, as for everyone with its default). This file copies guest memory, resolves unix addresses (path
 //! walk, `mknod` of the socket inode on bind), installs passed descriptors at `recvmsg`, and
 //! hands internet sockets their raw address and option bytes.
 
 use crate::inet::opt::{CAP_NET_ADMIN, Proto};
 use crate::inet::{CAP_NET_BIND_SERVICE, InetFile, InetSocket};
+use crate::netlink::{NetlinkFile, NetlinkSocket};
 use crate::packet::{CAP_NET_RAW, PacketFile, PacketSocket, RingCtx};
 use crate::unix::{SocketFile, UnixAddr, UnixSocket, task_peercred, task_ucred};
 use crate::*;
@@ -44,6 +45,7 @@ pub enum Sock {
     Unix(Arc<UnixSocket>),
     Inet(Arc<InetSocket>),
     Packet(Arc<PacketSocket>),
+    Netlink(Arc<NetlinkSocket>),
 }
 
 /// The socket behind `fd`, or `ENOTSOCK` (`EBADF` for an `O_PATH` descriptor, as
@@ -57,6 +59,8 @@ pub fn sock_of(c: &SyscallCtx<'_>, fd: u64) -> SysResult<(Arc<OpenFile>, Sock)> 
         Sock::Inet(i.sock.clone())
     } else if let Some(p) = any.downcast_ref::<PacketFile>() {
         Sock::Packet(p.sock.clone())
+    } else if let Some(n) = any.downcast_ref::<NetlinkFile>() {
+        Sock::Netlink(n.sock.clone())
     } else {
         return Err(Errno::ENOTSOCK);
     };
@@ -76,6 +80,7 @@ fn install(c: &SyscallCtx<'_>, s: Sock, flags: u32) -> SysResult<u32> {
         Sock::Unix(s) => Box::new(SocketFile::new(s)),
         Sock::Inet(sock) => Box::new(InetFile { sock }),
         Sock::Packet(sock) => Box::new(PacketFile { sock }),
+        Sock::Netlink(sock) => Box::new(NetlinkFile { sock }),
     };
     let file = OpenFile::new(ops, 2 | (flags & SOCK_NONBLOCK), None);
     lock(&c.task.process.files()).install(file, flags & SOCK_CLOEXEC != 0, 0)
@@ -96,6 +101,8 @@ enum Kind {
     /// AF_PACKET of this type (not yet checked: `packet_create` asks for `CAP_NET_RAW`
     /// first) and protocol (network byte order).
     Packet(u32, u32),
+    /// AF_NETLINK of this type and protocol (checked).
+    Netlink(u32, u32),
 }
 
 /// `SOCK_MAX`: types at or above it are `EINVAL` in any family (`__sock_create`).
@@ -138,10 +145,11 @@ fn check_socket_args(domain: u64, ty: u64, protocol: u64) -> SysResult<(Kind, u3
                 (SOCK_DGRAM, p) if p == icmp => Proto::Ping,
                 // inet_create finds no raw protocol 0 before it asks for CAP_NET_RAW.
                 (SOCK_RAW, 0) => return Err(Errno::EPROTONOSUPPORT),
-                // Raw ICMP, for CAP_NET_RAW (checked in inet_create).
-                (SOCK_RAW, p) if p == icmp => Proto::Raw,
-                // No other raw sockets: as for a caller without CAP_NET_RAW.
-                (SOCK_RAW, _) => return Err(Errno::EPERM),
+                // Raw sockets, for CAP_NET_RAW (checked in inet_create): ICMP carries
+                // traffic; other protocols (udhcpc's IPPROTO_RAW, for its ioctls) only
+                // exist (`InetSocket::set_raw_protocol`).
+                (SOCK_RAW, p) if (1..=255).contains(&p) => Proto::Raw,
+                (SOCK_RAW, _) => return Err(Errno::EPROTONOSUPPORT),
                 (SOCK_STREAM | SOCK_DGRAM, _) => return Err(Errno::EPROTONOSUPPORT),
                 _ => return Err(Errno::ESOCKTNOSUPPORT),
             };
@@ -149,7 +157,11 @@ fn check_socket_args(domain: u64, ty: u64, protocol: u64) -> SysResult<(Kind, u3
         }
         // The protocol is a __be16: packet_create keeps its low 16 bits.
         AF_PACKET => Ok((Kind::Packet(ty, protocol as u32 & 0xffff), flags)),
-        // AF_NETLINK and the rest: no such protocol family here.
+        AF_NETLINK => {
+            crate::netlink::check_create(ty, protocol)?;
+            Ok((Kind::Netlink(ty, protocol as u32), flags))
+        }
+        // The rest: no such protocol family here.
         _ => Err(Errno::EAFNOSUPPORT),
     }
 }
@@ -192,12 +204,22 @@ fn socket(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         Kind::Unix(ty) => Sock::Unix(UnixSocket::new(ty, owner(c))),
         Kind::Inet(family, proto) => {
             inet_create(c, proto)?;
-            Sock::Inet(InetSocket::new(proto, family, owner(c)))
+            let s = InetSocket::new(proto, family, owner(c));
+            let icmp = if family == AF_INET {
+                IPPROTO_ICMP
+            } else {
+                IPPROTO_ICMPV6
+            };
+            if proto == Proto::Raw && a[2] as i32 != icmp {
+                s.set_raw_protocol(a[2] as u32);
+            }
+            Sock::Inet(s)
         }
         Kind::Packet(ty, proto) => {
             packet_create(c, ty)?;
             Sock::Packet(PacketSocket::new(ty, proto, owner(c)))
         }
+        Kind::Netlink(ty, proto) => Sock::Netlink(NetlinkSocket::new(ty, proto, owner(c))),
     };
     Ok(install(c, s, flags)? as u64)
 }
@@ -216,6 +238,8 @@ fn socketpair(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             packet_create(c, ty)?;
             return Err(Errno::EOPNOTSUPP);
         }
+        // netlink_ops: sock_no_socketpair.
+        Kind::Netlink(..) => return Err(Errno::EOPNOTSUPP),
     };
     let (x, y) = UnixSocket::pair(ty, owner(c), task_peercred(c.task));
     let fx = install(c, Sock::Unix(x), flags)?;
@@ -305,6 +329,10 @@ fn bind(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             s.bind(&read_addr_bytes(c, a[1], a[2])?)?;
             return Ok(0);
         }
+        Sock::Netlink(s) => {
+            s.bind(&read_addr_bytes(c, a[1], a[2])?, tgid(c))?;
+            return Ok(0);
+        }
     };
     match read_addr(c, a[1], a[2])? {
         UnixAddr::Unnamed => s.autobind()?,
@@ -348,7 +376,7 @@ fn listen(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     match sock_of(c, a[0])?.1 {
         Sock::Unix(s) => s.listen(a[1] as i32, task_peercred(c.task))?,
         Sock::Inet(s) => s.listen(a[1] as i32)?,
-        Sock::Packet(_) => return Err(Errno::EOPNOTSUPP),
+        Sock::Packet(_) | Sock::Netlink(_) => return Err(Errno::EOPNOTSUPP),
     }
     Ok(0)
 }
@@ -373,7 +401,7 @@ fn do_accept(c: &SyscallCtx<'_>, a: [u64; 6], flags: u32) -> SysResult {
             };
             (Sock::Inet(new), peer)
         }
-        Sock::Packet(_) => return Err(Errno::EOPNOTSUPP),
+        Sock::Packet(_) | Sock::Netlink(_) => return Err(Errno::EOPNOTSUPP),
     };
     let fd = install(c, new, flags)?;
     if a[1] != 0
@@ -403,6 +431,11 @@ fn connect(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             return Ok(0);
         }
         Sock::Packet(_) => return Err(Errno::EOPNOTSUPP),
+        Sock::Netlink(s) => {
+            let b = read_addr_bytes(c, a[1], a[2])?;
+            s.connect(&b, tgid(c), c.task.process.capable(CAP_NET_ADMIN))?;
+            return Ok(0);
+        }
     };
     let len = a[2] as u32 as i32;
     if s.ty() == SOCK_DGRAM && len >= 2 {
@@ -423,6 +456,7 @@ fn getsockname(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         Sock::Unix(s) => s.local_addr().to_bytes(),
         Sock::Inet(s) => s.encode(&s.local_addr()),
         Sock::Packet(s) => s.local_addr(),
+        Sock::Netlink(s) => s.local_addr(),
     };
     write_addr(c, a[1], a[2], &b)?;
     Ok(0)
@@ -433,6 +467,7 @@ fn getpeername(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         Sock::Unix(s) => s.peer_addr()?.to_bytes(),
         Sock::Inet(s) => s.encode(&s.peer_addr()?),
         Sock::Packet(_) => return Err(Errno::EOPNOTSUPP),
+        Sock::Netlink(s) => s.peer_addr(),
     };
     write_addr(c, a[1], a[2], &b)?;
     Ok(0)
@@ -570,6 +605,15 @@ fn sendto(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             };
             Ok(s.send(&data, to.as_deref())? as u64)
         }
+        Sock::Netlink(s) => {
+            let to = if a[4] != 0 && a[5] as u32 != 0 {
+                Some(read_addr_bytes(c, a[4], a[5])?)
+            } else {
+                None
+            };
+            let admin = c.task.process.capable(CAP_NET_ADMIN);
+            Ok(s.send(&data, to.as_deref(), tgid(c), admin, a[3] as u32)? as u64)
+        }
     }
 }
 
@@ -596,8 +640,14 @@ fn read_msghdr(c: &SyscallCtx<'_>, addr: u64) -> SysResult<Msghdr> {
 }
 
 fn sendmsg(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let mh = read_msghdr(c, a[1])?;
+    do_sendmsg(c, a[0], a[1], a[2] as u32).map(|(n, _)| n)
+}
+
+/// `___sys_sendmsg`: the bytes sent and whether the message went whole.
+fn do_sendmsg(c: &SyscallCtx<'_>, fd: u64, msg: u64, flags: u32) -> SysResult<(u64, bool)> {
+    let mh = read_msghdr(c, msg)?;
     let iovs = read_iovecs(c, mh.msg_iov, mh.msg_iovlen)?;
+    let want: u64 = iovs.iter().map(|i| i.len).sum();
     let mut data = Vec::new();
     for io in iovs {
         if io.len == 0 {
@@ -619,18 +669,30 @@ fn sendmsg(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     } else {
         Vec::new()
     };
-    let (f, s) = sock_of(c, a[0])?;
-    match s {
+    let (f, s) = sock_of(c, fd)?;
+    let n = match s {
         Sock::Unix(s) => {
             let to = name.map(|b| UnixAddr::parse(&b)).transpose()?;
-            do_send_unix(c, &f, &s, &data, to, &control, a[2] as u32)
+            do_send_unix(c, &f, &s, &data, to, &control, flags)
         }
-        Sock::Inet(s) => do_send_inet(c, &f, &s, &data, name.as_deref(), &control, a[2] as u32),
+        Sock::Inet(s) => do_send_inet(c, &f, &s, &data, name.as_deref(), &control, flags),
         Sock::Packet(s) => {
             check_inet_control(&control)?;
             Ok(s.send(&data, name.as_deref())? as u64)
         }
-    }
+        Sock::Netlink(s) => {
+            check_inet_control(&control)?;
+            let admin = c.task.process.capable(CAP_NET_ADMIN);
+            Ok(s.send(&data, name.as_deref(), tgid(c), admin, flags)? as u64)
+        }
+    }?;
+    Ok((n, n >= want))
+}
+
+/// The caller's tgid as its own pid namespace numbers it (a netlink socket's default port
+/// id, `task_tgid_vnr`).
+fn tgid(c: &SyscallCtx<'_>) -> u32 {
+    c.task.process.pids.own()
 }
 
 /// What a receive got, from either family.
@@ -708,6 +770,17 @@ fn do_recv(c: &SyscallCtx<'_>, fd: u64, len: usize, flags: u32) -> SysResult<Rec
                 control: r.control,
             })
         }
+        Sock::Netlink(s) => {
+            let r = s.recv(&io_ctx(c, &f, flags), len.min(MAX_RECV), flags)?;
+            Ok(Received {
+                data: r.data,
+                ret: r.ret as u64,
+                flags: r.flags,
+                name: r.name,
+                unix: None,
+                control: r.control,
+            })
+        }
     }
 }
 
@@ -722,11 +795,15 @@ fn recvfrom(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn recvmsg(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let flags = a[2] as u32;
-    let mut mh = read_msghdr(c, a[1])?;
+    do_recvmsg(c, a[0], a[1], a[2] as u32).map(|(n, _)| n)
+}
+
+/// `___sys_recvmsg`: the return value and `msg_flags`.
+fn do_recvmsg(c: &SyscallCtx<'_>, fd: u64, msg: u64, flags: u32) -> SysResult<(u64, u32)> {
+    let mut mh = read_msghdr(c, msg)?;
     let iovs = read_iovecs(c, mh.msg_iov, mh.msg_iovlen)?;
     let total: u64 = iovs.iter().map(|i| i.len).sum();
-    let r = do_recv(c, a[0], total as usize, flags)?;
+    let r = do_recv(c, fd, total as usize, flags)?;
     let data = &r.data;
     let mut off = 0usize;
     for io in &iovs {
@@ -797,16 +874,132 @@ fn recvmsg(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     mh.msg_namelen = namelen;
     mh.msg_controllen = out.len() as u64;
     mh.msg_flags = mflags;
-    c.write_bytes(a[1], &mh.as_bytes())?;
-    Ok(r.ret)
+    c.write_bytes(msg, &mh.as_bytes())?;
+    Ok((r.ret, mflags))
+}
+
+/// `sizeof(struct mmsghdr)`: a `msghdr` and the `msg_len` after it, padded to 8.
+const MMSGHDR: u64 = 64;
+/// `MSG_WAITFORONE`.
+const MSG_WAITFORONE: u32 = 0x10000;
+/// `MSG_CMSG_COMPAT`: only the kernel's own compat entry points may set it.
+const MSG_CMSG_COMPAT: u32 = 0x8000_0000;
+
+/// `sendmmsg` (`__sys_sendmmsg`): up to `UIO_MAXIOV` messages, each one's bytes in its
+/// `msg_len`; stops at the first error (returned only if nothing was sent) or at a message
+/// that went out short.
+fn sendmmsg(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (fd, vec, flags) = (a[0], a[1], a[3] as u32);
+    if flags & MSG_CMSG_COMPAT != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let vlen = (a[2] as u32).min(UIO_MAXIOV as u32) as u64;
+    sock_of(c, fd)?;
+    let mut sent = 0u64;
+    let mut err = None;
+    while sent < vlen {
+        let entry = vec + sent * MMSGHDR;
+        match do_sendmsg(c, fd, entry, flags) {
+            Ok((n, whole)) => {
+                if let Err(e) = c.write_u32(entry + Msghdr::SIZE as u64, n as u32) {
+                    err = Some(e);
+                    break;
+                }
+                sent += 1;
+                if !whole {
+                    break;
+                }
+            }
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        }
+    }
+    match err {
+        Some(e) if sent == 0 => Err(e),
+        _ => Ok(sent),
+    }
+}
+
+/// `recvmmsg` (`__sys_recvmmsg`): up to `UIO_MAXIOV` messages; `MSG_WAITFORONE` makes the
+/// receives after the first non-blocking; the timeout (what is left of it is written back)
+/// is checked after each datagram, as Linux does (a receive that blocks is not cut short by
+/// it). An error after some datagrams is dropped (Linux keeps it as the socket's error for the
+/// next call).
+fn recvmmsg(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    use std::time::{Duration, Instant};
+    let (fd, vec, mut flags, tsp) = (a[0], a[1], a[3] as u32, a[4]);
+    if flags & MSG_CMSG_COMPAT != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let deadline = if tsp != 0 {
+        let b = c.read_bytes(tsp, 16)?;
+        let sec = i64::read_le(&b);
+        let nsec = i64::read_le(&b[8..]);
+        if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+            return Err(Errno::EINVAL);
+        }
+        let d = Duration::new(sec as u64, nsec as u32);
+        Some(
+            Instant::now()
+                .checked_add(d)
+                .unwrap_or_else(|| Instant::now() + Duration::from_secs(1 << 40)),
+        )
+    } else {
+        None
+    };
+    let vlen = (a[2] as u32).min(UIO_MAXIOV as u32) as u64;
+    sock_of(c, fd)?;
+    let mut got = 0u64;
+    let mut err = None;
+    while got < vlen {
+        let entry = vec + got * MMSGHDR;
+        match do_recvmsg(c, fd, entry, flags & !MSG_WAITFORONE) {
+            Ok((n, mflags)) => {
+                if let Err(e) = c.write_u32(entry + Msghdr::SIZE as u64, n as u32) {
+                    err = Some(e);
+                    break;
+                }
+                got += 1;
+                if flags & MSG_WAITFORONE != 0 {
+                    flags |= MSG_DONTWAIT;
+                }
+                if let Some(d) = deadline
+                    && Instant::now() >= d
+                {
+                    break;
+                }
+                if mflags & MSG_OOB != 0 {
+                    break;
+                }
+            }
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        }
+    }
+    if got == 0
+        && let Some(e) = err
+    {
+        return Err(e);
+    }
+    if let Some(d) = deadline {
+        let left = d.saturating_duration_since(Instant::now());
+        let mut b = (left.as_secs() as i64).to_le_bytes().to_vec();
+        b.extend_from_slice(&i64::from(left.subsec_nanos()).to_le_bytes());
+        c.write_bytes(tsp, &b)?;
+    }
+    Ok(got)
 }
 
 fn shutdown(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     match sock_of(c, a[0])?.1 {
         Sock::Unix(s) => s.shutdown(a[1] as u32)?,
         Sock::Inet(s) => s.shutdown(a[1] as u32)?,
-        // packet_ops: sock_no_shutdown.
-        Sock::Packet(_) => return Err(Errno::EOPNOTSUPP),
+        // packet_ops and netlink_ops: sock_no_shutdown.
+        Sock::Packet(_) | Sock::Netlink(_) => return Err(Errno::EOPNOTSUPP),
     }
     Ok(0)
 }
@@ -827,6 +1020,7 @@ fn getsockopt(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             return Ok(0);
         }
         Sock::Packet(s) => return getsockopt_packet(c, a, &s),
+        Sock::Netlink(s) => return getsockopt_netlink(c, a, &s),
     };
     if a[1] as i32 != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);
@@ -891,6 +1085,7 @@ fn setsockopt(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             return Ok(0);
         }
         Sock::Packet(s) => return setsockopt_packet(c, a, &s, optlen as usize),
+        Sock::Netlink(s) => return setsockopt_netlink(c, a, &s, optlen as usize),
     };
     if a[1] as i32 != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);
@@ -1097,10 +1292,107 @@ fn setsockopt_packet(
     Ok(0)
 }
 
+/// getsockopt on a netlink socket: `SOL_NETLINK` ([`NetlinkSocket::getsockopt`]) and the
+/// generic `SOL_SOCKET` options; other levels are `ENOPROTOOPT` (`netlink_getsockopt`).
+fn getsockopt_netlink(c: &SyscallCtx<'_>, a: [u64; 6], s: &NetlinkSocket) -> SysResult {
+    use so::*;
+    use um_uapi::abi::netlink::SOL_NETLINK;
+    let lb = c.read_bytes(a[4], 4)?;
+    let len = i32::from_le_bytes([lb[0], lb[1], lb[2], lb[3]]);
+    let (level, name) = (a[1] as i32, a[2] as i32);
+    if level == SOL_NETLINK {
+        let (val, outlen) = s.getsockopt(name, len)?;
+        c.write_u32(a[4], outlen)?;
+        if !val.is_empty() {
+            c.write_bytes(a[3], &val)?;
+        }
+        return Ok(0);
+    }
+    if level != SOL_SOCKET {
+        return Err(Errno::ENOPROTOOPT);
+    }
+    if len < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let int = |v: i32| v.to_le_bytes().to_vec();
+    let val = match name {
+        SO_TYPE => int(s.ty() as i32),
+        SO_ERROR => int(s.take_error()),
+        SO_SNDBUF => int(s.bufs().0),
+        SO_RCVBUF => int(s.bufs().1),
+        SO_DOMAIN => int(AF_NETLINK as i32),
+        SO_PROTOCOL => int(s.protocol() as i32),
+        SO_ACCEPTCONN | SO_PASSCRED | SO_REUSEADDR | SO_KEEPALIVE | SO_BROADCAST | SO_DONTROUTE
+        | SO_OOBINLINE | SO_DEBUG | SO_REUSEPORT => int(0),
+        SO_RCVLOWAT | SO_SNDLOWAT => int(1),
+        SO_RCVTIMEO | SO_SNDTIMEO => vec![0; 16],
+        SO_LINGER => vec![0; 8],
+        _ => return Err(Errno::ENOPROTOOPT),
+    };
+    let n = (len as usize).min(val.len());
+    c.write_u32(a[4], n as u32)?;
+    c.write_bytes(a[3], &val[..n])?;
+    Ok(0)
+}
+
+/// setsockopt on a netlink socket.
+fn setsockopt_netlink(
+    c: &SyscallCtx<'_>,
+    a: [u64; 6],
+    s: &NetlinkSocket,
+    optlen: usize,
+) -> SysResult {
+    use so::*;
+    use um_uapi::abi::netlink::SOL_NETLINK;
+    let (level, name) = (a[1] as i32, a[2] as i32);
+    let admin = c.task.process.capable(CAP_NET_ADMIN);
+    let val = if optlen >= 4 {
+        let b = c.read_bytes(a[3], 4)?;
+        Some(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    } else {
+        None
+    };
+    if level == SOL_NETLINK {
+        s.setsockopt(name, val, admin)?;
+        return Ok(0);
+    }
+    if level != SOL_SOCKET {
+        return Err(Errno::ENOPROTOOPT);
+    }
+    let int = || val.ok_or(Errno::EINVAL);
+    match name {
+        SO_SNDBUF => s.set_buf(true, int()?, false),
+        SO_RCVBUF => s.set_buf(false, int()?, false),
+        SO_SNDBUFFORCE | SO_RCVBUFFORCE => {
+            let v = int()?;
+            if !admin {
+                return Err(Errno::EPERM);
+            }
+            s.set_buf(name == SO_SNDBUFFORCE, v, true);
+        }
+        SO_PASSCRED | SO_REUSEADDR | SO_KEEPALIVE | SO_BROADCAST | SO_DONTROUTE | SO_OOBINLINE
+        | SO_DEBUG | SO_REUSEPORT | SO_RCVLOWAT | SO_SNDLOWAT => {
+            int()?;
+        }
+        SO_RCVTIMEO | SO_SNDTIMEO => {
+            if optlen < 16 {
+                return Err(Errno::EINVAL);
+            }
+        }
+        SO_LINGER => {
+            if optlen < 8 {
+                return Err(Errno::EINVAL);
+            }
+        }
+        _ => return Err(Errno::ENOPROTOOPT),
+    }
+    Ok(0)
+}
+
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
     t.register("socket", socket)
-        .partial("AF_UNIX, AF_INET/AF_INET6 on the loopback network and AF_PACKET on every device; other families are EAFNOSUPPORT");
+        .partial("AF_UNIX, AF_INET/AF_INET6 (loopback and devices), AF_PACKET on every device, AF_NETLINK (NETLINK_ROUTE, NETLINK_SOCK_DIAG); other families are EAFNOSUPPORT");
     t.register("socketpair", socketpair);
     t.register("bind", bind);
     t.register("listen", listen);
@@ -1113,6 +1405,9 @@ pub fn register(t: &mut SyscallTable) {
     t.register("recvfrom", recvfrom);
     t.register("sendmsg", sendmsg);
     t.register("recvmsg", recvmsg);
+    t.register("sendmmsg", sendmmsg);
+    t.register("recvmmsg", recvmmsg)
+        .partial("the timeout is checked between datagrams, as on Linux; an error after some datagrams is not kept for the next call");
     t.register("shutdown", shutdown);
     t.register("getsockopt", getsockopt);
     t.register("setsockopt", setsockopt);
@@ -1130,7 +1425,12 @@ mod tests {
             Ok((Kind::Unix(SOCK_STREAM), SOCK_CLOEXEC))
         );
         assert_eq!(check_socket_args(1, 3, 0), unix(SOCK_DGRAM));
-        assert_eq!(check_socket_args(16, 3, 0), Err(Errno::EAFNOSUPPORT));
+        assert_eq!(check_socket_args(16, 3, 0), Ok((Kind::Netlink(3, 0), 0)));
+        assert_eq!(check_socket_args(16, 2, 4), Ok((Kind::Netlink(2, 4), 0)));
+        assert_eq!(check_socket_args(16, 3, 15), Err(Errno::EPROTONOSUPPORT));
+        assert_eq!(check_socket_args(16, 3, 99), Err(Errno::EPROTONOSUPPORT));
+        assert_eq!(check_socket_args(16, 1, 0), Err(Errno::ESOCKTNOSUPPORT));
+        assert_eq!(check_socket_args(38, 3, 0), Err(Errno::EAFNOSUPPORT));
         assert_eq!(
             check_socket_args(17, 3, 0x300),
             Ok((Kind::Packet(SOCK_RAW, 0x300), 0))

@@ -242,6 +242,11 @@ pub fn parse_ping_group_range(data: &[u8]) -> SysResult<(u32, u32)> {
     })
 }
 
+/// Whether namespace `ns` forwards IPv4 (`net.ipv4.conf.all.forwarding`).
+pub fn ip_forward(ns: &NetNs) -> bool {
+    lock(&ns.generic::<NetSysctl>().0).get(Conf::All, index("forwarding")) != 0
+}
+
 /// Parses a write of one int as `proc_dointvec` does (kernel/sysctl.c `proc_get_long`):
 /// leading white space, an optional `-`, a number in C notation (`0x` hex, leading `0`
 /// octal), then white space, a NUL or the end; the value must fit an `int`. Text after

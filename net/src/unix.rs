@@ -1005,7 +1005,7 @@ impl FileOps for SocketFile {
         Ok(0)
     }
 
-    fn ioctl(&self, _io: &IoCtx<'_>, cmd: u32, arg: u64, mem: &mut dyn GuestMem) -> SysResult<u64> {
+    fn ioctl(&self, io: &IoCtx<'_>, cmd: u32, arg: u64, mem: &mut dyn GuestMem) -> SysResult<u64> {
         match cmd {
             FIONREAD => {
                 mem.write(arg, &(self.sock.inq() as i32).to_le_bytes())?;
@@ -1016,7 +1016,8 @@ impl FileOps for SocketFile {
                 mem.write(arg, &0i32.to_le_bytes())?;
                 Ok(0)
             }
-            _ => Err(Errno::ENOTTY),
+            // The interface ioctls of every socket (sock_do_ioctl -> dev_ioctl).
+            _ => crate::devioctl::dev_ioctl(io, cmd, arg, mem, false),
         }
     }
 

@@ -211,6 +211,13 @@ fn packetsock() {
     differential("packetsock", no_check);
 }
 
+/// rtnetlink, sock_diag, the interface ioctls, /proc/net, /sys/class/net and
+/// sendmmsg/recvmmsg, in a network namespace of the program's own (guest/netlink).
+#[test]
+fn netlink() {
+    differential("netlink", no_check);
+}
+
 #[test]
 fn epoll() {
     differential("epoll", no_check);

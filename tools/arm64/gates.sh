@@ -103,7 +103,7 @@ add hello
 add pagesize
 add hwcap
 # The guest test programs (guest/NAME, each prints UM-NAME-OK when all its checks pass).
-PROGS="threads futex signals procs pipes unixsock packetsock epoll timers mmapfile fptorture vdso pacfork forkstress shmcoherence"
+PROGS="threads futex signals procs pipes unixsock packetsock netlink epoll timers mmapfile fptorture vdso pacfork forkstress shmcoherence"
 for p in $PROGS; do
     add "$p"
 done

@@ -7,10 +7,11 @@
 //! their content at open, as the fixed ones do. Registrations are made once at boot, before
 //! init can mount procfs (`um-bin` calls each subsystem's init). The directories that take
 //! registered entries are the ones whose builders ask for them ([`entries`],
-//! [`insert_in_order`]): the root, `sys` and `sys/kernel` today.
+//! [`insert_in_order`]): the root, `sys` and `sys/kernel` today, and sysfs's `block`, `dev/block`
+//! and `class` ("sysfs", "sysfs/dev", "sysfs/class").
 //!
 //! Neighbours: the subsystem crates above `um-fs` (`um-ipc`: `/proc/sysvipc`, the IPC limits
-//! in `/proc/sys/kernel`; `um-net`: `/proc/sys/net`).
+//! in `/proc/sys/kernel`; `um-net`: `/proc/sys/net`, `/proc/net`, `/sys/class/net`).
 
 use super::{ProcFs, ProcInode};
 use std::sync::{Arc, Mutex};

@@ -28,6 +28,7 @@ pub mod ipc;
 pub mod loopdev;
 pub mod mman;
 pub mod netdevice;
+pub mod netlink;
 pub mod packet;
 pub mod pod;
 pub mod poll;
