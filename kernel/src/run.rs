@@ -263,10 +263,14 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
             Event::Syscall => {
                 // ptrace syscall stops around the call ([`crate::ptrace`]).
                 let traced = task.ptrace.traced();
+                // Linux `syscall_trace_enter`: the ptrace entry stop first, then seccomp
+                // ([`crate::seccomp`]) on what the tracer left; either may skip the call.
                 let action = if traced
                     && crate::ptrace::syscall_enter(k, task, th) == crate::ptrace::Enter::Skip
                 {
                     Action::Return
+                } else if let Some(a) = crate::seccomp::secure_computing(k, task, th) {
+                    a
                 } else {
                     dispatch(k, task, th)
                 };

@@ -38,4 +38,5 @@ pub fn register(t: &mut SyscallTable) {
     timer::register(t);
     wait::register(t);
     crate::ptrace::register(t);
+    crate::seccomp::register(t);
 }

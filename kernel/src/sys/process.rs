@@ -202,7 +202,7 @@ const PR_GET_KEEPCAPS: u64 = 7;
 const PR_SET_KEEPCAPS: u64 = 8;
 const PR_SET_NAME: u64 = 15;
 const PR_GET_NAME: u64 = 16;
-const PR_GET_SECCOMP: u64 = 21;
+use um_uapi::abi::seccomp::{PR_GET_SECCOMP, PR_SET_SECCOMP};
 const PR_CAPBSET_READ: u64 = 23;
 const PR_CAPBSET_DROP: u64 = 24;
 const PR_GET_TSC: u64 = 25;
@@ -277,7 +277,8 @@ fn prctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                 Ok(0)
             }
         }
-        PR_GET_SECCOMP => Ok(0),
+        PR_GET_SECCOMP => crate::seccomp::prctl_get(c.task),
+        PR_SET_SECCOMP => crate::seccomp::prctl_set(c, a[1], a[2]),
         PR_CAPBSET_READ => {
             if a[1] > u64::from(CAP_LAST_CAP) {
                 return Err(Errno::EINVAL);
