@@ -922,9 +922,94 @@ fn trace() {
     say(format!("trace: tracee {}", describe_status(st)));
 }
 
+/// A 30-rule allow-list (arch check, 30 numbers allowed, ERRNO for the rest), the shape of
+/// a typical sandbox profile; `read_arg` first loads args[0] (and ignores it), which makes the
+/// verdicts uncacheable.
+fn allow_list(read_arg: bool) -> Vec<libc::sock_filter> {
+    // What a small program needs, getppid last: the longest walk through the list.
+    let nrs = [
+        libc::SYS_read,
+        libc::SYS_write,
+        libc::SYS_exit,
+        libc::SYS_exit_group,
+        libc::SYS_clock_gettime,
+        libc::SYS_mmap,
+        libc::SYS_munmap,
+        libc::SYS_brk,
+        libc::SYS_rt_sigaction,
+        libc::SYS_rt_sigprocmask,
+        libc::SYS_rt_sigreturn,
+        libc::SYS_futex,
+        libc::SYS_close,
+        libc::SYS_openat,
+        libc::SYS_fstat,
+        libc::SYS_madvise,
+        libc::SYS_mprotect,
+        libc::SYS_getpid,
+        libc::SYS_gettid,
+        libc::SYS_tgkill,
+        libc::SYS_nanosleep,
+        libc::SYS_clock_nanosleep,
+        libc::SYS_sched_yield,
+        libc::SYS_getrandom,
+        libc::SYS_ioctl,
+        libc::SYS_writev,
+        libc::SYS_readv,
+        libc::SYS_lseek,
+        libc::SYS_prlimit64,
+        libc::SYS_getppid,
+    ];
+    let mut p = vec![stmt(LD_W_ABS, 4), jeq(AUDIT_ARCH, 1, 0), stmt(RET_K, RET_KILL_PROCESS)];
+    if read_arg {
+        p.push(stmt(LD_W_ABS, 16));
+    }
+    p.push(stmt(LD_W_ABS, 0));
+    for (i, &nr) in nrs.iter().enumerate() {
+        // Jump to the ALLOW at the end; the next rule otherwise.
+        let to_allow = (nrs.len() - i - 1 + 1) as u8;
+        p.push(jeq(nr as u32, to_allow, 0));
+    }
+    p.push(stmt(RET_K, RET_ERRNO | libc::EPERM as u32));
+    p.push(stmt(RET_K, RET_ALLOW));
+    p
+}
+
+/// `seccompf --bench N`: ns per getppid without a filter, under a cacheable 30-rule
+/// allow-list, and under the same list made uncacheable (not part of the gate).
+fn bench(n: u64) {
+    let time = |what: &str| {
+        let t0 = umt::now_ns();
+        for _ in 0..n {
+            sys(libc::SYS_getppid, 0);
+        }
+        let dt = umt::now_ns() - t0;
+        say(format!("bench: {what}: {} ns/call", dt / n));
+    };
+    time("no filter");
+    let st = in_child(|| {
+        no_new_privs();
+        check_eq(install(0, &allow_list(false)), 0, "install allow-list");
+        check(sys(libc::SYS_getppid, 0) > 0, "getppid allowed");
+        check_eq(sys(libc::SYS_getpgid, 0), -1, "getpgid refused");
+        time("30-rule allow-list (cached)");
+    });
+    check_eq(st.as_str(), "exited 0", "bench child");
+    let st = in_child(|| {
+        no_new_privs();
+        check_eq(install(0, &allow_list(true)), 0, "install allow-list");
+        check(sys(libc::SYS_getppid, 0) > 0, "getppid allowed");
+        time("30-rule allow-list reading args[0] (uncached)");
+    });
+    check_eq(st.as_str(), "exited 0", "bench child");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     umt::init("seccompf");
+    if args.get(2).map(String::as_str) == Some("--bench") {
+        bench(args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200_000));
+        umt::exit_now(0);
+    }
     if args.get(2).map(String::as_str) == Some("--after-exec") {
         after_exec();
         umt::exit_now(0);
