@@ -417,6 +417,8 @@ pub struct Task {
     pub ptrace: crate::ptrace::PtraceSlot,
     /// seccomp mode and filters ([`crate::seccomp`]).
     pub seccomp: crate::seccomp::SeccompSlot,
+    /// Scheduling policy and priority ([`crate::sys::sched`]).
+    pub sched: Mutex<crate::sys::sched::SchedParams>,
 }
 
 /// The timer slack of init's first thread (include/linux/init_task.h: 50 us).
@@ -461,6 +463,7 @@ impl Task {
             cpu: Default::default(),
             ptrace: Default::default(),
             seccomp: Default::default(),
+            sched: Default::default(),
         });
         lock(&t.process.threads).push(Arc::downgrade(&t));
         t

@@ -434,26 +434,6 @@ fn sched_setaffinity(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-fn sched_getscheduler(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    if (a[0] as i32) < 0 {
-        return Err(Errno::EINVAL);
-    }
-    Ok(0) // SCHED_OTHER
-}
-
-fn sched_getparam(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    c.write_u32(a[1], 0)?;
-    Ok(0)
-}
-
-fn sched_get_priority(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    match a[0] {
-        0 | 3 | 5 => Ok(0),
-        1 | 2 => Ok(99),
-        _ => Err(Errno::EINVAL),
-    }
-}
-
 fn getpriority(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if a[0] > 2 {
         return Err(Errno::EINVAL);
@@ -567,13 +547,6 @@ pub fn register(t: &mut SyscallTable) {
     t.register("sched_setaffinity", sched_setaffinity).partial(
         "checks that the mask is not empty, changes nothing (the host schedules the stub threads)",
     );
-    t.register("sched_getscheduler", sched_getscheduler)
-        .partial("always SCHED_OTHER");
-    t.register("sched_getparam", sched_getparam)
-        .partial("always priority 0");
-    t.register("sched_get_priority_max", sched_get_priority);
-    t.register("sched_get_priority_min", |_, _| Ok(0))
-        .partial("0 for every policy, unknown ones too (Linux: 1 for SCHED_FIFO and SCHED_RR, EINVAL for an unknown policy)");
     t.register("getpriority", getpriority)
         .partial("always nice 0");
     t.register("setpriority", setpriority)
