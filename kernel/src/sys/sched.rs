@@ -1,6 +1,7 @@
 //! Scheduling policy and priority (Linux `kernel/sched/syscalls.c`, sched(7),
 //! sched_setscheduler(2), sched_rr_get_interval(2)): sched_setscheduler, sched_getscheduler,
-//! sched_setparam, sched_getparam, sched_get_priority_max/min, sched_rr_get_interval.
+//! sched_setparam, sched_getparam, sched_setattr, sched_getattr, sched_get_priority_max/min,
+//! sched_rr_get_interval.
 //!
 //! The policy and priority are kept per thread ([`SchedParams`] in [`Task::sched`]) with
 //! Linux's checks (valid policy and priority, CAP_SYS_NICE or RLIMIT_RTPRIO for real-time,
@@ -216,6 +217,99 @@ fn sched_rr_get_interval(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// `struct sched_attr` sizes (include/uapi/linux/sched/types.h): VER0 without the
+/// utilization clamps, VER1 with them.
+const SCHED_ATTR_SIZE_VER0: usize = 48;
+const SCHED_ATTR_SIZE_VER1: usize = 56;
+/// sched_attr.sched_flags (include/uapi/linux/sched.h).
+const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
+const SCHED_FLAG_KEEP_POLICY: u64 = 0x08;
+const SCHED_FLAG_KEEP_PARAMS: u64 = 0x10;
+/// Every flag Linux knows (`SCHED_FLAG_ALL`).
+const SCHED_FLAG_ALL: u64 = 0x7f;
+/// The default `sched_util_max` (`SCHED_CAPACITY_SCALE`).
+const UCLAMP_MAX: u32 = 1024;
+
+/// sched_getattr(2): the policy, flags, nice 0 (nice values are not kept), priority and the
+/// default utilization clamps, in at most `usize` bytes (`sched_attr_copy_to_user`).
+fn sched_getattr(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (pid, usize_, flags) = (a[0] as i32, a[2] as usize, a[3]);
+    if a[1] == 0
+        || pid < 0
+        || usize_ > um_mm::page_size() as usize
+        || usize_ < SCHED_ATTR_SIZE_VER0
+        || flags != 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    let s = *lock(&find(c, pid)?.sched);
+    let size = usize_.min(SCHED_ATTR_SIZE_VER1);
+    let mut b = Vec::with_capacity(SCHED_ATTR_SIZE_VER1);
+    b.extend_from_slice(&(size as u32).to_le_bytes());
+    b.extend_from_slice(&s.policy.to_le_bytes());
+    let fl = if s.reset_on_fork {
+        SCHED_FLAG_RESET_ON_FORK
+    } else {
+        0
+    };
+    b.extend_from_slice(&fl.to_le_bytes());
+    b.extend_from_slice(&0i32.to_le_bytes());
+    b.extend_from_slice(&s.prio.to_le_bytes());
+    b.extend_from_slice(&[0u8; 24]); // runtime, deadline, period
+    b.extend_from_slice(&0u32.to_le_bytes());
+    b.extend_from_slice(&UCLAMP_MAX.to_le_bytes());
+    c.write_bytes(a[1], &b[..size])?;
+    Ok(0)
+}
+
+/// sched_setattr(2) (`sched_copy_attr`, then sched_setscheduler's rules): the policy,
+/// priority and SCHED_FLAG_RESET_ON_FORK; KEEP_POLICY and KEEP_PARAMS; no SCHED_DEADLINE,
+/// and the nice value is accepted but not kept.
+fn sched_setattr(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (pid, uattr, flags) = (a[0] as i32, a[1], a[2]);
+    if uattr == 0 || pid < 0 || flags != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let size = u32::from_le_bytes(c.read_bytes(uattr, 4)?.try_into().map_err(|_| Errno::EFAULT)?);
+    let size = match size as usize {
+        0 => SCHED_ATTR_SIZE_VER0,
+        n if n < SCHED_ATTR_SIZE_VER0 || n > um_mm::page_size() as usize => {
+            c.write_u32(uattr, SCHED_ATTR_SIZE_VER1 as u32)?;
+            return Err(Errno::E2BIG);
+        }
+        n => n,
+    };
+    let b = c.read_bytes(uattr, size)?;
+    // A larger struct than this kernel knows: what it adds must be zero.
+    if b.len() > SCHED_ATTR_SIZE_VER1 && b[SCHED_ATTR_SIZE_VER1..].iter().any(|&x| x != 0) {
+        c.write_u32(uattr, SCHED_ATTR_SIZE_VER1 as u32)?;
+        return Err(Errno::E2BIG);
+    }
+    let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+    let policy = u32_at(4);
+    let fl = u64::from(u32_at(8)) | (u64::from(u32_at(12)) << 32);
+    let prio = u32_at(20);
+    if (policy as i32) < 0 || fl & !SCHED_FLAG_ALL != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let t = find(c, pid)?;
+    let cur = *lock(&t.sched);
+    let mut policy = if fl & SCHED_FLAG_KEEP_POLICY != 0 {
+        cur.policy
+    } else {
+        policy
+    };
+    if fl & SCHED_FLAG_RESET_ON_FORK != 0 {
+        policy |= SCHED_RESET_ON_FORK;
+    }
+    let prio = if fl & SCHED_FLAG_KEEP_PARAMS != 0 {
+        cur.prio
+    } else {
+        prio
+    };
+    set(c, &t, Some(policy), prio)
+}
+
 /// Registers the scheduling-policy syscalls.
 pub fn register(t: &mut SyscallTable) {
     t.register("sched_setscheduler", sched_setscheduler).partial(
@@ -228,6 +322,12 @@ pub fn register(t: &mut SyscallTable) {
     t.register("sched_getparam", sched_getparam);
     t.register("sched_get_priority_max", sched_get_priority_max);
     t.register("sched_get_priority_min", sched_get_priority_min);
+    t.register("sched_getattr", sched_getattr)
+        .partial("sched_nice is always 0 (nice values are not kept)");
+    t.register("sched_setattr", sched_setattr).partial(
+        "policy, priority and RESET_ON_FORK as sched_setscheduler; no SCHED_DEADLINE, the nice \
+         value is not kept",
+    );
     t.register("sched_rr_get_interval", sched_rr_get_interval).partial(
         "100 ms for SCHED_RR, 0 for every other policy (Linux gives SCHED_OTHER its CFS slice)",
     );
