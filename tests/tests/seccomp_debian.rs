@@ -115,7 +115,10 @@ fn strace_seccomp_bpf_libseccomp_and_chrt() {
                 );
             }
         };
-        if let Some(l) = lines.iter().find(|l| l.contains("seccomp-bpf is not enabled")) {
+        if let Some(l) = lines
+            .iter()
+            .find(|l| l.contains("seccomp-bpf is not enabled"))
+        {
             panic!(
                 "seccomp_debian ({}): strace refused --seccomp-bpf: {l}\n{}",
                 engine.join(" "),
@@ -126,7 +129,10 @@ fn strace_seccomp_bpf_libseccomp_and_chrt() {
             &|l| l.contains("execve(\"/bin/true\"") && l.ends_with("= 0"),
             "the child's execve of /bin/true",
         );
-        want(&|l| l.contains("exit_group(0)"), "the child's exit_group(0)");
+        want(
+            &|l| l.contains("exit_group(0)"),
+            "the child's exit_group(0)",
+        );
         want(&|l| l.starts_with("exit_group(3)"), "sh's exit_group(3)");
         want(&|l| l == "+++ exited with 3 +++", "+++ exited with 3 +++");
         want(&|l| l == "strace-rc=3", "strace's exit status 3");

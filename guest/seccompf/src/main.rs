@@ -835,12 +835,15 @@ fn trace() {
                 (libc::SYS_getpgid, RET_TRACE | 0x66),
                 (libc::SYS_getsid, RET_TRACE | 0x77),
                 (libc::SYS_getuid, RET_ERRNO | libc::EPERM as u32),
+                (-1, RET_ERRNO | libc::EDOM as u32),
             ]),
         );
         let a = sys(libc::SYS_getppid, 0);
         let b = sys(libc::SYS_getpgid, 0);
         let c = sys(libc::SYS_getsid, 0);
         let d = sys(libc::SYS_getuid, 0);
+        let e = sys(libc::SYS_getgid, 0);
+        let e = if e == -1 { ename(errno()) } else { e.to_string() };
         say(format!("trace: tracee: cancelled getppid = {a}"));
         say(format!(
             "trace: tracee: getpgid made getpid: {}",
@@ -854,6 +857,7 @@ fn trace() {
             "trace: tracee: getuid made getpid at the entry stop: {}",
             d == i64::from(getpid())
         ));
+        say(format!("trace: tracee: getgid cancelled at entry, the filter judges -1: {e}"));
         umt::exit_now(0);
     }
     wait_stop(pid, "SIGSTOP");
@@ -917,6 +921,23 @@ fn trace() {
         }
     }
     check(changed, "no getuid entry stop");
+    // getgid cancelled at its entry stop (number -1, result 777): the filters still run, on
+    // -1, and their ERRNO replaces the tracer's value.
+    changed = false;
+    for _ in 0..64 {
+        ok(pt(libc::PTRACE_SYSCALL, pid, 0, 0), "PTRACE_SYSCALL");
+        let st = wait_stop(pid, "syscall stop");
+        if libc::WSTOPSIG(st) != libc::SIGTRAP | 0x80 {
+            continue;
+        }
+        let (op, nr, _) = syscall_info(pid);
+        if op == 1 && nr == libc::SYS_getgid {
+            set_syscall(pid, -1, Some(777));
+            changed = true;
+            break;
+        }
+    }
+    check(changed, "no getgid entry stop");
     ok(pt(libc::PTRACE_CONT, pid, 0, 0), "CONT");
     let st = umt::waitpid(pid, WALL);
     say(format!("trace: tracee {}", describe_status(st)));

@@ -35,10 +35,7 @@ fn code_known(code: u16) -> bool {
         ST | STX => code == class,
         MISC => code == MISC | TAX || code == MISC | TXA,
         RET => code == RET | K || code == RET | A,
-        JMP => {
-            code == JMP | JA
-                || (JMP_OPS.contains(&(code & 0xf0)) && code & !0xf8 == JMP)
-        }
+        JMP => code == JMP | JA || (JMP_OPS.contains(&(code & 0xf0)) && code & !0xf8 == JMP),
         _ => false,
     }
 }
@@ -328,11 +325,23 @@ mod tests {
             stmt(RET | A, 0),
         ])
         .unwrap();
-        assert_eq!(run(&p, &words(0, [0xffff_fff0_0000_0000, 0, 0, 0, 0, 0])), 1);
-        assert_eq!(run(&p, &words(0, [0x0000_0010_0000_0000, 0, 0, 0, 0, 0])), 1);
+        assert_eq!(
+            run(&p, &words(0, [0xffff_fff0_0000_0000, 0, 0, 0, 0, 0])),
+            1
+        );
+        assert_eq!(
+            run(&p, &words(0, [0x0000_0010_0000_0000, 0, 0, 0, 0, 0])),
+            1
+        );
         assert_eq!(run(&p, &words(0, [0x1_0000_0000, 0, 0, 0, 0, 0])), 1);
-        assert_eq!(run(&p, &words(0, [0x8000_0000_0000_0000, 0, 0, 0, 0, 0])), 2);
-        assert_eq!(run(&p, &words(0, [0x7000_0000_0000_0000, 0, 0, 0, 0, 0])), 0x0700_0000);
+        assert_eq!(
+            run(&p, &words(0, [0x8000_0000_0000_0000, 0, 0, 0, 0, 0])),
+            2
+        );
+        assert_eq!(
+            run(&p, &words(0, [0x7000_0000_0000_0000, 0, 0, 0, 0, 0])),
+            0x0700_0000
+        );
     }
 
     #[test]
@@ -363,8 +372,14 @@ mod tests {
             ("halfword load", vec![stmt(LD | H | ABS, 0), ret]),
             ("indirect load", vec![stmt(LD | W | IND, 0), ret]),
             ("MSH", vec![stmt(LDX | B | MSH, 0), ret]),
-            ("MOD (not in seccomp's list)", vec![stmt(ALU | MOD | K, 3), ret]),
-            ("division by constant zero", vec![stmt(ALU | DIV | K, 0), ret]),
+            (
+                "MOD (not in seccomp's list)",
+                vec![stmt(ALU | MOD | K, 3), ret],
+            ),
+            (
+                "division by constant zero",
+                vec![stmt(ALU | DIV | K, 0), ret],
+            ),
             ("shift by 32", vec![stmt(ALU | LSH | K, 32), ret]),
             ("scratch slot 16", vec![stmt(ST, 16), ret]),
             ("read before write", vec![stmt(LD | MEM, 0), ret]),

@@ -454,7 +454,9 @@ fn set_mode_filter(c: &mut SyscallCtx<'_>, flags: u32, uargs: u64) -> SysResult 
     }
     let (prog, orig) = prepare_filter(c, uargs)?;
     if listener {
-        log::info!("seccomp: SECCOMP_FILTER_FLAG_NEW_LISTENER (user notification) is not supported");
+        log::info!(
+            "seccomp: SECCOMP_FILTER_FLAG_NEW_LISTENER (user notification) is not supported"
+        );
         return Err(Errno::EINVAL);
     }
     let own_allow = allow_bitmap(&prog);
@@ -689,7 +691,11 @@ mod tests {
         }
         // Same action, different data: the newest filter's value.
         assert_eq!(
-            run_filters(&chain(&[SECCOMP_RET_ERRNO | 1, SECCOMP_RET_ERRNO | 2]), 1, &regs),
+            run_filters(
+                &chain(&[SECCOMP_RET_ERRNO | 1, SECCOMP_RET_ERRNO | 2]),
+                1,
+                &regs
+            ),
             (SECCOMP_RET_ERRNO | 2, true)
         );
         // An unknown action (0x10000) sorts by its value, below TRAP.

@@ -164,7 +164,12 @@ fn sched_getscheduler(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     let s = *lock(&find(c, pid)?.sched);
     Ok(u64::from(
-        s.policy | if s.reset_on_fork { SCHED_RESET_ON_FORK } else { 0 },
+        s.policy
+            | if s.reset_on_fork {
+                SCHED_RESET_ON_FORK
+            } else {
+                0
+            },
     ))
 }
 
@@ -181,9 +186,7 @@ fn sched_getparam(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 fn sched_get_priority_max(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     match a[0] as i32 {
         p if p == SCHED_FIFO as i32 || p == SCHED_RR as i32 => Ok(u64::from(MAX_RT_PRIO)),
-        p if [SCHED_NORMAL, SCHED_BATCH, SCHED_IDLE, SCHED_DEADLINE].contains(&(p as u32)) => {
-            Ok(0)
-        }
+        p if [SCHED_NORMAL, SCHED_BATCH, SCHED_IDLE, SCHED_DEADLINE].contains(&(p as u32)) => Ok(0),
         _ => Err(Errno::EINVAL),
     }
 }
@@ -191,9 +194,7 @@ fn sched_get_priority_max(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 fn sched_get_priority_min(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     match a[0] as i32 {
         p if p == SCHED_FIFO as i32 || p == SCHED_RR as i32 => Ok(1),
-        p if [SCHED_NORMAL, SCHED_BATCH, SCHED_IDLE, SCHED_DEADLINE].contains(&(p as u32)) => {
-            Ok(0)
-        }
+        p if [SCHED_NORMAL, SCHED_BATCH, SCHED_IDLE, SCHED_DEADLINE].contains(&(p as u32)) => Ok(0),
         _ => Err(Errno::EINVAL),
     }
 }
@@ -270,7 +271,11 @@ fn sched_setattr(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if uattr == 0 || pid < 0 || flags != 0 {
         return Err(Errno::EINVAL);
     }
-    let size = u32::from_le_bytes(c.read_bytes(uattr, 4)?.try_into().map_err(|_| Errno::EFAULT)?);
+    let size = u32::from_le_bytes(
+        c.read_bytes(uattr, 4)?
+            .try_into()
+            .map_err(|_| Errno::EFAULT)?,
+    );
     let size = match size as usize {
         0 => SCHED_ATTR_SIZE_VER0,
         n if n < SCHED_ATTR_SIZE_VER0 || n > um_mm::page_size() as usize => {
@@ -312,10 +317,11 @@ fn sched_setattr(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 /// Registers the scheduling-policy syscalls.
 pub fn register(t: &mut SyscallTable) {
-    t.register("sched_setscheduler", sched_setscheduler).partial(
-        "recorded and reported with Linux's checks; the host schedules every thread as it \
+    t.register("sched_setscheduler", sched_setscheduler)
+        .partial(
+            "recorded and reported with Linux's checks; the host schedules every thread as it \
          likes; no SCHED_DEADLINE",
-    );
+        );
     t.register("sched_setparam", sched_setparam)
         .partial("recorded and reported with Linux's checks, as sched_setscheduler");
     t.register("sched_getscheduler", sched_getscheduler);
@@ -328,9 +334,10 @@ pub fn register(t: &mut SyscallTable) {
         "policy, priority and RESET_ON_FORK as sched_setscheduler; no SCHED_DEADLINE, the nice \
          value is not kept",
     );
-    t.register("sched_rr_get_interval", sched_rr_get_interval).partial(
-        "100 ms for SCHED_RR, 0 for every other policy (Linux gives SCHED_OTHER its CFS slice)",
-    );
+    t.register("sched_rr_get_interval", sched_rr_get_interval)
+        .partial(
+            "100 ms for SCHED_RR, 0 for every other policy (Linux gives SCHED_OTHER its CFS slice)",
+        );
 }
 
 #[cfg(test)]
