@@ -23,6 +23,7 @@
 //! `um-bin` calls [`init`] at boot and [`register`] when it builds the syscall table.
 #![forbid(unsafe_code)]
 
+pub mod dev;
 pub mod inet;
 pub mod packet;
 pub mod sys;

@@ -8,6 +8,10 @@
 #   lane.pagesize=4K,16K                  guest page sizes (`pagesize=` of every gate) to run the
 #                                         whole mode x gate matrix at (default 4K); verdicts at
 #                                         a size other than 4K are named gate/mode@SIZE
+#   lane.pagesize_modes=seccomp,sysemu    engines of the matrix at the page sizes after the first
+#                                         (default: every engine of lane.modes); the ptrace
+#                                         fallbacks differ from SYSEMU only in how a syscall is
+#                                         caught, which no page size changes
 #   lane.extra=PROG,PROG,...              guest test programs (guest/PROG) to run too, in every
 #                                         mode, reported as `LANE-INFO` lines: not verdicts
 #   lane.debian=seccomp,sysemu,...        engines of the Debian gate (full set only; 4K pages):
@@ -33,12 +37,14 @@ DEBIAN_TMO=900
 DEBIAN_JOBS=2
 DEBIAN_QUICK=""
 DEBIAN_STEPS=boot,dpkg,python3,gcc
+SIZE_MODES=""
 for w in $(cat /proc/cmdline); do
     case "$w" in
     lane.modes=*) MODES="${w#lane.modes=}" ;;
     lane.set=*) SET="${w#lane.set=}" ;;
     lane.timeout=*) TMO="${w#lane.timeout=}" ;;
     lane.pagesize=*) PAGESIZES="${w#lane.pagesize=}" ;;
+    lane.pagesize_modes=*) SIZE_MODES="${w#lane.pagesize_modes=}" ;;
     lane.extra=*) EXTRA_PROGS="${w#lane.extra=}" ;;
     lane.debian=*) DEBIAN_MODES="${w#lane.debian=}" ;;
     lane.debian_timeout=*) DEBIAN_TMO="${w#lane.debian_timeout=}" ;;
@@ -50,6 +56,8 @@ done
 MODES=$(echo "$MODES" | tr ',' ' ')
 DEBIAN_MODES=$(echo "$DEBIAN_MODES" | tr ',' ' ')
 PAGESIZES=$(echo "$PAGESIZES" | tr ',' ' ')
+[ -n "$SIZE_MODES" ] || SIZE_MODES="$MODES"
+SIZE_MODES=$(echo "$SIZE_MODES" | tr ',' ' ')
 
 echo "LANE: host $(uname -r) $(uname -m), $(grep -c ^processor /proc/cpuinfo) cpus"
 echo "LANE: cpu features: $(grep -m1 Features /proc/cpuinfo | cut -d: -f2)"
@@ -102,6 +110,9 @@ if [ "$SET" = debian ]; then
 fi
 NMODES=$(echo $MODES | wc -w)
 NSIZES=$(echo $PAGESIZES | wc -w)
+NSIZEMODES=$(echo $SIZE_MODES | wc -w)
+# The matrix: every engine at the first page size, SIZE_MODES at the others.
+NMATRIX=$((NGATES * (NMODES + (NSIZES - 1) * NSIZEMODES)))
 NUNIT=$(ls /opt/um/unit 2>/dev/null | wc -l)
 # The app-sandbox gates (once, full set only): see the end of this script.
 NSANDBOX=0
@@ -109,7 +120,7 @@ NSANDBOX=0
 # The Debian gate (once per mode of lane.debian, full and debian sets): see after the matrix.
 [ "$SET" = smoke ] && DEBIAN_MODES=""
 NDEBIAN=$(echo $DEBIAN_MODES | wc -w)
-echo "LANE-EXPECT $((NGATES * NMODES * NSIZES + NUNIT + NSANDBOX + NDEBIAN)) gates x modes x page sizes + unit-test binaries + sandbox gates + Debian gates"
+echo "LANE-EXPECT $((NMATRIX + NUNIT + NSANDBOX + NDEBIAN)) gates x modes x page sizes + unit-test binaries + sandbox gates + Debian gates"
 
 # The arch crate's unit tests, on the real arm64 host: register sets, the live interception
 # probes (SYSEMU, cancel, substitute, each checking that x7 survives), the stub code bytes.
@@ -213,8 +224,9 @@ bytes() {
     esac
 }
 
+ms="$MODES"
 for PS in $PAGESIZES; do
-for mode in $MODES; do
+for mode in $ms; do
     for g in $gate_names; do
         case "$g" in
         echo) run echo "$mode" "lane-echo-ok" /bin/busybox echo lane-echo-ok ;;
@@ -257,6 +269,7 @@ for mode in $MODES; do
         esac
     done
 done
+ms="$SIZE_MODES"
 done
 
 # Debian 12 (issue 7): tests/scripts/debian-gate.sh, the script of tests/tests/debian.rs, as init

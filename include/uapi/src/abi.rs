@@ -27,6 +27,7 @@ pub mod inet;
 pub mod ipc;
 pub mod loopdev;
 pub mod mman;
+pub mod netdevice;
 pub mod packet;
 pub mod pod;
 pub mod poll;
