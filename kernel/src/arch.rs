@@ -146,6 +146,16 @@ pub fn ptrace_syscall_regs(regs: &mut Regs, exit: bool) {
     }
 }
 
+/// The registers a tracer sees at a PTRACE_EVENT_SECCOMP stop: x86_64 rax is -ENOSYS, as at
+/// any point of syscall entry (the entry code stores it before the hooks run), so a tracer
+/// that cancels the call without setting a result leaves ENOSYS; arm64 keeps x0.
+pub fn seccomp_stop_regs(regs: &mut Regs) {
+    #[cfg(target_arch = "x86_64")]
+    regs.set_return(um_uapi::Errno::ENOSYS.to_return());
+    #[cfg(target_arch = "aarch64")]
+    let _ = regs;
+}
+
 /// After a syscall stop: what the stop's view changed that the tracer may not keep (arm64's x7).
 pub fn ptrace_syscall_restore(regs: &mut Regs, saved: &Regs) {
     #[cfg(target_arch = "aarch64")]

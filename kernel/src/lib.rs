@@ -2,7 +2,7 @@
 //!
 //! Tasks and processes ([`task`]), the syscall table and dispatcher ([`syscall`]), the engines
 //! that run guest code ([`engine`]), the per-thread run loop ([`run`]), the object traits that
-//! file systems and drivers implement ([`vfs`]), the kernel log ([`printk`]), and the
+//! file systems and drivers implement ([`vfs`]), the kernel log ([`printk`]), guest seccomp filters ([`seccomp`]), and the
 //! process, memory, time and signal syscalls ([`sys`]), with guest CPU-time accounting in
 //! [`cputime`]. The native architecture is reached only through [`arch`].
 //!
@@ -23,6 +23,7 @@ pub mod pidns;
 pub mod printk;
 pub mod ptrace;
 pub mod run;
+pub mod seccomp;
 pub mod shootdown;
 pub mod signal;
 pub mod sys;

@@ -130,6 +130,30 @@ fn killed(task: &Task) -> bool {
         || lock(&task.process.shared_pending).bits() & k != 0
 }
 
+/// Whether a fatal signal is on its way to `task` (Linux `fatal_signal_pending`).
+pub(crate) fn fatal_signal_pending(task: &Task) -> bool {
+    killed(task)
+}
+
+/// Whether `task`'s tracer asked for event `ev` (Linux `ptrace_event_enabled`).
+pub fn event_enabled(task: &Task, ev: u32) -> bool {
+    task.ptrace.traced()
+        && lock(&task.ptrace.inner)
+            .link
+            .as_ref()
+            .is_some_and(|l| l.options & (1 << ev) != 0)
+}
+
+/// PTRACE_O_SUSPEND_SECCOMP: the tracer (a checkpoint/restore tool) turned the tracee's
+/// seccomp off (Linux `PT_SUSPEND_SECCOMP`).
+pub fn seccomp_suspended(task: &Task) -> bool {
+    task.ptrace.traced()
+        && lock(&task.ptrace.inner)
+            .link
+            .as_ref()
+            .is_some_and(|l| l.options & PTRACE_O_SUSPEND_SECCOMP != 0)
+}
+
 /// The tracer of `task`, if any.
 fn tracer_of(task: &Task) -> Option<Arc<Process>> {
     lock(&task.ptrace.inner)
@@ -869,6 +893,14 @@ fn sys_ptrace(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             if data & !u64::from(PTRACE_O_MASK) != 0 {
                 return Err(Errno::EINVAL);
             }
+            // ptrace_setoptions: suspending the tracee's seccomp needs CAP_SYS_ADMIN and a
+            // tracer without seccomp of its own.
+            if data & u64::from(PTRACE_O_SUSPEND_SECCOMP) != 0
+                && (!lock(&me.caps).has(um_uapi::abi::capability::CAP_SYS_ADMIN)
+                    || c.task.seccomp.mode() != 0)
+            {
+                return Err(Errno::EPERM);
+            }
             if let Some(l) = lock(&t.ptrace.inner).link.as_mut() {
                 l.options = data as u32;
             }
@@ -888,11 +920,18 @@ fn sys_ptrace(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             Ok(0)
         }
         PTRACE_GET_SYSCALL_INFO => {
-            let (op, bytes, len) = with_stop(&t, |s| syscall_info(s))?;
+            let msg = lock(&t.ptrace.inner)
+                .link
+                .as_ref()
+                .map_or(0, |l| l.eventmsg);
+            let (op, bytes, len) = with_stop(&t, |s| syscall_info(s, msg))?;
             let _ = op;
             let n = (addr as usize).min(len);
             c.write_bytes(data, &bytes[..n])?;
             Ok(len as u64)
+        }
+        um_uapi::abi::seccomp::PTRACE_SECCOMP_GET_FILTER => {
+            crate::seccomp::ptrace_get_filter(c, &t, addr, data)
         }
         PTRACE_CONT => restart(Some(false), false),
         PTRACE_SYSCALL => restart(Some(true), false),
@@ -1009,7 +1048,7 @@ fn set_regset(regs: &mut Regs, note: u64, b: &[u8]) -> SysResult<()> {
 /// PTRACE_GET_SYSCALL_INFO (kernel/ptrace.c `ptrace_get_syscall_info`): entry (number and
 /// arguments) at an entry stop, exit (value, error flag) at an exit stop, only the header
 /// elsewhere. Returns (op, bytes, size the op defines).
-fn syscall_info(s: &Stop) -> (u8, [u8; 88], usize) {
+fn syscall_info(s: &Stop, eventmsg: u64) -> (u8, [u8; 88], usize) {
     let r = &s.regs;
     let (ip, sp) = (r.pc(), r.sp());
     match s.why {
@@ -1026,6 +1065,15 @@ fn syscall_info(s: &Stop) -> (u8, [u8; 88], usize) {
             let op = PTRACE_SYSCALL_INFO_EXIT;
             let b = syscall_info_bytes(op, crate::arch::AUDIT_ARCH, ip, sp, &[v, u64::from(err)]);
             (op, b, SYSCALL_INFO_EXIT_SIZE)
+        }
+        // ptrace_get_syscall_info_seccomp: the call as at entry and the filter's data.
+        Why::Event(PTRACE_EVENT_SECCOMP) => {
+            let mut w = vec![r.syscall_nr()];
+            w.extend_from_slice(&r.syscall_args());
+            w.push(eventmsg & 0xffff_ffff);
+            let op = PTRACE_SYSCALL_INFO_SECCOMP;
+            let b = syscall_info_bytes(op, crate::arch::AUDIT_ARCH, ip, sp, &w);
+            (op, b, SYSCALL_INFO_SECCOMP_SIZE)
         }
         _ => {
             let op = PTRACE_SYSCALL_INFO_NONE;
@@ -1219,11 +1267,18 @@ mod tests {
             resume: None,
             listening: false,
         };
-        let (op, b, n) = syscall_info(&s);
+        let (op, b, n) = syscall_info(&s, 0);
         assert_eq!((op, n), (PTRACE_SYSCALL_INFO_EXIT, 33));
         assert_eq!(i64::from_le_bytes(b[24..32].try_into().unwrap()), -2);
         assert_eq!(b[32], 1, "is_error");
         s.why = Why::Signal(10);
-        assert_eq!(syscall_info(&s).2, SYSCALL_INFO_HEADER);
+        assert_eq!(syscall_info(&s, 0).2, SYSCALL_INFO_HEADER);
+        // A seccomp stop: the call and the filter's SECCOMP_RET_DATA.
+        s.why = Why::Event(PTRACE_EVENT_SECCOMP);
+        s.regs.set_syscall_nr(39);
+        let (op, b, n) = syscall_info(&s, 0x1234);
+        assert_eq!((op, n), (PTRACE_SYSCALL_INFO_SECCOMP, 84));
+        assert_eq!(u64::from_le_bytes(b[24..32].try_into().unwrap()), 39);
+        assert_eq!(u32::from_le_bytes(b[80..84].try_into().unwrap()), 0x1234);
     }
 }

@@ -267,9 +267,17 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
             Event::Syscall => {
                 // ptrace syscall stops around the call ([`crate::ptrace`]).
                 let traced = task.ptrace.traced();
-                let action = if traced
-                    && crate::ptrace::syscall_enter(k, task, th) == crate::ptrace::Enter::Skip
-                {
+                // Linux `syscall_trace_enter`: the ptrace entry stop first, then seccomp
+                // ([`crate::seccomp`]) on what the tracer left, a call it cancelled (number
+                // -1) included; only a fatal signal skips the filters. A cancelled call that
+                // the filters let through keeps the tracer's return value.
+                let cancelled = traced
+                    && crate::ptrace::syscall_enter(k, task, th) == crate::ptrace::Enter::Skip;
+                let action = if cancelled && crate::ptrace::fatal_signal_pending(task) {
+                    Action::Return
+                } else if let Some(a) = crate::seccomp::secure_computing(k, task, th) {
+                    a
+                } else if cancelled {
                     Action::Return
                 } else {
                     dispatch(k, task, th)

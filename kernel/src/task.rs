@@ -418,6 +418,10 @@ pub struct Task {
     pub cpu: crate::cputime::TaskCpu,
     /// Traced or not, and the ptrace-stop ([`crate::ptrace`]).
     pub ptrace: crate::ptrace::PtraceSlot,
+    /// seccomp mode and filters ([`crate::seccomp`]).
+    pub seccomp: crate::seccomp::SeccompSlot,
+    /// Scheduling policy and priority ([`crate::sys::sched`]).
+    pub sched: Mutex<crate::sys::sched::SchedParams>,
 }
 
 /// The timer slack of init's first thread (include/linux/init_task.h: 50 us).
@@ -462,6 +466,8 @@ impl Task {
             tsc_sigsegv: AtomicBool::new(false),
             cpu: Default::default(),
             ptrace: Default::default(),
+            seccomp: Default::default(),
+            sched: Default::default(),
         });
         lock(&t.process.threads).push(Arc::downgrade(&t));
         t

@@ -186,6 +186,14 @@ fn ptrace() {
     differential("ptrace", no_check);
 }
 
+/// seccomp(2) filters of a guest program (kernel/src/seccomp): strict mode, the verifier,
+/// every action and their precedence, TRAP's siginfo, inheritance, TSYNC, no_new_privs,
+/// SECCOMP_RET_TRACE with a ptrace tracer.
+#[test]
+fn seccompf() {
+    differential("seccompf", no_check);
+}
+
 #[test]
 fn procs() {
     differential("procs", no_check);

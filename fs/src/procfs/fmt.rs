@@ -172,6 +172,9 @@ pub struct StatusInfo {
     pub sigcgt: u64,
     /// Capability sets (CapInh, CapPrm, CapEff, CapBnd, CapAmb).
     pub caps: [u64; 5],
+    pub no_new_privs: bool,
+    /// seccomp mode and number of filters (`Seccomp:`, `Seccomp_filters:`).
+    pub seccomp: (u32, u32),
     pub ncpus: u32,
 }
 
@@ -282,9 +285,9 @@ pub fn status_text(s: &StatusInfo) -> Vec<u8> {
     ] {
         let _ = writeln!(t, "{k}:\t{v:016x}");
     }
-    let _ = writeln!(t, "NoNewPrivs:\t0");
-    let _ = writeln!(t, "Seccomp:\t0");
-    let _ = writeln!(t, "Seccomp_filters:\t0");
+    let _ = writeln!(t, "NoNewPrivs:\t{}", u8::from(s.no_new_privs));
+    let _ = writeln!(t, "Seccomp:\t{}", s.seccomp.0);
+    let _ = writeln!(t, "Seccomp_filters:\t{}", s.seccomp.1);
     let _ = writeln!(t, "Speculation_Store_Bypass:\tthread vulnerable");
     let _ = writeln!(t, "SpeculationIndirectBranch:\tconditional enabled");
     let _ = writeln!(t, "Cpus_allowed:\t{}", cpu_mask(s.ncpus));
@@ -633,7 +636,14 @@ mod tests {
         assert!(t.contains("\nSigCgt:\t0000000000010002\n"));
         assert!(t.contains("\nCapEff:\t000001ffffffffff\n"));
         assert!(t.contains("\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1\n"));
-        assert!(t.contains("\nSeccomp:\t0\n"));
+        assert!(t.contains("\nNoNewPrivs:\t0\nSeccomp:\t0\nSeccomp_filters:\t0\n"));
+        let f = StatusInfo {
+            no_new_privs: true,
+            seccomp: (2, 3),
+            ..s.clone()
+        };
+        let t = String::from_utf8(status_text(&f)).unwrap();
+        assert!(t.contains("\nNoNewPrivs:\t1\nSeccomp:\t2\nSeccomp_filters:\t3\n"));
         // Escaping of the name.
         let e = StatusInfo {
             name: b"a\nb\\".to_vec(),

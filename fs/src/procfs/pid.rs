@@ -1069,6 +1069,11 @@ fn status_info(k: &Kernel, t: &Target, p: &Process) -> fmt::StatusInfo {
         } else {
             [0, 0, 0, full, 0]
         },
+        no_new_privs: lock(&p.caps).no_new_privs,
+        seccomp: main
+            .as_ref()
+            .map(|m| (m.seccomp.mode(), m.seccomp.filter_count()))
+            .unwrap_or_default(),
         ncpus: super::system::ncpus(),
     }
 }

@@ -478,6 +478,28 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
             ("pid_max", ProcInode::text(fs, "4194304\n")),
             ("printk", ProcInode::text(fs, "7\t4\t1\t7\n")),
             ("random", random),
+            (
+                // kernel/seccomp.c: the actions a guest filter may return, and the ones that
+                // are logged (fixed here: every one but ALLOW; user notification is not
+                // offered, um_kernel::seccomp).
+                "seccomp",
+                ProcInode::dir(
+                    fs,
+                    vec![
+                        (
+                            "actions_avail",
+                            ProcInode::text(
+                                fs,
+                                "kill_process kill_thread trap errno trace log allow\n",
+                            ),
+                        ),
+                        (
+                            "actions_logged",
+                            ProcInode::text(fs, "kill_process kill_thread trap errno trace log\n"),
+                        ),
+                    ],
+                ),
+            ),
             ("tainted", int_knob(fs, 0)),
             (
                 "threads-max",

@@ -162,6 +162,7 @@ pub fn signame(sig: i32) -> String {
         libc::SIGTSTP => "SIGTSTP",
         libc::SIGTTIN => "SIGTTIN",
         libc::SIGTTOU => "SIGTTOU",
+        libc::SIGSYS => "SIGSYS",
         _ => return format!("SIG{sig}"),
     };
     s.to_string()

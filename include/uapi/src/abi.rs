@@ -11,7 +11,7 @@
 //! `include/uapi/asm-generic/statfs.h`, `include/linux/dirent.h` and `fs/readdir.c`
 //! (`linux_dirent64`), `include/uapi/linux/{in,in6,tcp}.h` (internet sockets),
 //! `include/uapi/linux/loop.h` (loop devices), `include/uapi/linux/fs.h` (inode flags), `include/uapi/linux/{ipc,shm,sem,msg}.h` (SysV IPC), `include/uapi/linux/capability.h`
-//! (capability numbers). Each submodule
+//! (capability numbers), `include/uapi/linux/{seccomp,filter}.h` (seccomp, classic BPF). Each submodule
 //! names its own sources.
 //!
 //! Every structure implements [`Pod`] (safe little-endian byte conversion) and has its size and
@@ -35,6 +35,7 @@ pub mod poll;
 pub mod ptrace;
 pub mod resource;
 pub mod sched;
+pub mod seccomp;
 pub mod signal;
 pub mod time;
 pub mod tty;
@@ -117,5 +118,9 @@ mod tests {
         check::<Ipv6Mreq>();
         check::<InPktinfo>();
         check::<In6Pktinfo>();
+        check::<seccomp::SockFilter>();
+        check::<seccomp::SockFprog>();
+        check::<seccomp::SeccompData>();
+        check::<seccomp::SeccompNotifSizes>();
     }
 }

@@ -223,6 +223,9 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
     task.default_timer_slack_ns.store(slack, Ordering::Relaxed);
     let notsc = parent_task.tsc_sigsegv.load(Ordering::Relaxed);
     task.tsc_sigsegv.store(notsc, Ordering::Relaxed);
+    // seccomp mode and filters (copy_seccomp), now that the child is in its thread list.
+    crate::seccomp::on_clone(&parent_task, &task);
+    crate::sys::sched::on_clone(&parent_task, &task);
     if f.contains(CloneFlags::CHILD_CLEARTID) {
         *lock(&task.clear_child_tid) = a.child_tid;
     }

@@ -11,6 +11,7 @@ pub mod ns;
 pub mod pidfd;
 pub mod process;
 pub mod rseq;
+pub mod sched;
 pub mod signal;
 pub mod syslog;
 pub mod time;
@@ -32,10 +33,12 @@ pub fn register(t: &mut SyscallTable) {
     pidfd::register(t);
     process::register(t);
     rseq::register(t);
+    sched::register(t);
     signal::register(t);
     syslog::register(t);
     time::register(t);
     timer::register(t);
     wait::register(t);
     crate::ptrace::register(t);
+    crate::seccomp::register(t);
 }

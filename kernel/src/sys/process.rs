@@ -202,7 +202,7 @@ const PR_GET_KEEPCAPS: u64 = 7;
 const PR_SET_KEEPCAPS: u64 = 8;
 const PR_SET_NAME: u64 = 15;
 const PR_GET_NAME: u64 = 16;
-const PR_GET_SECCOMP: u64 = 21;
+use um_uapi::abi::seccomp::{PR_GET_SECCOMP, PR_SET_SECCOMP};
 const PR_CAPBSET_READ: u64 = 23;
 const PR_CAPBSET_DROP: u64 = 24;
 const PR_GET_TSC: u64 = 25;
@@ -277,7 +277,8 @@ fn prctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                 Ok(0)
             }
         }
-        PR_GET_SECCOMP => Ok(0),
+        PR_GET_SECCOMP => crate::seccomp::prctl_get(c.task),
+        PR_SET_SECCOMP => crate::seccomp::prctl_set(c, a[1], a[2]),
         PR_CAPBSET_READ => {
             if a[1] > u64::from(CAP_LAST_CAP) {
                 return Err(Errno::EINVAL);
@@ -426,26 +427,6 @@ fn sched_setaffinity(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-fn sched_getscheduler(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    if (a[0] as i32) < 0 {
-        return Err(Errno::EINVAL);
-    }
-    Ok(0) // SCHED_OTHER
-}
-
-fn sched_getparam(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    c.write_u32(a[1], 0)?;
-    Ok(0)
-}
-
-fn sched_get_priority(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    match a[0] {
-        0 | 3 | 5 => Ok(0),
-        1 | 2 => Ok(99),
-        _ => Err(Errno::EINVAL),
-    }
-}
-
 fn getpriority(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if a[0] > 2 {
         return Err(Errno::EINVAL);
@@ -559,13 +540,6 @@ pub fn register(t: &mut SyscallTable) {
     t.register("sched_setaffinity", sched_setaffinity).partial(
         "checks that the mask is not empty, changes nothing (the host schedules the stub threads)",
     );
-    t.register("sched_getscheduler", sched_getscheduler)
-        .partial("always SCHED_OTHER");
-    t.register("sched_getparam", sched_getparam)
-        .partial("always priority 0");
-    t.register("sched_get_priority_max", sched_get_priority);
-    t.register("sched_get_priority_min", |_, _| Ok(0))
-        .partial("0 for every policy, unknown ones too (Linux: 1 for SCHED_FIFO and SCHED_RR, EINVAL for an unknown policy)");
     t.register("getpriority", getpriority)
         .partial("always nice 0");
     t.register("setpriority", setpriority)

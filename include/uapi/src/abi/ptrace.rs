@@ -82,6 +82,7 @@ pub const AUDIT_ARCH_AARCH64: u32 = 0xc000_00b7;
 pub const SYSCALL_INFO_HEADER: usize = 24;
 pub const SYSCALL_INFO_ENTRY_SIZE: usize = 80;
 pub const SYSCALL_INFO_EXIT_SIZE: usize = 33;
+pub const SYSCALL_INFO_SECCOMP_SIZE: usize = 84;
 
 /// Encodes `struct ptrace_syscall_info` (88 bytes in full); the caller copies out the prefix
 /// the op defines.
