@@ -165,7 +165,12 @@ pub mod raw {
             // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`; the name is
             // NUL-terminated.
             XattrLoc::Fd(fd) => unsafe {
-                libc::fgetxattr(fd.as_raw_fd(), a.as_ptr(), buf.as_mut_ptr().cast(), buf.len())
+                libc::fgetxattr(
+                    fd.as_raw_fd(),
+                    a.as_ptr(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                )
             },
             XattrLoc::At(dir, name) => {
                 let p = at_path(dir, name)?;

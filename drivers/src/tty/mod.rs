@@ -26,9 +26,9 @@ use um_kernel::signal::{self, SIGCONT, SIGHUP, SIGTTIN, SIGTTOU, SIGWINCH, sigbi
 use um_kernel::task::{Process, Task, lock};
 use um_kernel::vfs::{FileOps, GuestMem, Kstat, mode};
 use um_kernel::wait::{IoCtx, PollTable, WaitError, WaitQueue, wait_event};
+use um_uapi::abi::capability::{CAP_CHECKPOINT_RESTORE, CAP_SYS_ADMIN};
 use um_uapi::abi::pod::Pod;
 use um_uapi::abi::signal::Siginfo;
-use um_uapi::abi::capability::{CAP_CHECKPOINT_RESTORE, CAP_SYS_ADMIN};
 use um_uapi::abi::tty::*;
 use um_uapi::{Errno, SysResult};
 

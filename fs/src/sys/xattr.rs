@@ -36,9 +36,9 @@ use um_uapi::abi::capability::{CAP_FOWNER, CAP_SETFCAP, CAP_SYS_ADMIN};
 use um_uapi::abi::fcntl::O_PATH;
 use um_uapi::abi::xattr::{
     VFS_CAP_REVISION_2, VFS_CAP_REVISION_3, VFS_CAP_REVISION_MASK, XATTR_CAPS_SZ_2,
-    XATTR_CAPS_SZ_3, XATTR_CREATE, XATTR_LIST_MAX, XATTR_NAME_CAPS, XATTR_NAME_MAX,
-    XATTR_REPLACE, XATTR_SECURITY_PREFIX, XATTR_SIZE_MAX, XATTR_SYSTEM_PREFIX,
-    XATTR_TRUSTED_PREFIX, XATTR_USER_PREFIX,
+    XATTR_CAPS_SZ_3, XATTR_CREATE, XATTR_LIST_MAX, XATTR_NAME_CAPS, XATTR_NAME_MAX, XATTR_REPLACE,
+    XATTR_SECURITY_PREFIX, XATTR_SIZE_MAX, XATTR_SYSTEM_PREFIX, XATTR_TRUSTED_PREFIX,
+    XATTR_USER_PREFIX,
 };
 use um_uapi::{Errno, SysResult};
 
@@ -176,7 +176,8 @@ fn security_check(c: &SyscallCtx<'_>, name: &[u8], value: Option<&[u8]>) -> SysR
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) & VFS_CAP_REVISION_MASK);
         let valid = matches!(
             (v.len(), rev),
-            (XATTR_CAPS_SZ_2, Some(VFS_CAP_REVISION_2)) | (XATTR_CAPS_SZ_3, Some(VFS_CAP_REVISION_3))
+            (XATTR_CAPS_SZ_2, Some(VFS_CAP_REVISION_2))
+                | (XATTR_CAPS_SZ_3, Some(VFS_CAP_REVISION_3))
         );
         if !valid {
             return Err(Errno::EINVAL);
@@ -197,7 +198,11 @@ fn security_check(c: &SyscallCtx<'_>, name: &[u8], value: Option<&[u8]>) -> SysR
 /// `security.`): the bare prefix is `EINVAL`, an unknown namespace (and `system.`, no ACLs
 /// here) `EOPNOTSUPP`.
 fn resolve_name(name: &[u8]) -> SysResult<()> {
-    for prefix in [XATTR_USER_PREFIX, XATTR_TRUSTED_PREFIX, XATTR_SECURITY_PREFIX] {
+    for prefix in [
+        XATTR_USER_PREFIX,
+        XATTR_TRUSTED_PREFIX,
+        XATTR_SECURITY_PREFIX,
+    ] {
         if name.starts_with(prefix) {
             return if name.len() == prefix.len() {
                 Err(Errno::EINVAL)

@@ -50,7 +50,11 @@ struct Termio {
 }
 
 fn res(r: i32) -> String {
-    if r < 0 { ename(errno()) } else { format!("ok {r}") }
+    if r < 0 {
+        ename(errno())
+    } else {
+        format!("ok {r}")
+    }
 }
 
 /// An ioctl number, whatever integer type the libc gives it.
@@ -143,8 +147,15 @@ fn open_pty() -> (i32, i32) {
     let m = unsafe { libc::open(p.as_ptr(), libc::O_RDWR | libc::O_NOCTTY) };
     umt::ok(m as i64, "open /dev/ptmx");
     let mut unlock: i32 = 0;
-    umt::ok(ioctl_p(m, libc::TIOCSPTLCK, &mut unlock) as i64, "TIOCSPTLCK");
-    let s = ioctl_v(m, TIOCGPTPEER, (libc::O_RDWR | libc::O_NOCTTY) as libc::c_ulong);
+    umt::ok(
+        ioctl_p(m, libc::TIOCSPTLCK, &mut unlock) as i64,
+        "TIOCSPTLCK",
+    );
+    let s = ioctl_v(
+        m,
+        TIOCGPTPEER,
+        (libc::O_RDWR | libc::O_NOCTTY) as libc::c_ulong,
+    );
     umt::ok(s as i64, "TIOCGPTPEER");
     (m, s)
 }
@@ -165,9 +176,15 @@ fn main() {
 
     // struct termio.
     let mut o = Termio::default();
-    say(format!("TCGETA slave: {}", show_termio(ioctl_p(s, libc::TCGETA, &mut o), &o)));
+    say(format!(
+        "TCGETA slave: {}",
+        show_termio(ioctl_p(s, libc::TCGETA, &mut o), &o)
+    ));
     let mut om = Termio::default();
-    say(format!("TCGETA master: {}", show_termio(ioctl_p(m, libc::TCGETA, &mut om), &om)));
+    say(format!(
+        "TCGETA master: {}",
+        show_termio(ioctl_p(m, libc::TCGETA, &mut om), &om)
+    ));
     // A high bit termio cannot carry: set through TCSETS, kept by TCSETA.
     let mut t = orig;
     t.cflag |= libc::CRTSCTS;
@@ -181,15 +198,24 @@ fn main() {
     say(format!("TCSETA: {}", res(ioctl_p(s, libc::TCSETA, &mut n))));
     say(format!("after TCSETA: {}", show_termios(&tcgets(s))));
     let mut o2 = Termio::default();
-    say(format!("TCGETA after: {}", show_termio(ioctl_p(s, libc::TCGETA, &mut o2), &o2)));
+    say(format!(
+        "TCGETA after: {}",
+        show_termio(ioctl_p(s, libc::TCGETA, &mut o2), &o2)
+    ));
     n.lflag |= libc::ECHO as u16;
-    say(format!("TCSETAW via master: {}", res(ioctl_p(m, libc::TCSETAW, &mut n))));
+    say(format!(
+        "TCSETAW via master: {}",
+        res(ioctl_p(m, libc::TCSETAW, &mut n))
+    ));
     say(format!("after TCSETAW: {}", show_termios(&tcgets(s))));
     write_bytes(m, b"abc");
     // The master's writes reach the slave's line discipline asynchronously in Linux.
     say(format!("slave input before TCSETAF: {}", wait_inq(s, 3)));
     n.lflag |= (libc::ICANON | libc::ECHO) as u16;
-    say(format!("TCSETAF: {}", res(ioctl_p(s, libc::TCSETAF, &mut n))));
+    say(format!(
+        "TCSETAF: {}",
+        res(ioctl_p(s, libc::TCSETAF, &mut n))
+    ));
     say(format!("slave input after TCSETAF: {}", inq(s)));
     // Echo of "abc" went to the master before the flush: drain it.
     let mut junk = [0u8; 64];
@@ -214,7 +240,11 @@ fn main() {
     say(format!("TIOCGLCKTRMIOS: {} {}", res(r), show_termios(&l)));
     let mut lm = KTermios::default();
     let r = ioctl_p(m, TIOCGLCKTRMIOS, &mut lm);
-    say(format!("TIOCGLCKTRMIOS master: {} {}", res(r), show_termios(&lm)));
+    say(format!(
+        "TIOCGLCKTRMIOS master: {} {}",
+        res(r),
+        show_termios(&lm)
+    ));
     if root {
         let mut lock = KTermios {
             lflag: libc::ECHO,
@@ -222,7 +252,10 @@ fn main() {
             ..Default::default()
         };
         lock.cc[libc::VINTR] = 1;
-        say(format!("TIOCSLCKTRMIOS: {}", res(ioctl_p(s, TIOCSLCKTRMIOS, &mut lock))));
+        say(format!(
+            "TIOCSLCKTRMIOS: {}",
+            res(ioctl_p(s, TIOCSLCKTRMIOS, &mut lock))
+        ));
         let mut back = KTermios::default();
         ioctl_p(m, TIOCGLCKTRMIOS, &mut back);
         say(format!("locked via master: {}", show_termios(&back)));
@@ -248,10 +281,17 @@ fn main() {
                 }
             }
             let mut z = KTermios::default();
-            say(format!("user TIOCSLCKTRMIOS: {}", res(ioctl_p(s, TIOCSLCKTRMIOS, &mut z))));
+            say(format!(
+                "user TIOCSLCKTRMIOS: {}",
+                res(ioctl_p(s, TIOCSLCKTRMIOS, &mut z))
+            ));
             let mut g = KTermios::default();
             let r = ioctl_p(s, TIOCGLCKTRMIOS, &mut g);
-            say(format!("user TIOCGLCKTRMIOS: {} lflag {:#x}", res(r), g.lflag));
+            say(format!(
+                "user TIOCGLCKTRMIOS: {} lflag {:#x}",
+                res(r),
+                g.lflag
+            ));
             let c = b'q';
             say(format!(
                 "user TIOCSTI (not the controlling tty): {}",
@@ -260,9 +300,15 @@ fn main() {
             umt::exit_now(0);
         }
         let st = umt::waitpid(pid, 0);
-        umt::check(libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0, "user child");
+        umt::check(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+            "user child",
+        );
         let mut z = KTermios::default();
-        say(format!("unlock: {}", res(ioctl_p(s, TIOCSLCKTRMIOS, &mut z))));
+        say(format!(
+            "unlock: {}",
+            res(ioctl_p(s, TIOCSLCKTRMIOS, &mut z))
+        ));
         tcsets(s, &orig);
         say(format!("restored: {}", show_termios(&tcgets(s))));
         // TIOCSTI as root: the byte is the slave's input.
@@ -277,7 +323,10 @@ fn main() {
         say(format!("input after TIOCSTI: {}", inq(s)));
         let mut b = [0u8; 4];
         let r = umt::read_raw(s, &mut b);
-        say(format!("read after TIOCSTI: {r} {:?}", &b[..r.max(0) as usize]));
+        say(format!(
+            "read after TIOCSTI: {r} {:?}",
+            &b[..r.max(0) as usize]
+        ));
         tcsets(s, &orig);
         while {
             // SAFETY: plain fcntl calls.
@@ -291,15 +340,24 @@ fn main() {
     // Soft carrier.
     say(format!("TIOCGSOFTCAR: {}", int_of(s, libc::TIOCGSOFTCAR)));
     let mut one: i32 = 1;
-    say(format!("TIOCSSOFTCAR 1: {}", res(ioctl_p(s, libc::TIOCSSOFTCAR, &mut one))));
+    say(format!(
+        "TIOCSSOFTCAR 1: {}",
+        res(ioctl_p(s, libc::TIOCSSOFTCAR, &mut one))
+    ));
     say(format!(
         "after TIOCSSOFTCAR 1: CLOCAL {} softcar {}",
         tcgets(s).cflag & libc::CLOCAL != 0,
         int_of(m, libc::TIOCGSOFTCAR)
     ));
     let mut zero: i32 = 0;
-    say(format!("TIOCSSOFTCAR 0 via master: {}", res(ioctl_p(m, libc::TIOCSSOFTCAR, &mut zero))));
-    say(format!("after TIOCSSOFTCAR 0: CLOCAL {}", tcgets(s).cflag & libc::CLOCAL != 0));
+    say(format!(
+        "TIOCSSOFTCAR 0 via master: {}",
+        res(ioctl_p(m, libc::TIOCSSOFTCAR, &mut zero))
+    ));
+    say(format!(
+        "after TIOCSSOFTCAR 0: CLOCAL {}",
+        tcgets(s).cflag & libc::CLOCAL != 0
+    ));
 
     // Breaks.
     for (what, cmd, v) in [
@@ -308,7 +366,11 @@ fn main() {
         ("TCSBRK 1", libc::TCSBRK as u32, 1),
         ("TCSBRKP 0", libc::TCSBRKP as u32, 0),
     ] {
-        say(format!("{what}: slave {} master {}", res(ioctl_v(s, cmd, v)), res(ioctl_v(m, cmd, v))));
+        say(format!(
+            "{what}: slave {} master {}",
+            res(ioctl_v(s, cmd, v)),
+            res(ioctl_v(m, cmd, v))
+        ));
     }
 
     // Device numbers: the slave's, from either side.
@@ -352,16 +414,28 @@ fn main() {
     say(format!("TIOCGEXCL cleared: {}", int_of(s, TIOCGEXCL)));
 
     // Flow control and flushing: bad arguments.
-    say(format!("TCXONC TCOOFF: {}", res(ioctl_v(s, libc::TCXONC, 0))));
-    say(format!("TCXONC TCOON: {}", res(ioctl_v(s, libc::TCXONC, 1))));
+    say(format!(
+        "TCXONC TCOOFF: {}",
+        res(ioctl_v(s, libc::TCXONC, 0))
+    ));
+    say(format!(
+        "TCXONC TCOON: {}",
+        res(ioctl_v(s, libc::TCXONC, 1))
+    ));
     say(format!("TCXONC 9: {}", res(ioctl_v(s, libc::TCXONC, 9))));
     say(format!("TCFLSH 9: {}", res(ioctl_v(s, libc::TCFLSH, 9))));
-    say(format!("TCFLSH TCIOFLUSH: {}", res(ioctl_v(s, libc::TCFLSH, 2))));
+    say(format!(
+        "TCFLSH TCIOFLUSH: {}",
+        res(ioctl_v(s, libc::TCFLSH, 2))
+    ));
 
     // Job-control ids without and with a controlling tty.
     say(format!("TIOCGSID no ctty: {}", int_of(s, libc::TIOCGSID)));
     say(format!("TIOCGPGRP no ctty: {}", int_of(s, libc::TIOCGPGRP)));
-    say(format!("TIOCGSID master no session: {}", int_of(m, libc::TIOCGSID)));
+    say(format!(
+        "TIOCGSID master no session: {}",
+        int_of(m, libc::TIOCGSID)
+    ));
     let pid = umt::fork();
     if pid == 0 {
         // SAFETY: plain calls in the child.
@@ -370,42 +444,92 @@ fn main() {
                 umt::fail("setsid");
             }
         }
-        say(format!("child TIOCSCTTY: {}", res(ioctl_v(s, libc::TIOCSCTTY, 0))));
+        say(format!(
+            "child TIOCSCTTY: {}",
+            res(ioctl_v(s, libc::TIOCSCTTY, 0))
+        ));
         let mut v: i32 = 0;
         // SAFETY: plain getsid/getpgrp.
         let (sid, pg) = unsafe { (libc::getsid(0), libc::getpgrp()) };
         let r = ioctl_p(s, libc::TIOCGSID, &mut v);
-        say(format!("child TIOCGSID: {} is the session {}", res(r), v == sid));
+        say(format!(
+            "child TIOCGSID: {} is the session {}",
+            res(r),
+            v == sid
+        ));
         let r = ioctl_p(s, libc::TIOCGPGRP, &mut v);
-        say(format!("child TIOCGPGRP: {} is the group {}", res(r), v == pg));
+        say(format!(
+            "child TIOCGPGRP: {} is the group {}",
+            res(r),
+            v == pg
+        ));
         let r = ioctl_p(m, libc::TIOCGSID, &mut v);
-        say(format!("child TIOCGSID via master: {} is the session {}", res(r), v == sid));
+        say(format!(
+            "child TIOCGSID via master: {} is the session {}",
+            res(r),
+            v == sid
+        ));
         let r = ioctl_p(m, libc::TIOCGPGRP, &mut v);
-        say(format!("child TIOCGPGRP via master: {} is the group {}", res(r), v == pg));
+        say(format!(
+            "child TIOCGPGRP via master: {} is the group {}",
+            res(r),
+            v == pg
+        ));
         // The leader giving the tty up sends SIGHUP to the foreground group: itself.
         // SAFETY: SIG_IGN for SIGHUP.
         unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
-        say(format!("child TIOCNOTTY: {}", res(ioctl_v(s, libc::TIOCNOTTY, 0))));
-        say(format!("child TIOCGSID after TIOCNOTTY: {}", int_of(s, libc::TIOCGSID)));
+        say(format!(
+            "child TIOCNOTTY: {}",
+            res(ioctl_v(s, libc::TIOCNOTTY, 0))
+        ));
+        say(format!(
+            "child TIOCGSID after TIOCNOTTY: {}",
+            int_of(s, libc::TIOCGSID)
+        ));
         umt::exit_now(0);
     }
     let st = umt::waitpid(pid, 0);
-    umt::check(libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0, "session child");
+    umt::check(
+        libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+        "session child",
+    );
 
     // Non-blocking reads and the queues.
     let mut on: i32 = 1;
-    say(format!("FIONBIO 1: {}", res(ioctl_p(s, libc::FIONBIO, &mut on))));
+    say(format!(
+        "FIONBIO 1: {}",
+        res(ioctl_p(s, libc::FIONBIO, &mut on))
+    ));
     let r = umt::read_raw(s, &mut buf);
-    say(format!("read empty non-blocking: {}", if r < 0 { ename(errno()) } else { format!("{r}") }));
+    say(format!(
+        "read empty non-blocking: {}",
+        if r < 0 {
+            ename(errno())
+        } else {
+            format!("{r}")
+        }
+    ));
     let mut off: i32 = 0;
-    say(format!("FIONBIO 0: {}", res(ioctl_p(s, libc::FIONBIO, &mut off))));
+    say(format!(
+        "FIONBIO 0: {}",
+        res(ioctl_p(s, libc::FIONBIO, &mut off))
+    ));
     write_bytes(s, b"xy\n");
-    say(format!("master input after slave wrote xy\\n: {}", wait_inq(m, 4)));
+    say(format!(
+        "master input after slave wrote xy\\n: {}",
+        wait_inq(m, 4)
+    ));
     say(format!("TIOCOUTQ slave: {}", int_of(s, libc::TIOCOUTQ)));
-    say(format!("TCFLSH TCIFLUSH master: {}", res(ioctl_v(m, libc::TCFLSH, 0))));
+    say(format!(
+        "TCFLSH TCIFLUSH master: {}",
+        res(ioctl_v(m, libc::TCFLSH, 0))
+    ));
     say(format!("master input after flush: {}", inq(m)));
     write_bytes(m, b"line\n");
-    say(format!("slave input after master wrote line: {}", wait_inq(s, 5)));
+    say(format!(
+        "slave input after master wrote line: {}",
+        wait_inq(s, 5)
+    ));
     say(format!("TIOCOUTQ master: {}", int_of(m, libc::TIOCOUTQ)));
     ioctl_v(s, libc::TCFLSH, 0);
     while {
@@ -417,23 +541,58 @@ fn main() {
     // Line discipline, window size, speeds.
     say(format!("TIOCGETD: {}", int_of(s, libc::TIOCGETD)));
     let mut ld: i32 = 0;
-    say(format!("TIOCSETD 0: {}", res(ioctl_p(s, libc::TIOCSETD, &mut ld))));
+    say(format!(
+        "TIOCSETD 0: {}",
+        res(ioctl_p(s, libc::TIOCSETD, &mut ld))
+    ));
     let mut bad: i32 = 99;
-    say(format!("TIOCSETD 99: {}", res(ioctl_p(s, libc::TIOCSETD, &mut bad))));
-    let mut ws = libc::winsize { ws_row: 33, ws_col: 101, ws_xpixel: 0, ws_ypixel: 0 };
-    say(format!("TIOCSWINSZ master: {}", res(ioctl_p(m, libc::TIOCSWINSZ, &mut ws))));
-    let mut ws2 = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+    say(format!(
+        "TIOCSETD 99: {}",
+        res(ioctl_p(s, libc::TIOCSETD, &mut bad))
+    ));
+    let mut ws = libc::winsize {
+        ws_row: 33,
+        ws_col: 101,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    say(format!(
+        "TIOCSWINSZ master: {}",
+        res(ioctl_p(m, libc::TIOCSWINSZ, &mut ws))
+    ));
+    let mut ws2 = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
     let r = ioctl_p(s, libc::TIOCGWINSZ, &mut ws2);
-    say(format!("TIOCGWINSZ slave: {} {}x{}", res(r), ws2.ws_row, ws2.ws_col));
+    say(format!(
+        "TIOCGWINSZ slave: {} {}x{}",
+        res(r),
+        ws2.ws_row,
+        ws2.ws_col
+    ));
     let mut t2 = [0u32; 11];
     let r = ioctl_p(s, TCGETS2, t2.as_mut_ptr());
-    say(format!("TCGETS2: {} ispeed {} ospeed {}", res(r), t2[9], t2[10]));
+    say(format!(
+        "TCGETS2: {} ispeed {} ospeed {}",
+        res(r),
+        t2[9],
+        t2[10]
+    ));
 
     // Not a tty.
     let (pr, pw) = umt::pipe2(0);
     let mut x = Termio::default();
-    say(format!("TCGETA on a pipe: {}", res(ioctl_p(pr, libc::TCGETA, &mut x))));
-    say(format!("TIOCGLCKTRMIOS on a pipe: {}", res(ioctl_p(pr, TIOCGLCKTRMIOS, &mut l))));
+    say(format!(
+        "TCGETA on a pipe: {}",
+        res(ioctl_p(pr, libc::TCGETA, &mut x))
+    ));
+    say(format!(
+        "TIOCGLCKTRMIOS on a pipe: {}",
+        res(ioctl_p(pr, TIOCGLCKTRMIOS, &mut l))
+    ));
     umt::close(pr);
     umt::close(pw);
     umt::close(s);

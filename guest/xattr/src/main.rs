@@ -30,8 +30,10 @@ fn res(r: isize) -> String {
 fn set(p: &CString, name: &str, v: &[u8], flags: i32) -> String {
     let n = cstr(name);
     // SAFETY: valid C strings; `v` is live for `v.len()` bytes.
-    res(unsafe { libc::setxattr(p.as_ptr(), n.as_ptr(), v.as_ptr().cast(), v.len(), flags) }
-        as isize)
+    res(
+        unsafe { libc::setxattr(p.as_ptr(), n.as_ptr(), v.as_ptr().cast(), v.len(), flags) }
+            as isize,
+    )
 }
 
 fn lset(p: &CString, name: &str, v: &[u8]) -> String {
@@ -119,7 +121,13 @@ fn lremove(p: &CString, name: &str) -> String {
 fn mkfile(path: &str, mode: u32) -> CString {
     let p = cstr(path);
     // SAFETY: valid C string.
-    let fd = unsafe { libc::open(p.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC, mode) };
+    let fd = unsafe {
+        libc::open(
+            p.as_ptr(),
+            libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+            mode,
+        )
+    };
     umt::ok(fd as i64, &format!("create {path}"));
     umt::close(fd);
     // SAFETY: valid C string (the umask may have cut the mode).
@@ -133,12 +141,19 @@ fn suite(dir: &str, label: &str, tmpfs: bool, root: bool) {
     let f = mkfile(&format!("{dir}/f"), 0o644);
     let dpath = cstr(&format!("{dir}/d"));
     // SAFETY: valid C string.
-    umt::ok(unsafe { libc::mkdir(dpath.as_ptr(), 0o755) } as i64, "mkdir");
+    umt::ok(
+        unsafe { libc::mkdir(dpath.as_ptr(), 0o755) } as i64,
+        "mkdir",
+    );
     let l = cstr(&format!("{dir}/l"));
-    std::os::unix::fs::symlink("f", format!("{dir}/l")).unwrap_or_else(|e| umt::fail(format!("symlink: {e}")));
+    std::os::unix::fs::symlink("f", format!("{dir}/l"))
+        .unwrap_or_else(|e| umt::fail(format!("symlink: {e}")));
     let fifo = cstr(&format!("{dir}/p"));
     // SAFETY: valid C string.
-    umt::ok(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) } as i64, "mkfifo");
+    umt::ok(
+        unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) } as i64,
+        "mkfifo",
+    );
 
     // A fresh file has none of ours.
     t("list fresh", list(&f, 4096));
@@ -149,10 +164,19 @@ fn suite(dir: &str, label: &str, tmpfs: bool, root: bool) {
     t("set longer", set(&f, "user.a", b"hello", 0));
     t("get too small", get(&f, "user.a", 2));
     t("get exact", get(&f, "user.a", 5));
-    t("create existing", set(&f, "user.a", b"x", libc::XATTR_CREATE));
-    t("replace missing", set(&f, "user.b", b"x", libc::XATTR_REPLACE));
+    t(
+        "create existing",
+        set(&f, "user.a", b"x", libc::XATTR_CREATE),
+    );
+    t(
+        "replace missing",
+        set(&f, "user.b", b"x", libc::XATTR_REPLACE),
+    );
     t("create new", set(&f, "user.b", b"bee", libc::XATTR_CREATE));
-    t("replace existing", set(&f, "user.b", b"BEE", libc::XATTR_REPLACE));
+    t(
+        "replace existing",
+        set(&f, "user.b", b"BEE", libc::XATTR_REPLACE),
+    );
     t("get replaced", get(&f, "user.b", 64));
     t("bad flags", set(&f, "user.c", b"x", 4));
     t("set empty value", set(&f, "user.empty", b"", 0));
@@ -217,13 +241,34 @@ fn suite(dir: &str, label: &str, tmpfs: bool, root: bool) {
     let mut buf = [0u8; 256];
     // SAFETY: valid C strings and buffers.
     unsafe {
-        t("fset", res(libc::fsetxattr(fd, n.as_ptr(), b"fdv".as_ptr().cast(), 3, 0) as isize));
-        t("fget", show(libc::fgetxattr(fd, n.as_ptr(), buf.as_mut_ptr().cast(), 256), &buf, 256));
+        t(
+            "fset",
+            res(libc::fsetxattr(fd, n.as_ptr(), b"fdv".as_ptr().cast(), 3, 0) as isize),
+        );
+        t(
+            "fget",
+            show(
+                libc::fgetxattr(fd, n.as_ptr(), buf.as_mut_ptr().cast(), 256),
+                &buf,
+                256,
+            ),
+        );
         let r = libc::flistxattr(fd, buf.as_mut_ptr().cast(), 256);
         t("flist", names(r, &buf));
         t("fremove", res(libc::fremovexattr(fd, n.as_ptr()) as isize));
-        t("fremove again", res(libc::fremovexattr(fd, n.as_ptr()) as isize));
-        t("fget bad fd", res(libc::fgetxattr(-1, n.as_ptr(), buf.as_mut_ptr().cast(), 256)));
+        t(
+            "fremove again",
+            res(libc::fremovexattr(fd, n.as_ptr()) as isize),
+        );
+        t(
+            "fget bad fd",
+            res(libc::fgetxattr(
+                -1,
+                n.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                256,
+            )),
+        );
     }
     umt::close(fd);
     // SAFETY: valid C string.
@@ -231,16 +276,33 @@ fn suite(dir: &str, label: &str, tmpfs: bool, root: bool) {
     umt::ok(pfd as i64, "open O_PATH");
     // SAFETY: valid C strings and buffers.
     unsafe {
-        t("fget O_PATH", res(libc::fgetxattr(pfd, n.as_ptr(), buf.as_mut_ptr().cast(), 256)));
-        t("flist O_PATH", res(libc::flistxattr(pfd, buf.as_mut_ptr().cast(), 256)));
+        t(
+            "fget O_PATH",
+            res(libc::fgetxattr(
+                pfd,
+                n.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                256,
+            )),
+        );
+        t(
+            "flist O_PATH",
+            res(libc::flistxattr(pfd, buf.as_mut_ptr().cast(), 256)),
+        );
     }
     umt::close(pfd);
     // A pipe: no file system with attributes behind it.
     let (r, w) = umt::pipe2(0);
     // SAFETY: valid C strings and buffers.
     unsafe {
-        t("pipe fset user.", res(libc::fsetxattr(r, n.as_ptr(), b"x".as_ptr().cast(), 1, 0) as isize));
-        t("pipe flist", res(libc::flistxattr(r, buf.as_mut_ptr().cast(), 256)));
+        t(
+            "pipe fset user.",
+            res(libc::fsetxattr(r, n.as_ptr(), b"x".as_ptr().cast(), 1, 0) as isize),
+        );
+        t(
+            "pipe flist",
+            res(libc::flistxattr(r, buf.as_mut_ptr().cast(), 256)),
+        );
     }
     umt::close(r);
     umt::close(w);
@@ -263,7 +325,10 @@ fn privileged(dir: &str, label: &str, f: &CString, fifo: &CString, tmpfs: bool) 
     // security.capability: a version 2 header of 20 bytes, or EINVAL.
     let mut caps = vec![0u8; 20];
     caps[..4].copy_from_slice(&0x0200_0000u32.to_le_bytes());
-    t("capability bad size", set(f, "security.capability", &caps[..12], 0));
+    t(
+        "capability bad size",
+        set(f, "security.capability", &caps[..12], 0),
+    );
     t("capability v2", set(f, "security.capability", &caps, 0));
     t("capability get size", get(f, "security.capability", 0));
     t("capability remove", remove(f, "security.capability"));
@@ -278,9 +343,15 @@ fn privileged(dir: &str, label: &str, f: &CString, fifo: &CString, tmpfs: bool) 
     // SAFETY: a plain C struct; zero is a valid bit pattern.
     let mut dst: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `dst` is a valid out buffer.
-    umt::ok(unsafe { libc::stat(dc.as_ptr(), &mut dst) } as i64, "stat dir");
+    umt::ok(
+        unsafe { libc::stat(dc.as_ptr(), &mut dst) } as i64,
+        "stat dir",
+    );
     // SAFETY: valid C string.
-    umt::ok(unsafe { libc::chmod(dc.as_ptr(), 0o755) } as i64, "chmod dir");
+    umt::ok(
+        unsafe { libc::chmod(dc.as_ptr(), 0o755) } as i64,
+        "chmod dir",
+    );
     let pid = umt::fork();
     if pid == 0 {
         // SAFETY: plain id calls in the child.
@@ -312,7 +383,10 @@ fn privileged(dir: &str, label: &str, f: &CString, fifo: &CString, tmpfs: bool) 
         format!("unprivileged child: {}", umt::describe_status(ws)),
     );
     // SAFETY: valid C string.
-    umt::ok(unsafe { libc::chmod(dc.as_ptr(), dst.st_mode & 0o7777) } as i64, "chmod back");
+    umt::ok(
+        unsafe { libc::chmod(dc.as_ptr(), dst.st_mode & 0o7777) } as i64,
+        "chmod back",
+    );
     t("trusted remove", remove(f, "trusted.t"));
     t("trusted remove again", remove(f, "trusted.t"));
     if tmpfs {
@@ -351,16 +425,25 @@ fn persist(dir: &str, root: bool, verify: bool) {
         say(format!("persist: list: {}", list(&pc, 4096)));
         say(format!("persist: user: {}", get(&pc, "user.persist", 64)));
         if root {
-            say(format!("persist: trusted: {}", get(&pc, "trusted.persist", 64)));
+            say(format!(
+                "persist: trusted: {}",
+                get(&pc, "trusted.persist", 64)
+            ));
         }
         return;
     }
     // Printed, not checked: the gate checks the host's copy (a host directory without user
     // xattrs would give a hostfs without attributes, and the same answers natively).
     let pc = mkfile(&p, 0o644);
-    say(format!("persist: set user: {}", set(&pc, "user.persist", b"kept", 0)));
+    say(format!(
+        "persist: set user: {}",
+        set(&pc, "user.persist", b"kept", 0)
+    ));
     if root {
-        say(format!("persist: set trusted: {}", set(&pc, "trusted.persist", b"kept", 0)));
+        say(format!(
+            "persist: set trusted: {}",
+            set(&pc, "trusted.persist", b"kept", 0)
+        ));
     }
 }
 
@@ -376,7 +459,10 @@ fn main() {
         umt::done("xattr");
         return;
     }
-    let shm = args.get(2).cloned().unwrap_or_else(|| umt::fail("usage: xattr WORKDIR TMPFSDIR [unpriv]"));
+    let shm = args
+        .get(2)
+        .cloned()
+        .unwrap_or_else(|| umt::fail("usage: xattr WORKDIR TMPFSDIR [unpriv]"));
     let disk = fresh(&dir, "disk");
     suite(&disk, "disk", false, root);
     // SAFETY: plain getpid.

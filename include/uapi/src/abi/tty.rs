@@ -603,10 +603,21 @@ mod tests {
         assert_eq!(back.c_lflag, t.c_lflag & !ICANON);
         assert_eq!(back.c_cflag & CRTSCTS, CRTSCTS, "high bits are kept");
         assert_eq!(back.c_cc[VMIN], 5);
-        assert_eq!(back.c_cc[VSTART..], t.c_cc[VSTART..], "c_cc past NCC is kept");
+        assert_eq!(
+            back.c_cc[VSTART..],
+            t.c_cc[VSTART..],
+            "c_cc past NCC is kept"
+        );
         // TCGETA, TCSETA, TCSETAW, TCSETAF, TIOCGLCKTRMIOS, TIOCSLCKTRMIOS.
         assert_eq!(
-            [TCGETA, TCSETA, TCSETAW, TCSETAF, TIOCGLCKTRMIOS, TIOCSLCKTRMIOS],
+            [
+                TCGETA,
+                TCSETA,
+                TCSETAW,
+                TCSETAF,
+                TIOCGLCKTRMIOS,
+                TIOCSLCKTRMIOS
+            ],
             [0x5405, 0x5406, 0x5407, 0x5408, 0x5456, 0x5457]
         );
     }
