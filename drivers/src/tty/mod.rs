@@ -863,6 +863,14 @@ impl Tty {
                 self.receive(&b);
                 Ok(0)
             }
+            // tioccons: only CAP_SYS_ADMIN may redirect the console (the redirect itself is
+            // not implemented: ENOTTY as before for a privileged caller).
+            TIOCCONS => {
+                if !io.task.process.capable(CAP_SYS_ADMIN) {
+                    return Err(Errno::EPERM);
+                }
+                Err(Errno::ENOTTY)
+            }
             TIOCSCTTY => self.tiocsctty(io, arg, readable),
             TIOCNOTTY => {
                 self.require_ctty(io)?;

@@ -44,6 +44,9 @@ struct PtyInner {
     slave_closed: bool,
     /// TIOCPKT packet mode on the master.
     packet: bool,
+    /// TIOCEXCL on the master: the master's own tty flag (Linux `TTY_EXCLUSIVE` of the
+    /// master's tty_struct), not the slave's.
+    master_exclusive: bool,
 }
 
 struct PtyShared {
@@ -147,6 +150,7 @@ pub fn open_ptmx(task: &Task, _flags: u32) -> SysResult<Box<dyn FileOps>> {
             master_open: true,
             slave_closed: false,
             packet: false,
+            master_exclusive: false,
         }),
         master_read: WaitQueue::new(),
     });
@@ -432,6 +436,31 @@ impl FileOps for PtyMaster {
                     }
                     _ => return Err(Errno::EINVAL),
                 }
+                Ok(0)
+            }
+            TIOCEXCL | TIOCNXCL => {
+                lock(&p.shared.inner).master_exclusive = cmd == TIOCEXCL;
+                Ok(0)
+            }
+            TIOCGEXCL => {
+                let e = lock(&p.shared.inner).master_exclusive as i32;
+                mem.write(arg, &e.to_le_bytes())?;
+                Ok(0)
+            }
+            TIOCSTI => {
+                // tiocsti on the master's own tty (never a controlling tty): CAP_SYS_ADMIN;
+                // the byte is input of the master's raw line discipline, read on the master.
+                if !io
+                    .task
+                    .process
+                    .capable(um_uapi::abi::capability::CAP_SYS_ADMIN)
+                {
+                    return Err(Errno::EPERM);
+                }
+                let mut b = [0u8; 1];
+                mem.read(arg, &mut b)?;
+                lock(&p.shared.inner).out.extend(b);
+                p.shared.master_read.wake_all();
                 Ok(0)
             }
             TIOCINQ => {

@@ -297,6 +297,12 @@ fn main() {
                 "user TIOCSTI (not the controlling tty): {}",
                 res(ioctl_p(s, libc::TIOCSTI, &c as *const u8 as *mut u8))
             ));
+            // Redirecting the console is for CAP_SYS_ADMIN only (root is not tried: natively
+            // that would redirect the host's console).
+            say(format!(
+                "user TIOCCONS: {}",
+                res(ioctl_v(s, libc::TIOCCONS, 0))
+            ));
             umt::exit_now(0);
         }
         let st = umt::waitpid(pid, 0);
@@ -328,6 +334,9 @@ fn main() {
             &b[..r.max(0) as usize]
         ));
         tcsets(s, &orig);
+        // The echo of the byte reaches the master asynchronously in Linux: wait for it, then
+        // drain the master.
+        wait_inq(m, 1);
         while {
             // SAFETY: plain fcntl calls.
             unsafe { libc::fcntl(m, libc::F_SETFL, libc::O_NONBLOCK) };
@@ -335,6 +344,19 @@ fn main() {
         } {}
         // SAFETY: as above.
         unsafe { libc::fcntl(m, libc::F_SETFL, 0) };
+        // On the master, TIOCSTI is input of the master's own tty: the master reads it.
+        let c2 = b'w';
+        say(format!(
+            "TIOCSTI master: {}",
+            res(ioctl_p(m, libc::TIOCSTI, &c2 as *const u8 as *mut u8))
+        ));
+        say(format!("master input after TIOCSTI: {}", wait_inq(m, 1)));
+        let mut b1 = [0u8; 4];
+        let r = umt::read_raw(m, &mut b1);
+        say(format!(
+            "master read after TIOCSTI: {r} {:?}",
+            &b1[..r.max(0) as usize]
+        ));
     }
 
     // Soft carrier.
@@ -412,6 +434,25 @@ fn main() {
     say(format!("TIOCGEXCL after: {}", int_of(s, TIOCGEXCL)));
     say(format!("TIOCNXCL: {}", res(ioctl_v(s, libc::TIOCNXCL, 0))));
     say(format!("TIOCGEXCL cleared: {}", int_of(s, TIOCGEXCL)));
+
+    // The master's exclusive flag is its own (each side is a tty of its own in Linux).
+    say(format!(
+        "TIOCEXCL master: {}",
+        res(ioctl_v(m, libc::TIOCEXCL, 0))
+    ));
+    say(format!(
+        "TIOCGEXCL after master's: master {} slave {}",
+        int_of(m, TIOCGEXCL),
+        int_of(s, TIOCGEXCL)
+    ));
+    say(format!(
+        "TIOCNXCL master: {}",
+        res(ioctl_v(m, libc::TIOCNXCL, 0))
+    ));
+    say(format!(
+        "TIOCGEXCL master cleared: {}",
+        int_of(m, TIOCGEXCL)
+    ));
 
     // Flow control and flushing: bad arguments.
     say(format!(
