@@ -564,6 +564,44 @@ pub fn boot_mounts(kernel: &Arc<Kernel>, root: &Arc<Dentry>) {
     }
 }
 
+/// Boot: mounts the host directory `host` (a hostfs of its own, confined to it as the root is)
+/// on the guest directory `guest` (an absolute path of directories in the root file system),
+/// for `bind=HOST:GUEST` (`linux run --bind`). `ENOENT`/`ENOTDIR` when the guest path is not a
+/// directory of the root; the host side's errors as `EIO`-free strings are the caller's.
+pub fn boot_bind(
+    root: &Arc<Dentry>,
+    guest: &[u8],
+    inode: Arc<dyn Inode>,
+    host: &str,
+    readonly: bool,
+) -> SysResult<()> {
+    let mut d = root.clone();
+    for name in guest.split(|&b| b == b'/').filter(|c| !c.is_empty()) {
+        if name == b"." || name == b".." {
+            return Err(Errno::EINVAL);
+        }
+        let i = d.inode.lookup(name)?;
+        if i.stat()?.mode & mode::S_IFMT != mode::S_IFDIR {
+            return Err(Errno::ENOTDIR);
+        }
+        d = Dentry::child(&d, name, i);
+    }
+    if d.parent.is_none() {
+        return Err(Errno::EBUSY);
+    }
+    let point = Some((d.inode.fs_id(), d.inode.id()));
+    add(
+        point,
+        inode,
+        host,
+        d.path(),
+        "hostfs",
+        if readonly { MS_RDONLY } else { 0 },
+        "",
+    );
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -140,9 +140,28 @@ fn now_usec() -> u64 {
     BOOT.get_or_init(Instant::now).elapsed().as_micros() as u64
 }
 
-/// Appends a message to the log buffer and wakes its readers.
+/// `log=PATH`: a host file that gets every message the log buffer gets, whatever the console
+/// level (the host-side record of a boot, as a serial console's log is for a VM).
+static LOG_FILE: OnceLock<Mutex<std::fs::File>> = OnceLock::new();
+
+/// Boot: sends the log buffer's messages to `f` too (`log=PATH`).
+pub fn set_log_file(f: std::fs::File) {
+    let _ = LOG_FILE.set(Mutex::new(f));
+}
+
+/// Appends a message to the log buffer (and the `log=` file) and wakes its readers.
 fn store(level: u32, msg: &str) {
-    ring().push(level, now_usec(), msg);
+    let usec = now_usec();
+    if let Some(f) = LOG_FILE.get() {
+        let line = format!(
+            "<{level}>[{:5}.{:06}] {msg}\n",
+            usec / 1_000_000,
+            usec % 1_000_000
+        );
+        // A full disk or a closed file loses the host copy only; the ring still has it.
+        let _ = f.lock().map(|mut f| f.write_all(line.as_bytes()));
+    }
+    ring().push(level, usec, msg);
     log_wait().wake_all();
 }
 
@@ -186,11 +205,15 @@ impl log::Log for Printk {
     fn flush(&self) {}
 }
 
-/// Writes one log line unconditionally (boot banners, the init-exit panic, power-off), kept
-/// in the log buffer at KERN_EMERG as Linux's panic and `kernel_power_off` lines are.
+/// Writes one log line at KERN_EMERG (boot banners, the init-exit panic, power-off), kept in
+/// the log buffer as Linux's panic and `kernel_power_off` lines are: on the console at every
+/// loglevel but `loglevel=0` (Linux prints a level below the console level; syslog(2) cannot
+/// go below [`CONSOLE_LOGLEVEL_MIN`], only the boot option can; `linux run` uses it).
 pub fn line(msg: &str) {
     store(0, msg);
-    print_line(msg);
+    if CONSOLE_LOGLEVEL.load(Ordering::Relaxed) > 0 {
+        print_line(msg);
+    }
 }
 
 /// One timestamped line on the console (stderr).

@@ -15,6 +15,8 @@
 //! never skipped.
 #![forbid(unsafe_code)]
 
+pub mod tmux;
+
 use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};

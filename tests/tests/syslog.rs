@@ -39,3 +39,39 @@ fn dmesg_reads_the_log_buffer() {
         );
     });
 }
+
+/// `log=PATH`: the host file gets the whole kernel log (the banner, init's start and its exit)
+/// though `quiet` keeps the console free of it.
+#[test]
+fn log_file_has_the_log() {
+    let path = std::env::temp_dir().join(format!("um-klog-{}.log", std::process::id()));
+    for_each_engine(|engine| {
+        let _ = std::fs::remove_file(&path);
+        let out = Boot::new()
+            .engine(engine)
+            .extra("quiet")
+            .extra(&format!("log={}", path.display()))
+            .args(&["sh", "-c", "echo LOGFILE-$((40+2))"])
+            .run();
+        out.assert_ok("LOGFILE-42");
+        let log = std::fs::read_to_string(&path).unwrap_or_default();
+        for want in [
+            "Linux version",
+            "Run /bin/busybox as init process",
+            "Attempted to kill init!",
+        ] {
+            assert!(
+                log.lines().any(|l| l.contains(want)),
+                "log={}: no line with {want:?}\n---- file:\n{log}\n{}",
+                path.display(),
+                out.report()
+            );
+        }
+        assert!(
+            !out.stderr.contains("Linux version"),
+            "quiet printed the banner on the console\n{}",
+            out.report()
+        );
+    });
+    let _ = std::fs::remove_file(&path);
+}

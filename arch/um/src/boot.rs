@@ -17,7 +17,7 @@ use um_os_linux::physmem::PhysMem;
 use um_os_linux::{probe, stub};
 
 /// The release `uname -r` reports.
-const RELEASE: &str = "6.1.0-um";
+pub const RELEASE: &str = "6.1.0-um";
 
 /// Checks what can be checked before anything is printed: bad input is one line, exit 2.
 pub fn validate(c: &Cmdline) -> Result<(), String> {
@@ -40,6 +40,11 @@ pub fn validate(c: &Cmdline) -> Result<(), String> {
         ));
     }
     guest_granule(c.pagesize, probe::page_size() as u64)?;
+    if let Some(p) = &c.log {
+        // Opened here, so an unwritable path is the one error line before anything boots.
+        let f = std::fs::File::create(p).map_err(|e| format!("log={}: {e}", p.display()))?;
+        printk::set_log_file(f);
+    }
     // The ubd disks' host files are opened (and locked) here, so a missing file, a bad COW
     // header or an image another kernel holds is one line before the boot starts.
     um_drivers::block::ubd::configure(&c.ubd, c.ubd_sync)?;
@@ -160,6 +165,15 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         env!("CARGO_PKG_VERSION")
     );
     log::info!("Kernel command line: {}", c.words.join(" "));
+    // Before anything asks how many CPUs there are.
+    if let Some(n) = c.ncpus {
+        um_kernel::cpus::set_online(n);
+    }
+    log::info!(
+        "smp: {} CPUs (host: {})",
+        um_kernel::cpus::online(),
+        um_kernel::cpus::host()
+    );
     let host_page = probe::page_size();
     log::info!("host: page size {host_page} bytes");
     let va_bits = probe::user_va_bits();
@@ -412,6 +426,20 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     // The block layer's procfs/sysfs entries register before anything can mount them.
     um_drivers::block::register();
     um_fs::mount::boot_mounts(&kernel, &root);
+    for b in &c.binds {
+        let inode = HostInode::new_root(&b.host, b.readonly, kernel.page_cache.clone())
+            .map_err(|e| format!("bind={}: {e}", b.host.display()))?;
+        let host = b.host.display().to_string();
+        um_fs::mount::boot_bind(&root, b.guest.as_bytes(), inode, &host, b.readonly).map_err(
+            |e| {
+                format!(
+                    "bind=...:{}: {e} (it must be a directory of the root)",
+                    b.guest
+                )
+            },
+        )?;
+        log::info!("hostfs: {host} mounted on {}", b.guest);
+    }
     um_drivers::block::ubd::add_all();
 
     let chan = |ch: ConChannel| match ch {

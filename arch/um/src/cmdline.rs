@@ -49,6 +49,12 @@ pub struct Cmdline {
     pub ubd: Vec<um_drivers::block::ubd::UbdSpec>,
     /// `ubd=sync`: every ubd disk opens its host file `O_SYNC`.
     pub ubd_sync: bool,
+    /// `bind=HOST:GUEST[:ro]`: host directories mounted (hostfs) on guest directories at boot.
+    pub binds: Vec<Bind>,
+    /// `ncpus=` (UML's option): the CPUs the guest is told it has; `None`: the host's.
+    pub ncpus: Option<u32>,
+    /// `log=PATH`: a host file that gets the kernel log (every message `dmesg` would show).
+    pub log: Option<PathBuf>,
     pub help: bool,
     /// The words as given, for the boot log.
     pub words: Vec<String>,
@@ -75,6 +81,9 @@ impl Default for Cmdline {
             stub_exe: None,
             ubd: Vec::new(),
             ubd_sync: false,
+            binds: Vec::new(),
+            ncpus: None,
+            log: None,
             help: false,
             words: Vec::new(),
         }
@@ -226,6 +235,18 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
             ("quiet", None) => c.loglevel = 4,
             ("debug", None) => c.loglevel = 10,
             ("stub_exe", v) => c.stub_exe = Some(PathBuf::from(need(k, v)?)),
+            ("bind", v) => c.binds.push(parse_bind(need(k, v)?)?),
+            ("log", v) => c.log = Some(PathBuf::from(need(k, v)?)),
+            ("ncpus", v) => {
+                let s = need(k, v)?;
+                let max = um_kernel::cpus::MAX;
+                c.ncpus = Some(
+                    s.parse()
+                        .ok()
+                        .filter(|n| (1..=max).contains(n))
+                        .ok_or_else(|| format!("ncpus={s}: a number of CPUs, 1 to {max}"))?,
+                );
+            }
             (k, Some(_)) if k.starts_with("ubd") => {
                 if let Some(s) = um_drivers::block::ubd::parse(&w[3..], &mut c.ubd_sync)? {
                     c.ubd.push(s);
@@ -239,6 +260,36 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
         }
     }
     Ok(c)
+}
+
+/// A host directory mounted on a guest directory at boot (`bind=`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bind {
+    pub host: PathBuf,
+    pub guest: String,
+    pub readonly: bool,
+}
+
+/// `HOST:GUEST[:ro|:rw]`: both absolute paths.
+pub fn parse_bind(s: &str) -> Result<Bind, String> {
+    let (rest, readonly) = match s.rsplit_once(':') {
+        Some((r, "ro")) => (r, true),
+        Some((r, "rw")) => (r, false),
+        _ => (s, false),
+    };
+    let (host, guest) = rest
+        .split_once(':')
+        .ok_or_else(|| format!("bind={s}: use HOSTDIR:GUESTDIR[:ro]"))?;
+    if !host.starts_with('/') || !guest.starts_with('/') || guest == "/" {
+        return Err(format!(
+            "bind={s}: both directories must be absolute paths (and not the guest's /)"
+        ));
+    }
+    Ok(Bind {
+        host: PathBuf::from(host),
+        guest: guest.to_string(),
+        readonly,
+    })
 }
 
 /// The longest nodename: `__NEW_UTS_LEN` (include/uapi/linux/utsname.h), the field less its NUL.
@@ -296,8 +347,20 @@ A Linux kernel that runs as an ordinary process. Options (User Mode Linux conven
                         that refuse exec of a memfd)
   hostname=NAME         the hostname at boot (default: the root's /etc/hostname, else
                         the name of the rootflags= directory)
+  ncpus=N               CPUs the guest sees (nproc, /proc/cpuinfo, affinity masks;
+                        default: the host's); its threads still run on every host CPU
+  bind=HOST:GUEST[:ro]  mount the host directory HOST on the guest directory GUEST at
+                        boot (hostfs, confined to HOST; repeatable)
+  log=PATH              also write the kernel log (all that dmesg shows, whatever the
+                        loglevel) to the host file PATH (created or truncated)
   loglevel=N            kernel log verbosity (0-15, default 7); quiet = 4; debug = 10
   --help                this text
+  --version             the version of linux and the Linux release it reports
+
+  linux run [--bind HOST[:GUEST]] [OPTION...] ROOTFS [CMD...]
+                        boot ROOTFS (a directory or a rootfs tarball) and run CMD in it
+                        (default a login shell), with /proc, /sys, /dev/pts, /dev/shm and
+                        /run mounted; linux exits with CMD's status (linux run --help)
 ";
 
 #[cfg(test)]
@@ -390,6 +453,22 @@ mod tests {
     fn hostname() {
         assert_eq!(p("").unwrap().hostname, None);
         assert_eq!(p("hostname=box").unwrap().hostname.as_deref(), Some("box"));
+        let b = p("bind=/h/x:/mnt/y:ro bind=/a:/b").unwrap().binds;
+        assert_eq!(
+            (b[0].host.to_str(), b[0].guest.as_str(), b[0].readonly),
+            (Some("/h/x"), "/mnt/y", true)
+        );
+        assert!(!b[1].readonly);
+        assert!(p("bind=/a").is_err());
+        assert!(p("bind=a:/b").is_err());
+        assert!(p("bind=/a:/").is_err());
+        assert_eq!(p("ncpus=3").unwrap().ncpus, Some(3));
+        assert_eq!(
+            p("log=/tmp/k.log").unwrap().log.as_deref(),
+            Some(std::path::Path::new("/tmp/k.log"))
+        );
+        assert!(p("log=").is_err());
+        assert!(p("ncpus=0").is_err() && p("ncpus=65").is_err() && p("ncpus=x").is_err());
         assert!(p("hostname=").is_err());
         let long = "h".repeat(70);
         assert_eq!(

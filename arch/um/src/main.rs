@@ -8,10 +8,31 @@
 
 mod boot;
 mod cmdline;
+mod run;
 mod syscalls;
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("--version" | "-V") => {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stdout(),
+                "linux (um-bin) {} for {}, reporting Linux {}",
+                env!("CARGO_PKG_VERSION"),
+                std::env::consts::ARCH,
+                boot::RELEASE
+            );
+            return;
+        }
+        // `linux run ROOTFS [CMD...]`: a kernel command line made from a short one.
+        Some("run") => match run::args(&args[1..]) {
+            Ok(Some(words)) => args = words,
+            Ok(None) => return,
+            Err(e) => fail(&e),
+        },
+        _ => {}
+    }
     let cmd = match cmdline::parse(args) {
         Ok(c) => c,
         Err(e) => fail(&e),

@@ -22,20 +22,37 @@ fn host_cpuinfo() -> &'static str {
     C.get_or_init(|| std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default())
 }
 
-/// Number of CPUs the guest sees: one per host CPU.
+/// Number of CPUs the guest sees (`ncpus=`, default one per host CPU: `um_kernel::cpus`).
 pub fn ncpus() -> u32 {
-    static N: OnceLock<u32> = OnceLock::new();
-    *N.get_or_init(|| {
-        let n = host_cpuinfo()
-            .lines()
-            .filter(|l| l.starts_with("processor"))
-            .count() as u32;
-        if n > 0 {
-            n
-        } else {
-            std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+    um_kernel::cpus::online()
+}
+
+/// The host's `/proc/cpuinfo` blocks (one per CPU, separated by blank lines) made `n`: the
+/// first `n`, or repeated (renumbered) when the guest has more CPUs than the host.
+fn cpu_blocks(h: &str, n: u32) -> String {
+    let blocks: Vec<&str> = h
+        .split("\n\n")
+        .filter(|b| b.lines().any(|l| l.starts_with("processor")))
+        .collect();
+    if blocks.is_empty() || blocks.len() == n as usize {
+        return h.to_string();
+    }
+    let mut out = String::with_capacity(h.len());
+    for i in 0..n as usize {
+        for line in blocks[i % blocks.len()].lines() {
+            match line.split_once(':') {
+                Some((k, _)) if k.trim_end() == "processor" => {
+                    out.push_str(&format!("{k}: {i}\n"));
+                }
+                _ => {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
         }
-    })
+        out.push('\n');
+    }
+    out
 }
 
 /// `/proc/cpuinfo`: the host's, one block per host CPU, with the feature line (arm64
@@ -49,7 +66,8 @@ fn cpuinfo(k: &Kernel) -> Vec<u8> {
             hwcap: k.hwcap,
             hwcap2: k.hwcap2,
         };
-        return rewrite_features(h, hwcap::CPUINFO_KEY, |v| hwcap::cpuinfo_features(v, caps))
+        let h = cpu_blocks(h, ncpus());
+        return rewrite_features(&h, hwcap::CPUINFO_KEY, |v| hwcap::cpuinfo_features(v, caps))
             .into_bytes();
     }
     let mut s = String::new();
@@ -644,6 +662,12 @@ mod tests {
     #[test]
     fn cpus() {
         assert!(ncpus() >= 1);
+        let h = "processor\t: 0\nflags\t\t: a\n\nprocessor\t: 1\nflags\t\t: b\n\n";
+        let one = cpu_blocks(h, 1);
+        assert_eq!(one.matches("processor").count(), 1);
+        let three = cpu_blocks(h, 3);
+        assert!(three.contains("processor\t: 2\nflags\t\t: a\n"), "{three}");
+        assert_eq!(cpu_blocks(h, 2), h);
     }
 
     #[test]

@@ -394,16 +394,7 @@ fn sched_getaffinity(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if len < 8 || len % 8 != 0 {
         return Err(Errno::EINVAL);
     }
-    let ncpu = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(64);
-    let mask: u64 = if ncpu >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << ncpu) - 1
-    };
-    c.write_bytes(a[2], &mask.to_le_bytes())?;
+    c.write_bytes(a[2], &crate::cpus::mask().to_le_bytes())?;
     Ok(8)
 }
 
@@ -411,11 +402,7 @@ fn sched_getaffinity(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// host's CPUs, as sched_getaffinity reports them); one NUMA node. The unused third argument
 /// (`tcache`) is ignored, as Linux does.
 fn getcpu(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let ncpu = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(64) as u32;
-    let cpu = um_os_linux::host::current_cpu() % ncpu;
+    let cpu = um_os_linux::host::current_cpu() % crate::cpus::online();
     if a[0] != 0 {
         c.write_bytes(a[0], &cpu.to_le_bytes())?;
     }
@@ -427,7 +414,13 @@ fn getcpu(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 fn sched_setaffinity(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let m = c.read_bytes(a[2], (a[1] as usize).min(128))?;
-    if m.iter().all(|&b| b == 0) {
+    // Linux: EINVAL when the mask has no online CPU (`cpumask_intersects` with the online set).
+    let word = m
+        .iter()
+        .take(8)
+        .enumerate()
+        .fold(0u64, |w, (i, &b)| w | u64::from(b) << (8 * i));
+    if word & crate::cpus::mask() == 0 {
         return Err(Errno::EINVAL);
     }
     Ok(0)
