@@ -149,6 +149,7 @@ fn start_thread(k: &Arc<Kernel>, task: &Arc<Task>, start: Start) -> Result<Guest
 fn publish(task: &Task, th: &GuestThread) {
     task.host_pid.store(th.pid(), Ordering::Release);
     task.host_tid.store(th.tid(), Ordering::Release);
+    *lock(&task.host_mapper) = th.host_mapper();
 }
 
 /// Ends the kernel: `linux` exits with `code`, taking every stub with it.
@@ -228,13 +229,16 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
                 },
             );
         }
-        // Host-op ordering (ARCHITECTURE.md, "The seccomp engine"): when other threads share
-        // the address space, the ops are made in the host before the mm lock goes, so a batch
-        // taken later (a fork's write-protect, an munmap) can never reach the host before
-        // this one (a fault's Map), and a thread that finds no ops of its own knows that all
-        // earlier ones are done.
-        if !ops.is_empty() && th.ordered_apply() {
-            if let Err(e) = th.apply_now(&ops) {
+        // The frames whose PTEs went with these ops: put only once the host has made them.
+        let gather = mm.take_gathered();
+        // Host-op ordering (ARCHITECTURE.md, "The seccomp engine"): the ops are made in the
+        // host (ptrace engine) or queued in the mapper's first-in-first-out ring (seccomp
+        // engine) before the mm lock goes, so a batch taken later (by another thread: a fork's
+        // write-protect, an munmap; or by a shootdown) can never reach the host before this
+        // one (a fault's Map), and a thread that finds no ops of its own still resumes only
+        // after every earlier one is made (the mapper hands it back after them).
+        if (!ops.is_empty() || !gather.is_empty()) && th.ordered_apply() {
+            if let Err(e) = th.queue_now(&ops, gather) {
                 drop(mm);
                 return lost_stub(task, &e);
             }

@@ -12,6 +12,9 @@
 //! most [`WAIT`] (a stopped or traced stub cannot hold the caller up for longer; its threads
 //! are not in the guest then anyway).
 //!
+//! In the seccomp engine none of that is needed: the shootdown takes the queue itself and has
+//! the stub's mapper thread run it (`engine::HostMapper`), which no guest code can delay.
+//!
 //! The caller's own address space is left alone: the calling thread takes the queue itself when
 //! its system call returns. Neighbours: `um_mm::set_shootdown` (installed by [`install`] at
 //! boot), [`crate::signal`] (the kick), [`crate::run::serve`] (where queues are taken).
@@ -51,6 +54,24 @@ pub fn shootdown(k: &Kernel, mm: &Arc<Mutex<Mm>>) {
         .filter(|t| Arc::ptr_eq(&t.mm(), mm))
         .collect();
     if tasks.is_empty() {
+        return;
+    }
+    // The seccomp engine: the stub's mapper makes the changes, whatever its guest threads do
+    // (a guest can block the kick signal in its host thread: rt_sigreturn and rt_sigprocmask
+    // are its to call). Under the mm lock, so that the ops reach the mapper's ring in the
+    // mm's order (every taker applies under the lock: `GuestThread::ordered_apply`).
+    if let Some(m) = tasks
+        .iter()
+        .find_map(|t| crate::task::lock(&t.host_mapper).clone())
+    {
+        let mut g = lock_mm(mm);
+        if !g.host_ops_pending() {
+            return;
+        }
+        let ops = g.take_host_ops();
+        let gather = g.take_gathered();
+        // False: the stub is gone, and its host mappings with it.
+        m.apply(&ops, gather);
         return;
     }
     let taken = {

@@ -394,6 +394,9 @@ pub struct Task {
     /// they exist), for interrupting it.
     pub host_pid: AtomicI32,
     pub host_tid: AtomicI32,
+    /// The stub's mapper (seccomp engine), so that a shootdown can unmap pages in the host
+    /// without the thread's help (`crate::shootdown`).
+    pub host_mapper: Mutex<Option<crate::engine::HostMapper>>,
     /// Whether the thread is (about to be) running guest code, so a kick must interrupt it.
     pub in_guest: AtomicBool,
     /// Set when the thread has exited.
@@ -449,6 +452,7 @@ impl Task {
             waker: Arc::new(Waker::default()),
             host_pid: AtomicI32::new(0),
             host_tid: AtomicI32::new(0),
+            host_mapper: Mutex::new(None),
             in_guest: AtomicBool::new(false),
             exited: AtomicBool::new(false),
             zap: AtomicBool::new(false),

@@ -13,6 +13,7 @@
 //! mappings at the same time. Neighbours: [`crate::Granule`] (frame size), `um_os_linux::physmem`
 //! (the memory itself).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use um_os_linux::physmem::PhysMem;
@@ -40,6 +41,67 @@ pub struct FrameAllocator {
     inner: Mutex<Inner>,
     /// The memory commitments against these frames (overcommit accounting).
     commit: Commit,
+    /// Whether frames an address space drops from a PTE wait in its [`Gather`] until the engine
+    /// has removed their host mapping ([`FrameAllocator::set_deferred_free`]).
+    deferred: AtomicBool,
+}
+
+/// Frames whose last PTE went while a host mapping of them may still exist (Linux's
+/// `mmu_gather`, mm/mmu_gather.c: pages are freed only after the TLB flush). The engine keeps
+/// it until the host mappings are provably gone, then drops it: dropping puts every frame.
+pub struct Gather {
+    frames: Option<Arc<FrameAllocator>>,
+    list: Vec<Frame>,
+}
+
+impl Gather {
+    /// An empty gather (nothing to put).
+    pub fn empty() -> Gather {
+        Gather {
+            frames: None,
+            list: Vec::new(),
+        }
+    }
+
+    /// Whether it holds no frame.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// How many frame references it holds.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Adds the frames of `other`.
+    pub fn append(&mut self, mut other: Gather) {
+        if self.frames.is_none() {
+            self.frames = other.frames.take();
+        }
+        self.list.append(&mut other.list);
+    }
+}
+
+impl Default for Gather {
+    fn default() -> Gather {
+        Gather::empty()
+    }
+}
+
+impl Drop for Gather {
+    fn drop(&mut self) {
+        if let Some(fa) = &self.frames {
+            for f in self.list.drain(..) {
+                fa.put(f);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Gather {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Gather({} frames)", self.list.len())
+    }
 }
 
 impl FrameAllocator {
@@ -54,6 +116,30 @@ impl FrameAllocator {
                 free: (0..n).rev().collect(),
             }),
             commit: Commit::new(u64::from(n), granule.size()),
+            deferred: AtomicBool::new(false),
+        }
+    }
+
+    /// Makes address spaces defer putting the frames their PTEs drop until the engine takes
+    /// them with their host ops ([`crate::Mm::take_gathered`]) and drops them once the host
+    /// mappings are gone. The kernel turns this on at boot: its host mappings are made after
+    /// the PTE changes (the seccomp engine's mapper thread runs them asynchronously, and other
+    /// threads of a process may run guest code meanwhile), and a frame reused before that
+    /// would be readable through the stale mapping. Off (the default, for tests): put at once.
+    pub fn set_deferred_free(&self, on: bool) {
+        self.deferred.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether [`Self::set_deferred_free`] is on.
+    pub fn deferred_free(&self) -> bool {
+        self.deferred.load(Ordering::Relaxed)
+    }
+
+    /// A gather of `list` (frames whose references the caller holds) that puts them on drop.
+    pub fn gather(self: &Arc<Self>, list: Vec<Frame>) -> Gather {
+        Gather {
+            frames: Some(self.clone()),
+            list,
         }
     }
 

@@ -29,7 +29,7 @@ mod rmap;
 mod shmem;
 mod vma;
 
-pub use frame::{Frame, FrameAllocator};
+pub use frame::{Frame, FrameAllocator, Gather};
 pub use granule::{Granule, page_size};
 pub use mm::{Access, HostOp, Layout, MapFlags, Mm, Prot, SegvCode, Vdso, punch_backing};
 pub use pagecache::{PageCache, VmFile};

@@ -271,6 +271,9 @@ pub struct Mm {
     rmapped: HashSet<Obj>,
     /// How many times [`Mm::take_host_ops`] ran (the shootdown waits for the next one).
     ops_taken: u64,
+    /// Frames whose PTE went, held until the engine takes them with the ops that unmap them
+    /// ([`Mm::take_gathered`]; only with [`FrameAllocator::set_deferred_free`]).
+    gathered: Vec<crate::Frame>,
 }
 
 /// Where exec mapped the vDSO (Linux `mm->context.vdso`): kept even if the guest unmaps or
@@ -307,6 +310,7 @@ impl Mm {
             shared: false,
             rmapped: HashSet::new(),
             ops_taken: 0,
+            gathered: Vec::new(),
         }
     }
 
@@ -372,7 +376,7 @@ impl Mm {
             });
             for va in gone {
                 if let Some(pte) = self.pt.remove(va) {
-                    self.frames.put(pte.frame);
+                    self.put_pte_frame(pte.frame);
                     self.ops.push(HostOp::Unmap {
                         addr: va,
                         len: self.granule.size(),
@@ -397,6 +401,26 @@ impl Mm {
     /// How many times the queued host ops were taken ([`Mm::take_host_ops`]).
     pub fn host_ops_taken(&self) -> u64 {
         self.ops_taken
+    }
+
+    /// Drops the reference a PTE held on `frame`, whose host mapping an op queued now removes
+    /// or replaces: at once, or (with [`FrameAllocator::set_deferred_free`]) only when the
+    /// engine drops the [`crate::Gather`] it takes with those ops ([`Mm::take_gathered`]).
+    fn put_pte_frame(&mut self, frame: crate::Frame) {
+        if self.frames.deferred_free() {
+            self.gathered.push(frame);
+        } else {
+            self.frames.put(frame);
+        }
+    }
+
+    /// The frames whose PTEs went since the last call (their host unmaps are among the ops
+    /// queued so far): the caller takes them with [`Mm::take_host_ops`], under the same lock
+    /// hold, and drops them only once the host has made those ops (mm/mmu_gather.c
+    /// `tlb_finish_mmu` frees after the flush). Dropping early is what the deferral prevents:
+    /// another thread of the process could still read or write a reused frame.
+    pub fn take_gathered(&mut self) -> crate::Gather {
+        self.frames.gather(std::mem::take(&mut self.gathered))
     }
 
     /// `MADV_REMOVE` (mm/madvise.c `madvise_remove`), the part under the address space's lock:
@@ -594,7 +618,7 @@ impl Mm {
         }
     }
 
-    fn release(&self, vma: &Vma, va: u64, pte: Pte) {
+    fn release(&mut self, vma: &Vma, va: u64, pte: Pte) {
         if pte
             .flags
             .contains(PteFlags::FILE | PteFlags::SHARED | PteFlags::DIRTY)
@@ -605,7 +629,7 @@ impl Mm {
                 log::warn!("mm: write-back of {} page {pgoff} failed: {e}", file.name());
             }
         }
-        self.frames.put(pte.frame);
+        self.put_pte_frame(pte.frame);
     }
 
     /// Removes every mapping in `[start, end)` (aligned), queueing host unmaps.
@@ -1582,7 +1606,7 @@ impl Mm {
     /// Breaks copy-on-write (mm/memory.c `do_wp_page`): the last reference to an anonymous frame
     /// is simply reused, anything else is copied into a new anonymous frame. The old frame's
     /// reference is dropped only on success.
-    fn break_cow(&self, pte: Pte) -> Result<Pte, SegvCode> {
+    fn break_cow(&mut self, pte: Pte) -> Result<Pte, SegvCode> {
         let f = pte.flags;
         if f.contains(PteFlags::ANON)
             && !f.contains(PteFlags::SHARED)
@@ -1595,7 +1619,8 @@ impl Mm {
         }
         let new = self.frames.alloc().map_err(|_| SegvCode::Oom)?;
         self.frames.copy_frame(pte.frame, new);
-        self.frames.put(pte.frame);
+        // The host may map the old frame here until the Map of the copy replaces it.
+        self.put_pte_frame(pte.frame);
         Ok(Pte {
             frame: new,
             flags: (f - PteFlags::COW - PteFlags::FILE - PteFlags::SHARED)
@@ -2195,6 +2220,7 @@ impl Mm {
             shared: false,
             rmapped: HashSet::new(),
             ops_taken: 0,
+            gathered: Vec::new(),
         };
         let size = self.granule.size();
         let mut copies = Vec::with_capacity(self.pt.len());
@@ -2456,6 +2482,11 @@ impl Drop for Mm {
         // No PTE should lie outside a vma; release any all the same rather than leak.
         for (_, pte) in self.pt.drain_range(0, u64::MAX) {
             self.frames.put(pte.frame);
+        }
+        // The address space is gone: no thread runs guest code in it any more (its stub
+        // process is killed as its last thread leaves), so nothing waits for an unmap.
+        for f in std::mem::take(&mut self.gathered) {
+            self.frames.put(f);
         }
     }
 }

@@ -137,6 +137,9 @@ struct Request {
 #[derive(Clone, PartialEq, Eq)]
 pub struct SelfSetup {
     pub init: Vec<(usize, Vec<u8>)>,
+    /// Also give the stub a new eventfd, as the descriptor after the areas (the seccomp
+    /// engine's mapper acknowledges its work there: `Spawned::ack`).
+    pub ack_eventfd: bool,
 }
 
 /// A stub process that has stopped itself, ready to be seized, with its shared areas.
@@ -146,6 +149,8 @@ pub struct Spawned {
     /// The shared areas, in the order asked for (the stub has them as fds 4, 5, ...; their
     /// descriptors here are already closed).
     pub areas: Vec<SharedPages>,
+    /// The kernel's end of the eventfd [`SelfSetup::ack_eventfd`] asked for (non-blocking).
+    pub ack: Option<OwnedFd>,
 }
 
 static SPAWNER: Mutex<Option<mpsc::Sender<Request>>> = Mutex::new(None);
@@ -230,12 +235,27 @@ fn spawn_with_areas(req: &Request, setup: Option<&SelfSetup>) -> io::Result<Spaw
     }
     let mut fds = vec![req.phys];
     fds.extend(areas.iter().map(|a| a.fd().as_raw_fd()));
+    let ack = match setup {
+        Some(st) if st.ack_eventfd => {
+            // SAFETY: eventfd with constant flags; the result is checked and owned at once.
+            let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: a fresh descriptor nobody else owns.
+            Some(unsafe { OwnedFd::from_raw_fd(fd) })
+        }
+        _ => None,
+    };
+    if let Some(a) = &ack {
+        fds.push(a.as_raw_fd());
+    }
     let pid = spawn_now(req.exe, req.exe_path.as_ref(), &fds, setup.is_some())?;
     // The stub has its copies (until its setup maps and closes them).
     for a in &mut areas {
         a.close_fd();
     }
-    Ok(Spawned { pid, areas })
+    Ok(Spawned { pid, areas, ack })
 }
 
 /// Runs on the spawner thread.
@@ -570,5 +590,21 @@ pub fn kill_and_reap(pid: libc::pid_t) {
         if r >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             return;
         }
+    }
+}
+
+/// Reads (and resets) the counter of an acknowledgement eventfd ([`Spawned::ack`]): how many
+/// acknowledgements arrived since the last read; 0 if none (the fd is non-blocking).
+pub fn read_ack(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    let mut v = 0u64;
+    // SAFETY: an 8-byte read into a local from a descriptor the caller keeps open.
+    let r = unsafe { libc::read(fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+    if r == 8 {
+        return Ok(v);
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EAGAIN | libc::EINTR) if r < 0 => Ok(0),
+        _ => Err(e),
     }
 }

@@ -35,6 +35,39 @@ fn guest_jumping_into_the_stub_page_is_killed() {
     );
 }
 
+/// Issue 21: an unprivileged guest jumps to every syscall instruction of the stub's code pages
+/// with the registers of every call that could step outside its address space (mmap of each
+/// fd over a region of its own, mprotect/munmap/madvise of stub pages, close/read/write of the
+/// stub's fds, futex ops that move waiters, clone of the address space, kill of host pid 1),
+/// and checks that no call succeeded and that the secret its root parent keeps never shows in
+/// its memory. In the seccomp engine most probes die of the filter; in the ptrace engines the
+/// calls are ordinary guest syscalls that fail. The kernel carries on in every engine.
+#[test]
+fn hostile_guest_cannot_use_the_stub_to_leave_its_address_space() {
+    let probe = Boot::new().engine(&["seccomp=on"]).args(&["true"]).run();
+    probe.assert_exit_code(0);
+    let base = stub_base(&probe.stderr);
+    um_tests::for_each_engine(|engine| {
+        let out = Boot::new()
+            .engine(engine)
+            .init(&guest_program("stubjump"))
+            .args(&if engine == ["seccomp=on"] {
+                vec![base.as_str(), "hostile", "strict"]
+            } else {
+                vec![base.as_str(), "hostile"]
+            })
+            .timeout(std::time::Duration::from_secs(300))
+            .run();
+        out.assert_ok("UM-STUBJUMP-HOSTILE-OK");
+        um_tests::assert_marker(&out, "stubjump: kernel alive");
+        assert!(
+            !out.stdout.contains("BREACH"),
+            "a probe breached isolation in {engine:?}:\n{}",
+            out.report()
+        );
+    });
+}
+
 #[test]
 fn stub_base_is_parsed() {
     assert_eq!(

@@ -4,7 +4,11 @@
 #   lane.modes=seccomp,sysemu,nosysemu,nocancel   engines to run every gate in: the seccomp
 #                                         engine, and the three ptrace interception modes
 #   lane.set=full|smoke|debian            which gates (debian: only the Debian gate)
+#   lane.gates=NAME,NAME,...              only these gates of the set (and `sandbox` for the
+#                                         sandbox gates); default all
 #   lane.timeout=SECONDS                  per gate
+#   lane.stubjump_sites=N:K               the stubjump gate probes every Nth syscall site of
+#                                         the stub from the Kth (default: all of them)
 #   lane.pagesize=4K,16K                  guest page sizes (`pagesize=` of every gate) to run the
 #                                         whole mode x gate matrix at (default 4K); verdicts at
 #                                         a size other than 4K are named gate/mode@SIZE
@@ -30,6 +34,8 @@
 MODES=sysemu
 PAGESIZES=4K
 SET=full
+ONLY_GATES=""
+STUBJUMP_SITES=""
 TMO=120
 EXTRA_PROGS=""
 DEBIAN_MODES=""
@@ -42,6 +48,8 @@ for w in $(cat /proc/cmdline); do
     case "$w" in
     lane.modes=*) MODES="${w#lane.modes=}" ;;
     lane.set=*) SET="${w#lane.set=}" ;;
+    lane.gates=*) ONLY_GATES="${w#lane.gates=}" ;;
+    lane.stubjump_sites=*) STUBJUMP_SITES="${w#lane.stubjump_sites=}" ;;
     lane.timeout=*) TMO="${w#lane.timeout=}" ;;
     lane.pagesize=*) PAGESIZES="${w#lane.pagesize=}" ;;
     lane.pagesize_modes=*) SIZE_MODES="${w#lane.pagesize_modes=}" ;;
@@ -82,6 +90,7 @@ done
 NGATES=0
 gate_names=""
 add() { # name
+    [ -z "$ONLY_GATES" ] || case ",$ONLY_GATES," in *",$1,"*) ;; *) return ;; esac
     gate_names="$gate_names $1"
     NGATES=$((NGATES + 1))
 }
@@ -100,6 +109,8 @@ for p in $PROGS; do
 done
 # Loadable modules (tests/scripts/modules-gate.sh, the same script as tests/tests/modules.rs).
 add modules
+# Issue 21: a hostile guest jumps to every syscall instruction of the stub (tests/tests/stub_filter.rs).
+add stubjump
 if [ "$SET" = smoke ]; then
     gate_names=" echo sh hello pagesize threads signals pacfork"
     NGATES=7
@@ -117,6 +128,7 @@ NUNIT=$(ls /opt/um/unit 2>/dev/null | wc -l)
 # The app-sandbox gates (once, full set only): see the end of this script.
 NSANDBOX=0
 [ "$SET" = full ] && NSANDBOX=6
+case ",${ONLY_GATES:-sandbox}," in *,sandbox,*) ;; *) NSANDBOX=0 ;; esac
 # The Debian gate (once per mode of lane.debian, full and debian sets): see after the matrix.
 [ "$SET" = smoke ] && DEBIAN_MODES=""
 NDEBIAN=$(echo $DEBIAN_MODES | wc -w)
@@ -266,6 +278,16 @@ for mode in $ms; do
             mkdir -p "/guest/opt/um/work-xattr-$mode-$PS"
             run xattr "$mode" "UM-XATTR-OK" /opt/um/xattr "/opt/um/work-xattr-$mode-$PS" /dev/shm
             ;;
+        # The stub's base from the kernel log of a first boot; every call the filter could let
+        # through, from every syscall instruction of the stub (strict: a success is a breach).
+        stubjump)
+            base=$(timeout "$TMO" /opt/um/linux rootfstype=hostfs rootflags=$ROOT seccomp=on \
+                pagesize=$PS init=/bin/busybox -- true 2>&1 </dev/null | sed -n 's/.*stub at \(0x[0-9a-f]*\).*/\1/p')
+            strict=""
+            [ "$mode" = seccomp ] && strict=strict
+            run stubjump "$mode" "UM-STUBJUMP-HOSTILE-OK|no breach" /opt/um/stubjump "${base:-none}" hostile $strict \
+                ${STUBJUMP_SITES:+sites=$STUBJUMP_SITES}
+            ;;
         *)
             up=$(echo "$g" | tr a-z A-Z)
             mkdir -p "/guest/opt/um/work-$g-$mode-$PS"
@@ -327,7 +349,7 @@ wait
 # boot probe finds it unusable and `nosysemu` is refused with one line and exit status 2; the
 # substitute path (`nocancel`), PTRACE_SYSEMU and the seccomp engine boot; where memfd exec is
 # refused, `stub_exe=PATH` starts the stubs from a file.
-if [ "$SET" = full ]; then
+if [ "$SET" = full ] && [ "$NSANDBOX" != 0 ]; then
     PS=${PAGESIZES%% *}
     timeout "$TMO" /opt/um/linux-sandbox /opt/um/linux rootfstype=hostfs rootflags=/guest \
         seccomp=off nosysemu init=/bin/busybox -- echo sandbox-ok </dev/null >/tmp/out 2>/tmp/log

@@ -105,7 +105,12 @@ core::arch::global_asm!(
     "    ldp x2, x3, [x22, #24]",
     "    ldp x4, x5, [x22, #40]",
     "    svc #0",
-    "    str x0, [x22, #{result}]",
+    // The clone among the setup calls makes the mapper: the child (x0 0) goes its own way.
+    "    cbnz x0, 64f",
+    "    ldr x9, [x22]",
+    "    cmp x9, #220",         // clone
+    "    b.eq 70f",
+    "64: str x0, [x22, #{result}]",
     "    cmn x0, #4095",
     "    b.hs 62f",
     "    add x22, x22, #{opsize}",
@@ -123,6 +128,129 @@ core::arch::global_asm!(
     "    add x9, x19, x9",
     "    mov sp, x9",
     "    b um_arm64_stub_trap",
+    // The mapper, as on x86_64: no guest code, every signal blocked, no stack. x20: the data
+    // area; x23: entries run. Orders from the read-only ring (a host call, or a handback:
+    // MAPQ_HANDBACK), a failed call (but mprotect's ENOMEM) ends the process, progress in
+    // MAP_DONE (release); once drained, the kernel woken if it waits (MAP_KWAIT), a bounded
+    // spin (CNTVCT_EL0), then a park on the tail.
+    "70: mov x9, #{mapq_setup}",
+    "    add x22, x20, x9",
+    "    ldr x8, [x22]",
+    "    ldp x0, x1, [x22, #8]",
+    "    ldp x2, x3, [x22, #24]",
+    "    ldp x4, x5, [x22, #40]",
+    "    svc #0",
+    "    cmn x0, #4095",
+    "    b.hs 68b",
+    "    mov x23, #0",
+    "    mov x21, #0",          // 1: a handback woke a parked thread since the ring drained
+    "    mov x9, #{mapq_tail}",
+    "    add x24, x20, x9",     // &MAPQ_TAIL
+    "    mov x9, #{map_done}",
+    "    add x25, x20, x9",     // &MAP_DONE
+    "    mov x9, #{map_kwait}",
+    "    add x26, x20, x9",     // &MAP_KWAIT
+    "    mov x9, #{map_sleep}",
+    "    add x27, x20, x9",     // &MAP_SLEEP
+    "71: ldar x10, [x24]",     // the tail before the entries it publishes
+    "    cmp x23, x10",
+    "    b.eq 74f",
+    "    and x11, x23, #{mapq_mask}",
+    "    lsl x11, x11, #6",
+    "    mov x9, #{mapq_ops}",
+    "    add x11, x11, x9",
+    "    add x22, x20, x11",
+    "    ldr x8, [x22]",
+    "    cmn x8, #1",           // MAPQ_HANDBACK
+    "    b.eq 80f",
+    "    ldp x0, x1, [x22, #8]",
+    "    ldp x2, x3, [x22, #24]",
+    "    ldp x4, x5, [x22, #40]",
+    "    svc #0",
+    "    cmn x0, #4095",
+    "    b.hs 85f",
+    "72: and x11, x23, #{mapq_mask}",
+    "    lsl x11, x11, #3",
+    "    mov x9, #{map_results}",
+    "    add x11, x11, x9",
+    "    str x0, [x20, x11]",
+    "    add x23, x23, #1",
+    "    stlr x23, [x25]",      // the result before the count
+    "    b 71b",
+    // Drained: wake a kernel thread that waits on MAP_DONE.
+    "74: dmb ish",              // the count before the look at MAP_KWAIT
+    "    ldar w10, [x26]",
+    "    cbz w10, 75f",
+    "    str wzr, [x26]",
+    "    mov x0, x25",
+    "    mov x1, #1",           // FUTEX_WAKE, every waiter
+    "    mov w2, #0x7fffffff",
+    "    mov x8, #98",
+    "    svc #0",
+    "    b 71b",
+    // Handback: exchange the word the (read-only) entry names to 0 with release semantics, so
+    // the ops above are made before the thread can run; wake its waiters if it had any.
+    "80: ldr x0, [x22, #8]",
+    "81: ldaxr w10, [x0]",
+    "    stlxr w11, wzr, [x0]",
+    "    cbnz w11, 81b",
+    "    tbz w10, #1, 82f",     // WAITER
+    "    mov x1, #1",           // FUTEX_WAKE, every waiter (the stub and its kernel thread)
+    "    mov w2, #0x7fffffff",
+    "    mov x8, #98",
+    "    svc #0",
+    "    mov x21, #1",
+    "82: mov x0, #0",
+    "    b 72b",
+    // A failed call: mprotect's ENOMEM is fine, anything else ends the process.
+    "85: ldr x9, [x22]",
+    "    cmp x9, #226",         // mprotect
+    "    b.ne 86f",
+    "    cmn x0, #12",          // -ENOMEM
+    "    b.eq 72b",
+    "86: and x11, x23, #{mapq_mask}",
+    "    lsl x11, x11, #3",
+    "    mov x9, #{map_results}",
+    "    add x11, x11, x9",
+    "    str x0, [x20, x11]",
+    "    add x10, x23, #1",
+    "    mov x9, #{map_failed}",
+    "    str x10, [x20, x9]",
+    "    mov x0, #1",
+    "    mov x8, #94",          // exit_group
+    "    svc #0",
+    "    brk #0",
+    // Drained: park at once if a handback just woke a parked thread (it wants this CPU),
+    // else spin first.
+    "75: cbz x21, 79f",
+    "    mov x21, #0",
+    "    b 77f",
+    "79: mov x9, #{mapq_spin}",
+    "    ldr x28, [x20, x9]",
+    "    cbz x28, 77f",
+    "    mrs x10, cntvct_el0",
+    "    add x28, x28, x10",
+    "76: ldar x10, [x24]",
+    "    cmp x23, x10",
+    "    b.ne 71b",
+    "    yield",
+    "    mrs x10, cntvct_el0",
+    "    cmp x10, x28",
+    "    b.lo 76b",
+    "77: mov w10, #1",
+    "    str w10, [x27]",
+    "    dmb ish",              // MAP_SLEEP before the second look at the tail
+    "    ldar x10, [x24]",
+    "    cmp x23, x10",
+    "    b.ne 78f",
+    "    mov x0, x24",
+    "    mov x1, #0",           // FUTEX_WAIT
+    "    mov w2, w23",
+    "    mov x3, #0",
+    "    mov x8, #98",
+    "    svc #0",
+    "78: str wzr, [x27]",
+    "    b 71b",
     ".globl um_arm64_stub_syscall",
     "um_arm64_stub_syscall:",
     "    svc #0",
@@ -338,11 +466,24 @@ core::arch::global_asm!(
     altstack_size = const stub::SLOT_SIZE as usize - stub::SLOT_ALTSTACK,
     flags_lo = const CLONE_THREAD_FLAGS & 0xffff,
     flags_hi = const CLONE_THREAD_FLAGS >> 16,
+    mapq_setup = const stub::MAPQ_SETUP,
+    mapq_tail = const stub::MAPQ_TAIL,
+    mapq_mask = const stub::MAPQ_LEN - 1,
+    mapq_ops = const stub::MAPQ_OPS,
+    mapq_spin = const stub::MAPQ_SPIN,
+    map_results = const stub::MAP_RESULTS,
+    map_done = const stub::MAP_DONE,
+    map_kwait = const stub::MAP_KWAIT,
+    map_sleep = const stub::MAP_SLEEP,
+    map_failed = const stub::MAP_FAILED,
 );
+
+// The mapper compares an entry's number with -1 (`cmn x8, #1`).
+const _: () = assert!(stub::MAPQ_HANDBACK == u64::MAX);
 
 /// clone flags of a stub thread in the seccomp engine (as on x86_64): a thread of the stub
 /// process whose tid word in its slot the host sets and clears.
-const CLONE_THREAD_FLAGS: u64 = (libc::CLONE_VM
+pub const CLONE_THREAD_FLAGS: u64 = (libc::CLONE_VM
     | libc::CLONE_FS
     | libc::CLONE_FILES
     | libc::CLONE_SIGHAND

@@ -314,6 +314,9 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     );
     log::info!("Memory: {}K available", c.mem >> 10);
     let frames = Arc::new(FrameAllocator::new(phys.clone(), granule));
+    // Host mappings are made after the PTE changes (by the seccomp stub's mapper thread, while
+    // other threads may run guest code): a frame a PTE drops waits until they are gone.
+    frames.set_deferred_free(true);
     let page_cache = Arc::new(PageCache::new(frames.clone()));
 
     let base = native::stub::stub_base(va_bits);

@@ -61,7 +61,12 @@ core::arch::global_asm!(
     "    mov r8,  [r13 + 40]",
     "    mov r9,  [r13 + 48]",
     "    syscall",
-    "    mov [r13 + 56], rax",
+    // The clone among the setup calls makes the mapper: the child (rax 0) goes its own way.
+    "    test rax, rax",
+    "    jnz 64f",
+    "    cmp qword ptr [r13], 56",
+    "    je 70f",
+    "64: mov [r13 + 56], rax",
     "    cmp rax, -4095",
     "    jae 62f",
     "    add r13, {opsize}",
@@ -75,6 +80,130 @@ core::arch::global_asm!(
     "    ud2",
     "63: lea rsp, [rbx + {boot_sp}]",
     "    jmp um_x86_stub_trap",
+    // The mapper: a thread that never runs guest code, with every signal blocked and no stack
+    // (registers only). Its orders come from the read-only part of the data area (r15): first
+    // its own filter, then forever the ops the kernel appends to the ring; r12 is how many it
+    // has run. An entry is a host call, or a handback (MAPQ_HANDBACK: exchange the handoff word
+    // it names to 0, waking its waiters), which releases a thread once the ops before it are
+    // made. A failed call (but mprotect's ENOMEM: no host mapping there) ends the process: a
+    // host mapping must not outlive its PTE. After each entry it publishes the count
+    // (MAP_DONE); once the ring is drained it wakes a kernel thread that waits for it, spins
+    // for MAPQ_SPIN ticks, then parks on the ring's tail.
+    "70: lea r13, [r15 + {mapq_setup}]",
+    "    mov rax, [r13]",
+    "    mov rdi, [r13 + 8]",
+    "    mov rsi, [r13 + 16]",
+    "    mov rdx, [r13 + 24]",
+    "    mov r10, [r13 + 32]",
+    "    mov r8,  [r13 + 40]",
+    "    mov r9,  [r13 + 48]",
+    "    syscall",
+    "    cmp rax, -4095",
+    "    jae 68b",
+    "    xor r12d, r12d",
+    "    xor ebp, ebp",         // 1: a handback woke a parked thread since the ring drained
+    "71: mov rax, [r15 + {mapq_tail}]",
+    "    cmp r12, rax",
+    "    je 74f",
+    "    mov r13, r12",
+    "    and r13, {mapq_mask}",
+    "    shl r13, 6",
+    "    lea r13, [r15 + r13 + {mapq_ops}]",
+    "    mov rax, [r13]",
+    "    cmp rax, -1",          // MAPQ_HANDBACK
+    "    je 80f",
+    "    mov rdi, [r13 + 8]",
+    "    mov rsi, [r13 + 16]",
+    "    mov rdx, [r13 + 24]",
+    "    mov r10, [r13 + 32]",
+    "    mov r8,  [r13 + 40]",
+    "    mov r9,  [r13 + 48]",
+    "    syscall",
+    "    cmp rax, -4095",
+    "    jae 85f",
+    "72: mov r13, r12",
+    "    and r13, {mapq_mask}",
+    "    mov [r15 + r13 * 8 + {map_results}], rax",
+    "    inc r12",
+    "    mov [r15 + {map_done}], r12",
+    "    jmp 71b",
+    // Drained: wake a kernel thread that waits on MAP_DONE.
+    "74: mfence",               // the store of MAP_DONE before the load of MAP_KWAIT
+    "    cmp dword ptr [r15 + {map_kwait}], 0",
+    "    je 75f",
+    "    mov dword ptr [r15 + {map_kwait}], 0",
+    "    lea rdi, [r15 + {map_done}]",
+    "    mov esi, 1",           // FUTEX_WAKE, every waiter
+    "    mov edx, 0x7fffffff",
+    "    mov eax, 202",
+    "    syscall",
+    "    jmp 71b",
+    // Handback: the word's address is the kernel's (read-only ring); the xchg is a full
+    // barrier, so the ops above are made before the thread can run.
+    "80: mov rdi, [r13 + 8]",
+    "    xor eax, eax",
+    "    xchg [rdi], eax",
+    "    test eax, {waiter}",
+    "    jz 81f",
+    "    mov esi, 1",           // FUTEX_WAKE, every waiter (the stub and its kernel thread)
+    "    mov edx, 0x7fffffff",
+    "    mov eax, 202",
+    "    syscall",
+    "    mov ebp, 1",
+    "81: xor eax, eax",
+    "    jmp 72b",
+    // A failed call: mprotect's ENOMEM is fine, anything else ends the process.
+    "85: cmp qword ptr [r13], 10", // mprotect
+    "    jne 86f",
+    "    cmp rax, -12",         // ENOMEM
+    "    je 72b",
+    "86: mov r13, r12",
+    "    and r13, {mapq_mask}",
+    "    mov [r15 + r13 * 8 + {map_results}], rax",
+    "    lea rax, [r12 + 1]",
+    "    mov [r15 + {map_failed}], rax",
+    "    mov edi, 1",
+    "    mov eax, 231",         // exit_group
+    "    syscall",
+    "    ud2",
+    // Drained. If a handback just woke a parked thread, park at once: that thread wants this
+    // CPU (the host puts a woken thread near its waker), and the next order comes only after
+    // it has run and trapped. Else spin for MAPQ_SPIN ticks first.
+    "75: test ebp, ebp",
+    "    jz 79f",
+    "    xor ebp, ebp",
+    "    jmp 77f",
+    "79: mov r14, [r15 + {mapq_spin}]",
+    "    test r14, r14",
+    "    jz 77f",
+    "    rdtsc",
+    "    shl rdx, 32",
+    "    or rax, rdx",
+    "    add r14, rax",
+    "76: mov rax, [r15 + {mapq_tail}]",
+    "    cmp r12, rax",
+    "    jne 71b",
+    "    pause",
+    "    rdtsc",
+    "    shl rdx, 32",
+    "    or rax, rdx",
+    "    cmp rax, r14",
+    "    jb 76b",
+    // Park: MAP_SLEEP, then the tail once more, then FUTEX_WAIT on the tail being what we saw
+    // (the kernel stores the tail, then reads MAP_SLEEP: one of us sees the other).
+    "77: mov dword ptr [r15 + {map_sleep}], 1",
+    "    mfence",
+    "    mov rax, [r15 + {mapq_tail}]",
+    "    cmp r12, rax",
+    "    jne 78f",
+    "    lea rdi, [r15 + {mapq_tail}]",
+    "    xor esi, esi",         // FUTEX_WAIT
+    "    mov edx, r12d",
+    "    xor r10d, r10d",
+    "    mov eax, 202",
+    "    syscall",
+    "78: mov dword ptr [r15 + {map_sleep}], 0",
+    "    jmp 71b",
     ".globl um_x86_stub_syscall",
     "um_x86_stub_syscall:",
     "    syscall",
@@ -295,11 +424,24 @@ core::arch::global_asm!(
     altstack = const stub::SLOT_ALTSTACK,
     altstack_size = const stub::SLOT_SIZE as usize - stub::SLOT_ALTSTACK,
     clone_flags = const CLONE_THREAD_FLAGS,
+    mapq_setup = const stub::MAPQ_SETUP,
+    mapq_tail = const stub::MAPQ_TAIL,
+    mapq_mask = const stub::MAPQ_LEN - 1,
+    mapq_ops = const stub::MAPQ_OPS,
+    mapq_spin = const stub::MAPQ_SPIN,
+    map_results = const stub::MAP_RESULTS,
+    map_done = const stub::MAP_DONE,
+    map_kwait = const stub::MAP_KWAIT,
+    map_sleep = const stub::MAP_SLEEP,
+    map_failed = const stub::MAP_FAILED,
 );
+
+// The mapper compares an entry's number with -1, and mprotect and ENOMEM are spelt out there.
+const _: () = assert!(stub::MAPQ_HANDBACK == u64::MAX);
 
 /// clone flags of a stub thread in the seccomp engine: a thread of the stub process whose tid
 /// word in its slot the host sets and clears (CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID).
-const CLONE_THREAD_FLAGS: u64 = (libc::CLONE_VM
+pub const CLONE_THREAD_FLAGS: u64 = (libc::CLONE_VM
     | libc::CLONE_FS
     | libc::CLONE_FILES
     | libc::CLONE_SIGHAND

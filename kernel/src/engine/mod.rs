@@ -11,7 +11,7 @@ pub mod seccomp;
 use crate::arch::Regs;
 use crate::kernel::{EngineKind, Kernel};
 use std::io;
-use um_mm::HostOp;
+use um_mm::{Gather, HostOp};
 
 /// Why a guest thread stopped running.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +79,29 @@ pub enum SiblingSeed {
     Seccomp(seccomp::SeccompSeed),
 }
 
+/// Makes host mapping changes in a seccomp stub process through its mapper thread, from a
+/// kernel thread that does not serve it (a shootdown: `crate::shootdown`). Weak: it neither
+/// keeps the stub alive nor counts as a thread sharing it.
+#[derive(Clone)]
+pub struct HostMapper(std::sync::Weak<seccomp::SeccompProcess>);
+
+impl HostMapper {
+    /// Makes `ops` in the stub and waits until the mapper has acknowledged them (its eventfd,
+    /// which the guest cannot forge), then puts the frames of `gather`; the caller holds the
+    /// stub's mm lock. False if the stub is gone. If the mapper fails, the stub process is
+    /// killed: a host mapping must not outlive the PTE it stood for.
+    pub fn apply(&self, ops: &[HostOp], gather: Gather) -> bool {
+        let Some(p) = self.0.upgrade() else {
+            return false;
+        };
+        if let Err(e) = p.map_ops(ops, gather) {
+            log::warn!("shootdown: stub {}: {e}; killing it", p.pid());
+            um_os_linux::stub::kill(p.pid());
+        }
+        true
+    }
+}
+
 impl SiblingSeed {
     /// Takes over host thread `tid` of the seed's stub process on the calling host thread.
     pub fn attach(&self, tid: libc::pid_t, regs: Regs) -> io::Result<GuestThread> {
@@ -124,26 +147,50 @@ impl GuestThread {
         }
     }
 
-    /// Makes the host mapping changes `ops` now and waits until they are done; the guest does
-    /// not run. The caller holds the address space's mm lock: that is what keeps the host in
-    /// the order the mm made its changes when several threads take ops (ARCHITECTURE.md, "The
-    /// seccomp engine", host-op ordering).
-    pub fn apply_now(&mut self, ops: &[HostOp]) -> io::Result<()> {
+    /// Makes the host mapping changes `ops` now and waits until they are done, then puts the
+    /// frames of `gather` (whose host mappings they removed); the guest does not run. The
+    /// caller holds the address space's mm lock: that is what keeps the host in the order the
+    /// mm made its changes when several threads take ops (ARCHITECTURE.md, "The seccomp
+    /// engine", host-op ordering). For a fork, whose child must not run before the parent's
+    /// pages are write-protected in the host.
+    pub fn apply_now(&mut self, ops: &[HostOp], gather: Gather) -> io::Result<()> {
         match &mut self.engine {
-            Engine::Ptrace(p) => p.apply_now(ops),
-            Engine::Seccomp(s) => s.apply_now(ops),
+            Engine::Ptrace(p) => {
+                p.apply_now(ops)?;
+                drop(gather);
+                Ok(())
+            }
+            Engine::Seccomp(s) => s.apply_now(ops, gather),
         }
     }
 
-    /// Whether the ops taken from the mm must be made with [`Self::apply_now`] under the mm
-    /// lock rather than handed to [`Self::switch`]: in the ptrace engine always (the injected
-    /// calls are synchronous anyway, so it costs nothing), in the seccomp engine when other
-    /// guest threads share the stub process (alone, no other thread can take later ops, and
-    /// the stub runs the ops before the guest: the asynchronous handoff keeps its speed).
+    /// Hands the host mapping changes `ops` on in the mm's order, with the frames `gather`
+    /// whose host mappings they remove; the caller holds the mm lock. The ptrace engine makes
+    /// them now ([`Self::apply_now`]); the seccomp engine queues them in the mapper's ring and
+    /// returns, its next resume of this thread going through the mapper after them, and the
+    /// frames put once the mapper has acknowledged them.
+    pub fn queue_now(&mut self, ops: &[HostOp], gather: Gather) -> io::Result<()> {
+        match &mut self.engine {
+            Engine::Ptrace(_) => self.apply_now(ops, gather),
+            Engine::Seccomp(s) => s.queue_now(ops, gather),
+        }
+    }
+
+    /// Whether the ops taken from the mm must be handed on under the mm lock
+    /// ([`Self::queue_now`]) rather than to [`Self::switch`]: always. In the ptrace engine the
+    /// injected calls are synchronous anyway; in the seccomp engine a shootdown from another
+    /// process ([`HostMapper`]) may take this address space's later ops at any time: they must
+    /// not reach the mapper's ring before these.
     pub fn ordered_apply(&self) -> bool {
+        true
+    }
+
+    /// A handle that makes host mapping changes in this thread's stub process from any
+    /// kernel thread (the seccomp engine's mapper); None in the ptrace engine.
+    pub fn host_mapper(&self) -> Option<HostMapper> {
         match &self.engine {
-            Engine::Ptrace(_) => true,
-            Engine::Seccomp(s) => s.shares_stub(),
+            Engine::Ptrace(_) => None,
+            Engine::Seccomp(s) => Some(HostMapper(s.mapper())),
         }
     }
 

@@ -2,18 +2,21 @@
 //! and the stub hands the thread to the kernel through a futex word in shared memory; no
 //! ptrace stop, no context switch through a tracer (DESIGN.md, "The run loop").
 //!
-//! A stub process is set up like the ptrace engine's (spawned, seized, its address space
-//! cleaned by injected calls), and then given: a second shared memfd of per-thread *slots*
-//! (`stub::SLOTS_OFFSET`), one signal handler for SIGSYS, SIGSEGV, SIGBUS, SIGILL, SIGFPE,
-//! SIGTRAP and the kick signal, running on an alternate stack inside the thread's slot, and a
-//! seccomp filter that traps every syscall made outside the stub's first code page and allows
-//! only the handler's own few calls from inside it (`stub::stub_filter`). Then the kernel
-//! detaches and the stub jumps to a trapping syscall on its second page: from here on, every
-//! event is the handler writing its signal number and frame addresses into the slot and
-//! handing the thread over. The kernel reads the frame (registers, FP state) from the shared
-//! slot, serves the event, writes the registers back, queues host mapping changes as ops in
-//! the slot, and hands the thread back; the handler runs the ops and returns into the edited
-//! frame (rt_sigreturn).
+//! A stub process sets itself up from its data area (no ptrace: `setup_image`): a second
+//! shared memfd of per-thread *slots* (`stub::SLOTS_OFFSET`), one signal handler for SIGSYS,
+//! SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP and the kick signal, running on an alternate stack
+//! inside the thread's slot, a *mapper* thread with its own filter, and a seccomp filter that
+//! traps every syscall made outside the stub's first code page and allows only a few calls
+//! that are harmless with any arguments from inside it (`stub::stub_filter`, `app_rules`).
+//! Then it jumps to a trapping syscall on its second page: from here on, every event is the
+//! handler writing its signal number and frame addresses into the slot and handing the thread
+//! over. The kernel reads the frame (registers, FP state) from the shared slot, serves the
+//! event, writes the registers back and hands the thread back; the handler runs the thread's
+//! own calls (FS base, TSC mode) and returns into the edited frame (rt_sigreturn). Host
+//! mapping changes go to the mapper's read-only ring (`SeccompProcess::queue`); a thread
+//! handed back while the mapper is behind is released by the mapper itself after them
+//! (`HELD`, `MAPQ_HANDBACK`), and frames they unmap are put once the mapper's eventfd has
+//! acknowledged them (ARCHITECTURE.md, "The seccomp engine", "Isolation").
 //!
 //! The handoff word (`stub::SLOT_FUTEX`): bit `OWNER_KERNEL` set while the kernel owns the
 //! thread; bit `WAITER` set by whichever side parked in `FUTEX_WAIT` waiting for ownership.
@@ -37,11 +40,12 @@ use crate::arch::native::host as arch;
 use crate::arch::native::stub as layout;
 use crate::arch::native::ucontext as uc;
 use crate::kernel::Kernel;
+use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use um_mm::HostOp;
+use um_mm::{Gather, HostOp};
 use um_os_linux::shared::{SharedPages, futex_wait, futex_wake};
 
 fn nr(name: &str) -> u64 {
@@ -50,27 +54,80 @@ fn nr(name: &str) -> u64 {
         .unwrap_or(u64::MAX)
 }
 
-/// The calls the stub makes from its code page (the filter allows exactly these there).
-const STUB_CALLS: [&str; 11] = [
-    "futex",
-    "mmap",
-    "munmap",
-    "mprotect",
-    "rt_sigreturn",
-    "clone",
-    "exit",
-    "rt_sigprocmask",
-    "sigaltstack",
-    "close",
-    "arch_prctl",
-];
+/// The calls the stub's application threads (the ones that run guest code) may make from the
+/// stub's code page, with what their arguments must be. A guest can jump to any syscall
+/// instruction there with registers of its choosing, so each must be harmless with hostile
+/// arguments (ARCHITECTURE.md, "The seccomp engine", has the argument per call): nothing that
+/// changes the address space or touches a descriptor.
+fn app_rules(base: u64) -> Vec<layout::Rule> {
+    use layout::{Check, Rule};
+    let n = |name: &str| crate::arch::syscalls::number(name);
+    let mut r = Vec::new();
+    for name in ["rt_sigreturn", "exit", "rt_sigprocmask", "sigaltstack"] {
+        r.extend(n(name).map(Rule::any));
+    }
+    // FUTEX_WAIT / FUTEX_WAKE (shared) on a word of the slots, nothing else.
+    r.extend(n("futex").map(|nr| {
+        Rule::with(
+            nr,
+            vec![
+                Check::Low32In(1, vec![0, 1]),
+                Check::Range(0, base + layout::SLOTS_OFFSET, base + layout::STUB_REGION),
+            ],
+        )
+    }));
+    // clone of a thread of this process only (flags are read as 32 bits: kernel/fork.c).
+    r.extend(n("clone").map(|nr| {
+        Rule::with(
+            nr,
+            vec![Check::Low32In(0, vec![arch::CLONE_THREAD_FLAGS as u32])],
+        )
+    }));
+    // x86_64: the FS base (arch_prctl(ARCH_SET_FS)) and rdtsc control (prctl(PR_SET_TSC)).
+    if let Some((nr, a)) = crate::arch::set_tls_call(0) {
+        r.push(Rule::with(
+            nr as u32,
+            vec![Check::Low32In(0, vec![a[0] as u32])],
+        ));
+    }
+    if let Some((nr, a)) = crate::arch::tsc_call(false) {
+        r.push(Rule::with(
+            nr as u32,
+            vec![Check::Low32In(0, vec![a[0] as u32])],
+        ));
+    }
+    r
+}
 
-/// Also allowed from the stub's code page where the host has a TSC control: `prctl`, for
-/// PR_SET_TSC on behalf of the guest thread ([`crate::arch::tsc_call`]).
-const STUB_TSC_CALL: &str = "prctl";
+/// The calls of the stub's mapper thread (it never runs guest code, so this is defence in
+/// depth): mmap of physical memory only, munmap, mprotect, its futex waits and wakes (its
+/// ring, the kernel's wait word, the handoff words it hands back), the acknowledgement write
+/// to its eventfd, and exit_group.
+fn mapper_rules() -> Vec<layout::Rule> {
+    use layout::{Check, Rule};
+    let n = |name: &str| crate::arch::syscalls::number(name);
+    let mut r = Vec::new();
+    let shared_fixed = (libc::MAP_SHARED | libc::MAP_FIXED) as u32;
+    r.extend(n("mmap").map(|nr| {
+        Rule::with(
+            nr,
+            vec![
+                Check::Low32In(3, vec![shared_fixed]),
+                Check::Low32In(4, vec![3]),
+            ],
+        )
+    }));
+    r.extend(n("munmap").map(Rule::any));
+    r.extend(n("mprotect").map(Rule::any));
+    r.extend(n("futex").map(|nr| Rule::with(nr, vec![Check::Low32In(1, vec![0, 1])])));
+    r.extend(n("write").map(|nr| Rule::with(nr, vec![Check::Low32In(0, vec![layout::ACK_FD])])));
+    // Its end when a host call fails (a host mapping must not outlive its PTE).
+    r.extend(n("exit_group").map(Rule::any));
+    r
+}
 
 /// How long the kernel waits on a parked handoff before it checks that the stub still lives.
-const LIVENESS_PERIOD: Duration = Duration::from_millis(200);
+const LIVENESS_PERIOD: Duration = Duration::from_millis(20);
 
 /// Handoff tuning, from the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,8 +142,12 @@ pub struct Tuning {
 pub struct SeccompProcess {
     pid: libc::pid_t,
     base: u64,
-    _data: SharedPages,
+    data: SharedPages,
     slots: SharedPages,
+    /// The kernel's end of the mapper's acknowledgement eventfd.
+    ack: std::os::fd::OwnedFd,
+    /// The mapper's queue (appended to in the order the kernel queues host mapping changes).
+    mapq: Mutex<MapQueue>,
     /// Which slots hold a live thread (slot 0, the first thread, is never reused: it was not
     /// made by clone, so no CLEARTID word says when it is gone).
     used: Mutex<Vec<bool>>,
@@ -101,7 +162,314 @@ impl Drop for SeccompProcess {
     }
 }
 
+/// The kernel's side of the mapper's ring (`stub::MAPQ_OPS`).
+#[derive(Default)]
+struct MapQueue {
+    /// Entries queued so far (the ring's tail, as published in `MAPQ_TAIL` by `publish`).
+    tail: u64,
+    /// Entries the mapper has provably run: up to the last acknowledged `ACK` op. Only entries
+    /// before this are overwritten (the guest can forge `MAP_DONE`, not the eventfd).
+    acked: u64,
+    /// Where the queued `ACK` ops end, oldest first, not yet acknowledged.
+    markers: VecDeque<u64>,
+    /// The end of the last `ACK` op queued.
+    last_marker: u64,
+    /// Frames whose last host mappings the entries before the `ACK` op ending at `.0` remove:
+    /// put once the eventfd has acknowledged that op (Linux's mmu_gather: freed after the
+    /// flush), never on the guest-writable `MAP_DONE`.
+    gathers: VecDeque<(u64, Gather)>,
+    /// Frames of entries queued since the last `ACK` op: they go with the next one.
+    unmarked: Gather,
+}
+
+/// How often (in ring entries) the kernel queues an `ACK` op.
+const ACK_EVERY: u64 = (layout::MAPQ_LEN / 4) as u64;
+
+/// Gathered frames after which the kernel queues an `ACK` op at once rather than waiting for
+/// the next regular one (what a process may hold back from the allocator meanwhile).
+const GATHER_FLUSH: usize = 64;
+
+/// How long a kernel thread waits on the mapper before it wakes it regardless (the guest can
+/// clear `MAP_SLEEP`) and checks that the stub still lives.
+const MAPPER_PERIOD: Duration = Duration::from_millis(10);
+
 impl SeccompProcess {
+    fn lock_q(&self) -> std::sync::MutexGuard<'_, MapQueue> {
+        self.mapq.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues the host mapping changes `ops` for the mapper (the application threads may not
+    /// make them: ARCHITECTURE.md, "Isolation") and returns at once. `gather` holds the frames
+    /// whose host mappings they remove: put once the mapper has acknowledged them. The ring is
+    /// first in first out, so whatever is queued later (another batch, a thread's handback)
+    /// runs after these.
+    pub(crate) fn queue(&self, ops: &[HostOp], gather: Gather) -> io::Result<()> {
+        if ops.is_empty() && gather.is_empty() {
+            return Ok(());
+        }
+        let stub_end = self.base + layout::STUB_REGION;
+        if ops.iter().any(|op| {
+            let (a, l) = match *op {
+                HostOp::Map { addr, len, .. }
+                | HostOp::Unmap { addr, len }
+                | HostOp::Protect { addr, len, .. } => (addr, len),
+            };
+            a.saturating_add(l) > self.base && a < stub_end
+        }) {
+            return Err(io::Error::other(format!(
+                "host op over the stub region refused: {ops:?}"
+            )));
+        }
+        let mut q = self.lock_q();
+        for op in ops {
+            self.push(&mut q, &super::ptrace::host_call(op))?;
+        }
+        q.unmarked.append(gather);
+        if q.unmarked.len() >= GATHER_FLUSH {
+            self.mark(&mut q)?;
+        }
+        self.publish(&q);
+        if !q.gathers.is_empty() {
+            self.poll_acks(&mut q)?;
+        }
+        Ok(())
+    }
+
+    /// Queues `ops` and waits until the mapper has acknowledged them through its eventfd (a
+    /// fork's write-protect, before the child runs; a shootdown, before the caller frees
+    /// the frames): what the guest cannot forge.
+    pub(crate) fn map_ops(&self, ops: &[HostOp], gather: Gather) -> io::Result<()> {
+        self.queue(ops, gather)?;
+        self.sync()
+    }
+
+    /// Waits until the mapper has run every entry queued so far, as its eventfd says.
+    pub(crate) fn sync(&self) -> io::Result<()> {
+        let mut q = self.lock_q();
+        if q.acked == q.tail {
+            return Ok(());
+        }
+        if q.last_marker != q.tail {
+            self.mark(&mut q)?;
+        }
+        let target = q.tail;
+        self.publish(&q);
+        while q.acked < target {
+            self.collect_acks(&mut q)?;
+        }
+        Ok(())
+    }
+
+    /// Queues the handback of the thread whose handoff word is at stub address `word`: the
+    /// mapper releases it once every entry before it has run.
+    fn queue_handback(&self, word: u64) -> io::Result<()> {
+        let mut q = self.lock_q();
+        self.push(&mut q, &(layout::MAPQ_HANDBACK, [word, 0, 0, 0, 0, 0]))?;
+        self.publish(&q);
+        Ok(())
+    }
+
+    /// Whether the mapper may not have run everything queued (`MAP_DONE` is the guest's to
+    /// forge: a wrong answer only lets its own thread run ahead of its own mappings, or makes
+    /// it take the mapper's path for nothing; frames wait for the eventfd regardless).
+    fn behind(&self) -> bool {
+        let tail = self.lock_q().tail;
+        self.data.load(layout::MAP_DONE) < tail
+    }
+
+    /// Wakes the mapper if it is parked, ahead of work about to be queued (only if it spins:
+    /// else it would park again at once and need a second wakeup).
+    fn prewake(&self) {
+        if self.tuning.spin_ticks != 0
+            && self
+                .data
+                .atomic32(layout::MAP_SLEEP)
+                .load(Ordering::Relaxed)
+                != 0
+        {
+            futex_wake(self.data.atomic32(layout::MAPQ_TAIL), 1);
+        }
+    }
+
+    /// Puts the frames of gathers the eventfd has acknowledged, if any are waiting.
+    fn reap_gathers(&self) -> io::Result<()> {
+        let mut q = self.lock_q();
+        if !q.gathers.is_empty() {
+            self.poll_acks(&mut q)?;
+        }
+        Ok(())
+    }
+
+    /// The stub's host pid.
+    pub(crate) fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
+    /// Appends one entry to the ring (never over an entry the mapper has not provably run, and
+    /// leaving room for the `ACK` op every `ACK_EVERY` entries); not yet published.
+    fn push(&self, q: &mut MapQueue, call: &(u64, [u64; 6])) -> io::Result<()> {
+        while q.tail + 2 - q.acked > layout::MAPQ_LEN as u64 {
+            self.collect_acks(q)?;
+        }
+        self.put_op(q.tail, call);
+        q.tail += 1;
+        if q.tail - q.last_marker >= ACK_EVERY {
+            self.mark(q)?;
+        }
+        Ok(())
+    }
+
+    /// Appends an `ACK` op (`write(ACK_FD, &MAPQ_ONE, 8)`), which takes the unmarked gather.
+    fn mark(&self, q: &mut MapQueue) -> io::Result<()> {
+        while q.tail + 1 - q.acked > layout::MAPQ_LEN as u64 {
+            self.collect_acks(q)?;
+        }
+        let ack = (
+            nr("write"),
+            [
+                u64::from(layout::ACK_FD),
+                self.base + layout::DATA_OFFSET + layout::MAPQ_ONE as u64,
+                8,
+                0,
+                0,
+                0,
+            ],
+        );
+        self.put_op(q.tail, &ack);
+        q.tail += 1;
+        q.last_marker = q.tail;
+        let t = q.tail;
+        q.markers.push_back(t);
+        let g = std::mem::take(&mut q.unmarked);
+        if !g.is_empty() {
+            q.gathers.push_back((t, g));
+        }
+        Ok(())
+    }
+
+    /// Publishes the tail, then looks for a parked mapper (it sets MAP_SLEEP, then reads the
+    /// tail: with both fences one of us sees the other).
+    fn publish(&self, q: &MapQueue) {
+        self.data.store(layout::MAPQ_TAIL, q.tail);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self
+            .data
+            .atomic32(layout::MAP_SLEEP)
+            .load(Ordering::Relaxed)
+            != 0
+        {
+            futex_wake(self.data.atomic32(layout::MAPQ_TAIL), 1);
+        }
+    }
+
+    fn put_op(&self, seq: u64, (n, a): &(u64, [u64; 6])) {
+        let off = layout::MAPQ_OPS + (seq as usize % layout::MAPQ_LEN) * layout::OP_SIZE;
+        self.data.store(off, *n);
+        for (j, v) in a.iter().enumerate() {
+            self.data.store(off + 8 + j * 8, *v);
+        }
+    }
+
+    /// Counts `n` acknowledgements: the oldest markers are passed, their gathers put.
+    fn acknowledge(q: &mut MapQueue, n: u64) {
+        for _ in 0..n {
+            match q.markers.pop_front() {
+                Some(m) => q.acked = m,
+                None => break,
+            }
+        }
+        while q.gathers.front().is_some_and(|(m, _)| *m <= q.acked) {
+            q.gathers.pop_front();
+        }
+    }
+
+    /// Takes the acknowledgements that have arrived, without waiting.
+    fn poll_acks(&self, q: &mut MapQueue) -> io::Result<()> {
+        use std::os::fd::AsFd;
+        let n = um_os_linux::stub::read_ack(self.ack.as_fd())?;
+        Self::acknowledge(q, n);
+        Ok(())
+    }
+
+    /// Waits for at least one more acknowledgement from the mapper.
+    fn collect_acks(&self, q: &mut MapQueue) -> io::Result<()> {
+        use std::os::fd::AsFd;
+        self.publish(q);
+        loop {
+            let n = um_os_linux::stub::read_ack(self.ack.as_fd())?;
+            if n > 0 {
+                Self::acknowledge(q, n);
+                return Ok(());
+            }
+            let Some(&next) = q.markers.front() else {
+                return Err(io::Error::other(
+                    "mapper ring full with nothing to acknowledge",
+                ));
+            };
+            if self.data.load(layout::MAP_DONE) >= next {
+                // The mapper publishes MAP_DONE after its write to the eventfd, so this is a
+                // forged count (or the read raced it): the eventfd decides, look again soon.
+                std::thread::sleep(Duration::from_micros(50));
+                if um_os_linux::stub::exited(self.pid) {
+                    return Err(self.died());
+                }
+            } else {
+                self.wait_done(next)?;
+            }
+        }
+    }
+
+    /// Why the stub process is gone: a host call that failed in the mapper, if one did.
+    fn died(&self) -> io::Error {
+        let failed = self.data.load(layout::MAP_FAILED);
+        if failed == 0 {
+            return io::Error::other("stub process died");
+        }
+        let i = (failed - 1) as usize % layout::MAPQ_LEN;
+        let off = layout::MAPQ_OPS + i * layout::OP_SIZE;
+        let res = self.data.load(layout::MAP_RESULTS + i * 8) as i64;
+        let args: Vec<u64> = (0..6).map(|j| self.data.load(off + 8 + j * 8)).collect();
+        io::Error::other(format!(
+            "host call {} {args:x?} in the stub's mapper failed: {}",
+            self.data.load(off),
+            io::Error::from_raw_os_error((-res) as i32)
+        ))
+    }
+
+    /// Waits until the mapper reports `MAP_DONE >= target` (spinning first, then parked on
+    /// it). The word is guest-writable: a forged value only makes this return early; the
+    /// caller decides on the eventfd.
+    fn wait_done(&self, target: u64) -> io::Result<()> {
+        let done = || self.data.load(layout::MAP_DONE);
+        if done() >= target {
+            return Ok(());
+        }
+        let spin_until = Instant::now() + self.tuning.spin;
+        while Instant::now() < spin_until {
+            if done() >= target {
+                return Ok(());
+            }
+            std::hint::spin_loop();
+        }
+        let kwait = self.data.atomic32(layout::MAP_KWAIT);
+        let w = self.data.atomic32(layout::MAP_DONE);
+        loop {
+            kwait.store(1, Ordering::SeqCst);
+            std::sync::atomic::fence(Ordering::SeqCst);
+            let d = done();
+            if d >= target {
+                return Ok(());
+            }
+            if !futex_wait(w, d as u32, MAPPER_PERIOD)? {
+                // A forged MAP_SLEEP may have kept the mapper asleep: wake it regardless.
+                futex_wake(self.data.atomic32(layout::MAPQ_TAIL), 1);
+                if um_os_linux::stub::exited(self.pid) {
+                    return Err(self.died());
+                }
+            }
+        }
+    }
+
     /// Stub address of slot `i`.
     fn slot_addr(&self, i: usize) -> u64 {
         self.base + layout::SLOTS_OFFSET + i as u64 * layout::SLOT_SIZE
@@ -189,6 +557,24 @@ pub struct SeccompThread {
 /// How many handoffs a missed spin makes the waiting side park at once.
 const BACKOFF: u32 = 16;
 
+/// Whether host thread `tid` of process `pid` has exited (gone, or a zombie: a thread group
+/// leader that called exit stays one while other threads live).
+fn host_thread_gone(pid: libc::pid_t, tid: libc::pid_t) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")) {
+        Ok(st) => st
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|c| c == 'Z' || c == 'X'),
+        Err(e) => e.kind() == io::ErrorKind::NotFound,
+    }
+}
+
+/// Whether a handoff word says the kernel owns the thread: the stub handed it over (`HELD`
+/// set means the kernel handed it back through the mapper, which has not released it yet).
+fn kernel_owns(w: u32) -> bool {
+    w & (layout::OWNER_KERNEL | layout::HELD) == layout::OWNER_KERNEL
+}
+
 /// Whether the filter is installed with `SECCOMP_FILTER_FLAG_SPEC_ALLOW` (cleared once a host
 /// refuses it).
 static SPEC_ALLOW: AtomicBool = AtomicBool::new(true);
@@ -217,7 +603,7 @@ impl SetupError {
 /// `PR_SET_NO_NEW_PRIVS`, and last the filter (`SECCOMP_SET_MODE_FILTER`, with
 /// `SECCOMP_FILTER_FLAG_SPEC_ALLOW` if `spec_allow`: no forced speculative-store-bypass
 /// mitigation, which would slow the guest down). Returns the bytes and the number of calls.
-fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
+fn setup_image(k: &Kernel, spec_allow: bool, spin_ticks: u64) -> (Vec<(usize, Vec<u8>)>, usize) {
     let base = k.stub.base;
     let code = arch::stub_code();
     let data_addr = base + layout::DATA_OFFSET;
@@ -244,14 +630,9 @@ fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
         layout::SLOT_SIZE - layout::SLOT_ALTSTACK as u64,
     );
     put(layout::SETUP_SIGSET, 0);
-    let allowed: Vec<u32> = STUB_CALLS
-        .iter()
-        .copied()
-        .chain(crate::arch::HAS_TSC_CTL.then_some(STUB_TSC_CALL))
-        .filter_map(crate::arch::syscalls::number)
-        .collect();
+    put(layout::SETUP_FULLSET, u64::MAX);
     let audit_arch = u32::from(crate::arch::ELF_MACHINE) | 0x8000_0000 | 0x4000_0000;
-    let filter = layout::stub_filter(audit_arch, base, 0x1000, &allowed);
+    let filter = layout::stub_filter(audit_arch, base, 0x1000, &app_rules(base));
     for (i, ins) in filter.iter().enumerate() {
         put(
             layout::SETUP_FILTER + i * 8,
@@ -263,6 +644,44 @@ fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
         layout::SETUP_FPROG + 8,
         data_addr + layout::SETUP_FILTER as u64,
     );
+    const SECCOMP_SET_MODE_FILTER: u64 = 1;
+    const SECCOMP_FILTER_FLAG_SPEC_ALLOW: u64 = 4;
+    let seccomp_flags = if spec_allow {
+        SECCOMP_FILTER_FLAG_SPEC_ALLOW
+    } else {
+        0
+    };
+
+    // The mapper's read-only page: its spin, the 1 it acknowledges with, its own filter and
+    // the call that installs it.
+    let q0 = layout::MAPQ_OFFSET;
+    let mut q = vec![0u8; layout::MAPQ_FILTER + 8 * 256 - q0];
+    let mut qput = |off: usize, v: u64| {
+        q[off - q0..off - q0 + 8].copy_from_slice(&v.to_le_bytes());
+    };
+    qput(layout::MAPQ_ONE, 1);
+    qput(layout::MAPQ_SPIN, spin_ticks);
+    let mfilter = layout::mapper_filter(audit_arch, base, 0x1000, &mapper_rules());
+    for (i, ins) in mfilter.iter().enumerate() {
+        qput(
+            layout::MAPQ_FILTER + i * 8,
+            u64::from_le_bytes(ins.to_bytes()),
+        );
+    }
+    qput(layout::MAPQ_FPROG, mfilter.len() as u64);
+    qput(
+        layout::MAPQ_FPROG + 8,
+        data_addr + layout::MAPQ_FILTER as u64,
+    );
+    let mcall = [
+        nr("seccomp"),
+        SECCOMP_SET_MODE_FILTER,
+        seccomp_flags,
+        data_addr + layout::MAPQ_FPROG as u64,
+    ];
+    for (i, v) in mcall.iter().enumerate() {
+        qput(layout::MAPQ_SETUP + i * 8, *v);
+    }
 
     let page = um_os_linux::probe::page_size() as u64;
     let rw = (libc::PROT_READ | libc::PROT_WRITE) as u64;
@@ -279,8 +698,22 @@ fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
                 0,
             ],
         ),
+        // The mapper's orders: the upper part of the data area, read-only from now on.
+        (
+            nr("mmap"),
+            [
+                data_addr + layout::MAPQ_OFFSET as u64,
+                layout::DATA_SIZE - layout::MAPQ_OFFSET as u64,
+                libc::PROT_READ as u64,
+                shared_fixed,
+                4,
+                layout::MAPQ_OFFSET as u64,
+            ],
+        ),
         (nr("close"), [5, 0, 0, 0, 0, 0]),
         (nr("close"), [4, 0, 0, 0, 0, 0]),
+        // The executable (after the ack eventfd): the stub needs it no longer.
+        (nr("close"), [u64::from(layout::ACK_FD) + 1, 0, 0, 0, 0, 0]),
         (nr("munmap"), [0, base, 0, 0, 0, 0]),
     ];
     for (addr, len) in k.stub.unmap_above(page) {
@@ -311,32 +744,32 @@ fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
         nr("sigaltstack"),
         [data_addr + layout::SETUP_STACK as u64, 0, 0, 0, 0, 0],
     ));
-    calls.push((
-        nr("rt_sigprocmask"),
-        [
-            libc::SIG_SETMASK as u64,
-            data_addr + layout::SETUP_SIGSET as u64,
-            0,
-            8,
-            0,
-            0,
-        ],
-    ));
+    let setmask = |set: usize| {
+        (
+            nr("rt_sigprocmask"),
+            [libc::SIG_SETMASK as u64, data_addr + set as u64, 0, 8, 0, 0],
+        )
+    };
+    calls.push(setmask(layout::SETUP_FULLSET));
     calls.push((
         nr("prctl"),
         [libc::PR_SET_NO_NEW_PRIVS as u64, 1, 0, 0, 0, 0],
     ));
-    const SECCOMP_SET_MODE_FILTER: u64 = 1;
-    const SECCOMP_FILTER_FLAG_SPEC_ALLOW: u64 = 4;
+    // The mapper: cloned with every signal blocked and before the application filter, so it
+    // has neither; it installs its own (the entry code sends the child its way).
+    let mapper_flags = (libc::CLONE_VM
+        | libc::CLONE_FS
+        | libc::CLONE_FILES
+        | libc::CLONE_SIGHAND
+        | libc::CLONE_THREAD
+        | libc::CLONE_SYSVSEM) as u64;
+    calls.push((nr("clone"), [mapper_flags, 0, 0, 0, 0, 0]));
+    calls.push(setmask(layout::SETUP_SIGSET));
     calls.push((
         nr("seccomp"),
         [
             SECCOMP_SET_MODE_FILTER,
-            if spec_allow {
-                SECCOMP_FILTER_FLAG_SPEC_ALLOW
-            } else {
-                0
-            },
+            seccomp_flags,
             data_addr + layout::SETUP_FPROG as u64,
             0,
             0,
@@ -352,7 +785,7 @@ fn setup_image(k: &Kernel, spec_allow: bool) -> (Vec<u8>, usize) {
             put(off + 8 + j * 8, *v);
         }
     }
-    (img, calls.len())
+    (vec![(org, img), (q0, q)], calls.len())
 }
 
 impl SeccompThread {
@@ -379,9 +812,10 @@ impl SeccompThread {
         spec_allow: bool,
     ) -> Result<SeccompThread, SetupError> {
         let base = k.stub.base;
-        let (init, ncalls) = setup_image(k, spec_allow);
+        let (init, ncalls) = setup_image(k, spec_allow, tuning.spin_ticks);
         let setup = um_os_linux::stub::SelfSetup {
-            init: vec![(layout::SETUP_SIGACTION, init)],
+            init,
+            ack_eventfd: true,
         };
         let spawned = um_os_linux::stub::spawn(
             &k.stub.image,
@@ -398,11 +832,16 @@ impl SeccompThread {
         let (Some(data), Some(slots)) = (areas.next(), areas.next()) else {
             return Err(SetupError::Io(io::Error::other("no data or slot area")));
         };
+        let Some(ack) = spawned.ack else {
+            return Err(SetupError::Io(io::Error::other("no mapper eventfd")));
+        };
         let proc = Arc::new(SeccompProcess {
             pid,
             base,
-            _data: data,
+            data,
             slots,
+            ack,
+            mapq: Mutex::new(MapQueue::default()),
             used: Mutex::new({
                 let mut v = vec![false; layout::MAX_SLOTS];
                 v[0] = true;
@@ -414,7 +853,7 @@ impl SeccompThread {
         let mut th = SeccompThread::on_slot(proc, 0, pid, Regs::default(), Regs::default());
         if let Err(e) = th.first_handoff() {
             // Which setup call failed, if one did (1 + its index; its result in its op).
-            let data = &th.proc._data;
+            let data = &th.proc.data;
             let failed = data.load(layout::SETUP_FAILED) as usize;
             if failed == 0 || failed > ncalls {
                 return Err(SetupError::Io(io::Error::other(format!(
@@ -481,11 +920,10 @@ impl SeccompThread {
         self.proc.slots.store(self.off(w), v)
     }
 
-    /// Gives the thread to the stub (release: the slot's contents go with it). Before that,
-    /// tunes the stub's spin for its next handoff: if serving took longer than the stub spins,
+    /// Tunes the stub's spin for its next handoff: if serving took longer than the stub spins,
     /// the stub parked, so for the next `BACKOFF` handoffs it parks at once instead of burning
     /// its spin (a thread that blocks in the kernel, e.g. in read or wait4, keeps doing so).
-    fn hand_to_stub(&mut self) {
+    fn tune_spin(&mut self) {
         let tuning = self.proc.tuning;
         if self.tsc.host_off || self.tsc_hold {
             // rdtsc would fault in the stub's spin loop: park at once; the backoff brings the
@@ -509,10 +947,32 @@ impl SeccompThread {
                 self.store(layout::SLOT_SPIN, tuning.spin_ticks);
             }
         }
+    }
+
+    /// Gives the thread to the stub (release: the slot's contents go with it).
+    fn hand_to_stub(&mut self) {
+        self.tune_spin();
         let old = self.futex().swap(0, Ordering::AcqRel);
         if old & layout::WAITER != 0 {
             futex_wake(self.futex(), 1);
         }
+    }
+
+    /// Gives the thread back to run guest code: directly if the mapper has run everything
+    /// queued, else through the mapper's ring (the word keeps the owner bit, with `HELD`, and
+    /// the mapper's handback entry, queued after the pending ops, releases it). So the guest
+    /// never runs ahead of its mappings (nor of another thread's batch queued earlier: the
+    /// host-op ordering), and the kernel thread does not wait for the mapper: the mapping
+    /// costs one more hop, not a round trip.
+    fn hand_to_guest(&mut self) -> io::Result<()> {
+        if !self.proc.behind() {
+            self.hand_to_stub();
+            return Ok(());
+        }
+        self.tune_spin();
+        self.futex().fetch_or(layout::HELD, Ordering::AcqRel);
+        self.proc
+            .queue_handback(self.proc.slot_addr(self.slot) + layout::SLOT_FUTEX as u64)
     }
 
     /// Waits until the stub hands the thread back: a bounded spin, then parking, checking now
@@ -540,7 +1000,7 @@ impl SeccompThread {
         let t0 = Instant::now();
         let spin_until = t0 + spin;
         loop {
-            if w.load(Ordering::Acquire) & layout::OWNER_KERNEL != 0 {
+            if kernel_owns(w.load(Ordering::Acquire)) {
                 return (Ok(()), Some(t0));
             }
             if Instant::now() >= spin_until {
@@ -565,7 +1025,7 @@ impl SeccompThread {
     fn park(&self, w: &AtomicU32) -> io::Result<()> {
         loop {
             let v = w.load(Ordering::Acquire);
-            if v & layout::OWNER_KERNEL != 0 {
+            if kernel_owns(v) {
                 return Ok(());
             }
             if v & layout::WAITER == 0
@@ -575,8 +1035,15 @@ impl SeccompThread {
                 continue;
             }
             let woke = futex_wait(w, v | layout::WAITER, LIVENESS_PERIOD)?;
-            if !woke && um_os_linux::stub::exited(self.proc.pid) {
-                return Err(io::Error::other("stub process died"));
+            if !woke {
+                if um_os_linux::stub::exited(self.proc.pid) {
+                    return Err(self.proc.died());
+                }
+                // The guest may end its own host thread (exit from the stub page is allowed)
+                // while the process lives on (the mapper): nobody would hand this thread back.
+                if self.tid > 0 && host_thread_gone(self.proc.pid, self.tid) {
+                    return Err(io::Error::other("stub thread exited"));
+                }
             }
         }
     }
@@ -692,8 +1159,10 @@ impl SeccompThread {
             );
             if last && cmd == layout::CMD_RESUME {
                 self.put_frame()?;
+                self.hand_to_guest()?;
+            } else {
+                self.hand_to_stub();
             }
-            self.hand_to_stub();
             if last && cmd == layout::CMD_EXIT {
                 return Ok(layout::REASON_DONE);
             }
@@ -720,28 +1189,31 @@ impl SeccompThread {
         }
     }
 
-    /// Makes `ops` in the host now ([`super::GuestThread::apply_now`]): the stub runs them
-    /// and hands the thread straight back (`CMD_OPS_ONLY`), its frame kept for the next
-    /// [`Self::switch`].
-    pub fn apply_now(&mut self, ops: &[HostOp]) -> io::Result<()> {
-        if ops.is_empty() {
-            return Ok(());
-        }
-        let calls: Vec<(u64, [u64; 6])> = ops.iter().map(super::ptrace::host_call).collect();
-        let protect_enomem = |i: usize, r: i64| {
-            matches!(ops.get(i), Some(HostOp::Protect { .. })) && r == -(libc::ENOMEM as i64)
-        };
-        match self.run(&calls, layout::CMD_OPS_ONLY, &protect_enomem)? {
-            layout::REASON_DONE => Ok(()),
-            reason => Err(io::Error::other(format!(
-                "stub came back from its ops with reason {reason}"
-            ))),
-        }
+    /// Makes `ops` in the host now ([`super::GuestThread::apply_now`]): the mapper runs them
+    /// and this thread waits until its eventfd says so, the guest thread staying with the
+    /// kernel (a fork: the child must not run before the parent's pages are write-protected).
+    pub fn apply_now(&mut self, ops: &[HostOp], gather: Gather) -> io::Result<()> {
+        self.proc.map_ops(ops, gather)
+    }
+
+    /// Queues `ops` for the mapper ([`super::GuestThread::queue_now`]) without waiting: the
+    /// caller holds the mm lock, so batches reach the mapper's ring, which is first in first
+    /// out, in the mm's order; this thread's guest runs only after them (`hand_to_guest`).
+    pub fn queue_now(&mut self, ops: &[HostOp], gather: Gather) -> io::Result<()> {
+        self.proc.queue(ops, gather)
+    }
+
+    /// This thread's stub process, for [`super::HostMapper`].
+    pub(crate) fn mapper(&self) -> std::sync::Weak<SeccompProcess> {
+        Arc::downgrade(&self.proc)
     }
 
     /// Replays `ops`, then runs the guest until the next event.
     pub fn switch(&mut self, ops: &[HostOp], interrupted: impl Fn() -> bool) -> io::Result<Event> {
-        let mut calls: Vec<(u64, [u64; 6])> = ops.iter().map(super::ptrace::host_call).collect();
+        // Address-space changes go to the mapper (the application threads may not make them);
+        // the guest is handed back after them (`hand_to_guest`).
+        self.proc.queue(ops, Gather::empty())?;
+        let mut calls: Vec<(u64, [u64; 6])> = Vec::new();
         // The guest's TLS register: arm64 keeps it in the slot (the handler restores it);
         // x86_64 sets the FS base with an op when it changed.
         let tls = self.regs.tls();
@@ -758,23 +1230,21 @@ impl SeccompThread {
             self.tsc_hold = !self.tsc.host_off;
             calls.push(c);
         }
-        let protect_enomem = |i: usize, r: i64| {
-            // mm only protects pages it has PTEs for; if the host never had one mapped,
-            // mprotect says ENOMEM and the next access simply faults it in.
-            matches!(ops.get(i), Some(HostOp::Protect { .. })) && r == -(libc::ENOMEM as i64)
-        };
+        let never = |_: usize, _: i64| false;
         if interrupted() {
             if !calls.is_empty() {
-                self.run(&calls, layout::CMD_OPS_ONLY, &protect_enomem)?;
+                self.run(&calls, layout::CMD_OPS_ONLY, &never)?;
             }
             return Ok(Event::Interrupted);
         }
-        let reason = self.run(&calls, layout::CMD_RESUME, &protect_enomem)?;
+        let reason = self.run(&calls, layout::CMD_RESUME, &never)?;
         if reason != layout::REASON_SIGNAL {
             return Err(io::Error::other(format!(
                 "stub came back with reason {reason}"
             )));
         }
+        // Frames whose unmapping the mapper has acknowledged meanwhile go back now.
+        self.proc.reap_gathers()?;
         let signo = self.load(layout::SLOT_SIGNO) as i32;
         let si = self.take_frame()?;
         if arch::TLS_IN_SLOT {
@@ -798,6 +1268,9 @@ impl SeccompThread {
             libc::SIGSEGV | libc::SIGILL | libc::SIGFPE | libc::SIGBUS | libc::SIGTRAP => {
                 uc::load_regs(&self.ucontext, &mut self.regs);
                 if signo == libc::SIGSEGV && code > 0 && code != 0x80 {
+                    // Resolving it will almost always queue a host mapping: wake a parked
+                    // mapper now, so that its wakeup overlaps the fault's handling.
+                    self.proc.prewake();
                     return Ok(Event::Fault {
                         addr,
                         not_present: code == 1,
@@ -917,5 +1390,112 @@ impl SeccompSeed {
         th.first_handoff()?;
         th.regs = regs;
         Ok(th)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn audit_arch() -> u32 {
+        u32::from(crate::arch::ELF_MACHINE) | 0x8000_0000 | 0x4000_0000
+    }
+
+    /// The application threads' filter: from the stub page only the harmless calls with their
+    /// checked arguments; nothing that maps memory or touches a descriptor (issue 21).
+    #[test]
+    fn app_filter_allows_only_the_handoff_calls() {
+        let base = 0x7f80_0000_0000u64;
+        let f = layout::stub_filter(audit_arch(), base, 0x1000, &app_rules(base));
+        let ip = base + 0x40;
+        let run = |name: &str, args: [u64; 6]| {
+            layout::run_filter(&f, nr(name) as u32, audit_arch(), ip, args)
+        };
+        let slot = base + layout::SLOTS_OFFSET + 0x10000;
+        assert_eq!(run("futex", [slot, 0, 0, 0, 0, 0]), layout::RET_ALLOW);
+        assert_eq!(run("futex", [slot, 1, 1, 0, 0, 0]), layout::RET_ALLOW);
+        // Not the data area (the mapper's words), not a requeue.
+        let data = base + layout::DATA_OFFSET + layout::MAPQ_TAIL as u64;
+        assert_eq!(
+            run("futex", [data, 1, 1, 0, 0, 0]),
+            layout::RET_KILL_PROCESS
+        );
+        assert_eq!(
+            run("futex", [slot, 3, 1, 0, 0, 0]),
+            layout::RET_KILL_PROCESS
+        );
+        let fixed = (libc::MAP_SHARED | libc::MAP_FIXED) as u64;
+        for (name, args) in [
+            ("mmap", [0x1000_0000, 0x1000, 3, fixed, 3, 0]),
+            ("munmap", [base, 0x1000, 0, 0, 0, 0]),
+            ("mprotect", [base + layout::DATA_OFFSET, 0x1000, 3, 0, 0, 0]),
+            ("write", [u64::from(layout::ACK_FD), data, 8, 0, 0, 0]),
+            ("close", [3, 0, 0, 0, 0, 0]),
+            ("exit_group", [0; 6]),
+            ("kill", [1, 9, 0, 0, 0, 0]),
+        ] {
+            assert_eq!(run(name, args), layout::RET_KILL_PROCESS, "{name}");
+        }
+        // A fork (no CLONE_VM) is not the stub's thread clone.
+        assert_eq!(
+            run("clone", [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]),
+            layout::RET_KILL_PROCESS
+        );
+        assert_eq!(
+            run("clone", [arch::CLONE_THREAD_FLAGS, 0, 0, 0, 0, 0]),
+            layout::RET_ALLOW
+        );
+        // From the guest's own code: a trap, whatever the call.
+        let g = layout::run_filter(&f, nr("mmap") as u32, audit_arch(), 0x40_0000, [0; 6]);
+        assert_eq!(g, layout::RET_TRAP);
+    }
+
+    /// The mapper's filter: physical memory only through fd 3, shared and fixed; the eventfd
+    /// write only to its fd; exit_group for a failed call.
+    #[test]
+    fn mapper_filter_allows_only_its_calls() {
+        let base = 0x7f80_0000_0000u64;
+        let f = layout::mapper_filter(audit_arch(), base, 0x1000, &mapper_rules());
+        let run = |name: &str, args: [u64; 6]| {
+            layout::run_filter(&f, nr(name) as u32, audit_arch(), base + 0x80, args)
+        };
+        let fixed = (libc::MAP_SHARED | libc::MAP_FIXED) as u64;
+        assert_eq!(
+            run("mmap", [0x1000, 0x1000, 3, fixed, 3, 0]),
+            layout::RET_ALLOW
+        );
+        assert_eq!(
+            run(
+                "mmap",
+                [0x1000, 0x1000, 3, fixed, u64::from(layout::ACK_FD), 0]
+            ),
+            layout::RET_KILL_PROCESS
+        );
+        let private = (libc::MAP_PRIVATE | libc::MAP_FIXED) as u64;
+        assert_eq!(
+            run("mmap", [0x1000, 0x1000, 3, private, 3, 0]),
+            layout::RET_KILL_PROCESS
+        );
+        assert_eq!(
+            run("write", [u64::from(layout::ACK_FD), 0, 8, 0, 0, 0]),
+            layout::RET_ALLOW
+        );
+        assert_eq!(run("write", [1, 0, 8, 0, 0, 0]), layout::RET_KILL_PROCESS);
+        assert_eq!(run("exit_group", [1, 0, 0, 0, 0, 0]), layout::RET_ALLOW);
+        assert_eq!(run("clone", [0; 6]), layout::RET_KILL_PROCESS);
+        // Outside the stub page, even its own calls kill.
+        let out = layout::run_filter(&f, nr("munmap") as u32, audit_arch(), 0x40_0000, [0; 6]);
+        assert_eq!(out, layout::RET_KILL_PROCESS);
+    }
+
+    #[test]
+    fn handoff_word_with_held_is_not_the_kernels() {
+        assert!(kernel_owns(layout::OWNER_KERNEL));
+        assert!(kernel_owns(layout::OWNER_KERNEL | layout::WAITER));
+        assert!(!kernel_owns(layout::OWNER_KERNEL | layout::HELD));
+        assert!(!kernel_owns(
+            layout::OWNER_KERNEL | layout::HELD | layout::WAITER
+        ));
+        assert!(!kernel_owns(0));
     }
 }

@@ -163,7 +163,8 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
             let child_mm = pm.fork()?;
             if c.thread.ordered_apply() {
                 let ops = pm.take_host_ops();
-                if let Err(e) = c.thread.apply_now(&ops) {
+                let gather = pm.take_gathered();
+                if let Err(e) = c.thread.apply_now(&ops, gather) {
                     log::warn!("fork: cannot write-protect the parent's pages: {e}");
                     return Err(Errno::EAGAIN);
                 }

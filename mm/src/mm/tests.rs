@@ -239,6 +239,62 @@ fn anon_fault_zero_fill_and_host_ops() {
     });
 }
 
+/// With deferred freeing (the kernel's setting), a frame whose PTE goes stays allocated until
+/// the engine drops the gather it takes with the ops that unmap it (mmu_gather): munmap, a
+/// copy-on-write break that drops the last other reference, and address-space teardown.
+#[test]
+fn deferred_free_holds_frames_until_the_gather_is_dropped() {
+    both(|g| {
+        let env = Env::new(g);
+        env.fa.set_deferred_free(true);
+        let mut mm = env.mm();
+        let ps = g.size();
+        let a = mm.mmap(0, 2 * ps, RW, ANON_PRIV, Backing::Anon).unwrap();
+        mm.handle_fault(a, Access::Write).unwrap();
+        mm.handle_fault(a + ps, Access::Write).unwrap();
+        let _ = mm.take_host_ops();
+        assert!(mm.take_gathered().is_empty(), "faults free nothing");
+        let free = env.fa.free_frames();
+        mm.munmap(a, ps).unwrap();
+        assert_eq!(mm.take_host_ops().len(), 1);
+        assert_eq!(
+            env.fa.free_frames(),
+            free,
+            "not free before the host unmapped it"
+        );
+        let gather = mm.take_gathered();
+        assert_eq!(gather.len(), 1);
+        assert!(mm.take_gathered().is_empty(), "taken once");
+        drop(gather);
+        assert_eq!(env.fa.free_frames(), free + 1);
+
+        // A copy-on-write break in the child: its reference to the shared frame waits with
+        // the Map of its copy (the parent still maps the frame; the child's host still does
+        // until that Map lands).
+        let mut child = mm.fork().unwrap();
+        let _ = mm.take_host_ops();
+        assert!(mm.take_gathered().is_empty(), "fork frees nothing");
+        child.handle_fault(a + ps, Access::Write).unwrap();
+        let _ = child.take_host_ops();
+        let g2 = child.take_gathered();
+        assert_eq!(g2.len(), 1, "the old frame of the copy-on-write break");
+        let f = mm.pte(a + ps).unwrap().frame;
+        assert_eq!(
+            env.fa.refcount(f),
+            2,
+            "the parent's and the gathered reference"
+        );
+        drop(g2);
+        assert_eq!(env.fa.refcount(f), 1);
+
+        // Frames not taken by the engine go with the address space.
+        child.munmap(a + ps, ps).unwrap();
+        drop(child);
+        drop(mm);
+        env.assert_no_leak();
+    });
+}
+
 #[test]
 fn mmap_argument_errors() {
     let env = Env::new(Granule::K4);
