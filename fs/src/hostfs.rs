@@ -16,9 +16,11 @@
 //! (a user xattr, or the sidecar at the root, whose names are hidden here): chown and chmod
 //! record there and never change the host owner, new files get the creator's ids
 //! ([`hostfs_meta::init_owner`]), and mknod of a device, FIFO or socket makes an empty regular
-//! host file that says what it is.
+//! host file that says what it is. The guest's extended attributes are host xattrs of ours
+//! ([`crate::hostfs_xattr`]).
 
 use crate::hostfs_meta::{self, Meta, MetaStore, host_mode, init_owner, reserved};
+use crate::hostfs_xattr;
 use std::any::Any;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -608,6 +610,56 @@ impl Inode for HostInode {
             frsize: s.frsize,
             flags: 0,
         })
+    }
+
+    /// Where the host takes user xattrs ([`crate::hostfs_xattr`]).
+    fn has_xattrs(&self) -> bool {
+        self.fs.meta.host_xattrs()
+    }
+
+    fn getxattr(&self, name: &[u8]) -> SysResult<Vec<u8>> {
+        match self.xattr_loc()? {
+            Some(loc) => hostfs_xattr::get(loc, name),
+            None => Err(Errno::ENODATA),
+        }
+    }
+
+    fn setxattr(&self, name: &[u8], value: &[u8], flags: u32) -> SysResult<()> {
+        self.check_writable()?;
+        let _g = lock(&self.fs.meta.attr_lock);
+        match self.xattr_loc()? {
+            Some(loc) => hostfs_xattr::set(loc, name, value, flags),
+            None => Err(Errno::EOPNOTSUPP),
+        }
+    }
+
+    fn removexattr(&self, name: &[u8]) -> SysResult<()> {
+        self.check_writable()?;
+        let _g = lock(&self.fs.meta.attr_lock);
+        match self.xattr_loc()? {
+            Some(loc) => hostfs_xattr::remove(loc, name),
+            None => Err(Errno::ENODATA),
+        }
+    }
+
+    fn listxattr(&self) -> SysResult<Vec<Vec<u8>>> {
+        match self.xattr_loc()? {
+            Some(loc) => hostfs_xattr::list(loc),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+impl HostInode {
+    /// Where the guest's attributes of this inode live: host regular files and directories
+    /// only (the host refuses user xattrs on anything else).
+    fn xattr_loc(&self) -> SysResult<Option<XattrLoc<'_>>> {
+        let fmt = self.host_stat()?.mode & mode::S_IFMT;
+        if fmt == mode::S_IFREG || fmt == mode::S_IFDIR {
+            Ok(Some(self.loc()?))
+        } else {
+            Ok(None)
+        }
     }
 }
 

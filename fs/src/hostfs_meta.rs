@@ -567,6 +567,11 @@ impl MetaStore {
         }
     }
 
+    /// Whether the host file system of the root takes `user.` xattrs.
+    pub fn host_xattrs(&self) -> bool {
+        self.xattrs
+    }
+
     /// The stored metadata of the host object `hs` at `loc`, if any.
     pub fn get(&self, loc: XattrLoc<'_>, hs: &HostStat) -> Option<Meta> {
         let fmt = hs.mode & mode::S_IFMT;

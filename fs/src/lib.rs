@@ -22,6 +22,7 @@ pub mod exec_stack;
 pub mod fasync;
 pub mod hostfs;
 pub mod hostfs_meta;
+pub mod hostfs_xattr;
 pub mod hugetlbfs;
 pub mod inotify;
 pub mod locks;

@@ -228,6 +228,27 @@ impl Inode for MemfdInode {
         self.inner.statfs()
     }
 
+    // A memfd is a shmem (or hugetlbfs) file: its attributes are the inner inode's.
+    fn has_xattrs(&self) -> bool {
+        self.inner.has_xattrs()
+    }
+
+    fn getxattr(&self, name: &[u8]) -> SysResult<Vec<u8>> {
+        self.inner.getxattr(name)
+    }
+
+    fn setxattr(&self, name: &[u8], value: &[u8], flags: u32) -> SysResult<()> {
+        self.inner.setxattr(name, value, flags)
+    }
+
+    fn removexattr(&self, name: &[u8]) -> SysResult<()> {
+        self.inner.removexattr(name)
+    }
+
+    fn listxattr(&self) -> SysResult<Vec<Vec<u8>>> {
+        self.inner.listxattr()
+    }
+
     /// `shmem_fallocate`'s seal checks, then tmpfs's fallocate.
     fn fallocate(&self, mode: u32, offset: u64, len: u64) -> Option<SysResult<()>> {
         const KEEP_SIZE: u32 = 1;

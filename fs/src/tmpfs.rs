@@ -217,6 +217,9 @@ struct Meta {
     fsflags: u32,
     /// An `O_TMPFILE` file that `link` may still name (Linux `I_LINKABLE`).
     linkable: bool,
+    /// Extended attributes by full name (`shmem_inode_info.xattrs`, a `simple_xattrs` tree
+    /// ordered by name, so `listxattr` lists in name order as Linux 6.2+ does).
+    xattrs: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 /// `SHMEM_FL_USER_MODIFIABLE` (mm/shmem.c): the inode flags tmpfs keeps.
@@ -259,6 +262,7 @@ impl TmpInode {
                 ctime: t,
                 fsflags: 0,
                 linkable: false,
+                xattrs: BTreeMap::new(),
             }),
             body,
             parent: Mutex::new(Weak::new()),
@@ -499,6 +503,47 @@ impl Inode for TmpInode {
     /// `shmem_getattr`: append-only, immutable and nodump are reported.
     fn statx_attributes_mask(&self) -> u64 {
         STATX_ATTR_APPEND | STATX_ATTR_IMMUTABLE | STATX_ATTR_NODUMP
+    }
+
+    /// `shmem_xattr_handlers`: security, trusted and (since Linux 6.6) user attributes, on
+    /// every kind of inode (the syscall keeps `user.` to files and directories).
+    fn has_xattrs(&self) -> bool {
+        true
+    }
+
+    fn getxattr(&self, name: &[u8]) -> SysResult<Vec<u8>> {
+        lock(&self.meta)
+            .xattrs
+            .get(name)
+            .cloned()
+            .ok_or(Errno::ENODATA)
+    }
+
+    /// `simple_xattr_set`, then `shmem_xattr_handler_set` moves the ctime.
+    fn setxattr(&self, name: &[u8], value: &[u8], flags: u32) -> SysResult<()> {
+        use um_uapi::abi::xattr::{XATTR_CREATE, XATTR_REPLACE};
+        let mut m = lock(&self.meta);
+        let exists = m.xattrs.contains_key(name);
+        if exists && flags & XATTR_CREATE != 0 {
+            return Err(Errno::EEXIST);
+        }
+        if !exists && flags & XATTR_REPLACE != 0 {
+            return Err(Errno::ENODATA);
+        }
+        m.xattrs.insert(name.to_vec(), value.to_vec());
+        m.ctime = now();
+        Ok(())
+    }
+
+    fn removexattr(&self, name: &[u8]) -> SysResult<()> {
+        let mut m = lock(&self.meta);
+        m.xattrs.remove(name).ok_or(Errno::ENODATA)?;
+        m.ctime = now();
+        Ok(())
+    }
+
+    fn listxattr(&self) -> SysResult<Vec<Vec<u8>>> {
+        Ok(lock(&self.meta).xattrs.keys().cloned().collect())
     }
 
     fn mkdir(&self, name: &[u8], mode: u32, owner: Owner) -> SysResult<Arc<dyn Inode>> {

@@ -217,6 +217,36 @@ pub trait Inode: Send + Sync + Any {
     fn statx_attributes_mask(&self) -> u64 {
         0
     }
+
+    // Extended attributes (the `sb->s_xattr` handlers and `inode_operations.listxattr` of
+    // fs/xattr.c). The syscalls (um-fs `sys/xattr.rs`) do every generic check first: names
+    // are whole (`user.x`, `trusted.x`, `security.x`) with a namespace the VFS knows and at
+    // most `XATTR_NAME_MAX` bytes, values at most `XATTR_SIZE_MAX`, permissions checked.
+
+    /// Whether this inode's file system keeps extended attributes at all (Linux `IOP_XATTR`).
+    /// Without, get, set and remove are `EOPNOTSUPP` and the list is empty, and the file
+    /// system's methods below are never called.
+    fn has_xattrs(&self) -> bool {
+        false
+    }
+    /// The value of attribute `name`; `ENODATA` if the inode has none of that name.
+    fn getxattr(&self, _name: &[u8]) -> SysResult<Vec<u8>> {
+        Err(Errno::EOPNOTSUPP)
+    }
+    /// Sets `name` to `value` (which may be empty); `flags` are `XATTR_CREATE` (`EEXIST` if it
+    /// exists) and `XATTR_REPLACE` (`ENODATA` if it does not). Updates the ctime.
+    fn setxattr(&self, _name: &[u8], _value: &[u8], _flags: u32) -> SysResult<()> {
+        Err(Errno::EOPNOTSUPP)
+    }
+    /// Removes attribute `name`; `ENODATA` if there is none.
+    fn removexattr(&self, _name: &[u8]) -> SysResult<()> {
+        Err(Errno::EOPNOTSUPP)
+    }
+    /// The names of all the inode's attributes, every namespace (the syscall hides
+    /// `trusted.` ones from callers without CAP_SYS_ADMIN).
+    fn listxattr(&self) -> SysResult<Vec<Vec<u8>>> {
+        Ok(Vec::new())
+    }
 }
 
 /// Owner of a new inode: the caller's fsuid and fsgid.

@@ -139,6 +139,154 @@ pub fn remove(loc: XattrLoc<'_>, attr: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// The raw calls for attributes named by bytes (the guest's attributes under hostfs): the
+/// host's answer unchanged, errors as the host's errno.
+pub mod raw {
+    use super::{XattrLoc, at_path};
+    use std::ffi::CString;
+    use std::io;
+    use std::os::fd::AsRawFd;
+
+    fn cname(attr: &[u8]) -> io::Result<CString> {
+        CString::new(attr).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+    }
+
+    fn result(r: isize) -> io::Result<usize> {
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r as usize)
+        }
+    }
+
+    /// `fgetxattr`/`lgetxattr` into `buf` (size 0: the value's length).
+    fn get_into(loc: XattrLoc<'_>, a: &CString, buf: &mut [u8]) -> io::Result<usize> {
+        let r = match loc {
+            // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`; the name is
+            // NUL-terminated.
+            XattrLoc::Fd(fd) => unsafe {
+                libc::fgetxattr(
+                    fd.as_raw_fd(),
+                    a.as_ptr(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                )
+            },
+            XattrLoc::At(dir, name) => {
+                let p = at_path(dir, name)?;
+                // SAFETY: as above; the path is NUL-terminated.
+                unsafe {
+                    libc::lgetxattr(p.as_ptr(), a.as_ptr(), buf.as_mut_ptr().cast(), buf.len())
+                }
+            }
+        };
+        result(r)
+    }
+
+    /// The value of `attr` (`ENODATA` if none).
+    pub fn get(loc: XattrLoc<'_>, attr: &[u8]) -> io::Result<Vec<u8>> {
+        let a = cname(attr)?;
+        loop {
+            let len = get_into(loc, &a, &mut [])?;
+            let mut buf = vec![0u8; len.max(1)];
+            match get_into(loc, &a, &mut buf) {
+                Ok(n) => {
+                    buf.truncate(n);
+                    return Ok(buf);
+                }
+                // It grew in between: ask again.
+                Err(e) if e.raw_os_error() == Some(libc::ERANGE) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Sets `attr` with `XATTR_CREATE`/`XATTR_REPLACE` `flags`.
+    pub fn set(loc: XattrLoc<'_>, attr: &[u8], value: &[u8], flags: i32) -> io::Result<()> {
+        let a = cname(attr)?;
+        let r = match loc {
+            // SAFETY: the kernel reads `value.len()` bytes from `value`; the name is
+            // NUL-terminated.
+            XattrLoc::Fd(fd) => unsafe {
+                libc::fsetxattr(
+                    fd.as_raw_fd(),
+                    a.as_ptr(),
+                    value.as_ptr().cast(),
+                    value.len(),
+                    flags,
+                )
+            },
+            XattrLoc::At(dir, name) => {
+                let p = at_path(dir, name)?;
+                // SAFETY: as above; the path is NUL-terminated.
+                unsafe {
+                    libc::lsetxattr(
+                        p.as_ptr(),
+                        a.as_ptr(),
+                        value.as_ptr().cast(),
+                        value.len(),
+                        flags,
+                    )
+                }
+            }
+        };
+        result(r as isize).map(|_| ())
+    }
+
+    /// Removes `attr` (`ENODATA` if none).
+    pub fn remove(loc: XattrLoc<'_>, attr: &[u8]) -> io::Result<()> {
+        let a = cname(attr)?;
+        let r = match loc {
+            // SAFETY: NUL-terminated name; no memory is written.
+            XattrLoc::Fd(fd) => unsafe { libc::fremovexattr(fd.as_raw_fd(), a.as_ptr()) },
+            XattrLoc::At(dir, name) => {
+                let p = at_path(dir, name)?;
+                // SAFETY: NUL-terminated path and name; no memory is written.
+                unsafe { libc::lremovexattr(p.as_ptr(), a.as_ptr()) }
+            }
+        };
+        result(r as isize).map(|_| ())
+    }
+
+    fn list_into(loc: XattrLoc<'_>, buf: &mut [u8]) -> io::Result<usize> {
+        let r = match loc {
+            // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.
+            XattrLoc::Fd(fd) => unsafe {
+                libc::flistxattr(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len())
+            },
+            XattrLoc::At(dir, name) => {
+                let p = at_path(dir, name)?;
+                // SAFETY: as above; the path is NUL-terminated.
+                unsafe { libc::llistxattr(p.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) }
+            }
+        };
+        result(r)
+    }
+
+    /// The names of every attribute the host shows.
+    pub fn list(loc: XattrLoc<'_>) -> io::Result<Vec<Vec<u8>>> {
+        loop {
+            let len = list_into(loc, &mut [])?;
+            if len == 0 {
+                return Ok(Vec::new());
+            }
+            let mut buf = vec![0u8; len];
+            match list_into(loc, &mut buf) {
+                Ok(n) => {
+                    buf.truncate(n);
+                    return Ok(buf
+                        .split(|&b| b == 0)
+                        .filter(|n| !n.is_empty())
+                        .map(<[u8]>::to_vec)
+                        .collect());
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ERANGE) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,6 +330,30 @@ mod tests {
                     Some(libc::EPERM)
                 );
             }
+        }
+        // The raw calls: flags, listing, strict removal.
+        let f = XattrLoc::At(d.as_fd(), b"f");
+        if raw::set(f, b"user.um.raw", b"v1", 0).is_ok() {
+            assert_eq!(
+                raw::set(f, b"user.um.raw", b"v2", libc::XATTR_CREATE)
+                    .unwrap_err()
+                    .raw_os_error(),
+                Some(libc::EEXIST)
+            );
+            raw::set(f, b"user.um.raw", b"", libc::XATTR_REPLACE).unwrap();
+            assert_eq!(raw::get(f, b"user.um.raw").unwrap(), b"");
+            assert!(raw::list(f).unwrap().contains(&b"user.um.raw".to_vec()));
+            raw::remove(f, b"user.um.raw").unwrap();
+            assert_eq!(
+                raw::remove(f, b"user.um.raw").unwrap_err().raw_os_error(),
+                Some(libc::ENODATA)
+            );
+            assert_eq!(
+                raw::set(f, b"user.um.raw", b"x", libc::XATTR_REPLACE)
+                    .unwrap_err()
+                    .raw_os_error(),
+                Some(libc::ENODATA)
+            );
         }
         assert!(get(XattrLoc::At(d.as_fd(), b"../x"), "user.a").is_err());
         assert!(get(XattrLoc::At(d.as_fd(), b"a/b"), "user.a").is_err());

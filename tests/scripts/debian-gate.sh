@@ -23,6 +23,10 @@
 #              (owners kept), diff -r
 #   sort       `sort -S` of SORT_LINES lines, small enough to merge through temporary files
 #   python3    `python3 -c` with threads, subprocess, a thread pool running subprocesses, a pipe
+#   xattr      extended attributes (issue 24) on the hostfs root and on the tmpfs /dev/shm:
+#              python3's os.setxattr/getxattr/listxattr/removexattr (flags, errors),
+#              shutil.copystat copies them, cp -a and cp --preserve=xattr keep them (plain cp
+#              does not), within hostfs and across to tmpfs, mv keeps them, tar --xattrs too
 #   gcc        gcc -O2 -pthread prog.c, its output equal to the host's
 #   apt        a .deb built here with dpkg-deb (a script, a file owned by nobody:nogroup,
 #              maintainer scripts), `apt-get install` of it, then `apt-get purge`
@@ -34,7 +38,7 @@
 # `debian-gate.sh --listing ROOT DIR...` prints the find step's listing of DIRs (relative to
 # ROOT); the host side makes find.expected with it.
 
-STEPS="boot dpkg find sha256sum coreutils tar sort python3 gcc apt"
+STEPS="boot dpkg find sha256sum coreutils tar sort python3 xattr gcc apt"
 
 # The listing of the find step: every entry under the DIRs with its type, regular files with
 # their size, symlinks with their target; sorted bytewise.
@@ -301,6 +305,86 @@ t_python3() {
     }
     echo "$out"
     [ "$out" = "$PY_EXPECTED" ] || fail "python3 printed something else; want: $PY_EXPECTED" || return 1
+}
+
+# The attributes of a file as python3 lists them: `name=value` sorted, one line.
+xattrs_of() {
+    python3 -c 'import os,sys; p=sys.argv[1]; print(" ".join(sorted(n+"="+os.getxattr(p,n,follow_symlinks=False).decode() for n in os.listxattr(p,follow_symlinks=False))))' "$1"
+}
+
+XATTR_PY='
+import errno, os, shutil, sys
+
+def check(ok, what):
+    if not ok:
+        sys.exit("xattr: " + what)
+
+def err(f, *a, **k):
+    try:
+        f(*a, **k)
+    except OSError as e:
+        return e.errno
+    return 0
+
+for d in sys.argv[1:]:
+    p, q = os.path.join(d, "px-a"), os.path.join(d, "px-b")
+    for f in (p, q):
+        with open(f, "w") as fh:
+            fh.write(f + "\n")
+    os.setxattr(p, "user.one", b"1")
+    os.setxattr(p, "user.empty", b"")
+    os.setxattr(p, "trusted.t", b"tv")
+    os.setxattr(p, "security.s", b"sv")
+    names = sorted(os.listxattr(p))
+    check(names == ["security.s", "trusted.t", "user.empty", "user.one"], f"{d}: listxattr {names}")
+    check(os.getxattr(p, "user.one") == b"1", f"{d}: getxattr")
+    check(os.getxattr(p, "user.empty") == b"", f"{d}: empty value")
+    check(err(os.setxattr, p, "user.one", b"x", os.XATTR_CREATE) == errno.EEXIST, f"{d}: XATTR_CREATE")
+    check(err(os.setxattr, p, "user.new", b"x", os.XATTR_REPLACE) == errno.ENODATA, f"{d}: XATTR_REPLACE")
+    check(err(os.getxattr, p, "user.none") == errno.ENODATA, f"{d}: missing")
+    check(err(os.setxattr, p, "bogus.x", b"x") == errno.EOPNOTSUPP, f"{d}: unknown namespace")
+    check(err(os.setxattr, p, "user." + "n" * 251, b"x") == errno.ERANGE, f"{d}: long name")
+    check(err(os.setxattr, p, "user.big", b"x" * 65537) == errno.E2BIG, f"{d}: big value")
+    os.symlink("px-a", os.path.join(d, "px-l"))
+    check(err(os.setxattr, os.path.join(d, "px-l"), "user.l", b"x", 0, follow_symlinks=False) == errno.EPERM,
+          f"{d}: user. on a symlink")
+    os.unlink(os.path.join(d, "px-l"))
+    with open(p, "rb") as fh:
+        os.setxattr(fh.fileno(), "user.fd", b"by fd")
+        check(os.getxattr(fh.fileno(), "user.fd") == b"by fd", f"{d}: fgetxattr")
+    shutil.copystat(p, q)
+    names = sorted(os.listxattr(q))
+    check(names == ["security.s", "trusted.t", "user.empty", "user.fd", "user.one"], f"{d}: copystat {names}")
+    os.removexattr(p, "user.one")
+    check(err(os.removexattr, p, "user.one") == errno.ENODATA, f"{d}: removed twice")
+    check("user.one" not in os.listxattr(p), f"{d}: still listed")
+    os.unlink(p)
+    os.unlink(q)
+print("python3 xattrs ok on", len(sys.argv) - 1, "file systems")
+'
+
+t_xattr() {
+    local X="$W/xattr" S=/dev/shm/um-xattr want
+    rm -rf "$X" "$S" && mkdir -p "$X" "$S" || return 1
+    python3 -c "$XATTR_PY" "$X" "$S" || fail "python3 xattr checks failed" || return 1
+    echo data >"$X/a" || return 1
+    python3 -c 'import os; os.setxattr("'"$X"'/a", "user.mime_type", b"text/plain"); os.setxattr("'"$X"'/a", "trusted.md5", b"abc")' ||
+        fail "setting attributes failed" || return 1
+    want="trusted.md5=abc user.mime_type=text/plain"
+    want "attributes of a" "$(xattrs_of "$X/a")" "$want" || return 1
+    cp -a "$X/a" "$X/b" && want "cp -a (hostfs)" "$(xattrs_of "$X/b")" "$want" || return 1
+    cp -a "$X/a" "$S/b" && want "cp -a (to tmpfs)" "$(xattrs_of "$S/b")" "$want" || return 1
+    cp -a "$S/b" "$X/c" && want "cp -a (from tmpfs)" "$(xattrs_of "$X/c")" "$want" || return 1
+    cp --preserve=xattr "$X/a" "$X/d" && want "cp --preserve=xattr" "$(xattrs_of "$X/d")" "$want" || return 1
+    cp "$X/a" "$X/e" && want "plain cp" "$(xattrs_of "$X/e")" "" || return 1
+    mv "$X/b" "$X/moved" && want "mv" "$(xattrs_of "$X/moved")" "$want" || return 1
+    mv "$X/moved" "$S/moved" && want "mv to tmpfs" "$(xattrs_of "$S/moved")" "$want" || return 1
+    mkdir "$X/t" && cp -a "$X/a" "$X/t/" && tar --xattrs --xattrs-include='*' -C "$X" -cf "$W/x.tar" t ||
+        fail "tar --xattrs c failed" || return 1
+    mkdir "$X/u" && tar --xattrs --xattrs-include='*' -C "$X/u" -xf "$W/x.tar" || fail "tar --xattrs x failed" || return 1
+    want "tar --xattrs" "$(xattrs_of "$X/u/t/a")" "$want" || return 1
+    echo "cp -a, mv, tar --xattrs keep: $want"
+    rm -rf "$S"
 }
 
 t_gcc() {

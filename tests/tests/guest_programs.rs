@@ -344,6 +344,129 @@ fn hostfs() {
     differential("hostfs", check_hostfs_files);
 }
 
+/// The arguments of guest/xattr: its tmpfs directory (`/dev/shm`, natively and in the guest),
+/// and `unpriv` when the native run is not root (the guest's init always is), so both leave
+/// out what needs root.
+fn xattr_args() -> Vec<&'static str> {
+    // SAFETY: plain geteuid.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        vec!["/dev/shm"]
+    } else {
+        vec!["/dev/shm", "unpriv"]
+    }
+}
+
+/// A host xattr of a file, no follow (`None` if absent).
+fn host_xattr(path: &Path, name: &str) -> Option<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    let p = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("path");
+    let n = std::ffi::CString::new(name).expect("name");
+    let mut buf = vec![0u8; 256];
+    // SAFETY: valid C strings; `buf` has room for 256 bytes.
+    let r = unsafe { libc::lgetxattr(p.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), 256) };
+    (r >= 0).then(|| {
+        buf.truncate(r as usize);
+        buf
+    })
+}
+
+/// What guest/xattr leaves: `persist` with `user.persist` = `kept`, as the host xattr
+/// `user.um.user.persist` after a guest run (fs/src/hostfs_xattr.rs).
+fn check_xattr_files(dir: &Path, run: &str) {
+    let f = dir.join("persist");
+    let name = if run == "native" {
+        "user.persist"
+    } else {
+        "user.um.user.persist"
+    };
+    assert_eq!(
+        host_xattr(&f, name).as_deref(),
+        Some(&b"kept"[..]),
+        "xattr ({run}): host xattr {name} of {}",
+        f.display()
+    );
+    if run != "native" {
+        assert_eq!(
+            host_xattr(&f, "user.persist"),
+            None,
+            "xattr ({run}): the guest's attribute is not in the host's own namespace"
+        );
+    }
+}
+
+/// Extended attributes (issue 24; fs/xattr.c) on hostfs and tmpfs: every call, flag, limit,
+/// namespace and permission rule of guest/xattr against the host's answers.
+#[test]
+fn xattr() {
+    differential_with("xattr", &xattr_args(), check_xattr_files);
+}
+
+/// The guest's attributes on hostfs survive a reboot: a first boot sets them, a second one
+/// (in every engine) reads them back.
+#[test]
+fn xattr_second_boot() {
+    let init = guest_program("xattr");
+    let extra = xattr_args();
+    let unpriv = extra.contains(&"unpriv");
+    for (i, engine) in ENGINES.iter().enumerate() {
+        let (host_dir, guest_dir) = guest_workdir("xattr-reboot", i);
+        fresh_dir(&host_dir);
+        let first = Boot::new()
+            .engine(engine)
+            .init(&init)
+            .args(&[&[guest_dir.as_str()], extra.as_slice()].concat())
+            .timeout(TIMEOUT)
+            .run();
+        first.assert_ok("UM-XATTR-OK");
+        let mut verify = vec![guest_dir.as_str(), "verify"];
+        if unpriv {
+            verify.push("unpriv");
+        }
+        let second = Boot::new()
+            .engine(engine)
+            .init(&init)
+            .args(&verify)
+            .timeout(TIMEOUT)
+            .run();
+        second.assert_ok("UM-XATTR-OK");
+        let want = if unpriv {
+            "xattr: persist: list: ok 13 [user.persist]"
+        } else {
+            "xattr: persist: list: ok 29 [trusted.persist user.persist]"
+        };
+        let out = lines(&second.stdout);
+        for w in [want, "xattr: persist: user: ok 4 \"kept\""] {
+            assert!(
+                out.iter().any(|l| l == w),
+                "xattr second boot ({}): no line {w:?}\n{}",
+                engine.join(" "),
+                second.report()
+            );
+        }
+        if !unpriv {
+            assert!(
+                out.iter()
+                    .any(|l| l == "xattr: persist: trusted: ok 4 \"kept\""),
+                "xattr second boot ({}): trusted.persist lost\n{}",
+                engine.join(" "),
+                second.report()
+            );
+        }
+        let _ = std::fs::remove_dir_all(&host_dir);
+    }
+}
+
+/// Terminal ioctls on a pty pair (issue 24; drivers/tty/tty_ioctl.c): struct termio, locked
+/// termios, soft carrier, breaks, modem lines, exclusive mode, TIOCSTI, job-control ids,
+/// queues (guest/termio).
+#[test]
+fn termio() {
+    // SAFETY: plain geteuid.
+    let root = unsafe { libc::geteuid() } == 0;
+    differential_with("termio", if root { &[] } else { &["unpriv"] }, no_check);
+}
+
 #[test]
 fn kernel_log_lines_are_dropped() {
     assert_eq!(

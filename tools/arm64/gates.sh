@@ -103,7 +103,7 @@ add hello
 add pagesize
 add hwcap
 # The guest test programs (guest/NAME, each prints UM-NAME-OK when all its checks pass).
-PROGS="threads futex signals procs pipes unixsock packetsock netlink epoll timers mmapfile fptorture vdso pacfork forkstress shmcoherence"
+PROGS="threads futex signals procs pipes unixsock packetsock netlink epoll timers mmapfile fptorture vdso pacfork forkstress shmcoherence xattr termio"
 for p in $PROGS; do
     add "$p"
 done
@@ -272,6 +272,11 @@ for mode in $ms; do
             run modules "$mode" "UM-MODULES-OK" /bin/busybox sh /opt/um/modules-gate.sh \
                 "$(cat /opt/um/mods/fwcrc)"
             LOGMARK=""
+            ;;
+        # Extended attributes on hostfs and on the tmpfs at /dev/shm (guest/xattr).
+        xattr)
+            mkdir -p "/guest/opt/um/work-xattr-$mode-$PS"
+            run xattr "$mode" "UM-XATTR-OK" /opt/um/xattr "/opt/um/work-xattr-$mode-$PS" /dev/shm
             ;;
         # The stub's base from the kernel log of a first boot; every call the filter could let
         # through, from every syscall instruction of the stub (strict: a success is a breach).

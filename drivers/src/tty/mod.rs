@@ -26,6 +26,7 @@ use um_kernel::signal::{self, SIGCONT, SIGHUP, SIGTTIN, SIGTTOU, SIGWINCH, sigbi
 use um_kernel::task::{Process, Task, lock};
 use um_kernel::vfs::{FileOps, GuestMem, Kstat, mode};
 use um_kernel::wait::{IoCtx, PollTable, WaitError, WaitQueue, wait_event};
+use um_uapi::abi::capability::{CAP_CHECKPOINT_RESTORE, CAP_SYS_ADMIN};
 use um_uapi::abi::pod::Pod;
 use um_uapi::abi::signal::Siginfo;
 use um_uapi::abi::tty::*;
@@ -58,6 +59,9 @@ pub trait TtyDriver: Send + Sync {
     }
     /// Discards output not yet consumed (TCOFLUSH).
     fn flush_output(&self) {}
+    /// What the device keeps of new settings (`tty_operations.set_termios`), after the
+    /// locked bits were applied.
+    fn set_termios(&self, _t: &mut Termios) {}
     /// The first file on the tty was opened.
     fn opened(&self) {}
     /// The last file on the tty was closed.
@@ -71,6 +75,9 @@ pub trait TtyDriver: Send + Sync {
 /// Mutable tty state, under one lock.
 struct TtyState {
     termios: Termios,
+    /// The locked termios (`tty->termios_locked`, TIOCSLCKTRMIOS): a set bit or a non-zero
+    /// control character keeps the current value on every termios change.
+    locked: Termios,
     ld: NTty,
     winsize: Winsize,
     /// Session this is the controlling tty of (0: none).
@@ -130,6 +137,27 @@ fn write_i32(mem: &mut dyn GuestMem, arg: u64, v: i32) -> SysResult<u64> {
     Ok(0)
 }
 
+/// `unset_locked_termios` (drivers/tty/tty_ioctl.c): every bit set in `locked`'s flags and
+/// every control character non-zero in `locked` keeps its `old` value; the line discipline
+/// too when `locked.c_line` is non-zero.
+fn unset_locked(new: &Termios, old: &Termios, locked: &Termios) -> Termios {
+    let keep = |n: u32, o: u32, l: u32| (n & !l) | (o & l);
+    let mut t = *new;
+    t.c_iflag = keep(new.c_iflag, old.c_iflag, locked.c_iflag);
+    t.c_oflag = keep(new.c_oflag, old.c_oflag, locked.c_oflag);
+    t.c_cflag = keep(new.c_cflag, old.c_cflag, locked.c_cflag);
+    t.c_lflag = keep(new.c_lflag, old.c_lflag, locked.c_lflag);
+    if locked.c_line != 0 {
+        t.c_line = old.c_line;
+    }
+    for i in 0..NCCS {
+        if locked.c_cc[i] != 0 {
+            t.c_cc[i] = old.c_cc[i];
+        }
+    }
+    t
+}
+
 /// Whether `sig` is blocked or ignored by the caller (Linux `is_ignored` in tty_jobctrl.c).
 fn is_ignored(task: &Task, sig: u32) -> bool {
     *lock(&task.sigmask) & sigbit(sig) != 0
@@ -183,6 +211,7 @@ impl Tty {
             rdev,
             state: Mutex::new(TtyState {
                 termios,
+                locked: Termios::default(),
                 ld: NTty::new(&termios),
                 winsize,
                 session: 0,
@@ -206,6 +235,13 @@ impl Tty {
 
     fn kernel(&self) -> Option<Arc<Kernel>> {
         self.kernel.upgrade()
+    }
+
+    /// The driver's initial settings (`tty_driver.init_termios`), before the first open.
+    pub fn set_initial_termios(&self, t: Termios) {
+        let mut st = lock(&self.state);
+        st.termios = t;
+        st.ld = NTty::new(&t);
     }
 
     fn signal_pgrp(&self, pgrp: u32, sig: u32) {
@@ -589,7 +625,8 @@ impl Tty {
     fn set_termios(&self, new: Termios, flush: bool) {
         let mut st = lock(&self.state);
         let old = st.termios;
-        let mut new = new;
+        let mut new = unset_locked(&new, &old, &st.locked);
+        self.driver.set_termios(&mut new);
         // The line discipline number is not changed through TCSETS.
         new.c_line = old.c_line;
         if flush {
@@ -675,6 +712,70 @@ impl Tty {
                 self.set_termios(t, cmd == TCSETSF2);
                 Ok(0)
             }
+            // The System V `struct termio` (tty_mode_ioctl: get_termio, set_termios with
+            // TERMIOS_TERMIO): only the low 16 bits of the flags and the first NCC control
+            // characters are the caller's; the rest stays.
+            TCGETA => {
+                let t = lock(&self.state).termios;
+                mem.write(arg, &Termio::from_termios(&t).as_bytes()[..TERMIO_BYTES])?;
+                Ok(0)
+            }
+            TCSETA | TCSETAW | TCSETAF => {
+                self.check_change(io, SIGTTOU)?;
+                let mut b = [0u8; TERMIO_BYTES + 1];
+                mem.read(arg, &mut b[..TERMIO_BYTES])?;
+                let o = Termio::from_bytes(&b).ok_or(Errno::EFAULT)?;
+                let t = o.apply_to(&lock(&self.state).termios);
+                self.set_termios(t, cmd == TCSETAF);
+                Ok(0)
+            }
+            TIOCGLCKTRMIOS => {
+                let l = lock(&self.state).locked;
+                mem.write(arg, &l.as_bytes())?;
+                Ok(0)
+            }
+            TIOCSLCKTRMIOS => {
+                // checkpoint_restore_ns_capable: CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE.
+                let p = &io.task.process;
+                if !p.capable(CAP_SYS_ADMIN) && !p.capable(CAP_CHECKPOINT_RESTORE) {
+                    return Err(Errno::EPERM);
+                }
+                let l: Termios = copy_in(mem, arg)?;
+                lock(&self.state).locked = l;
+                Ok(0)
+            }
+            // Software carrier (tty_mode_ioctl): CLOCAL, kept by every driver here.
+            TIOCGSOFTCAR => {
+                let on = lock(&self.state).termios.c_cflag & CLOCAL != 0;
+                write_i32(mem, arg, on as i32)
+            }
+            TIOCSSOFTCAR => {
+                let on = read_i32(mem, arg)? != 0;
+                let mut st = lock(&self.state);
+                let old = st.termios;
+                let mut t = old;
+                t.c_cflag = (t.c_cflag & !CLOCAL) | if on { CLOCAL } else { 0 };
+                self.driver.set_termios(&mut t);
+                st.termios = t;
+                // tty_change_softcar: EINVAL if the driver did not keep the bit.
+                if (t.c_cflag & CLOCAL != 0) != on {
+                    return Err(Errno::EINVAL);
+                }
+                Ok(0)
+            }
+            // Break on and off (tty_ioctl): a job-control check, then nothing for a device
+            // without `break_ctl`.
+            TIOCSBRK | TIOCCBRK => {
+                self.check_change(io, SIGTTOU)?;
+                Ok(0)
+            }
+            // The tty's own device number (`new_encode_dev(tty_devnum(real_tty))`).
+            TIOCGDEV => {
+                let (ma, mi) = um_kernel::vfs::decode_dev(self.rdev);
+                let dev = (mi & 0xff) | ((ma & 0xfff) << 8) | ((mi & !0xff) << 12);
+                mem.write(arg, &dev.to_le_bytes())?;
+                Ok(0)
+            }
             TIOCGWINSZ => {
                 let ws = self.winsize();
                 mem.write(arg, &ws.as_bytes())?;
@@ -753,7 +854,7 @@ impl Tty {
             }
             TIOCSTI => {
                 // Linux tiocsti: the caller's controlling tty, or CAP_SYS_ADMIN.
-                let root = lock(&io.task.process.creds).euid == 0;
+                let root = io.task.process.capable(CAP_SYS_ADMIN);
                 if !root && (!readable || !self.is_ctty_of(&io.task.process)) {
                     return Err(Errno::EPERM);
                 }
@@ -761,6 +862,14 @@ impl Tty {
                 mem.read(arg, &mut b)?;
                 self.receive(&b);
                 Ok(0)
+            }
+            // tioccons: only CAP_SYS_ADMIN may redirect the console (the redirect itself is
+            // not implemented: ENOTTY as before for a privileged caller).
+            TIOCCONS => {
+                if !io.task.process.capable(CAP_SYS_ADMIN) {
+                    return Err(Errno::EPERM);
+                }
+                Err(Errno::ENOTTY)
             }
             TIOCSCTTY => self.tiocsctty(io, arg, readable),
             TIOCNOTTY => {
@@ -790,7 +899,7 @@ impl Tty {
                 write_i32(mem, arg, sid as i32)
             }
             TIOCVHANGUP => {
-                if lock(&io.task.process.creds).euid != 0 {
+                if !io.task.process.capable(CAP_SYS_ADMIN) {
                     return Err(Errno::EPERM);
                 }
                 self.hangup();
@@ -1048,5 +1157,33 @@ pub mod registry {
                 t.leader_exited(sid);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locked_termios_keep_their_bits() {
+        let old = Termios::linux_default();
+        let mut new = old;
+        new.c_lflag &= !(ECHO | ICANON);
+        new.c_iflag |= IXOFF;
+        new.c_cc[VINTR] = 0x01;
+        new.c_cc[VMIN] = 9;
+        new.c_line = 3;
+        let mut locked = Termios::default();
+        assert_eq!(unset_locked(&new, &old, &locked), new, "nothing locked");
+        locked.c_lflag = ECHO;
+        locked.c_cc[VINTR] = 0xff;
+        locked.c_line = 1;
+        let t = unset_locked(&new, &old, &locked);
+        assert_eq!(t.c_lflag & ECHO, ECHO, "ECHO locked on");
+        assert_eq!(t.c_lflag & ICANON, 0, "ICANON not locked");
+        assert_eq!(t.c_iflag, new.c_iflag);
+        assert_eq!(t.c_cc[VINTR], old.c_cc[VINTR]);
+        assert_eq!(t.c_cc[VMIN], 9);
+        assert_eq!(t.c_line, old.c_line);
     }
 }

@@ -44,6 +44,9 @@ struct PtyInner {
     slave_closed: bool,
     /// TIOCPKT packet mode on the master.
     packet: bool,
+    /// TIOCEXCL on the master: the master's own tty flag (Linux `TTY_EXCLUSIVE` of the
+    /// master's tty_struct), not the slave's.
+    master_exclusive: bool,
 }
 
 struct PtyShared {
@@ -68,6 +71,10 @@ struct SlaveDriver {
 }
 
 impl TtyDriver for SlaveDriver {
+    /// `pty_set_termios` (drivers/tty/pty.c): a pty is always 8 bits, no parity, receiving.
+    fn set_termios(&self, t: &mut Termios) {
+        t.c_cflag = (t.c_cflag & !(CSIZE | PARENB)) | CS8 | CREAD;
+    }
     fn write(&self, data: &[u8]) -> usize {
         let mut i = lock(&self.shared.inner);
         if !i.master_open {
@@ -85,9 +92,8 @@ impl TtyDriver for SlaveDriver {
         }
         MASTER_BUF.saturating_sub(i.out.len())
     }
-    fn chars_in_buffer(&self) -> usize {
-        lock(&self.shared.inner).out.len()
-    }
+    // No `chars_in_buffer`: Linux's pty has none, so TIOCOUTQ on a slave is 0 whatever the
+    // master has not read yet.
     fn flush_output(&self) {
         lock(&self.shared.inner).out.clear();
     }
@@ -144,6 +150,7 @@ pub fn open_ptmx(task: &Task, _flags: u32) -> SysResult<Box<dyn FileOps>> {
             master_open: true,
             slave_closed: false,
             packet: false,
+            master_exclusive: false,
         }),
         master_read: WaitQueue::new(),
     });
@@ -156,6 +163,10 @@ pub fn open_ptmx(task: &Task, _flags: u32) -> SysResult<Box<dyn FileOps>> {
         kernel,
         Winsize::default(),
     );
+    // `pts_driver->init_termios`: tty_std_termios with `c_cflag = B38400 | CS8 | CREAD`.
+    let mut init = Termios::linux_default();
+    init.c_cflag = B38400 | CS8 | CREAD;
+    slave.set_initial_termios(init);
     registry::add(&slave);
     let pty = Arc::new(Pty {
         index,
@@ -427,14 +438,40 @@ impl FileOps for PtyMaster {
                 }
                 Ok(0)
             }
+            TIOCEXCL | TIOCNXCL => {
+                lock(&p.shared.inner).master_exclusive = cmd == TIOCEXCL;
+                Ok(0)
+            }
+            TIOCGEXCL => {
+                let e = lock(&p.shared.inner).master_exclusive as i32;
+                mem.write(arg, &e.to_le_bytes())?;
+                Ok(0)
+            }
+            TIOCSTI => {
+                // tiocsti on the master's own tty (never a controlling tty): CAP_SYS_ADMIN;
+                // the byte is input of the master's raw line discipline, read on the master.
+                if !io
+                    .task
+                    .process
+                    .capable(um_uapi::abi::capability::CAP_SYS_ADMIN)
+                {
+                    return Err(Errno::EPERM);
+                }
+                let mut b = [0u8; 1];
+                mem.read(arg, &mut b)?;
+                lock(&p.shared.inner).out.extend(b);
+                p.shared.master_read.wake_all();
+                Ok(0)
+            }
             TIOCINQ => {
                 let n = lock(&p.shared.inner).out.len() as i32;
                 mem.write(arg, &n.to_le_bytes())?;
                 Ok(0)
             }
+            // tty_chars_in_buffer of the master: 0, as the pty driver has no
+            // `chars_in_buffer` (whatever the slave has not read yet).
             TIOCOUTQ => {
-                let n = p.slave.inq() as i32;
-                mem.write(arg, &n.to_le_bytes())?;
+                mem.write(arg, &0i32.to_le_bytes())?;
                 Ok(0)
             }
             _ => p.slave.ioctl(io, cmd, arg, mem, true, true),

@@ -88,6 +88,8 @@ pub fn ename(e: i32) -> String {
         libc::EROFS => "EROFS",
         libc::EPIPE => "EPIPE",
         libc::ERANGE => "ERANGE",
+        libc::ENODATA => "ENODATA",
+        libc::ENXIO => "ENXIO",
         libc::ENAMETOOLONG => "ENAMETOOLONG",
         libc::ENOSYS => "ENOSYS (not implemented)",
         libc::ENOTEMPTY => "ENOTEMPTY",

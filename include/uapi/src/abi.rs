@@ -11,7 +11,8 @@
 //! `include/uapi/asm-generic/statfs.h`, `include/linux/dirent.h` and `fs/readdir.c`
 //! (`linux_dirent64`), `include/uapi/linux/{in,in6,tcp}.h` (internet sockets),
 //! `include/uapi/linux/loop.h` (loop devices), `include/uapi/linux/fs.h` (inode flags), `include/uapi/linux/{ipc,shm,sem,msg}.h` (SysV IPC), `include/uapi/linux/capability.h`
-//! (capability numbers), `include/uapi/linux/{seccomp,filter}.h` (seccomp, classic BPF). Each submodule
+//! (capability numbers), `include/uapi/linux/{seccomp,filter}.h` (seccomp, classic BPF),
+//! `include/uapi/linux/xattr.h` (extended attributes). Each submodule
 //! names its own sources.
 //!
 //! Every structure implements [`Pod`] (safe little-endian byte conversion) and has its size and
@@ -41,6 +42,7 @@ pub mod time;
 pub mod tty;
 pub mod uio;
 pub mod userfaultfd;
+pub mod xattr;
 
 pub use fcntl::{
     AtFlags, Flock, LinuxDirent64, OpenFlags, OpenFlagsArch, Statfs, Statx, StatxTimestamp,

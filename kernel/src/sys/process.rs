@@ -441,11 +441,14 @@ fn setpriority(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// setgroups(2) (kernel/groups.c): `may_setgroups` is CAP_SETGID, not euid 0, so a process
+/// that kept its capabilities across setresuid (PR_SET_KEEPCAPS, as `setpriv --reuid
+/// --clear-groups` does) may still set its groups.
 fn setgroups(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if a[0] > 65536 {
         return Err(Errno::EINVAL);
     }
-    if lock(&c.task.process.creds).euid != 0 {
+    if !c.task.process.capable(um_uapi::abi::capability::CAP_SETGID) {
         return Err(Errno::EPERM);
     }
     let b = c.read_bytes(a[1], a[0] as usize * 4)?;

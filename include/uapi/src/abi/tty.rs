@@ -460,6 +460,68 @@ crate::pod_struct! {
     }
 }
 
+/// Number of control characters in the old `struct termio` (`NCC`).
+pub const NCC: usize = 8;
+
+crate::pod_struct! {
+    /// The old System V `struct termio` (`TCGETA`, `TCSETA*`; include/uapi/asm-generic/termios.h):
+    /// the low 16 bits of each flag word and the first [`NCC`] control characters, 18 bytes
+    /// (17 of fields, one of tail padding for the `unsigned short` alignment).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Termio {
+        /// Input modes.
+        pub c_iflag: u16,
+        /// Output modes.
+        pub c_oflag: u16,
+        /// Control modes.
+        pub c_cflag: u16,
+        /// Local modes.
+        pub c_lflag: u16,
+        /// Line discipline.
+        pub c_line: u8,
+        /// Control characters.
+        pub c_cc: [u8; NCC],
+        /// Tail padding (never read or written by Linux).
+        pub pad: u8,
+    }
+}
+
+/// The bytes of `struct termio` Linux reads and writes (without the tail padding).
+pub const TERMIO_BYTES: usize = 17;
+
+impl Termio {
+    /// `kernel_termios_to_user_termio` (drivers/tty/tty_ioctl.c): each flag word truncated
+    /// to its low 16 bits, the first [`NCC`] control characters.
+    pub fn from_termios(t: &Termios) -> Termio {
+        let mut c_cc = [0u8; NCC];
+        c_cc.copy_from_slice(&t.c_cc[..NCC]);
+        Termio {
+            c_iflag: t.c_iflag as u16,
+            c_oflag: t.c_oflag as u16,
+            c_cflag: t.c_cflag as u16,
+            c_lflag: t.c_lflag as u16,
+            c_line: t.c_line,
+            c_cc,
+            pad: 0,
+        }
+    }
+
+    /// `user_termio_to_kernel_termios`: `t` with the low 16 bits of each flag word, the line
+    /// discipline and the first [`NCC`] control characters replaced by this termio's; the
+    /// high bits and the other control characters stay.
+    pub fn apply_to(&self, t: &Termios) -> Termios {
+        let merge = |old: u32, new: u16| (old & 0xffff_0000) | u32::from(new);
+        let mut out = *t;
+        out.c_iflag = merge(t.c_iflag, self.c_iflag);
+        out.c_oflag = merge(t.c_oflag, self.c_oflag);
+        out.c_cflag = merge(t.c_cflag, self.c_cflag);
+        out.c_lflag = merge(t.c_lflag, self.c_lflag);
+        out.c_line = self.c_line;
+        out.c_cc[..NCC].copy_from_slice(&self.c_cc);
+        out
+    }
+}
+
 crate::pod_struct! {
     /// `struct winsize` (`TIOCGWINSZ`): 8 bytes.
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -481,6 +543,10 @@ const_assert_eq!(core::mem::offset_of!(Termios, c_cc), 17);
 const_assert_eq!(core::mem::size_of::<Termios2>(), 44);
 const_assert_eq!(core::mem::offset_of!(Termios2, c_ispeed), 36);
 const_assert_eq!(core::mem::size_of::<Winsize>(), 8);
+const_assert_eq!(core::mem::size_of::<Termio>(), 18);
+const_assert_eq!(core::mem::offset_of!(Termio, c_line), 8);
+const_assert_eq!(core::mem::offset_of!(Termio, c_cc), 9);
+const_assert_eq!(core::mem::offset_of!(Termio, pad), TERMIO_BYTES);
 
 #[cfg(test)]
 mod tests {
@@ -515,5 +581,44 @@ mod tests {
         };
         assert_eq!(w.as_bytes(), vec![24, 0, 80, 0, 0, 0, 0, 0]);
         assert_eq!(Termios2::default().as_bytes().len(), 44);
+    }
+
+    #[test]
+    fn termio_conversions() {
+        let mut t = Termios::linux_default();
+        t.c_cflag |= CRTSCTS; // a high bit termio cannot carry
+        t.c_lflag |= EXTPROC;
+        let o = Termio::from_termios(&t);
+        assert_eq!(u32::from(o.c_cflag), t.c_cflag & 0xffff);
+        assert_eq!(u32::from(o.c_lflag), t.c_lflag & 0xffff);
+        assert_eq!(o.c_cc, [3, 0x1c, 0x7f, 0x15, 4, 0, 1, 0]);
+        let b = o.as_bytes();
+        assert_eq!(b.len(), 18);
+        assert_eq!(b[8], 0);
+        assert_eq!(b[9 + VINTR], 3);
+        let mut n = o;
+        n.c_lflag &= !(ICANON as u16);
+        n.c_cc[VMIN] = 5;
+        let back = n.apply_to(&t);
+        assert_eq!(back.c_lflag, t.c_lflag & !ICANON);
+        assert_eq!(back.c_cflag & CRTSCTS, CRTSCTS, "high bits are kept");
+        assert_eq!(back.c_cc[VMIN], 5);
+        assert_eq!(
+            back.c_cc[VSTART..],
+            t.c_cc[VSTART..],
+            "c_cc past NCC is kept"
+        );
+        // TCGETA, TCSETA, TCSETAW, TCSETAF, TIOCGLCKTRMIOS, TIOCSLCKTRMIOS.
+        assert_eq!(
+            [
+                TCGETA,
+                TCSETA,
+                TCSETAW,
+                TCSETAF,
+                TIOCGLCKTRMIOS,
+                TIOCSLCKTRMIOS
+            ],
+            [0x5405, 0x5406, 0x5407, 0x5408, 0x5456, 0x5457]
+        );
     }
 }
