@@ -39,6 +39,10 @@ pub const ENGINES: &[&[&str]] = &[
     &["seccomp=off", "nocancel"],
 ];
 
+/// The network option of every boot that names no `eth0=` of its own (the network rule: host
+/// sockets may reach only 127.0.0.0/8 and ::1).
+pub const NET_DEFAULT: &str = "eth0=user,restrict=loopback";
+
 /// The line the kernel logs when init exits; the only kernel panic a gate accepts.
 pub const INIT_EXIT_PANIC: &str = "Kernel panic - not syncing: Attempted to kill init! exitcode=";
 
@@ -266,6 +270,12 @@ impl Boot {
             "con0=fd:0,fd:1".to_string(),
         ];
         v.extend(self.engine.iter().cloned());
+        // The network rule of these machines: a guest's host sockets may reach only loopback.
+        // eth0 is on by default (eth0=user), so every boot says so unless the gate picks its
+        // own eth0= (which must then be restrict=loopback, passt's gateway, or none).
+        if !self.extra.iter().any(|e| e.starts_with("eth0=")) {
+            v.push(NET_DEFAULT.to_string());
+        }
         v.extend(self.extra.iter().cloned());
         if !self.init_args.is_empty() {
             v.push("--".into());

@@ -10,6 +10,7 @@ use um_tests::{Boot, Outcome, for_each_engine, rootfs, workspace_root};
 fn run(engine: &[&str], words: &[&str]) -> Outcome {
     let mut argv: Vec<String> = vec!["run".into()];
     argv.extend(engine.iter().map(|s| s.to_string()));
+    argv.push(um_tests::NET_DEFAULT.into());
     argv.push("loglevel=7".into());
     argv.extend(words.iter().map(|s| s.to_string()));
     Boot::raw(&argv).run()
@@ -117,6 +118,7 @@ fn tarball_unpacked_once() {
     for (i, engine) in um_tests::ENGINES.iter().enumerate() {
         let mut argv: Vec<String> = vec!["run".into()];
         argv.extend(engine.iter().map(|s| s.to_string()));
+        argv.push(um_tests::NET_DEFAULT.into());
         argv.extend([t.clone(), "cat".into(), "/etc/alpine-release".into()]);
         let mut cmd = std::process::Command::new(um_tests::linux_binary());
         cmd.args(&argv).env("XDG_CACHE_HOME", &cache);

@@ -33,6 +33,9 @@
 
 MODES=sysemu
 PAGESIZES=4K
+# Every boot's network: eth0 on the user-mode backend whose host sockets may reach only
+# loopback (the network rule of these machines; the emulated machine has no NIC anyway).
+NET="eth0=user,restrict=loopback"
 SET=full
 ONLY_GATES=""
 STUBJUMP_SITES=""
@@ -180,12 +183,12 @@ run() {
     t0=$(date +%s)
     tmo=${TIMEOUT:-$TMO}
     if [ -z "$PROGRESS" ]; then
-        timeout "$tmo" $WRAP /opt/um/linux rootfstype=hostfs rootflags=$ROOT $opt pagesize=$PS \
+        timeout "$tmo" $WRAP /opt/um/linux rootfstype=hostfs rootflags=$ROOT $opt $NET pagesize=$PS \
             $MEMOPT init="$init" -- "$@" </dev/null >$OUTF 2>$LOGF
         rc=$?
     else
         : >$OUTF
-        timeout "$tmo" $WRAP /opt/um/linux rootfstype=hostfs rootflags=$ROOT $opt pagesize=$PS \
+        timeout "$tmo" $WRAP /opt/um/linux rootfstype=hostfs rootflags=$ROOT $opt $NET pagesize=$PS \
             $MEMOPT init="$init" -- "$@" </dev/null >$OUTF 2>$LOGF &
         bg=$!
         shown=0
@@ -351,7 +354,7 @@ wait
 # refused, `stub_exe=PATH` starts the stubs from a file.
 if [ "$SET" = full ] && [ "$NSANDBOX" != 0 ]; then
     PS=${PAGESIZES%% *}
-    timeout "$TMO" /opt/um/linux-sandbox /opt/um/linux rootfstype=hostfs rootflags=/guest \
+    timeout "$TMO" /opt/um/linux-sandbox /opt/um/linux rootfstype=hostfs rootflags=/guest $NET \
         seccomp=off nosysemu init=/bin/busybox -- echo sandbox-ok </dev/null >/tmp/out 2>/tmp/log
     rc=$?
     if [ "$rc" = 2 ] && grep -q "nosysemu: this host cannot cancel syscalls under ptrace; try nocancel" /tmp/log &&
@@ -366,7 +369,7 @@ if [ "$SET" = full ] && [ "$NSANDBOX" != 0 ]; then
     run sandbox sysemu "sandbox-ok" /bin/busybox echo sandbox-ok
     run sandbox seccomp "sandbox-ok" /bin/busybox echo sandbox-ok
     WRAP="/opt/um/linux-sandbox --no-execveat"
-    timeout "$TMO" $WRAP /opt/um/linux rootfstype=hostfs rootflags=/guest seccomp=on \
+    timeout "$TMO" $WRAP /opt/um/linux rootfstype=hostfs rootflags=/guest $NET seccomp=on \
         init=/bin/busybox -- echo sandbox-ok </dev/null >/tmp/out 2>/tmp/log
     rc=$?
     if [ "$rc" != 0 ] && grep -q "try stub_exe=PATH" /tmp/log && ! grep -q sandbox-ok /tmp/out; then

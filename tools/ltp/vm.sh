@@ -102,7 +102,8 @@ run_one() {
                 [ "${tm%%:*}" = "$name" ] && mem=${tm#*:}
             done
             timeout -s KILL $((TMO + 60)) /opt/um/linux mem=$mem rootfstype=hostfs \
-                rootflags=/ltp/linux rw init=/bin/busybox con0=fd:0,fd:1 $(echo "$opts" | tr '+' ' ') \
+                rootflags=/ltp/linux rw init=/bin/busybox con0=fd:0,fd:1 eth0=user,restrict=loopback \
+                $(echo "$opts" | tr '+' ' ') \
                 -- sh /ltp-run/$name.sh </dev/null >$out 2>$klog
         fi
         rc=$?
