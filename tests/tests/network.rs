@@ -8,6 +8,7 @@
 //!   host's sha256; `nslookup` through 10.0.2.3 gets the fake upstream's answer.
 //! - `policy`: without `hostloop` the same server is unreachable from the guest (refused at
 //!   once); with `restrict=loopback` a connect to 192.0.2.1 (TEST-NET-1) is refused at once.
+//!
 //! (A server in the guest through `hostfwd` is `net_stack`'s.)
 //!
 //! All four engines. The kernel log is scanned as in every gate.
