@@ -4,8 +4,10 @@
 //! init with the inittab tools/mkrootfs writes) and types what a user tries first: `ps aux` lists
 //! init and the shell, `df -h /` shows the root, `free -m` the memory, `hostname` the root's
 //! `/etc/hostname`, `dmesg | tail` the kernel log (kept off the terminal by `quiet`), `uname -a`
-//! the machine, `nproc` a CPU count equal to /proc/cpuinfo's; then `poweroff`, which must end
-//! `linux` with status 0 and the host terminal as it was. In the seccomp and the ptrace engine.
+//! the machine, `ip addr` eth0 with the address the inittab's udhcpc leased, `/etc/resolv.conf`
+//! the guest's DNS (10.0.2.3), `nproc` a CPU count equal to /proc/cpuinfo's; then `poweroff`,
+//! which must end `linux` with status 0 and the host terminal as it was. In the seccomp and the
+//! ptrace engine (with the harness's `eth0=user,restrict=loopback`).
 
 use um_tests::tmux::Session;
 use um_tests::{Boot, rootfs};
@@ -66,6 +68,16 @@ fn first_minutes() {
                 "uname -a | awk '{print \"UNAME:\" $1 \":\" $2}'",
                 "uname -a names Linux and the host",
                 &|s: &str| s.contains(&format!("UNAME:Linux:{hostname}")),
+            ),
+            (
+                "ip -4 addr show dev eth0 | grep -o 'inet [0-9./]*' | sed 's/^/IP:/'",
+                "ip addr shows eth0 leased by the inittab's udhcpc",
+                &|s: &str| Session::count_lines(s, "IP:inet 10.0.2.15/24") >= 1,
+            ),
+            (
+                "sed 's/^/RESOLV:/' /etc/resolv.conf",
+                "/etc/resolv.conf names the guest's DNS",
+                &|s: &str| Session::count_lines(s, "RESOLV:nameserver 10.0.2.3") >= 1,
             ),
             (
                 "[ $(nproc) = $(grep -c ^processor /proc/cpuinfo) ] && echo CPUS:same",
