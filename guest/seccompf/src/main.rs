@@ -843,7 +843,11 @@ fn trace() {
         let c = sys(libc::SYS_getsid, 0);
         let d = sys(libc::SYS_getuid, 0);
         let e = sys(libc::SYS_getgid, 0);
-        let e = if e == -1 { ename(errno()) } else { e.to_string() };
+        let e = if e == -1 {
+            ename(errno())
+        } else {
+            e.to_string()
+        };
         say(format!("trace: tracee: cancelled getppid = {a}"));
         say(format!(
             "trace: tracee: getpgid made getpid: {}",
@@ -857,7 +861,9 @@ fn trace() {
             "trace: tracee: getuid made getpid at the entry stop: {}",
             d == i64::from(getpid())
         ));
-        say(format!("trace: tracee: getgid cancelled at entry, the filter judges -1: {e}"));
+        say(format!(
+            "trace: tracee: getgid cancelled at entry, the filter judges -1: {e}"
+        ));
         umt::exit_now(0);
     }
     wait_stop(pid, "SIGSTOP");
@@ -980,7 +986,11 @@ fn allow_list(read_arg: bool) -> Vec<libc::sock_filter> {
         libc::SYS_prlimit64,
         libc::SYS_getppid,
     ];
-    let mut p = vec![stmt(LD_W_ABS, 4), jeq(AUDIT_ARCH, 1, 0), stmt(RET_K, RET_KILL_PROCESS)];
+    let mut p = vec![
+        stmt(LD_W_ABS, 4),
+        jeq(AUDIT_ARCH, 1, 0),
+        stmt(RET_K, RET_KILL_PROCESS),
+    ];
     if read_arg {
         p.push(stmt(LD_W_ABS, 16));
     }

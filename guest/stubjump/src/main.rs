@@ -426,8 +426,14 @@ fn hostile(base: usize) {
                 // entry sites) ends with the timer: 200 ms is far more than any probe's call
                 // takes, also under qemu TCG.
                 let t = libc::itimerval {
-                    it_interval: libc::timeval { tv_sec: 0, tv_usec: 0 },
-                    it_value: libc::timeval { tv_sec: 0, tv_usec: 200_000 },
+                    it_interval: libc::timeval {
+                        tv_sec: 0,
+                        tv_usec: 0,
+                    },
+                    it_value: libc::timeval {
+                        tv_sec: 0,
+                        tv_usec: 200_000,
+                    },
                 };
                 // SAFETY: setitimer with a valid itimerval and no old-value pointer.
                 unsafe { libc::setitimer(libc::ITIMER_REAL, &t, std::ptr::null_mut()) };
