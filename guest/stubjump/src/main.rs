@@ -368,7 +368,7 @@ fn hostile(base: usize) {
             .filter(|(i, _)| i % n == k % n)
             .map(|(_, s)| s)
             .collect();
-        say(&format!(
+        say(format!(
             "{} of {all} sites (every {n}th from {})",
             sites.len(),
             k % n
