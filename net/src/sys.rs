@@ -1458,7 +1458,12 @@ mod tests {
             check_socket_args(2, 3, 1),
             Ok((Kind::Inet(AF_INET, Proto::Raw), 0))
         );
-        assert_eq!(check_socket_args(2, 3, 6), Err(Errno::EPERM));
+        // Raw sockets of other protocols exist for CAP_NET_RAW (udhcpc's IPPROTO_RAW one).
+        assert_eq!(
+            check_socket_args(2, 3, 255),
+            Ok((Kind::Inet(AF_INET, Proto::Raw), 0))
+        );
+        assert_eq!(check_socket_args(2, 3, 256), Err(Errno::EPROTONOSUPPORT));
         assert_eq!(check_socket_args(2, 1, 17), Err(Errno::EPROTONOSUPPORT));
         assert_eq!(check_socket_args(2, 2, 6), Err(Errno::EPROTONOSUPPORT));
         assert_eq!(check_socket_args(2, 1, 1), Err(Errno::EPROTONOSUPPORT));
