@@ -876,6 +876,7 @@ mod tests {
                 "init=/opt/um/hello",
                 "con0=fd:0,fd:1",
                 "seccomp=on",
+                NET_DEFAULT,
                 "loglevel=7",
                 "--",
                 "a",
@@ -883,9 +884,12 @@ mod tests {
             ]
         );
         assert_eq!(
-            shell_line(Path::new("/x/linux"), &b.argv()[8..]),
+            shell_line(Path::new("/x/linux"), &b.argv()[9..]),
             "/x/linux -- a 'b c'"
         );
+        // A gate's own eth0= replaces the default.
+        let own = Boot::new().extra("eth0=none").argv();
+        assert!(own.contains(&"eth0=none".to_string()) && !own.iter().any(|a| a == NET_DEFAULT));
         assert_eq!(Boot::raw(&["--help"]).argv(), ["--help"]);
     }
 
