@@ -17,7 +17,9 @@ use um_os_linux::physmem::PhysMem;
 use um_os_linux::{probe, stub};
 
 /// The release `uname -r` reports.
-pub const RELEASE: &str = "6.1.0-um";
+const RELEASE: &str = "6.1.0-um";
+/// The release `uname -r` reports (`linux --version` says it).
+pub const UTS_RELEASE: &str = RELEASE;
 
 /// Checks what can be checked before anything is printed: bad input is one line, exit 2.
 pub fn validate(c: &Cmdline) -> Result<(), String> {

@@ -21,7 +21,7 @@ fn main() {
                 "linux (um-bin) {} for {}, reporting Linux {}",
                 env!("CARGO_PKG_VERSION"),
                 std::env::consts::ARCH,
-                boot::RELEASE
+                boot::UTS_RELEASE
             );
             return;
         }
