@@ -137,13 +137,13 @@ fn dhcp_download_dns() {
     let port = free_port();
     let _server = http_server(&www, port);
     let dns = fake_dns();
-    // Alpine's own udhcpc script, writing resolv.conf to /tmp (a tmpfs), not the shared rootfs.
+    // Alpine's own udhcpc script, with the rootfs's udhcpc.conf (tools/mkrootfs): resolv.conf
+    // goes to /run (a tmpfs here, as in the booted system), never into the shared rootfs.
     let script = format!(
-        "mount -t proc proc /proc && mount -t sysfs sysfs /sys && mount -t tmpfs tmpfs /tmp && \
-         sed 's|^RESOLV_CONF=.*|RESOLV_CONF=/tmp/resolv.conf|' /usr/share/udhcpc/default.script \
-           > /tmp/s && chmod +x /tmp/s && ip link set eth0 up && \
-         udhcpc -i eth0 -n -q -t 5 -T 1 -s /tmp/s >/dev/null 2>&1 && echo dhcp-ok; \
-         sed 's/^/RESOLV:/' /tmp/resolv.conf; \
+        "mount -t proc proc /proc && mount -t sysfs sysfs /sys && mount -t tmpfs tmpfs /run && \
+         ip link set eth0 up && \
+         udhcpc -i eth0 -n -q -t 5 -T 1 >/dev/null 2>&1 && echo dhcp-ok; \
+         sed 's/^/RESOLV:/' /etc/resolv.conf; \
          ip -4 addr show dev eth0 | grep -o 'inet [0-9./]*' | sed 's/^/ADDR:/'; \
          ip route | grep '^default' | sed 's/^/ROUTE:/'; \
          awk 'NR > 1 && $2 == \"00000000\" {{ print \"PROCROUTE:\" $1 \":\" $3 }}' /proc/net/route; \
