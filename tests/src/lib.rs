@@ -43,6 +43,30 @@ pub const ENGINES: &[&[&str]] = &[
 /// sockets may reach only 127.0.0.0/8 and ::1).
 pub const NET_DEFAULT: &str = "eth0=user,restrict=loopback";
 
+/// The Debian tree the gates boot: `$UM_DEBIAN_ROOTFS`, or `build/debian-<Debian arch>`
+/// (tools/mkrootfs-debian makes it). Fails the gate, naming the tool, unless every path of
+/// `needs` (relative to the tree) exists.
+pub fn debian_rootfs(needs: &[&str]) -> PathBuf {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => panic!("no Debian tree for host arch {other}"),
+    };
+    let path = match std::env::var_os("UM_DEBIAN_ROOTFS") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => workspace_root().join(format!("build/debian-{arch}")),
+    };
+    for n in needs {
+        assert!(
+            path.join(n).exists(),
+            "the Debian tree {} has no /{n}: make it with `tools/mkrootfs-debian --arch {arch}` \
+             (its default packages), or point UM_DEBIAN_ROOTFS at one that has it",
+            path.display()
+        );
+    }
+    path.canonicalize().unwrap_or(path)
+}
+
 /// The line the kernel logs when init exits; the only kernel panic a gate accepts.
 pub const INIT_EXIT_PANIC: &str = "Kernel panic - not syncing: Attempted to kill init! exitcode=";
 

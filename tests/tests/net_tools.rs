@@ -66,24 +66,8 @@ fn busybox_ip_ifconfig_route_netstat() {
     });
 }
 
-/// The Debian tree (as tests/tests/debian.rs finds it).
 fn debian_tree() -> PathBuf {
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        other => panic!("no Debian tree for host arch {other}"),
-    };
-    let p = match std::env::var_os("UM_DEBIAN_ROOTFS") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => workspace_root().join(format!("build/debian-{arch}")),
-    };
-    if !p.join("usr/bin/getent").exists() {
-        panic!(
-            "the Debian tree {} is missing (tools/mkrootfs-debian, or UM_DEBIAN_ROOTFS)",
-            p.display()
-        );
-    }
-    p
+    um_tests::debian_rootfs(&["usr/bin/getent"])
 }
 
 #[test]

@@ -185,23 +185,8 @@ fn bad_input() {
     let _ = std::fs::remove_dir_all(file.parent().unwrap());
 }
 
-/// The Debian tree (`$UM_DEBIAN_ROOTFS`, or `build/debian-<arch>`), as tests/tests/debian.rs.
 fn debian_tree() -> PathBuf {
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        other => panic!("no Debian tree for host arch {other}"),
-    };
-    let p = match std::env::var_os("UM_DEBIAN_ROOTFS") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => workspace_root().join(format!("build/debian-{arch}")),
-    };
-    assert!(
-        p.join("bin/bash").exists(),
-        "no Debian tree at {} (tools/mkrootfs-debian makes it; UM_DEBIAN_ROOTFS overrides)",
-        p.display()
-    );
-    p
+    um_tests::debian_rootfs(&["bin/bash"])
 }
 
 /// What tools/run-debian runs: bash as a login shell's stand-in in Debian, its status back.

@@ -20,7 +20,7 @@
 
 use std::path::PathBuf;
 use std::time::Duration;
-use um_tests::{Boot, for_each_engine, workspace_root};
+use um_tests::{Boot, for_each_engine};
 
 const MARKER: &str = "UM-SECCOMP-DEBIAN-OK";
 const TIMEOUT: Duration = Duration::from_secs(180);
@@ -72,26 +72,7 @@ chrt -m 2>&1
 echo UM-SECCOMP-DEBIAN-OK"#;
 
 fn debian_tree() -> PathBuf {
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        other => panic!("no Debian tree for host arch {other}"),
-    };
-    let path = match std::env::var_os("UM_DEBIAN_ROOTFS") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => workspace_root().join(format!("build/debian-{arch}")),
-    };
-    for tool in ["usr/bin/strace", "usr/bin/python3", "usr/bin/chrt"] {
-        if !path.join(tool).exists() {
-            panic!(
-                "the Debian tree {} has no /{tool}: make it again with \
-                 `tools/mkrootfs-debian --arch {arch}` (its default packages include strace \
-                 and python3), or point UM_DEBIAN_ROOTFS at one that has it",
-                path.display()
-            );
-        }
-    }
-    path.canonicalize().unwrap_or(path)
+    um_tests::debian_rootfs(&["usr/bin/strace", "usr/bin/python3", "usr/bin/chrt"])
 }
 
 #[test]

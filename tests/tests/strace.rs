@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 use std::time::Duration;
-use um_tests::{Boot, for_each_engine, workspace_root};
+use um_tests::{Boot, for_each_engine};
 
 const MARKER: &str = "UM-STRACE-OK";
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -22,24 +22,7 @@ strace -qq -e trace=getppid -e inject=getppid:retval=4242 /bin/bash -c 'echo ppi
 echo UM-STRACE-OK";
 
 fn debian_tree() -> PathBuf {
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        other => panic!("no Debian tree for host arch {other}"),
-    };
-    let path = match std::env::var_os("UM_DEBIAN_ROOTFS") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => workspace_root().join(format!("build/debian-{arch}")),
-    };
-    if !path.join("usr/bin/strace").exists() {
-        panic!(
-            "the Debian tree {} has no /usr/bin/strace: make it again with \
-             `tools/mkrootfs-debian --arch {arch}` (its default packages include strace), \
-             or point UM_DEBIAN_ROOTFS at one that has it",
-            path.display()
-        );
-    }
-    path.canonicalize().unwrap_or(path)
+    um_tests::debian_rootfs(&["usr/bin/strace"])
 }
 
 #[test]

@@ -25,21 +25,7 @@ const MARKER: &str = "UM-UBD-OK";
 const MIB: u64 = 1 << 20;
 
 fn debian_tree() -> PathBuf {
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        other => panic!("no Debian tree for host arch {other}"),
-    };
-    let p = match std::env::var_os("UM_DEBIAN_ROOTFS") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => workspace_root().join(format!("build/debian-{arch}")),
-    };
-    assert!(
-        p.join("usr/sbin/mkfs.ext4").exists(),
-        "{} has no mkfs.ext4: make the tree with tools/mkrootfs-debian or set UM_DEBIAN_ROOTFS",
-        p.display()
-    );
-    p
+    um_tests::debian_rootfs(&["usr/sbin/mkfs.ext4"])
 }
 
 fn host_tool(name: &str, pkg: &str) -> String {
