@@ -17,7 +17,7 @@
 //! record there and never change the host owner, new files get the creator's ids
 //! ([`hostfs_meta::init_owner`]), and mknod of a device, FIFO or socket makes an empty regular
 //! host file that says what it is. The guest's extended attributes are host xattrs of ours
-//! ([`crate::hostfs_xattr`]).
+//! ([`crate::hostfs_xattr`]), or sidecar entries where the host takes none.
 
 use crate::hostfs_meta::{self, Meta, MetaStore, host_mode, init_owner, reserved};
 use crate::hostfs_xattr;
@@ -612,53 +612,71 @@ impl Inode for HostInode {
         })
     }
 
-    /// Where the host takes user xattrs ([`crate::hostfs_xattr`]).
+    /// Always: host xattrs where the host takes them, else the sidecar
+    /// ([`crate::hostfs_xattr`], [`crate::hostfs_meta`]).
     fn has_xattrs(&self) -> bool {
-        self.fs.meta.host_xattrs()
+        true
     }
 
     fn getxattr(&self, name: &[u8]) -> SysResult<Vec<u8>> {
-        match self.xattr_loc()? {
-            Some(loc) => hostfs_xattr::get(loc, name),
-            None => Err(Errno::ENODATA),
+        match self.xattr_home()? {
+            XattrHome::Host(loc) => hostfs_xattr::get(loc, name),
+            XattrHome::Sidecar(hs) => self.fs.meta.sidecar_getxattr(&hs, name),
+            XattrHome::None => Err(Errno::ENODATA),
         }
     }
 
     fn setxattr(&self, name: &[u8], value: &[u8], flags: u32) -> SysResult<()> {
         self.check_writable()?;
         let _g = lock(&self.fs.meta.attr_lock);
-        match self.xattr_loc()? {
-            Some(loc) => hostfs_xattr::set(loc, name, value, flags),
-            None => Err(Errno::EOPNOTSUPP),
+        match self.xattr_home()? {
+            XattrHome::Host(loc) => hostfs_xattr::set(loc, name, value, flags),
+            XattrHome::Sidecar(hs) => self.fs.meta.sidecar_setxattr(&hs, name, Some(value), flags),
+            XattrHome::None => Err(Errno::EOPNOTSUPP),
         }
     }
 
     fn removexattr(&self, name: &[u8]) -> SysResult<()> {
         self.check_writable()?;
         let _g = lock(&self.fs.meta.attr_lock);
-        match self.xattr_loc()? {
-            Some(loc) => hostfs_xattr::remove(loc, name),
-            None => Err(Errno::ENODATA),
+        match self.xattr_home()? {
+            XattrHome::Host(loc) => hostfs_xattr::remove(loc, name),
+            XattrHome::Sidecar(hs) => self.fs.meta.sidecar_setxattr(&hs, name, None, 0),
+            XattrHome::None => Err(Errno::ENODATA),
         }
     }
 
     fn listxattr(&self) -> SysResult<Vec<Vec<u8>>> {
-        match self.xattr_loc()? {
-            Some(loc) => hostfs_xattr::list(loc),
-            None => Ok(Vec::new()),
+        match self.xattr_home()? {
+            XattrHome::Host(loc) => hostfs_xattr::list(loc),
+            XattrHome::Sidecar(hs) => Ok(self.fs.meta.sidecar_listxattr(&hs)),
+            XattrHome::None => Ok(Vec::new()),
         }
     }
 }
 
+/// Where the guest's attributes of one hostfs inode live.
+enum XattrHome<'a> {
+    /// Host xattrs of ours at this place.
+    Host(XattrLoc<'a>),
+    /// The sidecar, under this host inode (the host file system takes no user xattrs).
+    Sidecar(HostStat),
+    /// Nowhere: not a regular file or directory on the host.
+    None,
+}
+
 impl HostInode {
     /// Where the guest's attributes of this inode live: host regular files and directories
-    /// only (the host refuses user xattrs on anything else).
-    fn xattr_loc(&self) -> SysResult<Option<XattrLoc<'_>>> {
-        let fmt = self.host_stat()?.mode & mode::S_IFMT;
-        if fmt == mode::S_IFREG || fmt == mode::S_IFDIR {
-            Ok(Some(self.loc()?))
+    /// only (the host refuses user xattrs on anything else, and the sidecar does the same).
+    fn xattr_home(&self) -> SysResult<XattrHome<'_>> {
+        let hs = self.host_stat()?;
+        let fmt = hs.mode & mode::S_IFMT;
+        if fmt != mode::S_IFREG && fmt != mode::S_IFDIR {
+            Ok(XattrHome::None)
+        } else if self.fs.meta.host_xattrs() {
+            Ok(XattrHome::Host(self.loc()?))
         } else {
-            Ok(None)
+            Ok(XattrHome::Sidecar(hs))
         }
     }
 }

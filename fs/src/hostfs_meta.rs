@@ -41,6 +41,13 @@
 //!   directory listing still reports them as `DT_REG` (reading the metadata of every regular
 //!   file of a directory would double the cost of `readdir`); `stat` gives the right type.
 //!
+//! * **Extended attributes** of the guest are host xattrs of ours ([`crate::hostfs_xattr`])
+//!   where the host file system takes user xattrs. Where it takes none, they go to the
+//!   [`Sidecar`] too, keyed by inode number like the ownership entries (so rename and link
+//!   carry them, unlink of the last link drops them), on regular files and directories as
+//!   with host xattrs, at most [`SIDECAR_XATTR_MAX`] bytes of names and values per inode
+//!   (`ENOSPC` past it, as a full ext4 inode).
+//!
 //! * **Cost**: a `stat` is the host's `fstatat` plus, for a regular file or directory, a
 //!   `lgetxattr`, which [`MetaStore`] skips while the host ctime it was read at is unchanged
 //!   (any xattr change moves the ctime).
@@ -50,7 +57,7 @@
 //! fs/inode.c) and [`strip_privs`] (`should_remove_suid`, fs/inode.c; 6.x
 //! `setattr_should_drop_suidgid`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -74,6 +81,10 @@ type XcacheEntry = ((i64, i64), Option<Meta>);
 const XCACHE_MAX: usize = 1 << 16;
 /// First word of the sidecar's header line.
 const SIDECAR_MAGIC: &str = "um-meta";
+/// The most bytes of attribute names and values the sidecar keeps for one inode.
+pub const SIDECAR_XATTR_MAX: usize = 256 * 1024;
+/// The guest attributes of one inode in the sidecar, by name.
+pub type Xattrs = BTreeMap<Vec<u8>, Vec<u8>>;
 
 pub use um_uapi::abi::fcntl::S_ISGID;
 pub use um_uapi::abi::fcntl::S_ISUID;
@@ -266,9 +277,36 @@ pub fn strip_privs(mode: u32) -> u32 {
 /// The sidecar's log format: a header line `um-meta 1 INO` (the sidecar file's own inode
 /// number), then one line per change, `INO META` (see [`Meta::format`]) or `INO -` (entry
 /// removed); the last line for an inode wins, and an unfinished last line is ignored.
+/// Extended attributes (a host without user xattrs): `INO x NAME VALUE` (name and value in
+/// lowercase hex, an empty value as `=`), `INO x NAME -` (that one removed) and `INO x -`
+/// (all of the inode's removed). A reader that predates them skips those lines as malformed.
 pub mod log_format {
-    use super::{Meta, SIDECAR_MAGIC};
+    use super::{Meta, SIDECAR_MAGIC, Xattrs};
     use std::collections::HashMap;
+    use std::fmt::Write;
+
+    fn hex(b: &[u8]) -> String {
+        if b.is_empty() {
+            return "=".to_string();
+        }
+        b.iter()
+            .fold(String::with_capacity(b.len() * 2), |mut s, x| {
+                let _ = write!(s, "{x:02x}");
+                s
+            })
+    }
+
+    fn unhex(t: &[u8]) -> Option<Vec<u8>> {
+        if t == b"=" {
+            return Some(Vec::new());
+        }
+        if t.is_empty() || t.len() % 2 != 0 {
+            return None;
+        }
+        t.chunks(2)
+            .map(|p| u8::from_str_radix(std::str::from_utf8(p).ok()?, 16).ok())
+            .collect()
+    }
 
     /// The header line for a sidecar whose own inode number is `ino`.
     pub fn header(ino: u64) -> String {
@@ -283,6 +321,16 @@ pub mod log_format {
         }
     }
 
+    /// One attribute change: `Some(value)` set, `None` removed; `name` `None`: all of them
+    /// removed.
+    pub fn xrecord(ino: u64, name: Option<&[u8]>, value: Option<&[u8]>) -> String {
+        match (name, value) {
+            (None, _) => format!("{ino} x -\n"),
+            (Some(n), None) => format!("{ino} x {} -\n", hex(n)),
+            (Some(n), Some(v)) => format!("{ino} x {} {}\n", hex(n), hex(v)),
+        }
+    }
+
     /// A parsed sidecar: the inode number its header names, the live entries, and how many
     /// record lines the file holds.
     #[derive(Debug, Default, PartialEq, Eq)]
@@ -291,7 +339,36 @@ pub mod log_format {
         pub ours: bool,
         pub header_ino: Option<u64>,
         pub map: HashMap<u64, Meta>,
+        /// Extended attributes by inode (never an empty set).
+        pub xattrs: HashMap<u64, Xattrs>,
         pub records: usize,
+    }
+
+    /// Applies one `x` record (the text after `INO x `); `false` if malformed.
+    fn apply_x(xattrs: &mut HashMap<u64, Xattrs>, ino: u64, rest: &[u8]) -> bool {
+        let f: Vec<&[u8]> = rest.split(|&b| b == b' ').collect();
+        match f[..] {
+            [b"-"] => {
+                xattrs.remove(&ino);
+            }
+            [n, b"-"] => {
+                let Some(n) = unhex(n) else { return false };
+                if let Some(set) = xattrs.get_mut(&ino) {
+                    set.remove(&n);
+                    if set.is_empty() {
+                        xattrs.remove(&ino);
+                    }
+                }
+            }
+            [n, v] => {
+                let (Some(n), Some(v)) = (unhex(n), unhex(v)) else {
+                    return false;
+                };
+                xattrs.entry(ino).or_default().insert(n, v);
+            }
+            _ => return false,
+        }
+        true
     }
 
     /// Parses a whole sidecar file; malformed lines are skipped.
@@ -322,7 +399,9 @@ pub mod log_format {
                 continue;
             };
             let rest = &line[sp + 1..];
-            if rest == b"-" {
+            if let Some(x) = rest.strip_prefix(b"x ") {
+                apply_x(&mut out.xattrs, ino, x);
+            } else if rest == b"-" {
                 out.map.remove(&ino);
             } else if let Some(m) = Meta::parse(rest) {
                 out.map.insert(ino, m);
@@ -337,6 +416,8 @@ pub mod log_format {
 /// removed when it holds nothing.
 pub struct Sidecar {
     map: HashMap<u64, Meta>,
+    /// Guest extended attributes by inode, where the host takes no user xattrs.
+    xattrs: HashMap<u64, Xattrs>,
     /// Open for writing after the first change of this boot, with the offset of its end.
     file: Option<(OwnedFd, u64)>,
     /// A write failed: entries are kept in memory only (logged once).
@@ -378,6 +459,7 @@ impl Sidecar {
     pub fn load(root: BorrowedFd<'_>, readonly: bool) -> Sidecar {
         let mut sc = Sidecar {
             map: HashMap::new(),
+            xattrs: HashMap::new(),
             file: None,
             failed: false,
         };
@@ -416,6 +498,7 @@ impl Sidecar {
         }
         if p.header_ino == Some(ino) {
             sc.map = p.map;
+            sc.xattrs = p.xattrs;
         } else {
             log::warn!(
                 "hostfs: {} was written for another copy of this tree (inode {:?}, now {ino}): \
@@ -425,7 +508,7 @@ impl Sidecar {
                 p.map.len()
             );
         }
-        if !readonly && sc.map.is_empty() {
+        if !readonly && sc.is_empty() {
             let _ = hostdir::unlinkat(root, SIDECAR, false);
         }
         sc
@@ -436,14 +519,56 @@ impl Sidecar {
         self.map.get(&ino).copied()
     }
 
-    /// Number of entries.
+    /// Number of entries (inodes with ownership metadata or attributes).
     pub fn len(&self) -> usize {
         self.map.len()
+            + self
+                .xattrs
+                .keys()
+                .filter(|k| !self.map.contains_key(k))
+                .count()
     }
 
     /// Whether there are no entries.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.map.is_empty() && self.xattrs.is_empty()
+    }
+
+    /// The attributes of inode `ino`.
+    pub fn xattrs(&self, ino: u64) -> Option<&Xattrs> {
+        self.xattrs.get(&ino)
+    }
+
+    /// Sets (`Some`) or removes (`None`) the attribute `name` of `ino`, in memory and in the
+    /// file. The caller has checked the flags and the size.
+    pub fn set_xattr(&mut self, root: BorrowedFd<'_>, ino: u64, name: &[u8], v: Option<&[u8]>) {
+        match v {
+            Some(v) => {
+                self.xattrs
+                    .entry(ino)
+                    .or_default()
+                    .insert(name.to_vec(), v.to_vec());
+            }
+            None => {
+                let Some(set) = self.xattrs.get_mut(&ino) else {
+                    return;
+                };
+                if set.remove(name).is_none() {
+                    return;
+                }
+                if set.is_empty() {
+                    self.xattrs.remove(&ino);
+                }
+            }
+        }
+        self.append(root, log_format::xrecord(ino, Some(name), v));
+    }
+
+    /// Drops every attribute of `ino`.
+    pub fn drop_xattrs(&mut self, root: BorrowedFd<'_>, ino: u64) {
+        if self.xattrs.remove(&ino).is_some() {
+            self.append(root, log_format::xrecord(ino, None, None));
+        }
     }
 
     /// Sets (`Some`) or removes (`None`) the entry of `ino`, in memory and in the file.
@@ -452,13 +577,20 @@ impl Sidecar {
             Some(m) => self.map.insert(ino, m) != Some(m),
             None => self.map.remove(&ino).is_some(),
         };
-        if !changed || self.failed {
+        if changed {
+            self.append(root, log_format::record(ino, m.as_ref()));
+        }
+    }
+
+    /// Records a change already made in memory: appends `line`, or at the first change of
+    /// this boot rewrites the whole file (which then holds the change).
+    fn append(&mut self, root: BorrowedFd<'_>, line: String) {
+        if self.failed {
             return;
         }
         let r = match self.file.take() {
             None => self.rewrite(root),
             Some((fd, off)) => {
-                let line = log_format::record(ino, m.as_ref());
                 write_at(fd.as_fd(), line.as_bytes(), off).map(|off| Some((fd, off)))
             }
         };
@@ -477,7 +609,7 @@ impl Sidecar {
     /// Writes every entry into a fresh file that then replaces the sidecar (or removes the
     /// sidecar if there are none). Returns the new file open for appending.
     fn rewrite(&self, root: BorrowedFd<'_>) -> std::io::Result<Option<(OwnedFd, u64)>> {
-        if self.map.is_empty() {
+        if self.is_empty() {
             return match hostdir::unlinkat(root, SIDECAR, false) {
                 Err(e) if e.raw_os_error() != Some(libc::ENOENT) => Err(e),
                 _ => Ok(None),
@@ -495,6 +627,13 @@ impl Sidecar {
         entries.sort_by_key(|(k, _)| **k);
         for (k, m) in entries {
             text.push_str(&log_format::record(*k, Some(m)));
+        }
+        let mut xs: Vec<_> = self.xattrs.iter().collect();
+        xs.sort_by_key(|(k, _)| **k);
+        for (k, set) in xs {
+            for (n, v) in set {
+                text.push_str(&log_format::xrecord(*k, Some(n), Some(v)));
+            }
         }
         let off = write_at(fd.as_fd(), text.as_bytes(), 0)?;
         hostdir::renameat2(root, SIDECAR_NEW, root, SIDECAR, 0)?;
@@ -551,8 +690,8 @@ impl MetaStore {
             );
         } else {
             log::info!(
-                "hostfs: {what}: the host file system takes no user xattrs; guest owners and \
-                 modes in {sc} ({} entries)",
+                "hostfs: {what}: the host file system takes no user xattrs; guest owners, \
+                 modes and extended attributes in {sc} ({} entries)",
                 sidecar.len()
             );
         }
@@ -638,7 +777,7 @@ impl MetaStore {
             }
             match r {
                 Ok(()) => {
-                    self.forget(hs);
+                    self.forget_meta(hs);
                     return Ok(());
                 }
                 Err(e) if is_xattr_refusal(&e) => {
@@ -666,11 +805,74 @@ impl MetaStore {
         sc.update(self.root.as_fd(), hs.ino, m);
     }
 
-    /// The host object `hs` is going away (its last link): drop its sidecar entry.
-    pub fn forget(&self, hs: &HostStat) {
+    /// The metadata of `hs` is now in its xattr: drop its sidecar entry.
+    fn forget_meta(&self, hs: &HostStat) {
         if hs.dev == self.root_dev && lock(&self.sidecar).get(hs.ino).is_some() {
             self.set_sidecar(hs, None);
         }
+    }
+
+    /// The host object `hs` is going away (its last link): drop its sidecar entry and
+    /// attributes.
+    pub fn forget(&self, hs: &HostStat) {
+        self.forget_meta(hs);
+        if hs.dev == self.root_dev {
+            lock(&self.sidecar).drop_xattrs(self.root.as_fd(), hs.ino);
+        }
+    }
+
+    /// The guest attribute `name` of `hs` in the sidecar (a host without user xattrs).
+    pub fn sidecar_getxattr(&self, hs: &HostStat, name: &[u8]) -> SysResult<Vec<u8>> {
+        let sc = lock(&self.sidecar);
+        sc.xattrs(hs.ino)
+            .filter(|_| hs.dev == self.root_dev)
+            .and_then(|set| set.get(name))
+            .cloned()
+            .ok_or(Errno::ENODATA)
+    }
+
+    /// The guest attribute names of `hs` in the sidecar.
+    pub fn sidecar_listxattr(&self, hs: &HostStat) -> Vec<Vec<u8>> {
+        let sc = lock(&self.sidecar);
+        sc.xattrs(hs.ino)
+            .filter(|_| hs.dev == self.root_dev)
+            .map(|set| set.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Sets (`Some`) or removes (`None`) the guest attribute `name` of `hs` in the sidecar,
+    /// with `XATTR_CREATE`/`XATTR_REPLACE` as `simple_xattr_set` (fs/xattr.c): `EEXIST`,
+    /// `ENODATA`; `ENOSPC` past [`SIDECAR_XATTR_MAX`]; `EOPNOTSUPP` for an inode of another
+    /// host file system mounted inside the tree (the sidecar keys inodes of the root's).
+    pub fn sidecar_setxattr(
+        &self,
+        hs: &HostStat,
+        name: &[u8],
+        value: Option<&[u8]>,
+        flags: u32,
+    ) -> SysResult<()> {
+        use um_uapi::abi::xattr::{XATTR_CREATE, XATTR_REPLACE};
+        if hs.dev != self.root_dev {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let mut sc = lock(&self.sidecar);
+        let set = sc.xattrs(hs.ino);
+        let old = set.and_then(|s| s.get(name));
+        match (value, old) {
+            (None, None) => return Err(Errno::ENODATA),
+            (Some(_), Some(_)) if flags & XATTR_CREATE != 0 => return Err(Errno::EEXIST),
+            (Some(_), None) if flags & XATTR_REPLACE != 0 => return Err(Errno::ENODATA),
+            _ => {}
+        }
+        if let Some(v) = value {
+            let used: usize = set.map_or(0, |s| s.iter().map(|(n, v)| n.len() + v.len()).sum());
+            let freed = old.map_or(0, |o| name.len() + o.len());
+            if used - freed + name.len() + v.len() > SIDECAR_XATTR_MAX {
+                return Err(Errno::ENOSPC);
+            }
+        }
+        sc.set_xattr(self.root.as_fd(), hs.ino, name, value);
+        Ok(())
     }
 }
 
@@ -879,6 +1081,115 @@ mod tests {
                 .len(),
             0
         );
+    }
+
+    #[test]
+    fn sidecar_log_keeps_attributes() {
+        let b = m(0, 42, 0o640, mode::S_IFREG, 0);
+        let mut text = log_format::header(77);
+        text += &log_format::record(10, Some(&b));
+        text += &log_format::xrecord(10, Some(b"user.a"), Some(b"1 2\n"));
+        text += &log_format::xrecord(10, Some(b"user.empty"), Some(b""));
+        text += &log_format::xrecord(11, Some(b"trusted.t"), Some(&[0, 255]));
+        text += &log_format::xrecord(12, Some(b"user.z"), Some(b"z"));
+        text += &log_format::xrecord(12, None, None);
+        text += &log_format::xrecord(11, Some(b"trusted.t"), None);
+        text += &log_format::xrecord(13, Some(b"user.q"), Some(b"q"));
+        text += "13 x 7573 zz\n13 x 75 7\n13 x\n"; // malformed: skipped
+        // Removing the ownership entry keeps the attributes.
+        text += &log_format::record(10, None);
+        let p = log_format::parse(text.as_bytes());
+        assert!(p.map.is_empty());
+        let want: Xattrs = [
+            (b"user.a".to_vec(), b"1 2\n".to_vec()),
+            (b"user.empty".to_vec(), Vec::new()),
+        ]
+        .into();
+        assert_eq!(p.xattrs.get(&10), Some(&want));
+        assert_eq!(
+            p.xattrs.get(&11),
+            None,
+            "the last one removed: no empty set"
+        );
+        assert_eq!(p.xattrs.get(&12), None, "all removed");
+        assert_eq!(p.xattrs.get(&13).map(|s| s.len()), Some(1));
+        assert!(!log_format::xrecord(1, Some(b"user.a"), Some(b"v v")).contains("v v"));
+    }
+
+    #[test]
+    fn sidecar_attributes_as_simple_xattr_set() {
+        use um_uapi::abi::xattr::{XATTR_CREATE, XATTR_REPLACE};
+        let dir = std::env::temp_dir().join(format!("um-sidecar-x-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("f"), b"x").unwrap();
+        let open = || {
+            let root = host::open_root(&dir).unwrap();
+            let dev = host::fstatat(root.as_fd(), b"").unwrap().dev;
+            MetaStore::new(root, dev, false, "test")
+        };
+        let st = open();
+        let hs = host::fstatat(st.root.as_fd(), b"f").unwrap();
+        assert_eq!(st.sidecar_getxattr(&hs, b"user.a"), Err(Errno::ENODATA));
+        assert_eq!(
+            st.sidecar_setxattr(&hs, b"user.a", Some(b"1"), XATTR_REPLACE),
+            Err(Errno::ENODATA)
+        );
+        st.sidecar_setxattr(&hs, b"user.a", Some(b"1"), XATTR_CREATE)
+            .unwrap();
+        assert_eq!(
+            st.sidecar_setxattr(&hs, b"user.a", Some(b"2"), XATTR_CREATE),
+            Err(Errno::EEXIST)
+        );
+        st.sidecar_setxattr(&hs, b"user.a", Some(b"2"), XATTR_REPLACE)
+            .unwrap();
+        st.sidecar_setxattr(&hs, b"trusted.t", Some(b""), 0)
+            .unwrap();
+        let big = vec![7u8; 65536];
+        for i in 0..3 {
+            st.sidecar_setxattr(&hs, format!("user.big{i}").as_bytes(), Some(&big), 0)
+                .unwrap();
+        }
+        assert_eq!(
+            st.sidecar_setxattr(&hs, b"user.big3", Some(&big), 0),
+            Err(Errno::ENOSPC),
+            "past SIDECAR_XATTR_MAX"
+        );
+        // Replacing one with a value of the same size fits.
+        st.sidecar_setxattr(&hs, b"user.big2", Some(&big), 0)
+            .unwrap();
+        st.sidecar_setxattr(&hs, b"user.big2", None, 0).unwrap();
+        assert_eq!(
+            st.sidecar_setxattr(&hs, b"user.big2", None, 0),
+            Err(Errno::ENODATA)
+        );
+        drop(st);
+        // Another boot reads them back from the file.
+        let st = open();
+        let names = st.sidecar_listxattr(&hs);
+        assert_eq!(
+            names,
+            [&b"trusted.t"[..], b"user.a", b"user.big0", b"user.big1"].map(<[u8]>::to_vec)
+        );
+        assert_eq!(st.sidecar_getxattr(&hs, b"user.a").unwrap(), b"2");
+        assert_eq!(st.sidecar_getxattr(&hs, b"user.big1").unwrap(), big);
+        assert_eq!(st.sidecar_getxattr(&hs, b"trusted.t").unwrap(), b"");
+        // Another host file system's inode: not the sidecar's.
+        let other = HostStat {
+            dev: hs.dev ^ 1,
+            ..hs
+        };
+        assert_eq!(
+            st.sidecar_setxattr(&other, b"user.a", Some(b"1"), 0),
+            Err(Errno::EOPNOTSUPP)
+        );
+        assert!(st.sidecar_listxattr(&other).is_empty());
+        // The last link goes: so do its attributes, and the file when nothing is left.
+        st.forget(&hs);
+        assert!(st.sidecar_listxattr(&hs).is_empty());
+        drop(st);
+        assert!(!dir.join(".um-meta").exists());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

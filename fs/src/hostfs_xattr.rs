@@ -17,9 +17,9 @@
 //! Only host regular files and directories take user xattrs (fs/xattr.c
 //! `xattr_permission`): a guest attribute on a host symlink (or a real host device node,
 //! FIFO or socket) is `EOPNOTSUPP` to set and absent to read. Device nodes and FIFOs the
-//! guest made with mknod are regular host files and take them. A host file system without
-//! user xattrs gives the guest a hostfs without extended attributes (as Linux without
-//! `IOP_XATTR`).
+//! guest made with mknod are regular host files and take them. Where the host file system
+//! takes no user xattrs, the guest's attributes are kept in hostfs's sidecar instead
+//! ([`crate::hostfs_meta`], [`crate::hostfs_meta::MetaStore::sidecar_setxattr`]).
 
 use crate::hostfs::host_errno;
 use um_os_linux::xattr::{XattrLoc, raw};

@@ -457,6 +457,142 @@ fn xattr_second_boot() {
     }
 }
 
+/// A host ramfs mounted for one test, unmounted (lazily) when it ends.
+struct Ramfs(PathBuf);
+
+impl Ramfs {
+    /// Mounts a ramfs on a fresh directory `build/NAME` (needs root, as CI runs).
+    fn mount(name: &str) -> Ramfs {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = workspace_root().join("build").join(name);
+        let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).expect("path");
+        // SAFETY: valid C strings; undoes an earlier run's mount if one was left.
+        unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+        fresh_dir(&dir);
+        // SAFETY: plain geteuid.
+        let euid = unsafe { libc::geteuid() };
+        assert_eq!(
+            euid, 0,
+            "this test mounts a host ramfs (a file system without user xattrs) and needs root"
+        );
+        // SAFETY: valid C strings; no mount data.
+        let r = unsafe {
+            libc::mount(
+                c"ramfs".as_ptr(),
+                c.as_ptr(),
+                c"ramfs".as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(
+            r,
+            0,
+            "mount -t ramfs on {}: {}",
+            dir.display(),
+            std::io::Error::last_os_error()
+        );
+        Ramfs(dir)
+    }
+}
+
+impl Drop for Ramfs {
+    fn drop(&mut self) {
+        use std::os::unix::ffi::OsStrExt;
+        if let Ok(c) = std::ffi::CString::new(self.0.as_os_str().as_bytes()) {
+            // SAFETY: a valid C string.
+            unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+        }
+    }
+}
+
+/// Extended attributes on hostfs over a host file system that takes no user xattrs (a
+/// ramfs, as the arm64 lane's tmpfs of a 6.1 host): they live in hostfs's `.um-meta`
+/// sidecar (fs/src/hostfs_meta.rs). guest/xattr's output equals its native run on a file
+/// system with xattrs, in every engine, and a second boot reads them back.
+#[test]
+fn xattr_sidecar() {
+    let ramfs = Ramfs::mount("um-xattr-ramfs");
+    let probe = ramfs.0.join("probe");
+    std::fs::write(&probe, b"p").expect("write probe");
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(probe.as_os_str().as_bytes()).expect("path");
+        // SAFETY: valid C strings; a 1-byte value.
+        let r =
+            unsafe { libc::setxattr(c.as_ptr(), c"user.p".as_ptr(), c"v".as_ptr().cast(), 1, 0) };
+        assert_eq!(
+            r, -1,
+            "the host ramfs took a user xattr: this test needs one that does not"
+        );
+    }
+    std::fs::remove_file(&probe).expect("remove probe");
+    let init = guest_program("xattr");
+    let extra = xattr_args();
+    let native_dir = workspace_root().join("build/um-native/xattr-sidecar");
+    fresh_dir(&native_dir);
+    let (native_out, native_status) = run_native("xattr", &native_dir, &extra);
+    let native = lines(&native_out);
+    let want = marker("xattr");
+    assert_eq!(
+        native.last().map(String::as_str),
+        Some(want.as_str()),
+        "xattr fails natively ({native_status}): {native_out}"
+    );
+    let _ = std::fs::remove_dir_all(&native_dir);
+    let bind = format!("bind={}:/mnt", ramfs.0.display());
+    let sidecar = ramfs.0.join(".um-meta");
+    for (i, engine) in ENGINES.iter().enumerate() {
+        let ctx = format!("xattr on a ramfs ({})", engine.join(" "));
+        let host_dir = ramfs.0.join(format!("x{i}"));
+        let guest_dir = format!("/mnt/x{i}");
+        fresh_dir(&host_dir);
+        let boot = |args: &[&str]| {
+            Boot::new()
+                .engine(engine)
+                .extra(&bind)
+                .init(&init)
+                .args(args)
+                .timeout(TIMEOUT)
+                .run()
+        };
+        let out = boot(&[&[guest_dir.as_str()], extra.as_slice()].concat());
+        if let Some(d) = diff(&native, &lines(&out.stdout)) {
+            panic!("{ctx}: differs from the native run\n{d}\n{}", out.report());
+        }
+        out.assert_ok(&want);
+        assert!(
+            out.stderr.contains("takes no user xattrs"),
+            "{ctx}: the kernel log does not say the bind mount has no host xattrs\n{}",
+            out.report()
+        );
+        // On the host: no attribute of ours on the file (ramfs takes none), its entry in the
+        // sidecar (`INO x NAME VALUE`, hex: user.persist = 757365722e70657273697374).
+        let persist = host_dir.join("persist");
+        assert_eq!(host_xattr(&persist, "user.um.user.persist"), None, "{ctx}");
+        let ino =
+            std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&persist).expect("persist"));
+        let text = std::fs::read_to_string(&sidecar).unwrap_or_default();
+        assert!(
+            text.lines()
+                .any(|l| l == format!("{ino} x 757365722e70657273697374 6b657074")),
+            "{ctx}: no sidecar record of user.persist=kept for inode {ino}:\n{text}"
+        );
+        let mut verify = vec![guest_dir.as_str(), "verify"];
+        verify.extend(extra.iter().filter(|a| **a == "unpriv"));
+        let second = boot(&verify);
+        second.assert_ok(&want);
+        assert!(
+            lines(&second.stdout)
+                .iter()
+                .any(|l| l == "xattr: persist: user: ok 4 \"kept\""),
+            "{ctx}: second boot lost user.persist\n{}",
+            second.report()
+        );
+        let _ = std::fs::remove_dir_all(&host_dir);
+    }
+}
+
 /// Terminal ioctls on a pty pair (issue 24; drivers/tty/tty_ioctl.c): struct termio, locked
 /// termios, soft carrier, breaks, modem lines, exclusive mode, TIOCSTI, job-control ids,
 /// queues (guest/termio).
