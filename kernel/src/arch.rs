@@ -75,26 +75,46 @@ pub fn tsc_call(off: bool) -> Option<(u64, [u64; 6])> {
 /// x86_64: SYSEMU answers at the entry stop itself; the fallbacks run to the exit stop.
 /// arm64: always a pseudo-step to a SIGTRAP stop, where x7 (hidden at syscall stops) is real
 /// (`um_arch_arm64::host::syscall_stop`).
+///
+/// The third value says whether the call was one of the native ABI. x86_64: an `int $0x80`
+/// (i386 ABI) call of the 64-bit guest is not (`AUDIT_ARCH_I386` from the host's
+/// `PTRACE_GET_SYSCALL_INFO`, asked where the registers do not show the `syscall`
+/// instruction, and always in the fallbacks, where the host runs the neutral call in the
+/// caller's ABI: there it is i386 getppid, 64, since the native number 110 is i386 `iopl`).
+/// The caller treats it as this kernel has no IA32 emulation. arm64: a 64-bit process has
+/// only `svc #0` of AArch64.
 pub fn syscall_stop(
     s: um_os_linux::ptrace::Stopped,
     neutral: Option<u64>,
-) -> std::io::Result<(um_os_linux::ptrace::Stopped, Regs)> {
+) -> std::io::Result<(um_os_linux::ptrace::Stopped, Regs, bool)> {
     #[cfg(target_arch = "aarch64")]
     {
-        native::host::syscall_stop(s, neutral)
+        native::host::syscall_stop(s, neutral).map(|(s, r)| (s, r, true))
     }
     #[cfg(target_arch = "x86_64")]
     {
         use um_os_linux::ptrace::{Event, Resume, Stop};
-        let regs = native::host::get_regs(&s)?;
-        let Some(nr) = neutral else {
-            return Ok((s, regs));
+        use um_uapi::abi::ptrace::AUDIT_ARCH_I386;
+        let mut regs = native::host::get_regs(&s)?;
+        let ask = neutral.is_some() || !native::host::entered_by_syscall(&regs);
+        let native_abi = !ask || s.syscall_arch()? != Some(AUDIT_ARCH_I386);
+        let neutral = match neutral {
+            // arch/x86/entry/syscalls/syscall_32.tbl: 64 getppid.
+            Some(n) if !native_abi && n != u64::MAX => Some(64),
+            n => n,
         };
-        let mut n = regs;
+        let entry = regs;
+        if !native_abi {
+            native::host::back_over_int80(&mut regs);
+        }
+        let Some(nr) = neutral else {
+            return Ok((s, regs, native_abi));
+        };
+        let mut n = entry;
         n.set_syscall_nr(nr);
         native::host::set_regs(&s, &n)?;
         match s.resume(Resume::Syscall, 0)?.wait()? {
-            Event::Stopped(e) if e.stop() == Stop::Syscall => Ok((e, regs)),
+            Event::Stopped(e) if e.stop() == Stop::Syscall => Ok((e, regs, native_abi)),
             Event::Stopped(e) => Err(std::io::Error::other(format!(
                 "no syscall-exit stop: {:?}",
                 e.stop()
@@ -105,6 +125,16 @@ pub fn syscall_stop(
             ))),
         }
     }
+}
+
+/// The registers of a guest call of a foreign ABI (x86_64's `int $0x80`), trapped by the
+/// seccomp engine, as the #GP this kernel answers it with leaves them
+/// (`um_arch_x86::host::back_over_int80`). arm64 has no such call: nothing to change.
+pub fn foreign_syscall_fault(regs: &mut Regs) {
+    #[cfg(target_arch = "x86_64")]
+    native::host::back_over_int80(regs);
+    #[cfg(target_arch = "aarch64")]
+    let _ = regs;
 }
 
 /// A `struct epoll_event` of the native arch (packed, 12 bytes, on x86_64; naturally aligned,

@@ -179,6 +179,30 @@ impl Stopped {
         Ok(())
     }
 
+    /// The audit arch of the syscall this thread is stopped in (`PTRACE_GET_SYSCALL_INFO`,
+    /// Linux 5.3: `struct ptrace_syscall_info` has `op` at byte 0 and `arch` at bytes 4..8),
+    /// or `None` where the host has no such request.
+    pub fn syscall_arch(&self) -> io::Result<Option<u32>> {
+        let mut info = [0u8; 88];
+        // SAFETY: the host writes at most `addr` (the buffer's length) bytes of
+        // `struct ptrace_syscall_info` to `info`.
+        let r = unsafe {
+            libc::ptrace(
+                0x420e, // PTRACE_GET_SYSCALL_INFO
+                self.tid,
+                info.len(),
+                info.as_mut_ptr(),
+            )
+        };
+        match check(r) {
+            Ok(_) => Ok(Some(u32::from_le_bytes([
+                info[4], info[5], info[6], info[7],
+            ]))),
+            Err(e) if e.raw_os_error() == Some(libc::EIO) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The siginfo of a signal-delivery-stop, as the raw 128 bytes.
     pub fn get_siginfo(&self) -> io::Result<[u8; 128]> {
         let mut si = [0u8; 128];

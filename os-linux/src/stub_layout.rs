@@ -295,15 +295,16 @@ fn rules_code(rules: &[Rule]) -> Vec<SockFilter> {
     f
 }
 
-/// The head of both filters: a foreign `audit_arch` kills; a call from outside
-/// `[page, page + len)` gets `outside`.
+/// The head of both filters: a call of a foreign `audit_arch` (x86_64's `int $0x80`, the
+/// i386 ABI), like one from outside `[page, page + len)`, gets `outside`: the host never runs
+/// it.
 fn head(audit_arch: u32, page: u64, len: u64, outside: u32) -> Vec<SockFilter> {
     let ins = |code, jt, jf, k| SockFilter { code, jt, jf, k };
     assert!(page % len == 0 && (page as u32).checked_add(len as u32).is_some());
     vec![
         ins(BPF_LD_W_ABS, 0, 0, 4),
         ins(BPF_JEQ_K, 1, 0, audit_arch),
-        ins(BPF_RET_K, 0, 0, RET_KILL_PROCESS),
+        ins(BPF_RET_K, 0, 0, outside),
         // ip high half
         ins(BPF_LD_W_ABS, 0, 0, 12),
         ins(BPF_JEQ_K, 1, 0, (page >> 32) as u32),
@@ -319,8 +320,9 @@ fn head(audit_arch: u32, page: u64, len: u64, outside: u32) -> Vec<SockFilter> {
 
 /// The filter of the stub's application threads, the threads that run guest code (linux/
 /// seccomp.h `struct seccomp_data`: nr at 0, arch at 4, instruction_pointer at 8, args from
-/// 16): a foreign `audit_arch` kills; a call made from outside `[page, page + len)` (the stub's
-/// first code page) traps (SIGSYS to the stub's handler: every guest syscall); from inside it,
+/// 16): a call of a foreign `audit_arch` (wherever made) or made from outside
+/// `[page, page + len)` (the stub's first code page) traps (SIGSYS to the stub's handler:
+/// every guest syscall; the kernel answers a foreign one as a #GP); from inside it,
 /// the calls `rules` allow run and anything else kills the process. A guest can jump to any
 /// syscall instruction of that page with registers of its choosing, so every rule must be
 /// harmless with hostile arguments (ARCHITECTURE.md, "The seccomp engine").
@@ -441,11 +443,10 @@ mod tests {
         assert_eq!(cl(0x3d0f00), RET_ALLOW);
         assert_eq!(cl(0x3d0f00 & !0x100), RET_KILL_PROCESS); // without CLONE_VM: a fork
         assert_eq!(cl(0x11), RET_KILL_PROCESS);
-        // A foreign audit arch (i386 = 0x4000_0003) kills.
-        assert_eq!(
-            run_filter(&f, 202, 0x4000_0003, 0x40_1000, z),
-            RET_KILL_PROCESS
-        );
+        // A foreign audit arch (i386 = 0x4000_0003) traps, from the stub page too (the host
+        // never runs it; the kernel answers it as a #GP).
+        assert_eq!(run_filter(&f, 202, 0x4000_0003, 0x40_1000, z), RET_TRAP);
+        assert_eq!(run_filter(&f, 202, 0x4000_0003, ip, z), RET_TRAP);
         // The mapper's filter kills outside its page too.
         let m = mapper_filter(
             arch,

@@ -529,6 +529,25 @@ pub fn stub_code() -> StubCode {
 }
 
 /// Reads the general registers of a stopped tracee.
+/// Whether the registers at a syscall-entry stop are what the `syscall` instruction leaves:
+/// the return address in rcx and the flags in r11 (Intel SDM, SYSCALL; the host's
+/// entry_SYSCALL_64 saves them as they are). `int $0x80` leaves the caller's rcx and r11, so
+/// a stop where they differ came another way (or the guest forged them, which matters only
+/// where the host runs something for the call: the fallbacks always ask the host).
+pub fn entered_by_syscall(r: &Regs) -> bool {
+    r.w[idx::RCX] == r.w[idx::RIP] && r.w[idx::R11] == r.w[idx::EFLAGS]
+}
+
+/// The registers of an `int $0x80` stop as the CPU's #GP on that instruction would leave
+/// them: the instruction pointer back over the 2-byte instruction, rax the caller's (the
+/// host's entry code put -ENOSYS there; the number is in orig_rax), and no syscall in
+/// progress (orig_rax -1, so no restart logic applies).
+pub fn back_over_int80(r: &mut Regs) {
+    r.w[idx::RIP] = r.w[idx::RIP].wrapping_sub(2);
+    r.w[idx::RAX] = r.w[idx::ORIG_RAX];
+    r.w[idx::ORIG_RAX] = u64::MAX;
+}
+
 pub fn get_regs(t: &Stopped) -> io::Result<Regs> {
     let mut b = [0u8; REGS_SIZE];
     let n = t.get_regset(NT_PRSTATUS, &mut b)?;

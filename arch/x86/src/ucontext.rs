@@ -30,6 +30,8 @@ pub const SI_CODE: usize = 8;
 pub const SI_ADDR: usize = 16;
 /// SIGSYS `_syscall`.
 pub const SI_SYSCALL: usize = 24;
+/// SIGSYS `_arch` (the audit arch of the trapped call).
+pub const SI_ARCH: usize = 28;
 
 fn get(b: &[u8], off: usize) -> u64 {
     u64::from_le_bytes(b[off..off + 8].try_into().unwrap_or([0; 8]))

@@ -346,9 +346,20 @@ impl PtraceThread {
                             Intercept::Cancel => Some(u64::MAX),
                             Intercept::Substitute => Some(nr("getppid")),
                         };
-                        let (e, regs) = crate::arch::syscall_stop(s, neutral)?;
+                        let (e, regs, native_abi) = crate::arch::syscall_stop(s, neutral)?;
                         self.regs = regs;
                         self.stopped = Some(e);
+                        if !native_abi {
+                            // An `int $0x80` call: without IA32 emulation (Linux built
+                            // without CONFIG_IA32_EMULATION, or booted ia32_emulation=0) the
+                            // instruction takes a #GP, SIGSEGV with SI_KERNEL at the
+                            // instruction (arch/x86/kernel/traps.c exc_general_protection).
+                            return Ok(Event::Signal {
+                                signo: libc::SIGSEGV,
+                                addr: 0,
+                                code: 0x80,
+                            });
+                        }
                         return Ok(Event::Syscall);
                     }
                     Stop::Signal(sig) => {

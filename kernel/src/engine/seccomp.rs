@@ -39,6 +39,12 @@ use crate::arch::Regs;
 use crate::arch::native::host as arch;
 use crate::arch::native::stub as layout;
 use crate::arch::native::ucontext as uc;
+
+/// The audit arch of the native ABI (include/uapi/linux/audit.h: EM_* | __AUDIT_ARCH_64BIT |
+/// __AUDIT_ARCH_LE), which the stub's filter passes and a SIGSYS's `si_arch` shows.
+fn native_audit_arch() -> u32 {
+    u32::from(crate::arch::ELF_MACHINE) | 0x8000_0000 | 0x4000_0000
+}
 use crate::kernel::Kernel;
 use std::collections::VecDeque;
 use std::io;
@@ -631,8 +637,7 @@ fn setup_image(k: &Kernel, spec_allow: bool, spin_ticks: u64) -> (Vec<(usize, Ve
     );
     put(layout::SETUP_SIGSET, 0);
     put(layout::SETUP_FULLSET, u64::MAX);
-    let audit_arch = u32::from(crate::arch::ELF_MACHINE) | 0x8000_0000 | 0x4000_0000;
-    let filter = layout::stub_filter(audit_arch, base, 0x1000, &app_rules(base));
+    let filter = layout::stub_filter(native_audit_arch(), base, 0x1000, &app_rules(base));
     for (i, ins) in filter.iter().enumerate() {
         put(
             layout::SETUP_FILTER + i * 8,
@@ -661,7 +666,7 @@ fn setup_image(k: &Kernel, spec_allow: bool, spin_ticks: u64) -> (Vec<(usize, Ve
     };
     qput(layout::MAPQ_ONE, 1);
     qput(layout::MAPQ_SPIN, spin_ticks);
-    let mfilter = layout::mapper_filter(audit_arch, base, 0x1000, &mapper_rules());
+    let mfilter = layout::mapper_filter(native_audit_arch(), base, 0x1000, &mapper_rules());
     for (i, ins) in mfilter.iter().enumerate() {
         qput(
             layout::MAPQ_FILTER + i * 8,
@@ -1263,6 +1268,21 @@ impl SeccompThread {
         match signo {
             libc::SIGSYS => {
                 uc::syscall_regs(&self.ucontext, &si, &mut self.regs);
+                let si_arch = u32::from_le_bytes(
+                    si[uc::SI_ARCH..uc::SI_ARCH + 4]
+                        .try_into()
+                        .unwrap_or([0; 4]),
+                );
+                if si_arch != native_audit_arch() {
+                    // x86_64's `int $0x80`: no IA32 emulation here, a #GP as on Linux built
+                    // without it (crate::arch::foreign_syscall_fault).
+                    crate::arch::foreign_syscall_fault(&mut self.regs);
+                    return Ok(Event::Signal {
+                        signo: libc::SIGSEGV,
+                        addr: 0,
+                        code: 0x80,
+                    });
+                }
                 Ok(Event::Syscall)
             }
             libc::SIGSEGV | libc::SIGILL | libc::SIGFPE | libc::SIGBUS | libc::SIGTRAP => {

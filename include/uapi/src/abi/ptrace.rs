@@ -75,6 +75,9 @@ pub const NT_ARM_SYSTEM_CALL: u64 = 0x404;
 /// `AUDIT_ARCH_X86_64` and `AUDIT_ARCH_AARCH64` (EM_* | __AUDIT_ARCH_64BIT | __AUDIT_ARCH_LE).
 pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 pub const AUDIT_ARCH_AARCH64: u32 = 0xc000_00b7;
+/// `AUDIT_ARCH_I386` (EM_386 | __AUDIT_ARCH_LE, include/uapi/linux/audit.h): what the host
+/// reports for an `int $0x80` call of a 64-bit x86 process.
+pub const AUDIT_ARCH_I386: u32 = 0x4000_0003;
 
 /// Size of `struct ptrace_syscall_info` up to the end of each op's part: the header
 /// (op, pad, arch, instruction_pointer, stack_pointer) is 24 bytes; `entry` adds nr and six
