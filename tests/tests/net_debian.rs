@@ -184,6 +184,10 @@ fn curl_and_apt_flat_repo() {
     .unwrap();
     let port = free_port();
     let _server = http_server(&www, port);
+    // apt-get install reads no console: with the console as stdin, apt-get under timeout(1)
+    // is a background group of the console (which this kernel grants init's session at boot)
+    // whose parent is init, so an orphaned one, and its read of stdin is EIO as in Linux's
+    // `__tty_check_change`; apt's DoStdin then writes that -1 as a length (EFAULT).
     let script = format!(
         "{STATIC_NET}\
          curl -s -S -m 60 -o /tmp/f http://10.0.2.2:{port}/file && echo CURL-OK\n\
