@@ -1058,6 +1058,9 @@ impl InetSocket {
             let n = (len as u32).min(4) as usize;
             return Ok(v.to_le_bytes()[..n].to_vec());
         }
+        if level == IPPROTO_TCP && self.proto == Proto::Tcp && name == tcp::TCP_INFO {
+            return Ok(Self::tcp_info(&i, len));
+        }
         let mtu_opt = (level == IPPROTO_IP && name == ip::IP_MTU)
             || (level == IPPROTO_IPV6 && i.family == AF_INET6 && name == ipv6::IPV6_MTU);
         if mtu_opt {
@@ -1073,6 +1076,55 @@ impl InetSocket {
         }
         let k = self.opt_ctx(&i, false);
         i.opts.get(level, name, len, &k)
+    }
+
+    /// `getsockopt(TCP_INFO)` (Linux `tcp_get_info`, net/ipv4/tcp.c): the state, the path's
+    /// MSS and MTU, and the initial congestion numbers Linux reports for a fresh connection
+    /// (`TCP_INIT_CWND`, `TCP_INFINITE_SSTHRESH`, `TCP_RTO_MIN` / `TCP_TIMEOUT_INIT`,
+    /// `TCP_ATO_MIN`, `sysctl_tcp_reordering`). The host's TCP (or smoltcp's) does the
+    /// retransmitting, so the counters it alone knows (retransmits, RTT, bytes, segments) are
+    /// zero, never garbage. Like `do_tcp_getsockopt`, `len` is clamped to
+    /// `0..=sizeof(struct tcp_info)` (as unsigned) and that many bytes are returned.
+    fn tcp_info(i: &Inner, len: i32) -> Vec<u8> {
+        use um_uapi::abi::inet::TcpInfo;
+        use um_uapi::abi::netlink::tcp_state;
+        use um_uapi::abi::pod::Pod;
+        let v6 = i.remote.is_some_and(|r| r.is_ipv6());
+        let mtu = Self::dev_mtu(i).map_or(LOOPBACK_MTU, |m| m as i32);
+        let mss = mtu - if v6 { 40 } else { 20 } - 20;
+        let est = i.state == State::Established;
+        let info = TcpInfo {
+            tcpi_state: match i.state {
+                State::Established => tcp_state::TCP_ESTABLISHED,
+                State::Listen => tcp_state::TCP_LISTEN,
+                State::Closed => tcp_state::TCP_CLOSE,
+            },
+            // TCP_RTO_MIN once connected (200 ms), TCP_TIMEOUT_INIT (1 s) before; in µs.
+            tcpi_rto: if est { 200_000 } else { 1_000_000 },
+            // TCP_ATO_MIN (HZ / 25), in µs.
+            tcpi_ato: if est { 40_000 } else { 0 },
+            tcpi_snd_mss: if est {
+                mss as u32
+            } else {
+                opt::TCP_MSS_DEFAULT as u32
+            },
+            tcpi_rcv_mss: if est {
+                mss as u32
+            } else {
+                opt::TCP_MSS_DEFAULT as u32
+            },
+            tcpi_pmtu: mtu as u32,
+            tcpi_snd_ssthresh: 0x7fff_ffff,
+            tcpi_snd_cwnd: 10,
+            tcpi_advmss: mss as u32,
+            tcpi_reordering: 3,
+            // No RTT sample: `tcp_min_rtt` of an empty minmax is ~0U.
+            tcpi_min_rtt: u32::MAX,
+            ..TcpInfo::default()
+        };
+        let mut v = info.as_bytes();
+        v.truncate((len as u32 as usize).min(v.len()));
+        v
     }
 
     /// `setsockopt`: `IPV6_ADDRFORM` here, the rest through [`Opts::set`]. `val` holds the

@@ -235,6 +235,52 @@ fn tcp_both_ways_with_half_close() {
     c.release();
 }
 
+/// `getsockopt(TCP_INFO)`: the state byte of a listener, an unconnected and a connected
+/// socket, the connected one's MSS from eth0's MTU, and the length clamp of
+/// `do_tcp_getsockopt`.
+#[test]
+fn tcp_info_state_mss_and_length() {
+    use um_uapi::abi::inet::{TcpInfo, tcp::TCP_INFO};
+    use um_uapi::abi::pod::Pod;
+    let n = net();
+    let l = listener(&n.b, 5003);
+    let info =
+        |s: &InetSocket| TcpInfo::read_le(&s.getsockopt(IPPROTO_TCP, TCP_INFO, 248).unwrap());
+    assert_eq!(info(&l).tcpi_state, 10);
+    let server = std::thread::spawn(move || {
+        let t = task();
+        let c = l.accept(&io(&t)).expect("accept");
+        let i = TcpInfo::read_le(&c.getsockopt(IPPROTO_TCP, TCP_INFO, 248).unwrap());
+        c.release();
+        l.release();
+        i
+    });
+    let t = task();
+    let c = sock(Proto::Tcp, &n.a);
+    assert_eq!(info(&c).tcpi_state, 7);
+    assert_eq!(info(&c).tcpi_snd_mss, 536);
+    c.connect(&io(&t), &sa(&format!("{B_IP}:5003")))
+        .expect("connect");
+    let i = info(&c);
+    assert_eq!(i.tcpi_state, 1);
+    assert_eq!(
+        (i.tcpi_pmtu, i.tcpi_snd_mss, i.tcpi_advmss),
+        (1500, 1460, 1460)
+    );
+    assert_eq!((i.tcpi_snd_cwnd, i.tcpi_total_retrans), (10, 0));
+    assert_eq!(server.join().unwrap().tcpi_state, 1);
+    // Longer is clamped to sizeof(struct tcp_info), shorter truncates, negative (as unsigned)
+    // is the whole struct too.
+    assert_eq!(
+        c.getsockopt(IPPROTO_TCP, TCP_INFO, 4096).unwrap().len(),
+        248
+    );
+    assert_eq!(c.getsockopt(IPPROTO_TCP, TCP_INFO, 1).unwrap(), vec![1]);
+    assert_eq!(c.getsockopt(IPPROTO_TCP, TCP_INFO, 0).unwrap().len(), 0);
+    assert_eq!(c.getsockopt(IPPROTO_TCP, TCP_INFO, -1).unwrap().len(), 248);
+    c.release();
+}
+
 /// Nothing listens: the peer's RST makes the connect fail with ECONNREFUSED, blocking or
 /// not; the non-blocking one says EINPROGRESS, then POLLERR|POLLHUP and SO_ERROR.
 #[test]

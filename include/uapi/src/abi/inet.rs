@@ -94,12 +94,88 @@ pub mod tcp {
     pub const TCP_LINGER2: i32 = 8;
     pub const TCP_DEFER_ACCEPT: i32 = 9;
     pub const TCP_WINDOW_CLAMP: i32 = 10;
+    /// `struct tcp_info` ([`super::TcpInfo`]).
+    pub const TCP_INFO: i32 = 11;
     pub const TCP_QUICKACK: i32 = 12;
     pub const TCP_CONGESTION: i32 = 13;
     pub const TCP_USER_TIMEOUT: i32 = 18;
     pub const TCP_FASTOPEN: i32 = 23;
     pub const TCP_NOTSENT_LOWAT: i32 = 25;
 }
+
+crate::pod_struct! {
+    /// `struct tcp_info` of `include/uapi/linux/tcp.h` up to `tcpi_total_rto_time` (Linux
+    /// 6.7): 248 bytes; `getsockopt(TCP_INFO)` copies the caller's length of it.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct TcpInfo {
+        /// `tcpi_state` (`TCP_*`, include/net/tcp_states.h).
+        pub tcpi_state: u8,
+        pub tcpi_ca_state: u8,
+        pub tcpi_retransmits: u8,
+        pub tcpi_probes: u8,
+        pub tcpi_backoff: u8,
+        pub tcpi_options: u8,
+        /// `tcpi_snd_wscale : 4, tcpi_rcv_wscale : 4`.
+        pub tcpi_wscale: u8,
+        /// `tcpi_delivery_rate_app_limited : 1, tcpi_fastopen_client_fail : 2`.
+        pub tcpi_flags: u8,
+        pub tcpi_rto: u32,
+        pub tcpi_ato: u32,
+        pub tcpi_snd_mss: u32,
+        pub tcpi_rcv_mss: u32,
+        pub tcpi_unacked: u32,
+        pub tcpi_sacked: u32,
+        pub tcpi_lost: u32,
+        pub tcpi_retrans: u32,
+        pub tcpi_fackets: u32,
+        pub tcpi_last_data_sent: u32,
+        pub tcpi_last_ack_sent: u32,
+        pub tcpi_last_data_recv: u32,
+        pub tcpi_last_ack_recv: u32,
+        pub tcpi_pmtu: u32,
+        pub tcpi_rcv_ssthresh: u32,
+        pub tcpi_rtt: u32,
+        pub tcpi_rttvar: u32,
+        pub tcpi_snd_ssthresh: u32,
+        pub tcpi_snd_cwnd: u32,
+        pub tcpi_advmss: u32,
+        pub tcpi_reordering: u32,
+        pub tcpi_rcv_rtt: u32,
+        pub tcpi_rcv_space: u32,
+        pub tcpi_total_retrans: u32,
+        pub tcpi_pacing_rate: u64,
+        pub tcpi_max_pacing_rate: u64,
+        pub tcpi_bytes_acked: u64,
+        pub tcpi_bytes_received: u64,
+        pub tcpi_segs_out: u32,
+        pub tcpi_segs_in: u32,
+        pub tcpi_notsent_bytes: u32,
+        pub tcpi_min_rtt: u32,
+        pub tcpi_data_segs_in: u32,
+        pub tcpi_data_segs_out: u32,
+        pub tcpi_delivery_rate: u64,
+        pub tcpi_busy_time: u64,
+        pub tcpi_rwnd_limited: u64,
+        pub tcpi_sndbuf_limited: u64,
+        pub tcpi_delivered: u32,
+        pub tcpi_delivered_ce: u32,
+        pub tcpi_bytes_sent: u64,
+        pub tcpi_bytes_retrans: u64,
+        pub tcpi_dsack_dups: u32,
+        pub tcpi_reord_seen: u32,
+        pub tcpi_rcv_ooopack: u32,
+        pub tcpi_snd_wnd: u32,
+        pub tcpi_rcv_wnd: u32,
+        pub tcpi_rehash: u32,
+        pub tcpi_total_rto: u16,
+        pub tcpi_total_rto_recoveries: u16,
+        pub tcpi_total_rto_time: u32,
+    }
+}
+const_assert_eq!(core::mem::size_of::<TcpInfo>(), 248);
+const_assert_eq!(core::mem::offset_of!(TcpInfo, tcpi_total_retrans), 100);
+const_assert_eq!(core::mem::offset_of!(TcpInfo, tcpi_pacing_rate), 104);
+const_assert_eq!(core::mem::offset_of!(TcpInfo, tcpi_rcv_wnd), 232);
 
 crate::pod_struct! {
     /// `struct sockaddr_in`: 16 bytes.

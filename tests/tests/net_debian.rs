@@ -1,0 +1,359 @@
+//! Gate: Debian 12's own networking tools on eth0 (issue 18), every engine of
+//! [`um_tests::ENGINES`], each boot with `eth0=user,restrict=loopback` (the network rule: the
+//! guest reaches nothing but the user-mode network and, with `hostloop=on`, the host's
+//! 127.0.0.1 as 10.0.2.2).
+//!
+//! The Debian tree is shared and never written: every boot puts tmpfs copies of /etc and /var
+//! over the real ones and tmpfs on /run, /tmp and /opt (where the test package installs).
+//! - `dhclient_ip_ss`: with `ip=off` (eth0 starts unconfigured) isc-dhcp-client's `dhclient`
+//!   leases 10.0.2.15 and its dhclient-script configures eth0 through iproute2 and writes
+//!   resolv.conf; `ip addr`, `ip route`, `ip link set down/up` and `ss -tan`/`-uan` (sock_diag)
+//!   show the result and a TCP listener and UDP socket the script opened.
+//! - `ping_root_and_user`: iputils `ping` as root (raw socket) and as nobody (an ICMP datagram
+//!   socket). Linux's default `net.ipv4.ping_group_range` is `1 0` (nobody; `inet_init_net`
+//!   in net/ipv4/af_inet.c), ours too, so the unprivileged ping first fails as on Linux. Debian
+//!   12 makes it work in two ways: iputils-ping's postinst gives /bin/ping `cap_net_raw+ep`
+//!   (setuid when setcap is missing), and systemd's /usr/lib/sysctl.d/50-default.conf sets
+//!   `net.ipv4.ping_group_range = 0 2147483647` at boot (systemd-sysctl). The tree here is made
+//!   without running that postinst as root and without systemd, so the gate does what
+//!   systemd-sysctl does and the user's ping then goes through a datagram socket.
+//! - `curl_and_apt_flat_repo`: a host `python3 -m http.server` on 127.0.0.1 serves a 16 MiB
+//!   random file, which `curl` fetches with the host's sha256, and a flat apt repository (a
+//!   Packages file written here, one .deb built here from tar archives) from which
+//!   `apt-get update && apt-get install` installs a package.
+//!
+//! The kernel log is scanned as in every gate.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use um_tests::{Boot, for_each_engine};
+
+fn debian_tree() -> PathBuf {
+    um_tests::debian_rootfs(&[
+        "usr/sbin/dhclient",
+        "usr/bin/ip",
+        "usr/bin/ss",
+        "usr/bin/ping",
+        "usr/bin/curl",
+        "usr/bin/apt-get",
+        "usr/bin/python3",
+        "usr/bin/setpriv",
+    ])
+}
+
+/// The start of every script: /etc and /var as tmpfs copies, scratch tmpfs elsewhere.
+const PRELUDE: &str = "export PATH=/usr/sbin:/usr/bin:/sbin:/bin\n\
+     mount -t proc proc /proc\n\
+     mount -t sysfs sysfs /sys\n\
+     mount -t tmpfs tmpfs /run\n\
+     mount -t tmpfs tmpfs /tmp\n\
+     mount -t tmpfs tmpfs /opt\n\
+     mkdir -p /dev/pts /run/lock && mount -t devpts devpts /dev/pts\n\
+     cp -a /etc /run/etc && mount --bind /run/etc /etc\n\
+     cp -a /var /run/var && mount --bind /run/var /var\n";
+
+/// Static configuration of eth0 (for the gates that do not test DHCP).
+const STATIC_NET: &str = "ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && \
+     ip route add default via 10.0.2.2 && echo net-up\n";
+
+/// A boot of the Debian tree running `script` after [`PRELUDE`], with the kernel options `opts`.
+fn boot(engine: &[&str], opts: &[&str], script: &str, secs: u64) -> um_tests::Outcome {
+    let mut b = Boot::new()
+        .engine(engine)
+        .mem("512M")
+        .rootflags(&debian_tree().display().to_string());
+    for o in opts {
+        b = b.extra(o);
+    }
+    b.timeout(Duration::from_secs(secs))
+        .init("/bin/bash")
+        .args(&["-c", &format!("{PRELUDE}{script}")])
+        .run()
+}
+
+#[test]
+fn dhclient_ip_ss() {
+    // The listeners: a TCP socket on 8123 and a UDP socket on 5353, ready once
+    // /tmp/ready exists.
+    let script = "echo PRE:$(ip -4 addr show eth0 | grep -c inet)\n\
+         timeout 60 dhclient -v -1 eth0 > /tmp/dh.log 2>&1 && echo DHCLIENT-OK\n\
+         grep -o 'bound to [0-9.]*' /tmp/dh.log | sed 's/^/LEASE:/'\n\
+         ip -4 addr show eth0 | grep -o 'inet [0-9./]*' | sed 's/^/ADDR:/'\n\
+         ip route | grep '^default' | sed 's/^/ROUTE:/'\n\
+         sed 's/^/RESOLV:/' /etc/resolv.conf\n\
+         ip link set eth0 down\n\
+         ip link show eth0 | grep -o 'state [A-Z]*' | sed 's/^/DOWN:/'\n\
+         ip link set eth0 up\n\
+         ip link show eth0 | grep -o 'state [A-Z]*' | sed 's/^/UP:/'\n\
+         python3 -c 'import socket, time, os\n\
+t = socket.socket(); t.bind((\"0.0.0.0\", 8123)); t.listen(5)\n\
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind((\"0.0.0.0\", 5353))\n\
+open(\"/tmp/ready\", \"w\").close(); time.sleep(60)' &\n\
+         for i in $(seq 100); do [ -e /tmp/ready ] && break; sleep 0.2; done\n\
+         ss -tan | awk '$4 == \"0.0.0.0:8123\" { print \"SS-TCP:\" $1 \" \" $4 }'\n\
+         ss -uan | awk '$4 == \"0.0.0.0:5353\" { print \"SS-UDP:\" $1 \" \" $4 }'\n\
+         kill %1\n\
+         echo UM-DHCLIENT-OK\n";
+    for_each_engine(|engine| {
+        let out = boot(
+            engine,
+            &["eth0=user,restrict=loopback", "ip=off"],
+            script,
+            180,
+        );
+        out.assert_ok("UM-DHCLIENT-OK");
+        for want in [
+            "PRE:0",
+            "DHCLIENT-OK",
+            "LEASE:bound to 10.0.2.15",
+            "ADDR:inet 10.0.2.15/24",
+            "ROUTE:default via 10.0.2.2 dev eth0 ",
+            "RESOLV:nameserver 10.0.2.3",
+            "DOWN:state DOWN",
+            "UP:state UP",
+            "SS-TCP:LISTEN 0.0.0.0:8123",
+            "SS-UDP:UNCONN 0.0.0.0:5353",
+        ] {
+            expect_line(&out, want);
+        }
+    });
+}
+
+#[test]
+fn ping_root_and_user() {
+    let user = "setpriv --reuid=65534 --regid=65534 --clear-groups";
+    let script = format!(
+        "{STATIC_NET}\
+         ping -c3 -i 0.3 -W 5 10.0.2.2 | grep -o '[0-9]* packets transmitted, [0-9]* received' \
+           | sed 's/^/ROOT:/'\n\
+         echo RANGE:$(cat /proc/sys/net/ipv4/ping_group_range)\n\
+         {user} ping -c1 -W 5 10.0.2.2 > /tmp/p 2>&1; echo USER-DEFAULT:$?\n\
+         grep -o 'socket: Operation not permitted' /tmp/p | sed 's/^/USER-DEFAULT:/'\n\
+         echo '0 2147483647' > /proc/sys/net/ipv4/ping_group_range\n\
+         {user} ping -c3 -i 0.3 -W 5 10.0.2.2 | grep -o '[0-9]* packets transmitted, [0-9]* received' \
+           | sed 's/^/USER:/'\n\
+         echo UM-PING-OK\n"
+    );
+    for_each_engine(|engine| {
+        let out = boot(engine, &["eth0=user,restrict=loopback"], &script, 120);
+        out.assert_ok("UM-PING-OK");
+        for want in [
+            "net-up",
+            "ROOT:3 packets transmitted, 3 received",
+            "RANGE:1 0",
+            "USER-DEFAULT:2",
+            "USER-DEFAULT:socket: Operation not permitted",
+            "USER:3 packets transmitted, 3 received",
+        ] {
+            expect_line(&out, want);
+        }
+    });
+}
+
+#[test]
+fn curl_and_apt_flat_repo() {
+    let www = scratch("repo");
+    let big = www.join("file");
+    {
+        let mut f = std::fs::File::create(&big).unwrap();
+        let mut r = std::fs::File::open("/dev/urandom").unwrap();
+        let mut buf = vec![0u8; 1 << 20];
+        for _ in 0..16 {
+            r.read_exact(&mut buf).unwrap();
+            f.write_all(&buf).unwrap();
+        }
+    }
+    let want = sha256_hex(&big);
+    let payload = format!("um-hello payload {}\n", std::process::id());
+    let deb = www.join("um-hello_1.0_all.deb");
+    build_deb(&www, &deb, &payload);
+    let control = "Package: um-hello\nVersion: 1.0\nArchitecture: all\n\
+                   Maintainer: um tests <um@example.invalid>\n";
+    std::fs::write(
+        www.join("Packages"),
+        format!(
+            "{control}Filename: ./um-hello_1.0_all.deb\nSize: {}\nSHA256: {}\n\
+             Description: a file for the um apt gate\n\n",
+            std::fs::metadata(&deb).unwrap().len(),
+            sha256_hex(&deb)
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let _server = http_server(&www, port);
+    // apt-get install reads no console: with the console as stdin, apt-get under timeout(1)
+    // is a background group of the console (which this kernel grants init's session at boot)
+    // whose parent is init, so an orphaned one, and its read of stdin is EIO as in Linux's
+    // `__tty_check_change`; apt's DoStdin then writes that -1 as a length (EFAULT).
+    let script = format!(
+        "{STATIC_NET}\
+         curl -s -S -m 60 -o /tmp/f http://10.0.2.2:{port}/file && echo CURL-OK\n\
+         sha256sum /tmp/f | sed 's/ .*//; s/^/SHA:/'\n\
+         rm -f /tmp/f\n\
+         mv /etc/apt/sources.list /etc/apt/sources.list.off\n\
+         rm -f /etc/apt/sources.list.d/*\n\
+         echo 'deb [trusted=yes] http://10.0.2.2:{port} ./' > /etc/apt/sources.list.d/t.list\n\
+         export DEBIAN_FRONTEND=noninteractive\n\
+         timeout 90 apt-get update > /tmp/apt.log 2>&1 && echo APT-UPDATE-OK\n\
+         timeout 90 apt-get install -y um-hello < /dev/null >> /tmp/apt.log 2>&1 \
+           && echo APT-INSTALL-OK\n\
+         sed 's/^/APT:/' /tmp/apt.log\n\
+         sed 's/^/FILE:/' /opt/um-hello/hello.txt\n\
+         dpkg-query -W -f='STATUS:${{Status}} ${{Version}}\\n' um-hello\n\
+         echo UM-APT-OK\n"
+    );
+    for_each_engine(|engine| {
+        let net = "eth0=user,restrict=loopback,hostloop=on";
+        let out = boot(engine, &[net], &script, 300);
+        out.assert_ok("UM-APT-OK");
+        for want in [
+            "net-up".to_string(),
+            "CURL-OK".to_string(),
+            format!("SHA:{want}"),
+            "APT-UPDATE-OK".to_string(),
+            "APT-INSTALL-OK".to_string(),
+            format!("FILE:{}", payload.trim_end()),
+            "STATUS:install ok installed 1.0".to_string(),
+        ] {
+            expect_line(&out, &want);
+        }
+        assert!(
+            !out.stdout.contains("APT:E:"),
+            "apt reported an error\n{}",
+            out.report()
+        );
+    });
+    let _ = std::fs::remove_dir_all(&www);
+}
+
+fn expect_line(out: &um_tests::Outcome, want: &str) {
+    let text = out.stdout.replace('\r', "");
+    if !text.lines().any(|l| l.trim_end() == want.trim_end()) {
+        panic!("missing line {want:?}\n{}", out.report());
+    }
+}
+
+/// A host process killed when the test ends.
+struct Host(Child);
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released: good enough for a test).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind 127.0.0.1:0")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("um-netdeb-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `python3 -m http.server` on 127.0.0.1:`port` serving `dir`, once it answers.
+fn http_server(dir: &Path, port: u16) -> Host {
+    let child = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            "--bind",
+            "127.0.0.1",
+            &port.to_string(),
+        ])
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 -m http.server (python3 is needed on the host)");
+    let host = Host(child);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "http.server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    host
+}
+
+fn sha256_hex(path: &Path) -> String {
+    let out = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .expect("sha256sum");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A binary package (deb(5): an ar archive of `debian-binary`, `control.tar.gz` and
+/// `data.tar.gz`) installing /opt/um-hello/hello.txt with `payload`; made with the host's
+/// `tar` so the gate needs no dpkg on the host.
+fn build_deb(work: &Path, deb: &Path, payload: &str) {
+    let ctl = work.join("ctl");
+    let data = work.join("data/opt/um-hello");
+    std::fs::create_dir_all(&ctl).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(
+        ctl.join("control"),
+        "Package: um-hello\nVersion: 1.0\nArchitecture: all\n\
+         Maintainer: um tests <um@example.invalid>\nDescription: a file for the um apt gate\n",
+    )
+    .unwrap();
+    std::fs::write(data.join("hello.txt"), payload).unwrap();
+    let tar = |dir: &Path, out: &Path| {
+        let st = Command::new("tar")
+            .args(["--owner=0", "--group=0", "--numeric-owner", "-czf"])
+            .arg(out)
+            .arg("-C")
+            .arg(dir)
+            .arg(".")
+            .status()
+            .expect("tar");
+        assert!(st.success(), "tar {}", dir.display());
+        std::fs::read(out).unwrap()
+    };
+    let members: [(&str, Vec<u8>); 3] = [
+        ("debian-binary", b"2.0\n".to_vec()),
+        ("control.tar.gz", tar(&ctl, &work.join("control.tar.gz"))),
+        (
+            "data.tar.gz",
+            tar(&work.join("data"), &work.join("data.tar.gz")),
+        ),
+    ];
+    let mut ar = b"!<arch>\n".to_vec();
+    for (name, body) in &members {
+        // ar(5) member header: name/16 mtime/12 uid/6 gid/6 mode/8 size/10 "`\n".
+        let hdr = format!(
+            "{name:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",
+            0,
+            0,
+            0,
+            "100644",
+            body.len()
+        );
+        assert_eq!(hdr.len(), 60);
+        ar.extend_from_slice(hdr.as_bytes());
+        ar.extend_from_slice(body);
+        if body.len() % 2 == 1 {
+            ar.push(b'\n');
+        }
+    }
+    std::fs::write(deb, ar).unwrap();
+    for f in ["ctl", "data", "control.tar.gz", "data.tar.gz"] {
+        let p = work.join(f);
+        let _ = std::fs::remove_dir_all(&p);
+        let _ = std::fs::remove_file(&p);
+    }
+}
