@@ -206,6 +206,9 @@ pub struct Process {
     /// The network namespace ([`crate::netns`], Linux `nsproxy->net_ns`): the parent's at
     /// fork, where `netns::on_fork` may give the child a new one.
     pub netns: Mutex<Arc<crate::netns::NetNs>>,
+    /// The UTS namespace ([`crate::utsns`], Linux `nsproxy->uts_ns`): the parent's at fork,
+    /// where `utsns::on_fork` may give the child a copy.
+    pub utsns: Mutex<Arc<crate::utsns::UtsNs>>,
     /// The threads this process traces ([`crate::ptrace`]).
     pub tracees: Mutex<Vec<Arc<Task>>>,
 }
@@ -326,6 +329,9 @@ impl Process {
             timens: Mutex::new(parent.map(|p| lock(&p.timens).clone()).unwrap_or_default()),
             netns: Mutex::new(
                 parent.map_or_else(|| crate::netns::root().clone(), |p| lock(&p.netns).clone()),
+            ),
+            utsns: Mutex::new(
+                parent.map_or_else(|| crate::utsns::root().clone(), |p| lock(&p.utsns).clone()),
             ),
             tracees: Mutex::new(Vec::new()),
             coredump_filter: AtomicU32::new(

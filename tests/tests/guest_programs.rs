@@ -603,6 +603,16 @@ fn termio() {
     differential_with("termio", if root { &[] } else { &["unpriv"] }, no_check);
 }
 
+/// UTS namespaces (issue 23; kernel/utsname.c, uts_namespaces(7)): unshare and
+/// clone(CLONE_NEWUTS), names per namespace through uname, sethostname, setdomainname and
+/// /proc/sys/kernel, setns back through /proc/self/ns/uts, EPERM unprivileged (guest/utsns).
+#[test]
+fn utsns() {
+    // SAFETY: plain geteuid.
+    let root = unsafe { libc::geteuid() } == 0;
+    differential_with("utsns", if root { &[] } else { &["unpriv"] }, no_check);
+}
+
 #[test]
 fn kernel_log_lines_are_dropped() {
     assert_eq!(
