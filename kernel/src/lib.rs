@@ -15,6 +15,7 @@ pub mod cpus;
 pub mod cputime;
 pub mod current;
 pub mod engine;
+pub mod ipcns;
 pub mod kernel;
 pub mod netns;
 pub mod nsfs;

@@ -209,6 +209,9 @@ pub struct Process {
     /// The UTS namespace ([`crate::utsns`], Linux `nsproxy->uts_ns`): the parent's at fork,
     /// where `utsns::on_fork` may give the child a copy.
     pub utsns: Mutex<Arc<crate::utsns::UtsNs>>,
+    /// The IPC namespace ([`crate::ipcns`], Linux `nsproxy->ipc_ns`): the parent's at fork,
+    /// where `ipcns::on_fork` may give the child a new one.
+    pub ipcns: Mutex<Arc<crate::ipcns::IpcNs>>,
     /// The threads this process traces ([`crate::ptrace`]).
     pub tracees: Mutex<Vec<Arc<Task>>>,
 }
@@ -332,6 +335,9 @@ impl Process {
             ),
             utsns: Mutex::new(
                 parent.map_or_else(|| crate::utsns::root().clone(), |p| lock(&p.utsns).clone()),
+            ),
+            ipcns: Mutex::new(
+                parent.map_or_else(|| crate::ipcns::root().clone(), |p| lock(&p.ipcns).clone()),
             ),
             tracees: Mutex::new(Vec::new()),
             coredump_filter: AtomicU32::new(

@@ -613,6 +613,16 @@ fn utsns() {
     differential_with("utsns", if root { &[] } else { &["unpriv"] }, no_check);
 }
 
+/// IPC namespaces (issue 23; ipc/namespace.c, ipc_namespaces(7)): SysV shm and msg keys per
+/// namespace across unshare, clone and setns(CLONE_NEWIPC), /proc/sysvipc per namespace, a
+/// mapped segment outliving its namespace, EPERM unprivileged (guest/ipcns).
+#[test]
+fn ipcns() {
+    // SAFETY: plain geteuid.
+    let root = unsafe { libc::geteuid() } == 0;
+    differential_with("ipcns", if root { &[] } else { &["unpriv"] }, no_check);
+}
+
 #[test]
 fn kernel_log_lines_are_dropped() {
     assert_eq!(

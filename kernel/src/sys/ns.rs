@@ -1,17 +1,18 @@
 //! unshare(2) and setns(2) (Linux `kernel/fork.c` `ksys_unshare`, `kernel/nsproxy.c` `setns`).
 //!
-//! Of the namespaces, only time, pid, network and UTS namespaces exist here
-//! ([`crate::timens`], [`crate::pidns`], [`crate::netns`], [`crate::utsns`]); every process
-//! shares the one mount, IPC, user and cgroup namespace. So `unshare` creates time and pid
-//! namespaces (`CLONE_NEWTIME`, `CLONE_NEWPID`: both for the caller's future children) and
-//! network and UTS namespaces (`CLONE_NEWNET`, `CLONE_NEWUTS`: the caller moves at once),
+//! Of the namespaces, only time, pid, network, UTS and IPC namespaces exist here
+//! ([`crate::timens`], [`crate::pidns`], [`crate::netns`], [`crate::utsns`],
+//! [`crate::ipcns`]); every process shares the one mount, user and cgroup namespace. So
+//! `unshare` creates time and pid namespaces (`CLONE_NEWTIME`, `CLONE_NEWPID`: both for the
+//! caller's future children) and network, UTS and IPC namespaces (`CLONE_NEWNET`,
+//! `CLONE_NEWUTS`, `CLONE_NEWIPC`: the caller moves at once),
 //! unshares the descriptor table (`CLONE_FILES`), accepts what
 //! is already unshared (`CLONE_FS`: each process has its own; `CLONE_SYSVSEM`; and
 //! `CLONE_THREAD`/`CLONE_SIGHAND`/`CLONE_VM` in a single-threaded process, as Linux does),
 //! and refuses the other namespaces as a kernel built without them does (`EINVAL`; mount
 //! namespaces `EPERM`, as clone does). `setns` enters a time namespace, or makes a pid
-//! namespace the one for children, or enters a network or UTS namespace, from a
-//! `/proc/PID/ns/{time,pid,net,uts}*` descriptor or a pidfd.
+//! namespace the one for children, or enters a network, UTS or IPC namespace, from a
+//! `/proc/PID/ns/{time,pid,net,uts,ipc}*` descriptor or a pidfd.
 
 use crate::pidfd::PidFd;
 use crate::syscall::{SyscallCtx, SyscallTable};
@@ -68,7 +69,8 @@ fn unshare(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                 - CloneFlags::NEWTIME
                 - CloneFlags::NEWPID
                 - CloneFlags::NEWNET
-                - CloneFlags::NEWUTS,
+                - CloneFlags::NEWUTS
+                - CloneFlags::NEWIPC,
         ) {
             return Err(Errno::EINVAL);
         }
@@ -91,6 +93,10 @@ fn unshare(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if f.contains(CloneFlags::NEWUTS) {
         // The caller moves into a copy of its namespace (crate::utsns).
         crate::utsns::unshare(c.kernel, &p);
+    }
+    if f.contains(CloneFlags::NEWIPC) {
+        // The caller moves into a new, empty namespace (crate::ipcns).
+        crate::ipcns::unshare(&p);
     }
     Ok(0)
 }
@@ -130,6 +136,13 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         crate::utsns::setns(&p, &nf.ns)?;
         return Ok(0);
     }
+    if let Some(nf) = any.and_then(|x| x.downcast_ref::<crate::ipcns::IpcNsFile>()) {
+        if nstype != 0 && nstype != CloneFlags::NEWIPC.bits() {
+            return Err(Errno::EINVAL);
+        }
+        crate::ipcns::setns(&p, &nf.ns)?;
+        return Ok(0);
+    }
     if let Some(pf) = any.and_then(|x| x.downcast_ref::<PidFd>()) {
         // A pidfd: the namespaces `nstype` names, of that process (check_setns_flags).
         if nstype == 0 || nstype & !ns_flags().bits() != 0 {
@@ -160,6 +173,9 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         if f.contains(CloneFlags::NEWUTS) {
             crate::utsns::setns(&p, &crate::utsns::of(&target))?;
         }
+        if f.contains(CloneFlags::NEWIPC) {
+            crate::ipcns::setns(&p, &crate::ipcns::of(&target))?;
+        }
         // The other namespaces are the ones everybody is in: nothing changes.
         return Ok(0);
     }
@@ -169,7 +185,7 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
     t.register("unshare", unshare)
-        .partial("time, pid, network and UTS namespaces only; mount, IPC, user and cgroup namespaces are refused");
+        .partial("time, pid, network, UTS and IPC namespaces only; mount, user and cgroup namespaces are refused");
     t.register("setns", setns)
-        .partial("time, pid, network and UTS namespaces only");
+        .partial("time, pid, network, UTS and IPC namespaces only");
 }
