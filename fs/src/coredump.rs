@@ -372,7 +372,8 @@ fn write_core(k: &Kernel, task: &Arc<Task>, regs: &Regs, info: &Siginfo) -> SysR
     let time = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let host = lock(&k.uts.nodename).clone();
+    // `%h`: the dying process's UTS namespace's host name (fs/coredump.c `utsname()`).
+    let host = lock(um_kernel::utsns::of(p).nodename(k)).clone();
     let path = expand_pattern(
         &pat,
         &NameInfo {

@@ -5,9 +5,11 @@
 //! owner check of `IPC_SET`/`IPC_RMID` ([`may_ctl`], `ipcctl_obtain_check`), and the limits of
 //! `/proc/sys/kernel` ([`Limits`]).
 //!
-//! IPC namespaces are not implemented: there is one, the initial one, and every process sees
-//! the same objects (`clone`/`unshare` with `CLONE_NEWIPC` are refused by the namespace code,
-//! and `/proc/PID/ns/ipc` is not tied to anything here). The syscalls are in [`sys`], which
+//! Every kind's table is per IPC namespace (`um_kernel::ipcns`, ipc_namespaces(7)): `table()`
+//! is the caller's namespace's, kept in the namespace's generic slots, so a key or id made in
+//! one namespace is not seen in another, and the objects go when the namespace does (a
+//! segment still mapped keeps its pages until unmapped). The limits in `/proc/sys/kernel`
+//! stay system-wide. The syscalls are in [`sys`], which
 //! copies to and from guest memory; the types here are plain data behind one mutex per kind of
 //! object, so the rules can be unit-tested. Ids are Linux's: `index + (seq << 15)`, the lowest
 //! free index, `seq` counting creations, so a removed object's id is not reused at once.
@@ -419,7 +421,7 @@ pub fn init(k: &um_kernel::kernel::Kernel) {
 /// The process-exit hook: applies the process's `SEM_UNDO` adjustments (`exit_sem`) and
 /// records the detach of the segments it still maps (`shm_close` from `exit_mmap`).
 pub fn exit_process(p: &um_kernel::task::Process) {
-    sem::exit_process(p.pid as i32);
+    sem::exit_process(&um_kernel::ipcns::of(p), p.pid as i32);
     shm::exit_mm(p);
 }
 

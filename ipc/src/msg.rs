@@ -12,7 +12,7 @@
 use super::{Caller, Ids, check_perms, limits, may_ctl, now};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use um_kernel::wait::WaitQueue;
 use um_uapi::abi::ipc::{Ipc64Perm, MSG_COPY, MSG_EXCEPT, MSG_NOERROR, Msginfo, MsqidDs};
 use um_uapi::{Errno, SysResult};
@@ -114,12 +114,19 @@ pub struct MsgNs {
     bytes: u64,
 }
 
-/// The one queue table.
-pub fn ns() -> MutexGuard<'static, MsgNs> {
-    static NS: OnceLock<Mutex<MsgNs>> = OnceLock::new();
-    NS.get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
+/// The queue table of the caller's IPC namespace ([`um_kernel::ipcns`]).
+pub fn table() -> Arc<Mutex<MsgNs>> {
+    table_of(&um_kernel::ipcns::current())
+}
+
+/// The queue table of IPC namespace `ns` (its objects go when the namespace does).
+pub fn table_of(ns: &um_kernel::ipcns::IpcNs) -> Arc<Mutex<MsgNs>> {
+    ns.generic::<Mutex<MsgNs>>()
+}
+
+/// Locks a queue table.
+pub fn lock_ns(t: &Mutex<MsgNs>) -> MutexGuard<'_, MsgNs> {
+    t.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What one send or receive attempt did.

@@ -90,15 +90,21 @@ pub fn sysvipc_dir(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
         vec![
             (
                 "msg",
-                ProcInode::file(fs, |_, _| Ok(msg::ns().proc_text().into_bytes())),
+                ProcInode::file(fs, |_, _| {
+                    Ok(msg::lock_ns(&msg::table()).proc_text().into_bytes())
+                }),
             ),
             (
                 "sem",
-                ProcInode::file(fs, |_, _| Ok(sem::ns().proc_text().into_bytes())),
+                ProcInode::file(fs, |_, _| {
+                    Ok(sem::lock_ns(&sem::table()).proc_text().into_bytes())
+                }),
             ),
             (
                 "shm",
-                ProcInode::file(fs, |_, _| Ok(shm::ns().proc_text().into_bytes())),
+                ProcInode::file(fs, |_, _| {
+                    Ok(shm::lock_ns(&shm::table()).proc_text().into_bytes())
+                }),
             ),
         ],
     )

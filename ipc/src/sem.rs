@@ -16,7 +16,7 @@
 use super::{Caller, Ids, check_perms, limits, may_ctl, now};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use um_kernel::wait::WaitQueue;
 use um_uapi::abi::ipc::{IPC_NOWAIT, Ipc64Perm, SEM_UNDO, Sembuf, Seminfo};
 use um_uapi::{Errno, SysResult};
@@ -66,12 +66,19 @@ pub struct SemNs {
     undo: HashMap<i32, BTreeMap<i32, Vec<i32>>>,
 }
 
-/// The one semaphore table.
-pub fn ns() -> MutexGuard<'static, SemNs> {
-    static NS: OnceLock<Mutex<SemNs>> = OnceLock::new();
-    NS.get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
+/// The semaphore table of the caller's IPC namespace ([`um_kernel::ipcns`]).
+pub fn table() -> Arc<Mutex<SemNs>> {
+    table_of(&um_kernel::ipcns::current())
+}
+
+/// The semaphore table of IPC namespace `ns` (its objects go when the namespace does).
+pub fn table_of(ns: &um_kernel::ipcns::IpcNs) -> Arc<Mutex<SemNs>> {
+    ns.generic::<Mutex<SemNs>>()
+}
+
+/// Locks a semaphore table.
+pub fn lock_ns(t: &Mutex<SemNs>) -> MutexGuard<'_, SemNs> {
+    t.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What a [`try_semop`] did.
@@ -418,8 +425,9 @@ impl SemNs {
 }
 
 /// `exit_sem`: applies and forgets process `pid`'s adjustments.
-pub fn exit_process(pid: i32) {
-    let mut ns = ns();
+pub fn exit_process(ns: &um_kernel::ipcns::IpcNs, pid: i32) {
+    let table = table_of(ns);
+    let mut ns = lock_ns(&table);
     let Some(list) = ns.undo.remove(&pid) else {
         return;
     };

@@ -16,7 +16,7 @@
 use super::{Caller, Ids, Perm, check_perms, limits, may_ctl, now};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use um_mm::Shmem;
 use um_uapi::abi::ipc::{
     Ipc64Perm, SHM_DEST, SHM_HUGETLB, SHM_LOCKED, ShmInfo, ShmidDs, Shminfo64,
@@ -85,13 +85,19 @@ pub struct ShmNs {
     by_object: HashMap<u64, i32>,
 }
 
-/// The one segment table.
-pub fn ns() -> MutexGuard<'static, ShmNs> {
-    static NS: OnceLock<Mutex<ShmNs>> = OnceLock::new();
-    let mut g = NS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+/// The segment table of the caller's IPC namespace ([`um_kernel::ipcns`]).
+pub fn table() -> Arc<Mutex<ShmNs>> {
+    table_of(&um_kernel::ipcns::current())
+}
+
+/// The segment table of IPC namespace `ns` (its objects go when the namespace does).
+pub fn table_of(ns: &um_kernel::ipcns::IpcNs) -> Arc<Mutex<ShmNs>> {
+    ns.generic::<Mutex<ShmNs>>()
+}
+
+/// Locks a segment table, dropping the removed segments nobody maps any more.
+pub fn lock_ns(t: &Mutex<ShmNs>) -> MutexGuard<'_, ShmNs> {
+    let mut g = t.lock().unwrap_or_else(|e| e.into_inner());
     g.reap();
     g
 }
@@ -336,7 +342,10 @@ pub fn exit_mm(p: &um_kernel::task::Process) {
     if objects.is_empty() {
         return;
     }
-    let mut ns = ns();
+    // The segments are in the namespace the process is in now (one it entered later with
+    // setns does not have them: their detach is not recorded).
+    let table = table_of(&um_kernel::ipcns::of(p));
+    let mut ns = lock_ns(&table);
     for o in objects {
         if let Some((id, _)) = ns.by_object(o) {
             ns.detached(p.pid as i32, id);

@@ -71,7 +71,7 @@ fn shmget(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let who = caller(c);
     let page = lock_mm(&c.mm()).granule().size();
     let frames = c.kernel.frames.clone();
-    let id = shm::ns().get(&who, key, size, flg, page, || {
+    let id = shm::lock_ns(&shm::table()).get(&who, key, size, flg, page, || {
         Arc::new(um_mm::Shmem::new(frames))
     })?;
     Ok(id as u64)
@@ -110,7 +110,7 @@ fn shmat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         prot |= Prot::EXEC;
         acc |= S_IXUGO;
     }
-    let at = shm::ns().attach(&who, id, acc)?;
+    let at = shm::lock_ns(&shm::table()).attach(&who, id, acc)?;
     let size = at.size.div_ceil(page) * page;
     let mut m = lock_mm(&mm);
     if addr != 0 && flg & SHM_REMAP == 0 {
@@ -138,7 +138,8 @@ fn shmdt(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     // ksys_shmdt: the first segment vma at or after addr that maps the segment from where addr
     // would be its start, then the rest of that segment's vmas up to addr + its size.
-    let mut ns = shm::ns();
+    let table = shm::table();
+    let mut ns = shm::lock_ns(&table);
     let seg_of = |ns: &mut shm::ShmNs, v: &um_mm::Vma| match &v.backing {
         Backing::Shmem { shm, offset } if v.start >= addr && v.start - addr == *offset => ns
             .by_object(shm.id())
@@ -188,17 +189,18 @@ fn shmctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let who = caller(c);
     match cmd {
         IPC_INFO => {
-            let (max, info) = shm::ns().ipc_info();
+            let (max, info) = shm::lock_ns(&shm::table()).ipc_info();
             write_pod(c, buf, &info)?;
             Ok(max as u64)
         }
         SHM_INFO => {
-            let (max, info) = shm::ns().shm_info();
+            let (max, info) = shm::lock_ns(&shm::table()).shm_info();
             write_pod(c, buf, &info)?;
             Ok(max as u64)
         }
         IPC_STAT | SHM_STAT | SHM_STAT_ANY => {
-            let (id, mut ds) = shm::ns().stat(&who, id, cmd != IPC_STAT, cmd != SHM_STAT_ANY)?;
+            let (id, mut ds) =
+                shm::lock_ns(&shm::table()).stat(&who, id, cmd != IPC_STAT, cmd != SHM_STAT_ANY)?;
             ds.shm_cpid = vnr(c, ds.shm_cpid);
             ds.shm_lpid = vnr(c, ds.shm_lpid);
             write_pod(c, buf, &ds)?;
@@ -206,15 +208,15 @@ fn shmctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         }
         IPC_SET => {
             let ds: ShmidDs = read_pod(c, buf)?;
-            shm::ns().set(&who, id, &ds.shm_perm)?;
+            shm::lock_ns(&shm::table()).set(&who, id, &ds.shm_perm)?;
             Ok(0)
         }
         IPC_RMID => {
-            shm::ns().rmid(&who, id)?;
+            shm::lock_ns(&shm::table()).rmid(&who, id)?;
             Ok(0)
         }
         SHM_LOCK | SHM_UNLOCK => {
-            shm::ns().lock(&who, id, cmd == SHM_LOCK)?;
+            shm::lock_ns(&shm::table()).lock(&who, id, cmd == SHM_LOCK)?;
             Ok(0)
         }
         _ => Err(Errno::EINVAL),
@@ -225,7 +227,7 @@ fn shmctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 fn semget(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let who = caller(c);
-    Ok(sem::ns().get(&who, int(a[0]), int(a[1]), a[2] as u32)? as u64)
+    Ok(sem::lock_ns(&sem::table()).get(&who, int(a[0]), int(a[1]), a[2] as u32)? as u64)
 }
 
 fn semop(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
@@ -275,10 +277,10 @@ fn do_semtimedop(
         max: sops.iter().map(|s| s.sem_num).max().unwrap_or(0),
     };
     let who = caller(c);
-    let queue = sem::ns().semop_prepare(&who, &args)?;
+    let queue = sem::lock_ns(&sem::table()).semop_prepare(&who, &args)?;
     let tok = sem::token();
     let r = wait_event(c.task, &[&queue], deadline, || {
-        match sem::ns().semop_try(&who, &args, tok) {
+        match sem::lock_ns(&sem::table()).semop_try(&who, &args, tok) {
             Ok(Some(())) => Some(Ok(())),
             Ok(None) => None,
             Err(e) => Some(Err(e)),
@@ -287,7 +289,7 @@ fn do_semtimedop(
     match r {
         Ok(r) => r.map(|()| 0),
         Err(e) => {
-            sem::ns().semop_cancel(id, tok);
+            sem::lock_ns(&sem::table()).semop_cancel(id, tok);
             Err(match e {
                 // ipc/sem.c: a signal is -EINTR (semop is not restarted), a timeout -EAGAIN.
                 WaitError::Interrupted => Errno::EINTR,
@@ -305,20 +307,21 @@ fn semctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let who = caller(c);
     match cmd {
         IPC_INFO | SEM_INFO => {
-            let (max, info) = sem::ns().info(cmd == SEM_INFO);
+            let (max, info) = sem::lock_ns(&sem::table()).info(cmd == SEM_INFO);
             write_pod(c, arg, &info)?;
             Ok(max as u64)
         }
         IPC_STAT | SEM_STAT | SEM_STAT_ANY => {
             let (id, perm, otime, ctime, nsems) =
-                sem::ns().stat(&who, id, cmd != IPC_STAT, cmd != SEM_STAT_ANY)?;
+                sem::lock_ns(&sem::table()).stat(&who, id, cmd != IPC_STAT, cmd != SEM_STAT_ANY)?;
             let ds = <NativeSemidDs as SemidDs>::new(perm, otime, ctime, nsems);
             write_pod(c, arg, &ds)?;
             Ok(if cmd == IPC_STAT { 0 } else { id as u64 })
         }
         GETALL => {
             let vals: Vec<u8> = {
-                let mut ns = sem::ns();
+                let table = sem::table();
+                let mut ns = sem::lock_ns(&table);
                 let set = ns.checked(&who, id, S_IRUGO)?;
                 set.sems
                     .iter()
@@ -329,17 +332,21 @@ fn semctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             Ok(0)
         }
         SETALL => {
-            let n = sem::ns().checked(&who, id, S_IWUGO)?.sems.len();
+            let n = sem::lock_ns(&sem::table())
+                .checked(&who, id, S_IWUGO)?
+                .sems
+                .len();
             let b = c.read_bytes(arg, n * 2)?;
             let vals: Vec<u16> = b
                 .chunks(2)
                 .map(|x| u16::from_le_bytes([x[0], x[1]]))
                 .collect();
-            sem::ns().setall(&who, id, &vals)?;
+            sem::lock_ns(&sem::table()).setall(&who, id, &vals)?;
             Ok(0)
         }
         GETVAL | GETPID | GETNCNT | GETZCNT => {
-            let mut ns = sem::ns();
+            let table = sem::table();
+            let mut ns = sem::lock_ns(&table);
             let set = ns.checked(&who, id, S_IRUGO)?;
             let s = usize::try_from(num)
                 .ok()
@@ -357,16 +364,16 @@ fn semctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             Ok(if cmd == GETPID { vnr(c, v) } else { v } as u64)
         }
         SETVAL => {
-            sem::ns().setval(&who, id, num, arg as u32 as i32)?;
+            sem::lock_ns(&sem::table()).setval(&who, id, num, arg as u32 as i32)?;
             Ok(0)
         }
         IPC_SET => {
             let ds: NativeSemidDs = read_pod(c, arg)?;
-            sem::ns().set(&who, id, &ds.perm())?;
+            sem::lock_ns(&sem::table()).set(&who, id, &ds.perm())?;
             Ok(0)
         }
         IPC_RMID => {
-            sem::ns().rmid(&who, id)?;
+            sem::lock_ns(&sem::table()).rmid(&who, id)?;
             Ok(0)
         }
         _ => Err(Errno::EINVAL),
@@ -377,7 +384,7 @@ fn semctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 fn msgget(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let who = caller(c);
-    Ok(msg::ns().get(&who, int(a[0]), a[1] as u32)? as u64)
+    Ok(msg::lock_ns(&msg::table()).get(&who, int(a[0]), a[1] as u32)? as u64)
 }
 
 /// The end of an interrupted msgsnd/msgrcv sleep (ipc/msg.c: `-ERESTARTNOHAND`).
@@ -401,10 +408,10 @@ fn msgsnd(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let text = c.read_bytes(ptr.checked_add(8).ok_or(Errno::EFAULT)?, size as usize)?;
     let m = Msg { mtype, text };
     let who = caller(c);
-    let queue = msg::ns().wait_queue(id)?;
+    let queue = msg::lock_ns(&msg::table()).wait_queue(id)?;
     let mut first = true;
     let r = wait_event(c.task, &[&queue], None, || {
-        let r = msg::ns().send(&who, id, &m, first);
+        let r = msg::lock_ns(&msg::table()).send(&who, id, &m, first);
         first = false;
         match r {
             Ok(Step::Done(())) => Some(Ok(())),
@@ -424,10 +431,10 @@ fn msgrcv(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     msg::check_rcv_flags(flg)?;
     let how = msg::convert_mode(typ, flg);
     let who = caller(c);
-    let queue = msg::ns().wait_queue(id)?;
+    let queue = msg::lock_ns(&msg::table()).wait_queue(id)?;
     let mut first = true;
     let r = wait_event(c.task, &[&queue], None, || {
-        let r = msg::ns().receive(&who, id, bufsz, how, flg, first);
+        let r = msg::lock_ns(&msg::table()).receive(&who, id, bufsz, how, flg, first);
         first = false;
         match r {
             Ok(Step::Done(m)) => Some(Ok(m)),
@@ -451,12 +458,13 @@ fn msgctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let who = caller(c);
     match cmd {
         IPC_INFO | MSG_INFO => {
-            let (max, info) = msg::ns().info(cmd == MSG_INFO);
+            let (max, info) = msg::lock_ns(&msg::table()).info(cmd == MSG_INFO);
             write_pod(c, buf, &info)?;
             Ok(max as u64)
         }
         IPC_STAT | MSG_STAT | MSG_STAT_ANY => {
-            let (id, mut ds) = msg::ns().stat(&who, id, cmd != IPC_STAT, cmd != MSG_STAT_ANY)?;
+            let (id, mut ds) =
+                msg::lock_ns(&msg::table()).stat(&who, id, cmd != IPC_STAT, cmd != MSG_STAT_ANY)?;
             ds.msg_lspid = vnr(c, ds.msg_lspid);
             ds.msg_lrpid = vnr(c, ds.msg_lrpid);
             write_pod(c, buf, &ds)?;
@@ -464,11 +472,11 @@ fn msgctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         }
         IPC_SET => {
             let ds: MsqidDs = read_pod(c, buf)?;
-            msg::ns().set(&who, id, &ds.msg_perm, ds.msg_qbytes)?;
+            msg::lock_ns(&msg::table()).set(&who, id, &ds.msg_perm, ds.msg_qbytes)?;
             Ok(0)
         }
         IPC_RMID => {
-            msg::ns().rmid(&who, id)?;
+            msg::lock_ns(&msg::table()).rmid(&who, id)?;
             Ok(0)
         }
         _ => Err(Errno::EINVAL),

@@ -15,6 +15,7 @@ pub mod cpus;
 pub mod cputime;
 pub mod current;
 pub mod engine;
+pub mod ipcns;
 pub mod kernel;
 pub mod netns;
 pub mod nsfs;
@@ -31,6 +32,7 @@ pub mod syscall;
 pub mod task;
 pub mod timens;
 pub mod uaccess;
+pub mod utsns;
 pub mod vfs;
 pub mod wait;
 

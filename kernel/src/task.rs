@@ -206,6 +206,12 @@ pub struct Process {
     /// The network namespace ([`crate::netns`], Linux `nsproxy->net_ns`): the parent's at
     /// fork, where `netns::on_fork` may give the child a new one.
     pub netns: Mutex<Arc<crate::netns::NetNs>>,
+    /// The UTS namespace ([`crate::utsns`], Linux `nsproxy->uts_ns`): the parent's at fork,
+    /// where `utsns::on_fork` may give the child a copy.
+    pub utsns: Mutex<Arc<crate::utsns::UtsNs>>,
+    /// The IPC namespace ([`crate::ipcns`], Linux `nsproxy->ipc_ns`): the parent's at fork,
+    /// where `ipcns::on_fork` may give the child a new one.
+    pub ipcns: Mutex<Arc<crate::ipcns::IpcNs>>,
     /// The threads this process traces ([`crate::ptrace`]).
     pub tracees: Mutex<Vec<Arc<Task>>>,
 }
@@ -326,6 +332,12 @@ impl Process {
             timens: Mutex::new(parent.map(|p| lock(&p.timens).clone()).unwrap_or_default()),
             netns: Mutex::new(
                 parent.map_or_else(|| crate::netns::root().clone(), |p| lock(&p.netns).clone()),
+            ),
+            utsns: Mutex::new(
+                parent.map_or_else(|| crate::utsns::root().clone(), |p| lock(&p.utsns).clone()),
+            ),
+            ipcns: Mutex::new(
+                parent.map_or_else(|| crate::ipcns::root().clone(), |p| lock(&p.ipcns).clone()),
             ),
             tracees: Mutex::new(Vec::new()),
             coredump_filter: AtomicU32::new(

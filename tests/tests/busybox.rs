@@ -60,6 +60,27 @@ fn uname() {
     });
 }
 
+/// `unshare -u` and `unshare -i` (UTS and IPC namespaces, issue 23): the inner shell's host
+/// name is its own, the outer one is unchanged; the namespace links differ inside.
+#[test]
+fn unshare_uts_ipc() {
+    let script = r#"mount -t proc proc /proc
+export h=$(hostname) o=$(readlink /proc/self/ns/uts) i=$(readlink /proc/self/ns/ipc)
+unshare -u -i sh -c 'hostname inner; echo in=$(hostname)
+[ "$(readlink /proc/self/ns/uts)" != "$o" ] && echo uts-differs
+[ "$(readlink /proc/self/ns/ipc)" != "$i" ] && echo ipc-differs'
+[ "$(hostname)" = "$h" ] && [ "$h" != inner ] && echo outer-name-kept
+[ "$(readlink /proc/self/ns/uts)" = "$o" ] && echo UM-UNSHARE-OK"#;
+    for_each_engine(|engine| {
+        let out = busybox(engine, &["sh", "-c", script]);
+        out.assert_ok("UM-UNSHARE-OK");
+        for want in ["in=inner", "uts-differs", "ipc-differs", "outer-name-kept"] {
+            um_tests::assert_marker(&out, want);
+        }
+        out.assert_exit_code(0);
+    });
+}
+
 #[test]
 fn exit_status_is_inits() {
     for_each_engine(|engine| {

@@ -634,6 +634,26 @@ fn termio() {
     differential_with("termio", if root { &[] } else { &["unpriv"] }, no_check);
 }
 
+/// UTS namespaces (issue 23; kernel/utsname.c, uts_namespaces(7)): unshare and
+/// clone(CLONE_NEWUTS), names per namespace through uname, sethostname, setdomainname and
+/// /proc/sys/kernel, setns back through /proc/self/ns/uts, EPERM unprivileged (guest/utsns).
+#[test]
+fn utsns() {
+    // SAFETY: plain geteuid.
+    let root = unsafe { libc::geteuid() } == 0;
+    differential_with("utsns", if root { &[] } else { &["unpriv"] }, no_check);
+}
+
+/// IPC namespaces (issue 23; ipc/namespace.c, ipc_namespaces(7)): SysV shm and msg keys per
+/// namespace across unshare, clone and setns(CLONE_NEWIPC), /proc/sysvipc per namespace, a
+/// mapped segment outliving its namespace, EPERM unprivileged (guest/ipcns).
+#[test]
+fn ipcns() {
+    // SAFETY: plain geteuid.
+    let root = unsafe { libc::geteuid() } == 0;
+    differential_with("ipcns", if root { &[] } else { &["unpriv"] }, no_check);
+}
+
 #[test]
 fn kernel_log_lines_are_dropped() {
     assert_eq!(

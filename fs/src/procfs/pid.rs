@@ -10,7 +10,8 @@
 //! `ns/time_for_children`, which lead to nsfs inodes (`um_kernel::timens`); `timens_offsets`
 //! shows and sets the offsets of the time namespace for children. `ns/pid` and
 //! `ns/pid_for_children` lead to pid namespaces (`um_kernel::pidns`), `ns/net` to the
-//! network namespace (`um_kernel::netns`).
+//! network namespace (`um_kernel::netns`), `ns/uts` to the UTS namespace (`um_kernel::utsns`), `ns/ipc`
+//! to the IPC namespace (`um_kernel::ipcns`).
 //!
 //! Pids: the directories are named, and the files show ids, as the pid namespace of the task
 //! looking sees them (Linux uses the namespace of the task that mounted /proc; here there is
@@ -137,6 +138,10 @@ pub enum PidNode {
     PidNs(bool),
     /// `ns/net`: the network namespace (`um_kernel::netns`).
     NetNs,
+    /// `ns/uts`: the UTS namespace (`um_kernel::utsns`).
+    UtsNs,
+    /// `ns/ipc`: the IPC namespace (`um_kernel::ipcns`).
+    IpcNs,
     File(PidFile),
 }
 
@@ -200,9 +205,11 @@ const ENTRIES: &[(&str, PidNode)] = &[
 ];
 
 /// The entries of `/proc/PID/ns` (fs/proc/namespaces.c `ns_entries`, in its order; only
-/// net, pid and time namespaces exist here).
+/// net, uts, ipc, pid and time namespaces exist here).
 const NS_ENTRIES: &[(&str, PidNode)] = &[
     ("net", PidNode::NetNs),
+    ("uts", PidNode::UtsNs),
+    ("ipc", PidNode::IpcNs),
     ("pid", PidNode::PidNs(false)),
     ("pid_for_children", PidNode::PidNs(true)),
     ("time", PidNode::TimeNs(false)),
@@ -220,6 +227,8 @@ fn ino(t: &Target, n: PidNode) -> u64 {
         PidNode::TimeNs(c) => (210 + u64::from(c), 0),
         PidNode::PidNs(c) => (212 + u64::from(c), 0),
         PidNode::NetNs => (214, 0),
+        PidNode::UtsNs => (215, 0),
+        PidNode::IpcNs => (216, 0),
         other => (
             ENTRIES
                 .iter()
@@ -242,7 +251,11 @@ fn mode_of(n: PidNode, fd_flags: u32) -> u32 {
         PidNode::Dir | PidNode::TaskDir | PidNode::FdInfoDir | PidNode::NsDir => {
             mode::S_IFDIR | 0o555
         }
-        PidNode::TimeNs(_) | PidNode::PidNs(_) | PidNode::NetNs => mode::S_IFLNK | 0o777,
+        PidNode::TimeNs(_)
+        | PidNode::PidNs(_)
+        | PidNode::NetNs
+        | PidNode::UtsNs
+        | PidNode::IpcNs => mode::S_IFLNK | 0o777,
         PidNode::FdDir => mode::S_IFDIR | 0o500,
         PidNode::Cwd | PidNode::Root | PidNode::Exe => mode::S_IFLNK | 0o777,
         // fs/proc/fd.c tid_fd_update_inode: r-x for reading, -wx for writing, per owner.
@@ -504,6 +517,22 @@ fn net_ns(t: &Target) -> SysResult<Arc<um_kernel::netns::NetNs>> {
     Ok(um_kernel::netns::of(&p))
 }
 
+/// The UTS namespace `/proc/PID/ns/uts` names (fs/proc/namespaces.c, ptrace access
+/// needed).
+fn uts_ns(t: &Target) -> SysResult<Arc<um_kernel::utsns::UtsNs>> {
+    let p = t.proc()?;
+    may_access(&p)?;
+    Ok(um_kernel::utsns::of(&p))
+}
+
+/// The IPC namespace `/proc/PID/ns/ipc` names (fs/proc/namespaces.c, ptrace access
+/// needed).
+fn ipc_ns(t: &Target) -> SysResult<Arc<um_kernel::ipcns::IpcNs>> {
+    let p = t.proc()?;
+    may_access(&p)?;
+    Ok(um_kernel::ipcns::of(&p))
+}
+
 /// The pid namespace a `/proc/PID/ns/pid*` link names (fs/proc/namespaces.c, ptrace access
 /// needed): the process's own, or the one for its children, which exists for the link only
 /// once its init does (`pidns_for_children_get`: ENOENT before).
@@ -592,6 +621,12 @@ pub fn readlink(t: &Target, n: PidNode) -> SysResult<Vec<u8>> {
     if let PidNode::NetNs = n {
         return Ok(um_kernel::netns::link_name(&*net_ns(t)?));
     }
+    if let PidNode::UtsNs = n {
+        return Ok(um_kernel::utsns::link_name(&*uts_ns(t)?));
+    }
+    if let PidNode::IpcNs = n {
+        return Ok(um_kernel::ipcns::link_name(&*ipc_ns(t)?));
+    }
     if let PidNode::PidNs(c) = n {
         return Ok(um_kernel::pidns::link_name(&*pid_ns(t, c)?));
     }
@@ -612,6 +647,8 @@ pub fn magic_link(t: &Target, n: PidNode) -> Option<Arc<Dentry>> {
             .map(|ns| um_kernel::timens::ns_dentry(&ns)),
         PidNode::PidNs(c) => pid_ns(t, c).ok().map(|ns| um_kernel::pidns::ns_dentry(&ns)),
         PidNode::NetNs => net_ns(t).ok().map(|ns| um_kernel::netns::ns_dentry(&ns)),
+        PidNode::UtsNs => uts_ns(t).ok().map(|ns| um_kernel::utsns::ns_dentry(&ns)),
+        PidNode::IpcNs => ipc_ns(t).ok().map(|ns| um_kernel::ipcns::ns_dentry(&ns)),
         _ => None,
     }
 }

@@ -397,17 +397,25 @@ fn uts(fs: &Arc<ProcFs>, f: fn(&Kernel) -> &str) -> Arc<ProcInode> {
 /// through `proc_dostring`): a write replaces the name with the text up to the first newline,
 /// at most `__NEW_UTS_LEN` bytes; root only (the file is 0644, and CAP_SYS_ADMIN is checked
 /// by sysctl's permission).
-fn uts_rw(fs: &Arc<ProcFs>, f: fn(&Kernel) -> &Mutex<String>) -> Arc<ProcInode> {
+fn uts_rw(
+    fs: &Arc<ProcFs>,
+    f: for<'a> fn(&'a um_kernel::utsns::UtsNs, &'a Kernel) -> &'a Mutex<String>,
+) -> Arc<ProcInode> {
+    // The names of the caller's UTS namespace (kernel/utsname_sysctl.c `get_uts`).
     ProcInode::file_rw(
         fs,
-        move |k, _| Ok(format!("{}\n", lock(f(k))).into_bytes()),
+        move |k, _| {
+            let ns = um_kernel::utsns::current();
+            Ok(format!("{}\n", lock(f(&ns, k))).into_bytes())
+        },
         move |k, io, data| {
             if lock(&io.task.process.creds).euid != 0 {
                 return Err(Errno::EPERM);
             }
             let line = data.split(|&b| b == b'\n').next().unwrap_or(&[]);
             let line = &line[..line.len().min(um_kernel::kernel::NEW_UTS_LEN)];
-            *lock(f(k)) = String::from_utf8_lossy(line).into_owned();
+            let ns = um_kernel::utsns::of(&io.task.process);
+            *lock(f(&ns, k)) = String::from_utf8_lossy(line).into_owned();
             Ok(data.len())
         },
     )
@@ -445,8 +453,8 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
                     },
                 ),
             ),
-            ("domainname", uts_rw(fs, |k| &k.uts.domainname)),
-            ("hostname", uts_rw(fs, |k| &k.uts.nodename)),
+            ("domainname", uts_rw(fs, |ns, k| ns.domainname(k))),
+            ("hostname", uts_rw(fs, |ns, k| ns.nodename(k))),
             (
                 "modules_disabled",
                 // kernel/sysctl.c: proc_dointvec_minmax with min = max = 1, so only the

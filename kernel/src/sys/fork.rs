@@ -75,16 +75,25 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
         | CloneFlags::NEWCGROUP
         | CloneFlags::NEWTIME;
     // Every new namespace needs CAP_SYS_ADMIN (kernel/nsproxy.c copy_namespaces). Only pid,
-    // time and network namespaces exist; the others are refused as before.
+    // time, network, UTS and IPC namespaces exist; the others are refused as before.
     if f.intersects(namespaces) && !c.task.process.capable(crate::timens::CAP_SYS_ADMIN) {
         return Err(Errno::EPERM);
     }
-    if f.intersects(namespaces - CloneFlags::NEWPID - CloneFlags::NEWTIME - CloneFlags::NEWNET) {
+    if f.intersects(
+        namespaces
+            - CloneFlags::NEWPID
+            - CloneFlags::NEWTIME
+            - CloneFlags::NEWNET
+            - CloneFlags::NEWUTS
+            - CloneFlags::NEWIPC,
+    ) {
         return Err(Errno::EPERM);
     }
-    // Network namespaces are per process here (crate::netns), so a thread cannot have its
-    // own (Linux allows it).
-    if f.contains(CloneFlags::THREAD | CloneFlags::NEWNET) {
+    // Network, UTS and IPC namespaces are per process here (crate::netns, crate::utsns,
+    // crate::ipcns), so a thread cannot have its own (Linux allows it).
+    if f.contains(CloneFlags::THREAD)
+        && f.intersects(CloneFlags::NEWNET | CloneFlags::NEWUTS | CloneFlags::NEWIPC)
+    {
         return Err(Errno::EINVAL);
     }
     if a.exit_signal > 64 {
@@ -191,6 +200,14 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
         // Network namespaces: CLONE_NEWNET puts the child in a new one at once.
         if f.contains(CloneFlags::NEWNET) {
             crate::netns::on_fork(&child);
+        }
+        // UTS namespaces: CLONE_NEWUTS gives the child a copy of its parent's.
+        if f.contains(CloneFlags::NEWUTS) {
+            crate::utsns::on_fork(k, &child);
+        }
+        // IPC namespaces: CLONE_NEWIPC gives the child a new, empty one.
+        if f.contains(CloneFlags::NEWIPC) {
+            crate::ipcns::on_fork(&child);
         }
         child
             .exit_signal

@@ -1,16 +1,18 @@
 //! unshare(2) and setns(2) (Linux `kernel/fork.c` `ksys_unshare`, `kernel/nsproxy.c` `setns`).
 //!
-//! Of the namespaces, only time, pid and network namespaces exist here ([`crate::timens`],
-//! [`crate::pidns`], [`crate::netns`]); every process shares the one mount, UTS, IPC, user
-//! and cgroup namespace. So `unshare` creates time and pid namespaces (`CLONE_NEWTIME`,
-//! `CLONE_NEWPID`: both for the caller's future children) and network namespaces
-//! (`CLONE_NEWNET`: the caller moves at once), unshares the descriptor table (`CLONE_FILES`), accepts what
+//! Of the namespaces, only time, pid, network, UTS and IPC namespaces exist here
+//! ([`crate::timens`], [`crate::pidns`], [`crate::netns`], [`crate::utsns`],
+//! [`crate::ipcns`]); every process shares the one mount, user and cgroup namespace. So
+//! `unshare` creates time and pid namespaces (`CLONE_NEWTIME`, `CLONE_NEWPID`: both for the
+//! caller's future children) and network, UTS and IPC namespaces (`CLONE_NEWNET`,
+//! `CLONE_NEWUTS`, `CLONE_NEWIPC`: the caller moves at once),
+//! unshares the descriptor table (`CLONE_FILES`), accepts what
 //! is already unshared (`CLONE_FS`: each process has its own; `CLONE_SYSVSEM`; and
 //! `CLONE_THREAD`/`CLONE_SIGHAND`/`CLONE_VM` in a single-threaded process, as Linux does),
 //! and refuses the other namespaces as a kernel built without them does (`EINVAL`; mount
 //! namespaces `EPERM`, as clone does). `setns` enters a time namespace, or makes a pid
-//! namespace the one for children, or enters a network namespace, from a
-//! `/proc/PID/ns/{time,pid,net}*` descriptor or a pidfd.
+//! namespace the one for children, or enters a network, UTS or IPC namespace, from a
+//! `/proc/PID/ns/{time,pid,net,uts,ipc}*` descriptor or a pidfd.
 
 use crate::pidfd::PidFd;
 use crate::syscall::{SyscallCtx, SyscallTable};
@@ -66,7 +68,9 @@ fn unshare(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                 - CloneFlags::NEWNS
                 - CloneFlags::NEWTIME
                 - CloneFlags::NEWPID
-                - CloneFlags::NEWNET,
+                - CloneFlags::NEWNET
+                - CloneFlags::NEWUTS
+                - CloneFlags::NEWIPC,
         ) {
             return Err(Errno::EINVAL);
         }
@@ -85,6 +89,14 @@ fn unshare(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if f.contains(CloneFlags::NEWNET) {
         // The caller itself moves (crate::netns).
         crate::netns::unshare(&p);
+    }
+    if f.contains(CloneFlags::NEWUTS) {
+        // The caller moves into a copy of its namespace (crate::utsns).
+        crate::utsns::unshare(c.kernel, &p);
+    }
+    if f.contains(CloneFlags::NEWIPC) {
+        // The caller moves into a new, empty namespace (crate::ipcns).
+        crate::ipcns::unshare(&p);
     }
     Ok(0)
 }
@@ -117,6 +129,20 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         crate::netns::setns(&p, &nf.ns)?;
         return Ok(0);
     }
+    if let Some(nf) = any.and_then(|x| x.downcast_ref::<crate::utsns::UtsNsFile>()) {
+        if nstype != 0 && nstype != CloneFlags::NEWUTS.bits() {
+            return Err(Errno::EINVAL);
+        }
+        crate::utsns::setns(&p, &nf.ns)?;
+        return Ok(0);
+    }
+    if let Some(nf) = any.and_then(|x| x.downcast_ref::<crate::ipcns::IpcNsFile>()) {
+        if nstype != 0 && nstype != CloneFlags::NEWIPC.bits() {
+            return Err(Errno::EINVAL);
+        }
+        crate::ipcns::setns(&p, &nf.ns)?;
+        return Ok(0);
+    }
     if let Some(pf) = any.and_then(|x| x.downcast_ref::<PidFd>()) {
         // A pidfd: the namespaces `nstype` names, of that process (check_setns_flags).
         if nstype == 0 || nstype & !ns_flags().bits() != 0 {
@@ -144,6 +170,12 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         if f.contains(CloneFlags::NEWNET) {
             crate::netns::setns(&p, &crate::netns::of(&target))?;
         }
+        if f.contains(CloneFlags::NEWUTS) {
+            crate::utsns::setns(&p, &crate::utsns::of(&target))?;
+        }
+        if f.contains(CloneFlags::NEWIPC) {
+            crate::ipcns::setns(&p, &crate::ipcns::of(&target))?;
+        }
         // The other namespaces are the ones everybody is in: nothing changes.
         return Ok(0);
     }
@@ -153,7 +185,7 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
     t.register("unshare", unshare)
-        .partial("time, pid and network namespaces only; mount, UTS, IPC, user and cgroup namespaces are refused");
+        .partial("time, pid, network, UTS and IPC namespaces only; mount, user and cgroup namespaces are refused");
     t.register("setns", setns)
-        .partial("time, pid and network namespaces only");
+        .partial("time, pid, network, UTS and IPC namespaces only");
 }

@@ -77,7 +77,12 @@ fn exit_group(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 fn uname(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let u = &c.kernel.uts;
     let mut buf = vec![0u8; 65 * 6];
-    let (node, domain) = (lock(&u.nodename).clone(), lock(&u.domainname).clone());
+    // The host and domain names of the caller's UTS namespace (crate::utsns).
+    let ns = crate::utsns::of(&c.task.process);
+    let (node, domain) = (
+        lock(ns.nodename(c.kernel)).clone(),
+        lock(ns.domainname(c.kernel)).clone(),
+    );
     for (i, s) in [
         &u.sysname, &node, &u.release, &u.version, &u.machine, &domain,
     ]
@@ -94,7 +99,8 @@ fn uname(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 use um_uapi::abi::capability::CAP_SYS_ADMIN;
 
-/// sethostname(2) and setdomainname(2) (kernel/sys.c): CAP_SYS_ADMIN, at most
+/// sethostname(2) and setdomainname(2) (kernel/sys.c), in the caller's UTS namespace:
+/// CAP_SYS_ADMIN, at most
 /// `__NEW_UTS_LEN` bytes (`EINVAL` for more or a negative length), copied as given.
 fn set_uts_name(c: &SyscallCtx<'_>, addr: u64, len: u64, domain: bool) -> SysResult {
     if !c.task.process.capable(CAP_SYS_ADMIN) {
@@ -106,8 +112,12 @@ fn set_uts_name(c: &SyscallCtx<'_>, addr: u64, len: u64, domain: bool) -> SysRes
     }
     let name = c.read_bytes(addr, len)?;
     let name = String::from_utf8_lossy(&name).into_owned();
-    let u = &c.kernel.uts;
-    *lock(if domain { &u.domainname } else { &u.nodename }) = name;
+    let ns = crate::utsns::of(&c.task.process);
+    *lock(if domain {
+        ns.domainname(c.kernel)
+    } else {
+        ns.nodename(c.kernel)
+    }) = name;
     Ok(0)
 }
 
