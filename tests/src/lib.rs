@@ -15,6 +15,7 @@
 //! never skipped.
 #![forbid(unsafe_code)]
 
+pub mod hostsvc;
 pub mod tmux;
 
 use std::io::{Read, Write};

@@ -25,10 +25,10 @@
 //! The kernel log is scanned as in every gate.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+use um_tests::hostsvc::{free_port, http_server, scratch};
 use um_tests::{Boot, for_each_engine};
 
 fn debian_tree() -> PathBuf {
@@ -155,7 +155,7 @@ fn ping_root_and_user() {
 
 #[test]
 fn curl_and_apt_flat_repo() {
-    let www = scratch("repo");
+    let www = scratch("netdeb", "repo");
     let big = www.join("file");
     {
         let mut f = std::fs::File::create(&big).unwrap();
@@ -234,55 +234,6 @@ fn expect_line(out: &um_tests::Outcome, want: &str) {
     if !text.lines().any(|l| l.trim_end() == want.trim_end()) {
         panic!("missing line {want:?}\n{}", out.report());
     }
-}
-
-/// A host process killed when the test ends.
-struct Host(Child);
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A free TCP port on 127.0.0.1 (bound and released: good enough for a test).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("bind 127.0.0.1:0")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("um-netdeb-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// `python3 -m http.server` on 127.0.0.1:`port` serving `dir`, once it answers.
-fn http_server(dir: &Path, port: u16) -> Host {
-    let child = Command::new("python3")
-        .args([
-            "-m",
-            "http.server",
-            "--bind",
-            "127.0.0.1",
-            &port.to_string(),
-        ])
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("python3 -m http.server (python3 is needed on the host)");
-    let host = Host(child);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "http.server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    host
 }
 
 fn sha256_hex(path: &Path) -> String {

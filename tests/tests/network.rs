@@ -14,59 +14,12 @@
 //! All four engines. The kernel log is scanned as in every gate.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::net::UdpSocket;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+use um_tests::hostsvc::{free_port, http_server, scratch};
 use um_tests::{Boot, for_each_engine};
-
-/// A host process killed when the test ends.
-struct Host(Child);
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A free TCP port on 127.0.0.1 (bound and released: good enough for a test).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("bind 127.0.0.1:0")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("um-net-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// `python3 -m http.server` on 127.0.0.1:`port` serving `dir`, once it answers.
-fn http_server(dir: &PathBuf, port: u16) -> Host {
-    let child = Command::new("python3")
-        .args([
-            "-m",
-            "http.server",
-            "--bind",
-            "127.0.0.1",
-            &port.to_string(),
-        ])
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("python3 -m http.server (python3 is needed on the host)");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "http.server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Host(child)
-}
 
 /// The answer the fake DNS upstream gives to every A query (TEST-NET-2: only data here).
 const FAKE_A: [u8; 4] = [198, 51, 100, 7];
@@ -121,7 +74,7 @@ fn sha256_hex(path: &PathBuf) -> String {
 
 #[test]
 fn dhcp_download_dns() {
-    let www = scratch("www");
+    let www = scratch("net", "www");
     let big = www.join("big");
     {
         // 64 MiB of random bytes.
@@ -175,7 +128,7 @@ fn dhcp_download_dns() {
 
 #[test]
 fn policy() {
-    let www = scratch("policy");
+    let www = scratch("net", "policy");
     std::fs::write(www.join("f"), "host-file\n").unwrap();
     let port = free_port();
     let _server = http_server(&www, port);

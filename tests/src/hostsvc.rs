@@ -1,0 +1,58 @@
+//! Host-side services the network gates start on 127.0.0.1 (never any other address: the
+//! machines' network rule): a free port, a scratch directory, `python3 -m http.server`, each
+//! process killed when its guard drops. Used by tests/tests/network.rs and net_debian.rs.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A host process killed (and reaped) when the test ends.
+pub struct Host(pub Child);
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released: good enough for a test).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind 127.0.0.1:0")
+}
+
+/// A fresh, empty directory `um-TAG-NAME-PID` in the temporary directory.
+pub fn scratch(tag: &str, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("um-{tag}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create a scratch directory");
+    d
+}
+
+/// `python3 -m http.server` on 127.0.0.1:`port` serving `dir`, once it answers (10 s at most).
+pub fn http_server(dir: &Path, port: u16) -> Host {
+    let child = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            "--bind",
+            "127.0.0.1",
+            &port.to_string(),
+        ])
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 -m http.server (python3 is needed on the host)");
+    let host = Host(child);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "http.server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    host
+}
