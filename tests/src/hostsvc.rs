@@ -33,6 +33,33 @@ pub fn scratch(tag: &str, name: &str) -> PathBuf {
     d
 }
 
+/// Writes `mib` MiB of random bytes to `path` and returns their sha256 (hex, by the host's
+/// `sha256sum`).
+pub fn random_file(path: &Path, mib: usize) -> String {
+    use std::io::{Read, Write};
+    let mut f = std::fs::File::create(path).expect("create the random file");
+    let mut r = std::fs::File::open("/dev/urandom").expect("open /dev/urandom");
+    let mut buf = vec![0u8; 1 << 20];
+    for _ in 0..mib {
+        r.read_exact(&mut buf).expect("read /dev/urandom");
+        f.write_all(&buf).expect("write the random file");
+    }
+    sha256_hex(path)
+}
+
+/// The host's `sha256sum` of a file, as hex.
+pub fn sha256_hex(path: &Path) -> String {
+    let out = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .expect("sha256sum");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// `python3 -m http.server` on 127.0.0.1:`port` serving `dir`, once it answers (10 s at most).
 pub fn http_server(dir: &Path, port: u16) -> Host {
     let child = Command::new("python3")

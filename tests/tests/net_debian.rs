@@ -24,11 +24,10 @@
 //!
 //! The kernel log is scanned as in every gate.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-use um_tests::hostsvc::{free_port, http_server, scratch};
+use um_tests::hostsvc::{free_port, http_server, random_file, scratch, sha256_hex};
 use um_tests::{Boot, for_each_engine};
 
 fn debian_tree() -> PathBuf {
@@ -157,16 +156,7 @@ fn ping_root_and_user() {
 fn curl_and_apt_flat_repo() {
     let www = scratch("netdeb", "repo");
     let big = www.join("file");
-    {
-        let mut f = std::fs::File::create(&big).unwrap();
-        let mut r = std::fs::File::open("/dev/urandom").unwrap();
-        let mut buf = vec![0u8; 1 << 20];
-        for _ in 0..16 {
-            r.read_exact(&mut buf).unwrap();
-            f.write_all(&buf).unwrap();
-        }
-    }
-    let want = sha256_hex(&big);
+    let want = random_file(&big, 16);
     let payload = format!("um-hello payload {}\n", std::process::id());
     let deb = www.join("um-hello_1.0_all.deb");
     build_deb(&www, &deb, &payload);
@@ -234,18 +224,6 @@ fn expect_line(out: &um_tests::Outcome, want: &str) {
     if !text.lines().any(|l| l.trim_end() == want.trim_end()) {
         panic!("missing line {want:?}\n{}", out.report());
     }
-}
-
-fn sha256_hex(path: &Path) -> String {
-    let out = Command::new("sha256sum")
-        .arg(path)
-        .output()
-        .expect("sha256sum");
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// A binary package (deb(5): an ar archive of `debian-binary`, `control.tar.gz` and

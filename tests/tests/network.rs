@@ -13,12 +13,9 @@
 //!
 //! All four engines. The kernel log is scanned as in every gate.
 
-use std::io::{Read, Write};
 use std::net::UdpSocket;
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
-use um_tests::hostsvc::{free_port, http_server, scratch};
+use um_tests::hostsvc::{free_port, http_server, random_file, scratch};
 use um_tests::{Boot, for_each_engine};
 
 /// The answer the fake DNS upstream gives to every A query (TEST-NET-2: only data here).
@@ -60,33 +57,11 @@ fn fake_dns() -> u16 {
     port
 }
 
-fn sha256_hex(path: &PathBuf) -> String {
-    let out = Command::new("sha256sum")
-        .arg(path)
-        .output()
-        .expect("sha256sum");
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string()
-}
-
 #[test]
 fn dhcp_download_dns() {
     let www = scratch("net", "www");
     let big = www.join("big");
-    {
-        // 64 MiB of random bytes.
-        let mut f = std::fs::File::create(&big).unwrap();
-        let mut r = std::fs::File::open("/dev/urandom").unwrap();
-        let mut buf = vec![0u8; 1 << 20];
-        for _ in 0..64 {
-            r.read_exact(&mut buf).unwrap();
-            f.write_all(&buf).unwrap();
-        }
-    }
-    let want = sha256_hex(&big);
+    let want = random_file(&big, 64);
     let port = free_port();
     let _server = http_server(&www, port);
     let dns = fake_dns();

@@ -530,20 +530,7 @@ fn main() {
     }
     umt::init("ptrace");
     // As init under linux, /proc is not mounted yet (exec of /proc/self/exe, /proc/PID/status).
-    if getpid() == 1 && std::fs::metadata("/proc/self").is_err() {
-        let (src, dst) = (umt::cstr("proc"), umt::cstr("/proc"));
-        // SAFETY: NUL-terminated strings that outlive the call.
-        let r = unsafe {
-            libc::mount(
-                src.as_ptr(),
-                dst.as_ptr(),
-                src.as_ptr(),
-                0,
-                std::ptr::null(),
-            )
-        };
-        ok(r as i64, "mount /proc");
-    }
+    umt::mount_proc_if_init();
     // Not traceable targets: ourselves, nobody.
     check_eq(
         pt(libc::PTRACE_ATTACH as u32, getpid(), 0, 0),

@@ -1046,20 +1046,7 @@ fn main() {
         umt::exit_now(0);
     }
     // As init under linux, /proc is not mounted yet.
-    if getpid() == 1 && std::fs::metadata("/proc/self").is_err() {
-        let (src, dst) = (umt::cstr("proc"), umt::cstr("/proc"));
-        // SAFETY: NUL-terminated strings that outlive the call.
-        let r = unsafe {
-            libc::mount(
-                src.as_ptr(),
-                dst.as_ptr(),
-                src.as_ptr(),
-                0,
-                std::ptr::null(),
-            )
-        };
-        ok(r as i64, "mount /proc");
-    }
+    umt::mount_proc_if_init();
     let workdir = args.get(1).cloned().unwrap_or_else(|| "/tmp".into());
     probes();
     strict();

@@ -339,6 +339,27 @@ pub fn close(fd: i32) {
 }
 
 /// Prints the final marker `UM-<NAME>-OK`.
+/// As init under linux (pid 1 with nothing mounted), mounts proc on /proc, which the program
+/// then reads; anywhere else /proc is already there and nothing is done.
+pub fn mount_proc_if_init() {
+    // SAFETY: plain getpid.
+    if unsafe { libc::getpid() } != 1 || std::fs::metadata("/proc/self").is_ok() {
+        return;
+    }
+    let (src, dst) = (cstr("proc"), cstr("/proc"));
+    // SAFETY: NUL-terminated strings that outlive the call.
+    let r = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            dst.as_ptr(),
+            src.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    ok(r as i64, "mount /proc");
+}
+
 pub fn done(name: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "UM-{}-OK", name.to_ascii_uppercase());

@@ -91,21 +91,7 @@ fn main() {
     umt::init("utsns");
     let _ = umt::workdir();
     // As init under linux, /proc is not mounted yet.
-    // SAFETY: plain getpid.
-    if unsafe { libc::getpid() } == 1 && std::fs::metadata("/proc/self").is_err() {
-        let (src, dst) = (cstr("proc"), cstr("/proc"));
-        // SAFETY: NUL-terminated strings that outlive the call.
-        let r = unsafe {
-            libc::mount(
-                src.as_ptr(),
-                dst.as_ptr(),
-                src.as_ptr(),
-                0,
-                std::ptr::null(),
-            )
-        };
-        check(r == 0, "mount /proc");
-    }
+    umt::mount_proc_if_init();
     if std::env::args().nth(2).as_deref() == Some("unpriv") {
         umt::done("utsns");
         return;
