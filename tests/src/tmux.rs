@@ -10,7 +10,14 @@
 use crate::{Boot, linux_binary, workspace_root};
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+/// Numbers the sessions of one test process, so that two sessions never share a server socket:
+/// `kill-server` returns before the old server has exited, and a new client that reaches the
+/// dying server's socket fails with "server exited unexpectedly" (seen in CI when the
+/// `firstboot` gate started its second engine's session).
+static SESSIONS: AtomicUsize = AtomicUsize::new(0);
 
 /// One tmux server (`tmux -L <tag>`) with the session `um`.
 pub struct Session {
@@ -25,9 +32,10 @@ fn shell_quote(s: &str) -> String {
 
 impl Session {
     /// Starts `linux` with `boot`'s arguments in a `cols`x`rows` pane; `what` names the gate
-    /// in failure messages. The scratch directory is `build/<what>-<pid>`.
+    /// in failure messages. The scratch directory is `build/um-tests-<what>-<pid>-<n>`.
     pub fn start(what: &str, boot: &Boot, cols: u32, rows: u32) -> Session {
-        let tag = format!("um-tests-{what}-{}", std::process::id());
+        let n = SESSIONS.fetch_add(1, Ordering::Relaxed);
+        let tag = format!("um-tests-{what}-{}-{n}", std::process::id());
         let dir = workspace_root().join("build").join(&tag);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("mkdir the gate's scratch dir");
@@ -164,6 +172,11 @@ impl Drop for Session {
             }
         }
         let _ = self.cmd(&["kill-server"]);
+        // Wait (briefly) until the server is gone, so that it does not outlive the test.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline && self.cmd(&["has-session"]).status.success() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
