@@ -95,7 +95,7 @@ pub struct ExecParams<'a> {
     /// AT_CLKTCK (`USER_HZ`, 100).
     pub clktck: u64,
     /// The vDSO to map (AT_SYSINFO_EHDR names where it went), if any.
-    pub vdso: Option<&'a crate::vdso::VdsoImage>,
+    pub vdso: Option<&'a um_kernel::arch::vdso::VdsoImage>,
     /// AT_MINSIGSTKSZ, if the architecture reports it.
     pub minsigstksz: Option<u64>,
 }
@@ -826,7 +826,7 @@ mod tests {
             secure: false,
             random: core::array::from_fn(|i| 0xc0 + i as u8),
             clktck: 100,
-            vdso: Some(crate::vdso::image()),
+            vdso: Some(um_kernel::arch::vdso::image()),
             minsigstksz: Some(2048),
         }
     }
@@ -953,7 +953,7 @@ mod tests {
         let vv = vmas.iter().find(|v| v.start == vd).expect("vdso vma");
         assert_eq!(vv.name.as_deref(), Some("[vdso]"));
         assert_eq!(vv.prot, Prot::READ | Prot::EXEC);
-        let want = &crate::vdso::image().bytes;
+        let want = &um_kernel::arch::vdso::image().bytes;
         let mut got_vdso = vec![0u8; want.len()];
         rd(vd, &mut got_vdso);
         assert_eq!(&got_vdso, want);

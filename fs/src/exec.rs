@@ -167,7 +167,7 @@ pub fn do_execve(
         secure: false,
         random,
         clktck: 100,
-        vdso: Some(crate::vdso::image_for_exec(&task.process)),
+        vdso: Some(um_kernel::arch::vdso::image_for_exec(&task.process)),
         minsigstksz: None,
     };
     let mut open_interp = |p: &[u8]| -> Result<Box<dyn ExecSource>, Errno> {

@@ -11,7 +11,6 @@
 #![forbid(unsafe_code)]
 
 pub mod binfmt_elf;
-pub mod cgroup;
 pub mod coredump;
 pub mod devfs;
 pub mod dnotify;
@@ -26,7 +25,6 @@ pub mod hostfs_xattr;
 pub mod hugetlbfs;
 pub mod inotify;
 pub mod locks;
-pub mod loopdev;
 pub mod memfd;
 pub mod module;
 pub mod mount;
@@ -39,4 +37,3 @@ pub mod sysfs;
 pub mod timerfd;
 pub mod tmpfs;
 pub mod userfaultfd;
-pub mod vdso;

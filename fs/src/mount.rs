@@ -538,7 +538,6 @@ pub fn boot_mounts(kernel: &Arc<Kernel>, root: &Arc<Dentry>) {
         "",
     );
     crate::devfs::register_mem_devices();
-    crate::loopdev::register();
     crate::userfaultfd::register_dev();
     match root.inode.lookup(b"dev") {
         Ok(dev)

@@ -13,6 +13,9 @@ pub use um_arch_x86 as native;
 pub use native::regs::Regs;
 pub use native::syscalls;
 
+/// The vDSO image built from both arch crates' code (Linux `arch/*/kernel/vdso.c`).
+pub mod vdso;
+
 /// ELF machine of native guest programs.
 pub const ELF_MACHINE: u16 = native::ELF_MACHINE;
 

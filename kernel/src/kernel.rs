@@ -41,7 +41,7 @@ pub struct StubEnv {
     /// Host user VA bits.
     pub va_bits: u32,
     /// The host's special mappings (vvar and vDSO pages) that stay mapped in every stub, above
-    /// the stub region (see `um_fs::vdso`), if boot found them usable.
+    /// the stub region (see `um_kernel::arch::vdso`), if boot found them usable.
     pub keep: Option<(u64, u64)>,
 }
 
@@ -103,6 +103,6 @@ pub struct Kernel {
     pub thread_exit_hooks: Mutex<Vec<ThreadExitHook>>,
     /// Run when a process's last thread is gone.
     pub process_exit_hooks: Mutex<Vec<ProcessExitHook>>,
-    /// Run by clone for every new task (cgroup membership: `um_fs::cgroup`).
+    /// Run by clone for every new task (cgroup membership: `um_cgroup`).
     pub fork_hooks: Mutex<Vec<ForkHook>>,
 }

@@ -17,7 +17,7 @@
 //! time functions jump straight into the host's vDSO, which knows nothing of these offsets;
 //! Linux gives a process in a time namespace a special vvar page, here the process's
 //! `[vdso]` gets code that makes the syscall instead (same layout, so addresses a libc has
-//! already looked up stay right): `um_fs::vdso` registers the rewrite with
+//! already looked up stay right): `crate::arch::vdso` registers the rewrite with
 //! [`set_vdso_switch`], and [`commit`] runs it when a running process changes namespace.
 //!
 //! The namespace files (`/proc/PID/ns/time`, `time_for_children`) lead to an nsfs inode
@@ -352,7 +352,7 @@ fn uptime_with(o: &Offsets) -> (i64, i64) {
 }
 
 /// Rewrites an address space's `[vdso]` for a process that is (`root`) or is not in the
-/// initial namespace (registered by `um_fs::vdso`).
+/// initial namespace (registered by `crate::arch::vdso`).
 pub type VdsoSwitch = fn(&mut Mm, bool);
 
 static VDSO_SWITCH: OnceLock<VdsoSwitch> = OnceLock::new();

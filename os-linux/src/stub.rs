@@ -454,7 +454,7 @@ unsafe fn child(
         // No address-space randomisation in stubs (persona ADDR_NO_RANDOMIZE survives exec):
         // the host then puts its vDSO and vvar pages at the same place in every stub, above the
         // guest's TASK_SIZE, and the guest's vDSO can call the host's time functions there
-        // (um_fs::vdso). The stub's own code is at a fixed address anyway, and what else exec
+        // (um_kernel::arch::vdso). The stub's own code is at a fixed address anyway, and what else exec
         // maps (the host stack) is unmapped before any guest code runs.
         let persona = libc::personality(0xffff_ffff);
         if persona >= 0 {

@@ -37,7 +37,7 @@ fn boot_hello(program: &str) {
         out.assert_exit_code(0);
         out.assert_init_exit_logged();
         // The guest's vDSO calls the host's time functions (this host has a vDSO, and stubs
-        // get it at one place): see um_fs::vdso.
+        // get it at one place): see um_kernel::arch::vdso.
         if !out.stderr.contains("call the host's vDSO") {
             panic!("the vDSO does not forward to the host's\n{}", out.report());
         }

@@ -267,7 +267,7 @@ for mode in $ms; do
             'mount -t proc proc /proc && l=$(grep -m1 "^Features" /proc/cpuinfo) && echo "$l" &&
              echo "$l" | grep -qw asimd && ! echo "$l" | grep -qwE "sve|sve2|sme|paca|pacg|mte" &&
              echo features-ok' ;;
-        # The guest's vDSO forwards its time functions to the host's (um_fs::vdso).
+        # The guest's vDSO forwards its time functions to the host's (um_kernel::arch::vdso).
         vdso)
             mkdir -p "/guest/opt/um/work-vdso-$mode-$PS"
             LOGMARK="call the host's vDSO"

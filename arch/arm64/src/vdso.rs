@@ -1,5 +1,5 @@
 //! What the arm64 vDSO holds (arch/arm64/kernel/vdso/vdso.lds.S, sigreturn.S): the symbols,
-//! their version and their machine code. `um_fs::vdso` wraps this in an ELF shared object that
+//! their version and their machine code. `um_kernel::arch::vdso` wraps this in an ELF shared object that
 //! exec maps into every guest (AT_SYSINFO_EHDR).
 //!
 //! Each time function is either a jump to the same function of the *host's* vDSO ([`forward`]:

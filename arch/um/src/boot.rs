@@ -334,7 +334,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
             None
         }
     };
-    let forwarded = um_fs::vdso::init(host_vdso.as_ref().map(|(h, _)| h));
+    let forwarded = um_kernel::arch::vdso::init(host_vdso.as_ref().map(|(h, _)| h));
     if let Some((h, _)) = &host_vdso {
         log::info!(
             "vdso: {} call the host's vDSO (at {:#x} in every stub)",
@@ -414,7 +414,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     // Networking: /proc/sys/net.
     um_net::init();
     // cgroup v2: the cgroup2 file system type and the fork/exit hooks of membership.
-    um_fs::cgroup::init(&kernel);
+    um_cgroup::init(&kernel);
 
     // File systems that live outside um-fs register with the mount table.
     um_fs::mount::register_fs(
@@ -447,6 +447,8 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         log::info!("hostfs: {host} mounted on {}", b.guest);
     }
     um_drivers::block::ubd::add_all();
+    // Loop devices: /dev/loop0-7 and /dev/loop-control.
+    um_drivers::block::loop_dev::register();
     // The virtual NIC (eth0=) and ip=, before init runs (Linux's ipconfig is a late initcall).
     um_drivers::net::init(&kernel, &c.eth0, &c.ip)?;
 
@@ -509,7 +511,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
 }
 
 /// Finds where the host's vDSO (and its vvar pages) sit in stub processes, for the guest's vDSO
-/// to call (see `um_fs::vdso`): two throwaway stubs must have them at the same place (stubs are
+/// to call (see `um_kernel::arch::vdso`): two throwaway stubs must have them at the same place (stubs are
 /// exec'd without address randomisation), above the stub region, with the image this process
 /// has. Returns the host vDSO and the range of special mappings the engines must keep.
 fn probe_host_vdso(
@@ -517,7 +519,7 @@ fn probe_host_vdso(
     phys: &PhysMem,
     base: u64,
     va_bits: u32,
-) -> Result<(um_fs::vdso::HostVdso, (u64, u64)), String> {
+) -> Result<(um_kernel::arch::vdso::HostVdso, (u64, u64)), String> {
     let own = probe::own_vdso().ok_or("the host maps no vDSO")?;
     let mut seen: Option<Vec<(u64, u64, String)>> = None;
     for _ in 0..2 {
@@ -559,7 +561,7 @@ fn probe_host_vdso(
         ));
     }
     Ok((
-        um_fs::vdso::HostVdso {
+        um_kernel::arch::vdso::HostVdso {
             addr: vdso.0,
             image: own,
         },

@@ -1,5 +1,5 @@
 //! What the x86_64 vDSO holds (arch/x86/entry/vdso/vdso.lds.S): the symbols, their version and
-//! their machine code. `um_fs::vdso` wraps this in an ELF shared object that exec maps into
+//! their machine code. `um_kernel::arch::vdso` wraps this in an ELF shared object that exec maps into
 //! every guest (AT_SYSINFO_EHDR).
 //!
 //! Each function is either a jump to the same function of the *host's* vDSO ([`forward`]:

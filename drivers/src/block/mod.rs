@@ -24,6 +24,7 @@
 //! (nodes), `um_fs::procfs` (the sysfs/procfs inodes), `um_os_linux::blockio` (host calls).
 
 pub mod cow;
+pub mod loop_dev;
 pub mod part;
 mod sysfs;
 pub mod ubd;

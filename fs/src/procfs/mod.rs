@@ -524,11 +524,6 @@ pub fn new_root(k: &Arc<Kernel>) -> Arc<ProcInode> {
     let fs = ProcFs::new_instance(k, PROC_SUPER_MAGIC, PROC_DEV);
     let mut entries = system::entries(&fs);
     entries.push((b"modules".to_vec(), modules::proc_modules(&fs)));
-    // /proc/cgroups (kernel/cgroup/cgroup-v1.c proc_cgroupstats_show), from crate::cgroup.
-    entries.push((
-        b"cgroups".to_vec(),
-        ProcInode::file(&fs, |_, _| Ok(crate::cgroup::proc_cgroups())),
-    ));
     entries.push((
         b"self".to_vec(),
         ProcInode::new(&fs, fs.alloc_ino(), mode::S_IFLNK | 0o777, Node::SelfLink),

@@ -1461,8 +1461,8 @@ pub fn generate(_fs: &Arc<ProcFs>, t: &Target, n: PidNode, _io: &IoCtx<'_>) -> S
             PidFile::Mounts => mounts_text(),
             PidFile::Mountinfo => mountinfo_text(),
             PidFile::Wchan => b"0".to_vec(),
-            // The v2 hierarchy's line (kernel/cgroup/cgroup.c proc_cgroup_show).
-            PidFile::Cgroup => crate::cgroup::proc_pid_cgroup(p.pid),
+            // The v2 hierarchy's line (kernel/cgroup/cgroup.c proc_cgroup_show), from um-cgroup.
+            PidFile::Cgroup => super::registry::pid_cgroup(p.pid),
             PidFile::OomScore => b"0\n".to_vec(),
             PidFile::OomScoreAdj => format!("{}\n", oom_score_adj(&p)).into_bytes(),
             PidFile::CoredumpFilter => {

@@ -14,7 +14,7 @@
 //! in `/proc/sys/kernel`; `um-net`: `/proc/sys/net`, `/proc/net`, `/sys/class/net`).
 
 use super::{ProcFs, ProcInode};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use um_kernel::task::lock;
 
 /// Builds a table of named entries for one procfs instance.
@@ -69,4 +69,21 @@ pub fn insert_in_order(fs: &Arc<ProcFs>, dir: &str, v: &mut Vec<(&'static str, A
         let at = v.iter().position(|(n, _)| *n > name).unwrap_or(v.len());
         v.insert(at, (name, inode));
     }
+}
+
+/// The source of `/proc/PID/cgroup` (`um-cgroup`'s `proc_cgroup_show`), set once at boot.
+static PID_CGROUP: OnceLock<fn(u32) -> Vec<u8>> = OnceLock::new();
+
+/// Sets what `/proc/PID/cgroup` shows for a process (the cgroup crate, at boot); a second call
+/// is ignored.
+pub fn register_pid_cgroup(f: fn(u32) -> Vec<u8>) {
+    let _ = PID_CGROUP.set(f);
+}
+
+/// `/proc/PID/cgroup` of `pid`: the registered source's text, or the root group's v2 line
+/// when no cgroup code was registered (unit tests).
+pub fn pid_cgroup(pid: u32) -> Vec<u8> {
+    PID_CGROUP
+        .get()
+        .map_or_else(|| b"0::/\n".to_vec(), |f| f(pid))
 }

@@ -252,7 +252,7 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
     if f.contains(CloneFlags::PARENT_SETTID) {
         c.write_u32(a.parent_tid, vnr)?;
     }
-    // cgroup membership (`Kernel::fork_hooks`, um_fs::cgroup): the child joins its creator's
+    // cgroup membership (`Kernel::fork_hooks`, um_cgroup): the child joins its creator's
     // group or the CLONE_INTO_CGROUP one; a refusal (EBADF, EACCES ...) fails the clone.
     for hook in lock(&k.fork_hooks).iter() {
         hook(pp, &task.process, f.contains(CloneFlags::THREAD), cgroup)?;

@@ -226,9 +226,9 @@ pub struct CgInode {
     file: Option<File>,
 }
 
-/// Realtime now.
+/// Realtime now (the clock every in-memory file system stamps with).
 fn now() -> (i64, i64) {
-    um_os_linux::host::clock_gettime(libc::CLOCK_REALTIME).unwrap_or((0, 0))
+    um_fs::tmpfs::now()
 }
 
 /// `kstrtoint(strstrip(buf), 0, ...)`: decimal, `0x` hex or `0` octal, an optional sign;

@@ -21,7 +21,7 @@
 //!
 //! **Time namespaces.** The host's vDSO cannot add a time namespace's offsets, so a process
 //! outside the initial one gets [`timens_image`]: the same layout, the time functions making
-//! the syscall (which `um_kernel::timens` shifts). Exec picks the image
+//! the syscall (which `crate::timens` shifts). Exec picks the image
 //! ([`image_for_exec`]); a process that changes namespace while running (the child of fork
 //! after `unshare(CLONE_NEWTIME)`, setns) gets its `[vdso]` rewritten in place, so addresses its
 //! libc already looked up stay valid.
@@ -601,7 +601,7 @@ static IMAGE: OnceLock<VdsoImage> = OnceLock::new();
 static TIMENS_IMAGE: OnceLock<VdsoImage> = OnceLock::new();
 
 fn build_native(host: Option<&HostVdso>, timens: bool) -> VdsoImage {
-    if um_kernel::arch::ELF_MACHINE == um_arch_arm64::ELF_MACHINE {
+    if crate::arch::ELF_MACHINE == um_arch_arm64::ELF_MACHINE {
         build_aarch64_for(host, timens)
     } else {
         build_x86_64_for(host, timens)
@@ -609,13 +609,13 @@ fn build_native(host: Option<&HostVdso>, timens: bool) -> VdsoImage {
 }
 
 /// Builds the boot's images, forwarding time functions to `host` (see the module
-/// documentation), and hands `um_kernel::timens` the rewrite of a process's vDSO when it
+/// documentation), and hands `crate::timens` the rewrite of a process's vDSO when it
 /// changes time namespace. Returns the guest functions that forward. Only the first call has
 /// an effect.
 pub fn init(host: Option<&HostVdso>) -> Vec<&'static str> {
     let _ = IMAGE.set(build_native(host, false));
     let _ = TIMENS_IMAGE.set(build_native(host, true));
-    um_kernel::timens::set_vdso_switch(switch_time_namespace);
+    crate::timens::set_vdso_switch(switch_time_namespace);
     let forwarded = |names: Vec<(&'static str, Option<&'static str>)>| {
         names
             .into_iter()
@@ -623,7 +623,7 @@ pub fn init(host: Option<&HostVdso>) -> Vec<&'static str> {
             .map(|(n, _)| n)
             .collect()
     };
-    if um_kernel::arch::ELF_MACHINE == um_arch_arm64::ELF_MACHINE {
+    if crate::arch::ELF_MACHINE == um_arch_arm64::ELF_MACHINE {
         forwarded(
             um_arch_arm64::vdso::functions()
                 .iter()
@@ -653,9 +653,9 @@ pub fn timens_image() -> &'static VdsoImage {
 }
 
 /// The image exec maps for process `p`: the one for the time namespace it will run in
-/// (exec enters the namespace for children, `um_kernel::timens::on_exec`).
-pub fn image_for_exec(p: &um_kernel::task::Process) -> &'static VdsoImage {
-    if um_kernel::timens::exec_in_root(p) {
+/// (exec enters the namespace for children, `crate::timens::on_exec`).
+pub fn image_for_exec(p: &crate::task::Process) -> &'static VdsoImage {
+    if crate::timens::exec_in_root(p) {
         image()
     } else {
         timens_image()

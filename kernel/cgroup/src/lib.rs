@@ -15,9 +15,13 @@
 //! names ([`on_fork`], Linux `cgroup_css_set_fork`); exit removes it. `/proc/PID/cgroup` is
 //! [`proc_pid_cgroup`]. Pids are the kernel's global ones.
 //!
-//! Neighbours: `crate::mount` (the `cgroup2` type is registered with
-//! [`crate::mount::register_fs`]), `crate::sysfs` (`/sys/fs/cgroup`, the usual mount point),
-//! `crate::procfs` (`/proc/PID/cgroup`, `/proc/cgroups`), `um_kernel::sys::fork`.
+//! `um-cgroup` sits above `um-fs` (Linux keeps it in `kernel/cgroup/`, not in `fs/`): the
+//! VFS knows no cgroup. Neighbours: `um_fs::mount` (the `cgroup2` type is registered with
+//! [`um_fs::mount::register_fs`]), `um_fs::sysfs` (`/sys/fs/cgroup`, the usual mount point),
+//! `um_fs::procfs::registry` (`/proc/cgroups` by `proc_create`, `/proc/PID/cgroup` by
+//! `register_pid_cgroup`), `um_kernel::sys::fork` (the fork hook), `um-bin` (calls [`init`]).
+
+#![forbid(unsafe_code)]
 
 pub mod fs;
 pub mod tree;
@@ -34,10 +38,16 @@ pub fn hierarchy() -> MutexGuard<'static, Hierarchy> {
     lock(H.get_or_init(Default::default))
 }
 
-/// Registers the `cgroup2` file system type and the fork and exit hooks that keep membership.
+/// Registers the `cgroup2` file system type, the fork and exit hooks that keep membership, and
+/// the procfs files (`/proc/cgroups`, `/proc/PID/cgroup`). Called once at boot, before init.
 pub fn init(k: &Arc<Kernel>) {
+    // /proc/cgroups (kernel/cgroup/cgroup-v1.c proc_cgroupstats_show).
+    um_fs::procfs::registry::proc_create("", "cgroups", |fs| {
+        um_fs::procfs::ProcInode::file(fs, |_, _| Ok(proc_cgroups()))
+    });
+    um_fs::procfs::registry::register_pid_cgroup(proc_pid_cgroup);
     let weak = Arc::downgrade(k);
-    crate::mount::register_fs(
+    um_fs::mount::register_fs(
         "cgroup2",
         Arc::new(move |_flags, data| {
             let k = weak.upgrade().ok_or(Errno::ENODEV)?;

@@ -5,7 +5,7 @@
 //! bound, how many opens it has), [`LoopFile`] (an open `/dev/loopN`: the block I/O and the
 //! `LOOP_*` and `BLK*` ioctls), [`ControlFile`] (an open `/dev/loop-control`). As in Linux, eight
 //! devices exist from the start (`CONFIG_BLK_DEV_LOOP_MIN_COUNT`) and `LOOP_CTL_GET_FREE` adds
-//! more on demand; each gets its node in devtmpfs ([`crate::devfs::devtmpfs`]), root's, mode
+//! more on demand; each gets its node in devtmpfs ([`um_fs::devfs::devtmpfs`]), root's, mode
 //! 0600 (devtmpfs's default: no udev rules run here).
 //!
 //! What a loop device holds is the backing [`OpenFile`] itself, so the I/O goes through that
@@ -14,12 +14,13 @@
 //! mounts a block device yet: the devices serve tools (`losetup`, `mkfs`, `dd`) and programs
 //! that set one up (LTP's `tst_device`). Direct I/O is refused (`LOOP_SET_DIRECT_IO` 1 is
 //! EINVAL, as Linux answers when the backing file cannot do it); partitions are never
-//! scanned. Neighbours: `devfs` (the nodes), `um_kernel::vfs` (the block-device registry:
+//! scanned. It lives with the block drivers (Linux keeps it in `drivers/block/`); `um-bin` calls
+//! [`register`] at boot. Neighbours: `um_fs::devfs` (the nodes), `um_kernel::vfs` (the block-device registry:
 //! [`vfs::register_blkdev`], [`vfs::open_blkdev`]).
 
-use crate::devfs::devtmpfs;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
+use um_fs::devfs::devtmpfs;
 use um_kernel::arch::native::abi::LoopInfo;
 use um_kernel::task::lock;
 use um_kernel::vfs::{self, FileOps, GuestMem, Kstat, OpenFile, Owner, mode};
