@@ -26,7 +26,6 @@ pub mod hugetlbfs;
 pub mod inotify;
 pub mod locks;
 pub mod memfd;
-pub mod module;
 pub mod mount;
 pub mod namei;
 pub mod pipe;

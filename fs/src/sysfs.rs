@@ -101,8 +101,9 @@ pub fn mount(k: &Arc<Kernel>) -> SysResult<Arc<dyn Inode>> {
         ],
     );
     let fsdir = ProcInode::dir(&fs, vec![("cgroup", empty(&fs))]);
-    // Directories the block layer (um-drivers) provides through the registry
-    // (`procfs::registry`, directory names "sysfs" and "sysfs/dev"); empty without it.
+    // Directories the block layer (um-drivers) and the module registry (um-modules) provide
+    // through the registry (`procfs::registry`, directory names "sysfs" and "sysfs/dev");
+    // empty without them.
     let slot = |dir: &str, name: &str| {
         crate::procfs::registry::entries(&fs, dir)
             .into_iter()
@@ -128,7 +129,8 @@ pub fn mount(k: &Arc<Kernel>) -> SysResult<Arc<dyn Inode>> {
             ("firmware", empty(&fs)),
             ("fs", fsdir),
             ("kernel", kernel),
-            ("module", crate::procfs::modules::sys_module_dir(&fs)),
+            // `/sys/module`: loadable modules' directories (um-modules registers it).
+            ("module", slot("sysfs", "module")),
             ("power", empty(&fs)),
         ],
     );

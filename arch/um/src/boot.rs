@@ -415,6 +415,8 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     um_net::init();
     // cgroup v2: the cgroup2 file system type and the fork/exit hooks of membership.
     um_cgroup::init(&kernel);
+    // Loadable modules: /proc/modules, /sys/module, modules_disabled.
+    um_modules::init();
 
     // File systems that live outside um-fs register with the mount table.
     um_fs::mount::register_fs(

@@ -14,6 +14,7 @@ pub fn table() -> SyscallTable {
     let mut t = SyscallTable::default();
     um_kernel::sys::register(&mut t);
     um_fs::sys::register(&mut t);
+    um_modules::sys::register(&mut t);
     um_ipc::register(&mut t);
     um_net::register(&mut t);
     t

@@ -19,7 +19,6 @@
 
 mod config;
 pub mod fmt;
-pub mod modules;
 mod pid;
 pub mod registry;
 mod system;
@@ -247,7 +246,13 @@ impl ProcInode {
                     });
                 }
                 if *pids {
-                    out.extend(modules::proc_dirents());
+                    for (n, i) in registry::root_dyn(&self.fs) {
+                        out.push(DirEntry {
+                            ino: i.ino,
+                            kind: dt_of(i.mode),
+                            name: n,
+                        });
+                    }
                     out.extend(pid::root_entries(&self.fs)?);
                 }
             }
@@ -316,7 +321,8 @@ impl Inode for ProcInode {
                     return Ok(i.clone());
                 }
                 if *pids {
-                    if let Some(i) = modules::proc_lookup(&self.fs, name) {
+                    let dynamic = registry::root_dyn(&self.fs);
+                    if let Some((_, i)) = dynamic.into_iter().find(|(n, _)| n == name) {
                         return Ok(i);
                     }
                     return pid::root_lookup(&self.fs, name).map(|i| i as Arc<dyn Inode>);
@@ -523,7 +529,6 @@ pub fn mount(k: &Arc<Kernel>) -> SysResult<Arc<dyn Inode>> {
 pub fn new_root(k: &Arc<Kernel>) -> Arc<ProcInode> {
     let fs = ProcFs::new_instance(k, PROC_SUPER_MAGIC, PROC_DEV);
     let mut entries = system::entries(&fs);
-    entries.push((b"modules".to_vec(), modules::proc_modules(&fs)));
     entries.push((
         b"self".to_vec(),
         ProcInode::new(&fs, fs.alloc_ino(), mode::S_IFLNK | 0o777, Node::SelfLink),

@@ -13,7 +13,7 @@
 //! Neighbours: the subsystem crates above `um-fs` (`um-ipc`: `/proc/sysvipc`, the IPC limits
 //! in `/proc/sys/kernel`; `um-net`: `/proc/sys/net`, `/proc/net`, `/sys/class/net`).
 
-use super::{ProcFs, ProcInode};
+use super::{DynDir, ProcFs, ProcInode};
 use std::sync::{Arc, Mutex, OnceLock};
 use um_kernel::task::lock;
 
@@ -86,4 +86,20 @@ pub fn pid_cgroup(pid: u32) -> Vec<u8> {
     PID_CGROUP
         .get()
         .map_or_else(|| b"0::/\n".to_vec(), |f| f(pid))
+}
+
+/// Computed entries of the `/proc` root besides the pid directories (the `/proc/<name>`
+/// entries loadable modules create), in registration order.
+static ROOT_DYN: Mutex<Vec<Arc<dyn DynDir>>> = Mutex::new(Vec::new());
+
+/// Adds a source of computed `/proc` root entries, listed and searched at every readdir and
+/// lookup of the root (after its fixed entries, before the pids).
+pub fn register_root_dyn(d: Arc<dyn DynDir>) {
+    lock(&ROOT_DYN).push(d);
+}
+
+/// The computed root entries now, for the instance `fs`.
+pub fn root_dyn(fs: &Arc<ProcFs>) -> Vec<(Vec<u8>, Arc<ProcInode>)> {
+    let dirs: Vec<Arc<dyn DynDir>> = lock(&ROOT_DYN).clone();
+    dirs.iter().flat_map(|d| d.entries(fs)).collect()
 }

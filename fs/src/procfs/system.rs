@@ -455,26 +455,6 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
             ),
             ("domainname", uts_rw(fs, |ns, k| ns.domainname(k))),
             ("hostname", uts_rw(fs, |ns, k| ns.nodename(k))),
-            (
-                "modules_disabled",
-                // kernel/sysctl.c: proc_dointvec_minmax with min = max = 1, so only the
-                // transition 0 -> 1 (writing 1) is accepted.
-                ProcInode::file_rw(
-                    fs,
-                    |_, _| {
-                        let v = u8::from(crate::module::modules_disabled());
-                        Ok(format!("{v}\n").into_bytes())
-                    },
-                    |_, _, data| {
-                        let s = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
-                        if s.trim().parse::<i64>().map_err(|_| Errno::EINVAL)? != 1 {
-                            return Err(Errno::EINVAL);
-                        }
-                        crate::module::disable_modules();
-                        Ok(data.len())
-                    },
-                ),
-            ),
             ("ngroups_max", ProcInode::text(fs, "65536\n")),
             // The caller's pid namespace's last pid (procfs/pid.rs, um_kernel::pidns).
             ("ns_last_pid", super::pid::ns_last_pid(fs)),

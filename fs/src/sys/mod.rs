@@ -7,7 +7,6 @@ pub mod execve;
 pub mod fd;
 pub mod inotify;
 pub mod memfd;
-pub mod module;
 pub mod mount;
 pub mod namespace;
 pub mod open;
@@ -93,7 +92,6 @@ pub fn register(t: &mut SyscallTable) {
     fd::register(t);
     inotify::register(t);
     memfd::register(t);
-    module::register(t);
     mount::register(t);
     namespace::register(t);
     open::register(t);

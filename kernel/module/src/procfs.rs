@@ -6,14 +6,14 @@
 //!
 //! Module nodes get inode numbers derived from the module's registry id (above the range the
 //! instance's counter hands out), so a path keeps its number while the module stays loaded.
-//! Neighbours: [`crate::module`] (the registry these render), [`super`] (the nodes),
-//! `crate::sysfs` (mounts `/sys/module`).
+//! Neighbours: the crate root (the registry these render), `um_fs::procfs` (the nodes and
+//! the registry through which [`register`] adds them), `um_fs::sysfs` (shows `/sys/module`).
 
-use super::{DynDir, Node, ProcFs, ProcInode};
-use crate::module::{self, Module, params};
+use crate::{Module, params};
 use std::sync::Arc;
+use um_fs::procfs::{DynDir, Node, ProcFs, ProcInode, Put};
 use um_kernel::kernel::Kernel;
-use um_kernel::vfs::{DirEntry, mode};
+use um_kernel::vfs::mode;
 use um_kernel::wait::IoCtx;
 use um_uapi::{Errno, SysResult};
 
@@ -30,7 +30,7 @@ fn taint_letters(t: &str) -> String {
 /// One `/proc/modules` line (`m_show`).
 pub fn modules_line(m: &Module) -> String {
     let mut s = format!("{} {} {} ", m.name, m.core_size, m.refcount());
-    let users = module::users(m);
+    let users = crate::users(m);
     for u in &users {
         s.push_str(u);
         s.push(',');
@@ -42,17 +42,17 @@ pub fn modules_line(m: &Module) -> String {
         s.push('-');
     }
     let state = match m.state() {
-        module::State::Going => "Unloading",
-        module::State::Coming => "Loading",
-        module::State::Live => "Live",
+        crate::State::Going => "Unloading",
+        crate::State::Coming => "Loading",
+        crate::State::Live => "Live",
     };
     // The address as Linux shows it to readers without CAP_SYSLOG rights (kptr_restrict).
     s.push_str(&format!(" {state} 0x{:016x}", 0));
     let taints = taint_letters(&m.taints);
     let mark = match m.state() {
-        module::State::Going => "-",
-        module::State::Coming => "+",
-        module::State::Live => "",
+        crate::State::Going => "-",
+        crate::State::Coming => "+",
+        crate::State::Live => "",
     };
     if !taints.is_empty() || !mark.is_empty() {
         s.push_str(&format!(" ({taints}{mark})"));
@@ -62,9 +62,9 @@ pub fn modules_line(m: &Module) -> String {
 }
 
 /// `/proc/modules`.
-pub(super) fn proc_modules(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
+fn proc_modules(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
     ProcInode::file(fs, |_, _| {
-        Ok(module::modules()
+        Ok(crate::modules()
             .iter()
             .map(|m| modules_line(m))
             .collect::<String>()
@@ -73,40 +73,68 @@ pub(super) fn proc_modules(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
 }
 
 /// The inode of a module-made `/proc` entry.
-fn proc_entry_inode(fs: &Arc<ProcFs>, e: Arc<module::api::ProcEntry>, ino: u64) -> Arc<ProcInode> {
+fn proc_entry_inode(fs: &Arc<ProcFs>, e: Arc<crate::api::ProcEntry>, ino: u64) -> Arc<ProcInode> {
     ProcInode::new(
         fs,
         ino,
         mode::S_IFREG | 0o444,
         Node::File {
-            render: Box::new(move |_, _| module::api::proc_render(&e)),
+            render: Box::new(move |_, _| crate::api::proc_render(&e)),
             put: None,
         },
     )
 }
 
-/// Directory entries of the module-made `/proc` entries (for the root's readdir).
-pub(super) fn proc_dirents() -> Vec<DirEntry> {
-    module::api::proc_entries()
-        .iter()
-        .enumerate()
-        .map(|(i, e)| DirEntry {
-            ino: PROC_ENTRY_INO_BASE + i as u64,
-            kind: 8,
-            name: e.name.clone(),
-        })
-        .collect()
+/// The module-made `/proc/<name>` entries, computed entries of the procfs root
+/// (`procfs::registry::register_root_dyn`).
+struct ProcEntries;
+
+impl DynDir for ProcEntries {
+    fn entries(&self, fs: &Arc<ProcFs>) -> Vec<(Vec<u8>, Arc<ProcInode>)> {
+        crate::api::proc_entries()
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let name = e.name.clone();
+                (
+                    name,
+                    proc_entry_inode(fs, e, PROC_ENTRY_INO_BASE + i as u64),
+                )
+            })
+            .collect()
+    }
 }
 
-/// The module-made `/proc` entry `name`, if any.
-pub(super) fn proc_lookup(fs: &Arc<ProcFs>, name: &[u8]) -> Option<Arc<ProcInode>> {
-    let all = module::api::proc_entries();
-    let i = all.iter().position(|e| e.name == name)?;
-    Some(proc_entry_inode(
-        fs,
-        all[i].clone(),
-        PROC_ENTRY_INO_BASE + i as u64,
-    ))
+/// Registers this crate's procfs and sysfs files (at boot, before init can mount either):
+/// `/proc/modules`, the `/proc/<name>` entries modules make, `/sys/module` and
+/// `/proc/sys/kernel/modules_disabled`.
+pub fn register() {
+    use um_fs::procfs::registry;
+    registry::proc_create("", "modules", proc_modules);
+    registry::register_root_dyn(Arc::new(ProcEntries));
+    registry::proc_create("sysfs", "module", sys_module_dir);
+    registry::register_sysctl("sys/kernel", |fs| {
+        vec![(
+            "modules_disabled",
+            // kernel/sysctl.c: proc_dointvec_minmax with min = max = 1, so only the
+            // transition 0 -> 1 (writing 1) is accepted.
+            ProcInode::file_rw(
+                fs,
+                |_, _| {
+                    let v = u8::from(crate::modules_disabled());
+                    Ok(format!("{v}\n").into_bytes())
+                },
+                |_, _, data| {
+                    let s = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
+                    if s.trim().parse::<i64>().map_err(|_| Errno::EINVAL)? != 1 {
+                        return Err(Errno::EINVAL);
+                    }
+                    crate::disable_modules();
+                    Ok(data.len())
+                },
+            ),
+        )]
+    });
 }
 
 /// Hands out the inode numbers of one module's nodes.
@@ -132,7 +160,7 @@ fn mod_file(
         mode::S_IFREG | 0o444,
         Node::File {
             render: Box::new(move |_, _| {
-                let m = module::by_id(id).ok_or(Errno::ENODEV)?;
+                let m = crate::by_id(id).ok_or(Errno::ENODEV)?;
                 Ok(f(&m).into_bytes())
             }),
             put: None,
@@ -160,7 +188,7 @@ fn dir_with_ino(
 }
 
 /// The text of parameter `p` of module `m` (`param_attr_show`).
-fn param_show(m: &Module, p: &module::Param) -> SysResult<Vec<u8>> {
+fn param_show(m: &Module, p: &crate::Param) -> SysResult<Vec<u8>> {
     let mut raw = vec![0u8; p.ty.size()];
     if !m.mem().read(p.addr, &mut raw) {
         return Err(Errno::EIO);
@@ -179,7 +207,7 @@ fn param_show(m: &Module, p: &module::Param) -> SysResult<Vec<u8>> {
 }
 
 /// A write to parameter `p` of module `m` (`param_attr_store`).
-fn param_store(m: &Module, p: &module::Param, data: &[u8]) -> SysResult<usize> {
+fn param_store(m: &Module, p: &crate::Param, data: &[u8]) -> SysResult<usize> {
     let text = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
     let bytes = if p.ty == params::ParamType::Charp {
         let s = text.strip_suffix('\n').unwrap_or(text);
@@ -231,7 +259,7 @@ fn module_dir(fs: &Arc<ProcFs>, m: &Module) -> Arc<ProcInode> {
             }),
         ));
     }
-    let holders: Vec<(String, Arc<ProcInode>)> = module::users(m)
+    let holders: Vec<(String, Arc<ProcInode>)> = crate::users(m)
         .into_iter()
         .map(|u| {
             let link = ProcInode::new(
@@ -245,16 +273,16 @@ fn module_dir(fs: &Arc<ProcFs>, m: &Module) -> Arc<ProcInode> {
         .collect();
     let holders_ino = inos.next();
     entries.push(("holders".into(), dir_with_ino(fs, holders_ino, holders)));
-    let visible: Vec<&module::Param> = m.params.iter().filter(|p| p.perm & 0o777 != 0).collect();
+    let visible: Vec<&crate::Param> = m.params.iter().filter(|p| p.perm & 0o777 != 0).collect();
     if !visible.is_empty() {
         let mut files = Vec::new();
         for p in visible {
             let (pr, pw) = (p.clone(), p.clone());
-            let put: Option<super::Put> = (p.perm & 0o222 != 0).then(|| {
+            let put: Option<Put> = (p.perm & 0o222 != 0).then(|| {
                 Box::new(move |_: &Arc<Kernel>, _: &IoCtx<'_>, data: &[u8]| {
-                    let m = module::by_id(id).ok_or(Errno::ENODEV)?;
+                    let m = crate::by_id(id).ok_or(Errno::ENODEV)?;
                     param_store(&m, &pw, data)
-                }) as super::Put
+                }) as Put
             });
             let node = ProcInode::new(
                 fs,
@@ -262,7 +290,7 @@ fn module_dir(fs: &Arc<ProcFs>, m: &Module) -> Arc<ProcInode> {
                 mode::S_IFREG | (p.perm & 0o777),
                 Node::File {
                     render: Box::new(move |_, _| {
-                        let m = module::by_id(id).ok_or(Errno::ENODEV)?;
+                        let m = crate::by_id(id).ok_or(Errno::ENODEV)?;
                         param_show(&m, &pr)
                     }),
                     put,
@@ -281,7 +309,7 @@ struct SysModule;
 
 impl DynDir for SysModule {
     fn entries(&self, fs: &Arc<ProcFs>) -> Vec<(Vec<u8>, Arc<ProcInode>)> {
-        module::modules()
+        crate::modules()
             .iter()
             .map(|m| (m.name.clone().into_bytes(), module_dir(fs, m)))
             .collect()
@@ -304,7 +332,7 @@ mod tests {
 
     #[test]
     fn proc_modules_lines() {
-        use crate::module::{State, test_module};
+        use crate::{State, test_module};
         // Init without exit: "[permanent]" instead of "-".
         let m = test_module("umt", State::Live, 0, "OP");
         assert_eq!(

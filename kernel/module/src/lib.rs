@@ -1,5 +1,7 @@
-//! Loadable modules, the kernel side (Linux `kernel/module/main.c`): the registry of loaded
-//! modules, loading (`init_module`/`finit_module`) and unloading (`delete_module`).
+//! `um-modules`: loadable modules, the kernel side (Linux `kernel/module/main.c`): the
+//! registry of loaded modules, loading (`init_module`/`finit_module`) and unloading
+//! (`delete_module`). The pure loader (parse, lay out, link) is the `um-module` crate below
+//! it; this crate keeps what is loaded and sits above `um-fs`, so the VFS names no module.
 //!
 //! A load parses the object (`um-module`), checks its machine and vermagic, reserves the name
 //! (state `Coming`), allocates its regions (`um-modshim`'s arena near the kernel text), links
@@ -15,12 +17,17 @@
 //! (`/proc/modules`, `/sys/module`) take snapshots of the list.
 //!
 //! What module code calls back (printk, character devices, `/proc` entries, firmware, user
-//! copies) is [`api`]; parameter text is [`params`]. Neighbours: `crate::sys::module` (the
-//! syscalls), `crate::procfs::modules` (`/proc/modules`, `/proc/<entry>`, `/sys/module`),
-//! `crate::devfs` (the `/dev` nodes of module character devices).
+//! copies) is [`api`]; parameter text is [`params`]. Neighbours: [`sys`] (the
+//! syscalls), `procfs` (`/proc/modules`, `/proc/<entry>`, `/sys/module`, registered with
+//! `um_fs::procfs::registry` by [`init`]),
+//! `um_fs::devfs` (the `/dev` nodes of module character devices).
+
+#![forbid(unsafe_code)]
 
 pub mod api;
 pub mod params;
+mod procfs;
+pub mod sys;
 
 use params::ParamType;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -192,6 +199,13 @@ fn registry() -> &'static Registry {
 /// The kernel (for the firmware loader), once a module was loaded.
 pub(crate) fn kernel() -> Option<Arc<Kernel>> {
     registry().kernel.get().and_then(Weak::upgrade)
+}
+
+/// Boot-time wiring (before init can mount procfs or sysfs): `/proc/modules`, the modules'
+/// `/proc` entries, `/sys/module`, `/proc/sys/kernel/modules_disabled`. The syscalls are
+/// [`sys::register`]'s, called with the others by `um-bin`.
+pub fn init() {
+    procfs::register();
 }
 
 /// The loaded modules, newest first.

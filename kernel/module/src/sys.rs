@@ -1,8 +1,8 @@
 //! init_module, finit_module, delete_module (Linux `kernel/module/main.c`; init_module(2),
 //! delete_module(2)): the argument handling and permission checks. Loading and unloading
-//! themselves are [`crate::module`].
+//! themselves are the crate root's.
 
-use crate::module::{self, MODULE_INIT_IGNORE_MODVERSIONS, MODULE_INIT_IGNORE_VERMAGIC};
+use crate::{MODULE_INIT_IGNORE_MODVERSIONS, MODULE_INIT_IGNORE_VERMAGIC};
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
 use um_kernel::vfs::mode;
@@ -19,7 +19,7 @@ const EHDR_SIZE: u64 = 64;
 /// `may_init_module`: CAP_SYS_MODULE, which root has, and modules not disabled (also the
 /// check of delete_module).
 fn may_init_module(c: &SyscallCtx<'_>) -> SysResult<()> {
-    if lock(&c.task.process.creds).euid != 0 || module::modules_disabled() {
+    if lock(&c.task.process.creds).euid != 0 || crate::modules_disabled() {
         return Err(Errno::EPERM);
     }
     Ok(())
@@ -46,7 +46,7 @@ fn init_module(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     let image = c.read_bytes(a[0], len as usize)?;
     let args = read_args(c, a[2])?;
-    module::load(c.kernel, &image, &args, 0)?;
+    crate::load(c.kernel, &image, &args, 0)?;
     Ok(0)
 }
 
@@ -66,7 +66,7 @@ fn finit_module(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if st.mode & mode::S_IFMT != mode::S_IFREG {
         return Err(Errno::EINVAL);
     }
-    let io = super::rw::io(c, &f);
+    let io = um_fs::sys::rw::io(c, &f);
     let mut image = Vec::new();
     let mut buf = vec![0u8; 256 << 10];
     loop {
@@ -83,7 +83,7 @@ fn finit_module(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         return Err(Errno::ENOEXEC);
     }
     let args = read_args(c, a[1])?;
-    module::load(c.kernel, &image, &args, flags as u32)?;
+    crate::load(c.kernel, &image, &args, flags as u32)?;
     Ok(0)
 }
 
@@ -96,9 +96,9 @@ fn delete_module(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         Err(Errno::ENAMETOOLONG) => return Err(Errno::ENOENT),
         Err(e) => return Err(e),
     };
-    name.truncate(module::MODULE_NAME_LEN - 1);
+    name.truncate(crate::MODULE_NAME_LEN - 1);
     let name = String::from_utf8_lossy(&name).into_owned();
-    module::unload(c.task, &name, a[1] as u32)?;
+    crate::unload(c.task, &name, a[1] as u32)?;
     Ok(0)
 }
 
