@@ -715,8 +715,8 @@ pub fn load_elf(
 mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
 
+    use um_mm::HeapMemory;
     use um_mm::{FrameAllocator, Layout, PageCache};
-    use um_os_linux::physmem::PhysMem;
 
     use super::*;
     use crate::exec_stack::parse::{aux, cstr_at, parse_with};
@@ -787,7 +787,7 @@ mod tests {
     const TASK_SIZE: u64 = 0x7fc0_0000_0000;
 
     fn new_mm(g: Granule) -> Mm {
-        let phys = Arc::new(PhysMem::new(64 << 20).unwrap());
+        let phys = Arc::new(HeapMemory::new(64 << 20));
         let frames = Arc::new(FrameAllocator::new(phys, g));
         let cache = Arc::new(PageCache::new(frames.clone()));
         Mm::new(

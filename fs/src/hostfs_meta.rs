@@ -1254,14 +1254,14 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         use std::sync::Arc;
         use um_kernel::vfs::{Inode, SetAttr};
+        use um_mm::HeapMemory;
         use um_mm::{FrameAllocator, Granule, PageCache};
-        use um_os_linux::physmem::PhysMem;
 
         let dir = std::env::temp_dir().join(format!("um-hostfs-meta-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let host_uid = std::fs::metadata(&dir).unwrap().uid();
-        let phys = Arc::new(PhysMem::new(4 << 20).unwrap());
+        let phys = Arc::new(HeapMemory::new(4 << 20));
         let cache = Arc::new(PageCache::new(Arc::new(FrameAllocator::new(
             phys,
             Granule::K4,

@@ -436,8 +436,8 @@ mod tests {
     use super::*;
     use crate::hostfs::HostInode;
     use um_kernel::vfs::Owner;
+    use um_mm::HeapMemory;
     use um_mm::{FrameAllocator, Granule, PageCache};
-    use um_os_linux::physmem::PhysMem;
 
     struct Tree {
         dir: std::path::PathBuf,
@@ -461,7 +461,7 @@ mod tests {
         std::os::unix::fs::symlink("/", root.join("etc")).unwrap();
         std::os::unix::fs::symlink("../../..", root.join("sub/up")).unwrap();
         std::fs::write(root.join("inside"), b"guest").unwrap();
-        let phys = Arc::new(PhysMem::new(4 << 20).unwrap());
+        let phys = Arc::new(HeapMemory::new(4 << 20));
         let frames = Arc::new(FrameAllocator::new(phys, Granule::K4));
         let cache = Arc::new(PageCache::new(frames));
         let ino = HostInode::new_root(&root, false, cache).unwrap();

@@ -367,7 +367,7 @@ mod tests {
     }
 
     fn frames() -> Arc<FrameAllocator> {
-        let pm = Arc::new(um_os_linux::physmem::PhysMem::new(1 << 20).unwrap());
+        let pm = Arc::new(um_mm::HeapMemory::new(1 << 20));
         Arc::new(FrameAllocator::new(pm, um_mm::Granule::K4))
     }
 

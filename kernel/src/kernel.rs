@@ -9,6 +9,32 @@ use um_mm::{FrameAllocator, Layout, PageCache};
 use um_os_linux::physmem::PhysMem;
 use um_os_linux::stub::StubImage;
 
+/// The host memfd every stub maps, as the memory the frame allocator hands out (`um-mm` knows
+/// only its [`um_mm::PhysMemory`] trait, so it makes no host call of its own). Boot and the
+/// unit tests that build a [`Kernel`] wrap [`Kernel::phys`] in it.
+pub struct HostPhys(pub Arc<PhysMem>);
+
+impl um_mm::PhysMemory for HostPhys {
+    fn size(&self) -> usize {
+        self.0.size()
+    }
+    fn read(&self, off: usize, buf: &mut [u8]) {
+        self.0.read(off, buf);
+    }
+    fn write(&self, off: usize, data: &[u8]) {
+        self.0.write(off, data);
+    }
+    fn zero(&self, off: usize, len: usize) {
+        self.0.zero(off, len);
+    }
+    fn copy(&self, src: usize, dst: usize, len: usize) {
+        self.0.copy(src, dst, len);
+    }
+    fn cmpxchg_u32(&self, off: usize, old: u32, new: u32) -> u32 {
+        self.0.cmpxchg_u32(off, old, new)
+    }
+}
+
 /// Which engine runs guest code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EngineKind {

@@ -1,4 +1,4 @@
-//! Physical frames: granule-sized slices of [`PhysMem`], reference counted.
+//! Physical frames: granule-sized slices of a [`PhysMemory`], reference counted.
 //!
 //! [`FrameAllocator`] owns the free list and the per-frame reference counts. A frame is referenced
 //! once by every page-table entry that maps it (in any address space), once by the page cache
@@ -10,13 +10,13 @@
 //! The allocator is shared by every address space and every kernel thread, so its state is behind
 //! one mutex; every operation is O(1) under it. Frame contents are only ever copied in and out
 //! (never borrowed), because guest threads may be writing the same bytes through their host
-//! mappings at the same time. Neighbours: [`crate::Granule`] (frame size), `um_os_linux::physmem`
+//! mappings at the same time. Neighbours: [`crate::Granule`] (frame size), [`crate::PhysMemory`]
 //! (the memory itself).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use um_os_linux::physmem::PhysMem;
+use crate::PhysMemory;
 use um_uapi::Errno;
 
 use crate::Granule;
@@ -36,7 +36,7 @@ struct Inner {
 
 /// Hands out frames of physical memory and counts references to them.
 pub struct FrameAllocator {
-    phys: Arc<PhysMem>,
+    phys: Arc<dyn PhysMemory>,
     granule: Granule,
     inner: Mutex<Inner>,
     /// The memory commitments against these frames (overcommit accounting).
@@ -106,7 +106,7 @@ impl std::fmt::Debug for Gather {
 
 impl FrameAllocator {
     /// Manages all of `phys` as frames of `granule` bytes (a trailing partial frame is unused).
-    pub fn new(phys: Arc<PhysMem>, granule: Granule) -> FrameAllocator {
+    pub fn new(phys: Arc<dyn PhysMemory>, granule: Granule) -> FrameAllocator {
         let n = ((phys.size() as u64) >> granule.shift()).min(u64::from(u32::MAX)) as u32;
         FrameAllocator {
             phys,
@@ -160,8 +160,8 @@ impl FrameAllocator {
     }
 
     /// The physical memory the frames live in.
-    pub fn phys(&self) -> &PhysMem {
-        &self.phys
+    pub fn phys(&self) -> &dyn PhysMemory {
+        &*self.phys
     }
 
     /// Allocates a frame with reference count 1 and unspecified contents; `ENOMEM` when physical
@@ -226,7 +226,7 @@ impl FrameAllocator {
     }
 
     fn check(&self, off: usize, len: usize) {
-        // Within-frame bounds: PhysMem only checks the whole memory, so an overrun into the next
+        // Within-frame bounds: the memory only checks the whole memory, so an overrun into the next
         // frame would otherwise be silent corruption. Offsets come from kernel code, not guests.
         assert!(
             off.checked_add(len)
@@ -248,7 +248,7 @@ impl FrameAllocator {
     }
 
     /// Atomic compare-and-exchange of the aligned u32 at `off` within frame `f`; returns the value
-    /// found (see [`PhysMem::cmpxchg_u32`]).
+    /// found (see [`PhysMemory::cmpxchg_u32`]).
     pub fn cmpxchg_u32(&self, f: Frame, off: usize, old: u32, new: u32) -> u32 {
         self.check(off, 4);
         self.phys
@@ -268,9 +268,10 @@ impl FrameAllocator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::HeapMemory;
 
     fn alloc16() -> FrameAllocator {
-        FrameAllocator::new(Arc::new(PhysMem::new(8 * 16384).unwrap()), Granule::K16)
+        FrameAllocator::new(Arc::new(HeapMemory::new(8 * 16384)), Granule::K16)
     }
 
     #[test]

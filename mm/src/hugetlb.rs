@@ -572,10 +572,10 @@ mod tests {
 
     #[test]
     fn mappings_keep_huge_geometry_and_reserve() {
+        use crate::HeapMemory;
         use crate::{FrameAllocator, Granule, Layout, PageCache, Prot};
-        use um_os_linux::physmem::PhysMem;
         let fa = Arc::new(FrameAllocator::new(
-            Arc::new(PhysMem::new(4 << 20).unwrap()),
+            Arc::new(HeapMemory::new(4 << 20)),
             Granule::K4,
         ));
         let cache = Arc::new(PageCache::new(fa.clone()));

@@ -14,8 +14,9 @@
 //! ([`Mm::take_host_ops`]). Invariant: the host mapping never grants more than the PTE, and a
 //! PTE never grants write to a frame that is shared copy-on-write.
 //!
-//! Neighbours: `um-os-linux` (the [`um_os_linux::physmem::PhysMem`] the frames live in) and
-//! `um-uapi` below; `kernel` and `fs` above.
+//! Neighbours: `um-uapi` below; `kernel` and `fs` above. The memory the frames live in is a
+//! [`PhysMemory`] the caller gives (the kernel's: the host memfd of `um_os_linux::physmem`), so
+//! this crate makes no host call.
 #![forbid(unsafe_code)]
 
 pub mod commit;
@@ -25,6 +26,7 @@ pub mod hugetlb;
 mod mm;
 mod pagecache;
 mod pagetable;
+mod physmem;
 mod rmap;
 mod shmem;
 mod vma;
@@ -34,6 +36,7 @@ pub use granule::{Granule, page_size};
 pub use mm::{Access, HostOp, Layout, MapFlags, Mm, Prot, SegvCode, Vdso, punch_backing};
 pub use pagecache::{PageCache, VmFile};
 pub use pagetable::{PageTable, Pte, PteFlags};
+pub use physmem::{HeapMemory, PhysMemory};
 pub use rmap::set_shootdown;
 pub use shmem::Shmem;
 pub use vma::{Backing, UffdReg, Userfault, VmLock, Vma};

@@ -393,8 +393,8 @@ impl Drop for PageCache {
 pub(crate) mod tests {
     use super::*;
     use crate::Granule;
+    use crate::HeapMemory;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use um_os_linux::physmem::PhysMem;
 
     /// An in-memory file for tests: counts reads, records writes.
     pub(crate) struct FakeFile {
@@ -448,7 +448,7 @@ pub(crate) mod tests {
     #[test]
     fn cache_hits_share_one_frame_and_zero_past_eof() {
         let fa = Arc::new(FrameAllocator::new(
-            Arc::new(PhysMem::new(16 * 4096).unwrap()),
+            Arc::new(HeapMemory::new(16 * 4096)),
             Granule::K4,
         ));
         let start = fa.free_frames();
@@ -491,10 +491,7 @@ pub(crate) mod tests {
     fn update_writes_through_cached_pages() {
         for g in [Granule::K4, Granule::K16] {
             let ps = g.size() as usize;
-            let fa = Arc::new(FrameAllocator::new(
-                Arc::new(PhysMem::new(8 * ps).unwrap()),
-                g,
-            ));
+            let fa = Arc::new(FrameAllocator::new(Arc::new(HeapMemory::new(8 * ps)), g));
             let cache = PageCache::new(fa.clone());
             let ff = FakeFile::new(3, vec![1; 3 * ps]);
             let file: Arc<dyn VmFile> = ff.clone();
@@ -526,10 +523,7 @@ pub(crate) mod tests {
     fn drop_zero_and_read_cached() {
         let g = Granule::K4;
         let ps = g.size() as usize;
-        let fa = Arc::new(FrameAllocator::new(
-            Arc::new(PhysMem::new(8 * ps).unwrap()),
-            g,
-        ));
+        let fa = Arc::new(FrameAllocator::new(Arc::new(HeapMemory::new(8 * ps)), g));
         let start = fa.free_frames();
         let cache = PageCache::new(fa.clone());
         let ff = FakeFile::new(5, vec![3; 3 * ps]);
@@ -586,7 +580,7 @@ pub(crate) mod tests {
     #[test]
     fn a_miss_racing_a_change_reads_again() {
         let fa = Arc::new(FrameAllocator::new(
-            Arc::new(PhysMem::new(4 * 4096).unwrap()),
+            Arc::new(HeapMemory::new(4 * 4096)),
             Granule::K4,
         ));
         let cache = Arc::new(PageCache::new(fa.clone()));

@@ -316,7 +316,10 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
             .map_err(|e| format!("mem={}: cannot be backed: {e}", c.mem))?,
     );
     log::info!("Memory: {}K available", c.mem >> 10);
-    let frames = Arc::new(FrameAllocator::new(phys.clone(), granule));
+    let frames = Arc::new(FrameAllocator::new(
+        Arc::new(um_kernel::kernel::HostPhys(phys.clone())),
+        granule,
+    ));
     // Host mappings are made after the PTE changes (by the seccomp stub's mapper thread, while
     // other threads may run guest code): a frame a PTE drops waits until they are gone.
     frames.set_deferred_free(true);

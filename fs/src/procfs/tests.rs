@@ -4,6 +4,7 @@
 use super::*;
 use crate::namei::{self, Last};
 use std::sync::{Mutex, OnceLock};
+use um_kernel::kernel::HostPhys;
 use um_kernel::kernel::{EngineKind, StubEnv, Uts};
 use um_kernel::task::{FsContext, Process, Task, lock};
 use um_kernel::vfs::{Dentry, FdTable, OpenFile};
@@ -12,7 +13,10 @@ use um_os_linux::physmem::PhysMem;
 
 fn test_kernel() -> Arc<Kernel> {
     let phys = Arc::new(PhysMem::new(4 << 20).unwrap());
-    let frames = Arc::new(FrameAllocator::new(phys.clone(), Granule::K4));
+    let frames = Arc::new(FrameAllocator::new(
+        Arc::new(HostPhys(phys.clone())),
+        Granule::K4,
+    ));
     let page_cache = Arc::new(PageCache::new(frames.clone()));
     let elf = um_os_linux::stub::build_stub_elf(62, &[0xcc; 16], 0x7f80_0000_0000, 0);
     Arc::new(Kernel {

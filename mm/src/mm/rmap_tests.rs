@@ -3,17 +3,14 @@
 //! `even_cows`, and registrations go with their address spaces.
 
 use super::*;
+use crate::HeapMemory;
 use crate::VmFile;
 use crate::pagecache::tests::FakeFile;
-use um_os_linux::physmem::PhysMem;
 
 const RW: Prot = Prot::READ.union(Prot::WRITE);
 
 fn env(g: Granule) -> (Arc<FrameAllocator>, Arc<PageCache>) {
-    let fa = Arc::new(FrameAllocator::new(
-        Arc::new(PhysMem::new(4 << 20).unwrap()),
-        g,
-    ));
+    let fa = Arc::new(FrameAllocator::new(Arc::new(HeapMemory::new(4 << 20)), g));
     let cache = Arc::new(PageCache::new(fa.clone()));
     (fa, cache)
 }

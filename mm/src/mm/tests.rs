@@ -2,10 +2,10 @@
 //! Each test builds a small physical memory and checks, at the end, that every frame came back.
 
 use super::*;
+use crate::HeapMemory;
 use crate::VmFile;
 use crate::commit::{OVERCOMMIT_ALWAYS, OVERCOMMIT_GUESS, OVERCOMMIT_NEVER};
 use crate::pagecache::tests::FakeFile;
-use um_os_linux::physmem::PhysMem;
 
 const RW: Prot = Prot::READ.union(Prot::WRITE);
 const ANON_PRIV: MapFlags = MapFlags::PRIVATE.union(MapFlags::ANONYMOUS);
@@ -21,10 +21,7 @@ struct Env {
 
 impl Env {
     fn new(g: Granule) -> Env {
-        let fa = Arc::new(FrameAllocator::new(
-            Arc::new(PhysMem::new(4 << 20).unwrap()),
-            g,
-        ));
+        let fa = Arc::new(FrameAllocator::new(Arc::new(HeapMemory::new(4 << 20)), g));
         let cache = Arc::new(PageCache::new(fa.clone()));
         let start_free = fa.free_frames();
         Env {
@@ -1188,10 +1185,7 @@ fn drop_returns_every_frame() {
 #[test]
 fn out_of_memory_is_oom_not_panic() {
     let g = Granule::K4;
-    let fa = Arc::new(FrameAllocator::new(
-        Arc::new(PhysMem::new(4 * 4096).unwrap()),
-        g,
-    ));
+    let fa = Arc::new(FrameAllocator::new(Arc::new(HeapMemory::new(4 * 4096)), g));
     let cache = Arc::new(PageCache::new(fa.clone()));
     // Overcommitting, so that the mapping larger than memory is allowed and its faults run out.
     fa.commit().set_mode(OVERCOMMIT_ALWAYS).unwrap();

@@ -3,8 +3,8 @@
 //! and fault-around. The context is a stand-in: these tests never sleep in it.
 
 use super::*;
+use crate::HeapMemory;
 use std::sync::atomic::{AtomicBool, Ordering};
-use um_os_linux::physmem::PhysMem;
 
 const RW: Prot = Prot::READ.union(Prot::WRITE);
 const ANON_PRIV: MapFlags = MapFlags::PRIVATE.union(MapFlags::ANONYMOUS);
@@ -26,10 +26,7 @@ impl Userfault for Ctx {
 
 fn setup() -> (Arc<FrameAllocator>, Mm) {
     let g = Granule::K4;
-    let fa = Arc::new(FrameAllocator::new(
-        Arc::new(PhysMem::new(4 << 20).unwrap()),
-        g,
-    ));
+    let fa = Arc::new(FrameAllocator::new(Arc::new(HeapMemory::new(4 << 20)), g));
     let cache = Arc::new(PageCache::new(fa.clone()));
     let layout = Layout {
         task_size: 0x7fff_ffff_0000,

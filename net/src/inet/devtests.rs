@@ -99,7 +99,7 @@ fn net() -> Net {
 
 /// A task to block in (sockets wait on its waker).
 fn task() -> Arc<Task> {
-    let phys = Arc::new(um_os_linux::physmem::PhysMem::new(1 << 20).unwrap());
+    let phys = Arc::new(um_mm::HeapMemory::new(1 << 20));
     let frames = Arc::new(FrameAllocator::new(phys, Granule::K4));
     let cache = Arc::new(PageCache::new(frames.clone()));
     let layout = Layout {
