@@ -71,6 +71,18 @@ pub fn set_affinity(tid: i32, mask: u64) -> io::Result<()> {
     }
 }
 
+/// Sets the nice value of host thread `tid` (setpriority(2) with PRIO_PROCESS names one
+/// thread on Linux).
+pub fn set_nice(tid: i32, nice: i32) -> io::Result<()> {
+    // SAFETY: setpriority takes plain integers.
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 /// Fills `buf` with random bytes from the host.
 pub fn getrandom(buf: &mut [u8]) -> io::Result<()> {
     let mut done = 0;

@@ -248,6 +248,11 @@ fn attr(policy: i64, flags: u64, nice: i32, prio: u32) -> Attr {
     }
 }
 
+fn unsafe_zeroed_siginfo() -> libc::siginfo_t {
+    // SAFETY: siginfo_t is plain data; all zeroes is a valid value.
+    unsafe { std::mem::zeroed() }
+}
+
 /// A pid that no process has: a child that exited and was reaped.
 fn dead_pid() -> i32 {
     let pid = fork();
@@ -295,6 +300,25 @@ fn common() {
     show_policy("policy at start", 0);
     line("param at start", getparam(0));
     line("getattr at start", getattr(0, 48, 0));
+    // A zombie (exited, not yet reaped) is still there to ask.
+    let z = fork();
+    if z == 0 {
+        umt::exit_now(0);
+    }
+    let mut info: libc::siginfo_t = unsafe_zeroed_siginfo();
+    // SAFETY: `info` is a valid siginfo_t; WNOWAIT leaves the child a zombie.
+    unsafe {
+        libc::waitid(
+            libc::P_PID,
+            z as u32,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT,
+        )
+    };
+    show_policy("getscheduler of a zombie", z);
+    line("getparam of a zombie", getparam(z));
+    show_nice("getpriority of a zombie", PRIO_PROCESS, z as u32);
+    waitpid(z, 0);
     let dead = dead_pid();
     // The errors, each call in the order Linux checks its arguments.
     line("getscheduler -1", policy_name(getscheduler(-1)));
@@ -501,6 +525,14 @@ fn as_root() {
         line("root: child's param", getparam(0));
         umt::exit_now(0);
     }
+    waitpid(pid, 0);
+    // Seen from the parent, right after fork (LTP sched_setscheduler04).
+    let pid = fork();
+    if pid == 0 {
+        umt::exit_now(0);
+    }
+    show_policy("root: the child, seen by its parent", pid);
+    line("root: the child's param, seen by its parent", getparam(pid));
     waitpid(pid, 0);
     // Root may clear the flag.
     line(

@@ -13,6 +13,9 @@
 //! (making them host real-time threads would need the host's privilege and could starve it).
 //! The affinity mask is honoured: the stub thread running the guest thread is pinned to the
 //! same host CPUs (guest CPU N is host CPU N; [`crate::cpus`]), and getcpu answers inside it.
+//! A positive nice value is given to the stub thread too ([`nice_host`]: a nice guest thread
+//! yields to the others on the host as on Linux); a negative one is not (it would take time
+//! from the host).
 
 use crate::syscall::{SyscallCtx, SyscallTable};
 use crate::task::{Task, lock};
@@ -193,8 +196,10 @@ fn set(c: &SyscallCtx<'_>, t: &Task, ch: Change) -> SysResult {
     s.policy = policy;
     s.prio = prio;
     // __setscheduler_params: only the fair policies take sched_setattr's nice value.
-    if is_fair(policy) {
+    if is_fair(policy) && s.nice != nice {
         s.nice = nice;
+        drop(s);
+        nice_host(t);
     }
     Ok(0)
 }
@@ -408,7 +413,9 @@ fn sched_setattr(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// (PRIO_PGRP, 0 the caller's) or of the processes whose real uid is `who` (PRIO_USER, 0 the
 /// caller's). EINVAL for another `which`.
 fn prio_targets(c: &SyscallCtx<'_>, which: u64, who: u32) -> SysResult<Vec<Arc<Task>>> {
-    let live = |t: &Arc<Task>| !t.exited.load(Ordering::Acquire);
+    // Threads that have exited are gone, but a zombie process (its leader) is still there
+    // to be asked until it is reaped.
+    let live = |t: &Arc<Task>| !t.exited.load(Ordering::Acquire) || t.tid == t.process.pid;
     Ok(match u32::try_from(which).map_err(|_| Errno::EINVAL)? {
         PRIO_PROCESS => {
             if who == 0 {
@@ -490,8 +497,19 @@ fn setpriority(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             err = None;
         }
         lock(&t.sched).nice = nice;
+        nice_host(&t);
     }
     err.map_or(Ok(0), Err)
+}
+
+/// Gives the host thread of `t` (if it has one yet) the guest thread's nice value, but never
+/// below 0: a guest may make its own work yield to the host's, not take CPU time from it.
+/// Best effort, as the host may refuse.
+pub fn nice_host(t: &Task) {
+    let tid = t.host_tid.load(Ordering::Acquire);
+    if tid > 0 {
+        let _ = um_os_linux::host::set_nice(tid, lock(&t.sched).nice.max(0));
+    }
 }
 
 /// Pins the host thread of `t` (if it has one yet) to its guest mask's CPUs; with
