@@ -724,7 +724,9 @@ fn may_attach(me: &Arc<Process>, target: &Arc<Process>) -> SysResult<()> {
     if me.capable(CAP_SYS_PTRACE) {
         return Ok(());
     }
-    let (mc, tc) = (*lock(&me.creds), *lock(&target.creds));
+    // One lock at a time (the two may be the same mutex).
+    let mc = *lock(&me.creds);
+    let tc = *lock(&target.creds);
     let ids_match = [tc.uid, tc.euid, tc.suid].iter().all(|&u| u == mc.uid)
         && [tc.gid, tc.egid, tc.sgid].iter().all(|&g| g == mc.gid);
     if !ids_match {
@@ -1172,9 +1174,10 @@ fn process_vm(c: &mut SyscallCtx<'_>, a: [u64; 6], write: bool) -> SysResult {
                     lock_mm(&rmm).write_bytes(rbase + roff, &buf)
                 })
             } else {
-                lock_mm(&rmm)
-                    .read_bytes(rbase + roff, &mut buf)
-                    .and_then(|()| c.write_bytes(lbase + off, &buf))
+                // The remote guard must be gone before the local write: the remote address
+                // space is the caller's own when it names itself or a CLONE_VM sibling.
+                let r = lock_mm(&rmm).read_bytes(rbase + roff, &mut buf);
+                r.and_then(|()| c.write_bytes(lbase + off, &buf))
             };
             if let Err(e) = r {
                 return if done > 0 { Ok(done) } else { Err(e) };

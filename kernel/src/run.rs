@@ -150,6 +150,12 @@ fn publish(task: &Task, th: &GuestThread) {
     task.host_pid.store(th.pid(), Ordering::Release);
     task.host_tid.store(th.tid(), Ordering::Release);
     *lock(&task.host_mapper) = th.host_mapper();
+    // A new stub runs where its creator's host thread could; the guest thread's inherited
+    // affinity mask says where it may.
+    crate::sys::sched::pin_host(task, false);
+    if lock(&task.sched).nice > 0 {
+        crate::sys::sched::nice_host(task);
+    }
 }
 
 /// Ends the kernel: `linux` exits with `code`, taking every stub with it.

@@ -53,6 +53,36 @@ pub fn current_cpu() -> u32 {
     u32::try_from(c).unwrap_or(0)
 }
 
+/// Restricts host thread `tid` (any thread of a process this one may change: the stubs) to
+/// the host CPUs of `mask` (bit N: CPU N), sched_setaffinity(2).
+pub fn set_affinity(tid: i32, mask: u64) -> io::Result<()> {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set; CPU_SET only writes inside it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for cpu in (0..64).filter(|c| mask & (1u64 << c) != 0) {
+        // SAFETY: `cpu` < 64 is inside the set (CPU_SETSIZE is 1024).
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: `set` is a valid cpu_set_t of the size passed.
+    let r = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Sets the nice value of host thread `tid` (setpriority(2) with PRIO_PROCESS names one
+/// thread on Linux).
+pub fn set_nice(tid: i32, nice: i32) -> io::Result<()> {
+    // SAFETY: setpriority takes plain integers.
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 /// Fills `buf` with random bytes from the host.
 pub fn getrandom(buf: &mut [u8]) -> io::Result<()> {
     let mut done = 0;

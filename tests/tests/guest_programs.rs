@@ -654,6 +654,18 @@ fn ipcns() {
     differential_with("ipcns", if root { &[] } else { &["unpriv"] }, no_check);
 }
 
+/// Scheduling (issue 24 item 7; kernel/sched/syscalls.c, kernel/sys.c): policies and
+/// real-time priorities, sched_setattr/getattr, SCHED_RESET_ON_FORK, nice values through
+/// setpriority/getpriority (PRIO_PROCESS, PGRP, USER) with a user's rules, and the affinity
+/// mask, which getcpu must honour (guest/sched). Its output names CPUs only by their place
+/// in the starting mask, so the guest's CPU count need not be the host's.
+#[test]
+fn sched() {
+    // SAFETY: plain geteuid.
+    let root = unsafe { libc::geteuid() } == 0;
+    differential_with("sched", if root { &[] } else { &["unpriv"] }, no_check);
+}
+
 #[test]
 fn kernel_log_lines_are_dropped() {
     assert_eq!(

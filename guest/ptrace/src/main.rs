@@ -11,6 +11,9 @@
 //! * Fork tracing (TRACEFORK): the event with the new pid, the child's first stop, its exit
 //!   seen by the tracer before its real parent's wait returns.
 //! * ATTACH/DETACH of a running process: TracerPid and state `t` in /proc/PID/status.
+//! * process_vm_readv/writev naming the caller itself, from the main thread and from a second
+//!   thread (the same address space on both sides: the kernel once held the remote side's
+//!   lock while writing the local side, and hung; trinity found it).
 //!
 //! Differential: prints the same lines natively and under the user-mode kernel, then
 //! UM-PTRACE-OK.
@@ -523,6 +526,62 @@ fn attach_detach() {
     say("DETACH: untraced, runs on");
 }
 
+/// One process_vm_readv (or writev) of `n` bytes between `local` and `remote`, both in the
+/// caller's own memory, naming `pid`.
+fn process_vm(pid: i32, local: *mut u8, remote: *mut u8, n: usize, write: bool) -> i64 {
+    let l = libc::iovec {
+        iov_base: local.cast(),
+        iov_len: n,
+    };
+    let r = libc::iovec {
+        iov_base: remote.cast(),
+        iov_len: n,
+    };
+    // SAFETY: both iovecs describe live buffers of `n` bytes owned by the caller.
+    unsafe {
+        if write {
+            libc::process_vm_writev(pid, &l, 1, &r, 1, 0) as i64
+        } else {
+            libc::process_vm_readv(pid, &l, 1, &r, 1, 0) as i64
+        }
+    }
+}
+
+/// process_vm_readv/writev of the caller's own memory, by pid from the main thread and from
+/// another thread of the process.
+fn process_vm_self() {
+    let pid = getpid();
+    let mut src = *b"process_vm source";
+    let mut dst = [0u8; 17];
+    let n = src.len();
+    check_eq(
+        process_vm(pid, dst.as_mut_ptr(), src.as_mut_ptr(), n, false),
+        n as i64,
+        "process_vm_readv self",
+    );
+    check_eq(&dst, &src, "process_vm_readv self data");
+    let mut back = *b"written by writev";
+    check_eq(
+        process_vm(pid, back.as_mut_ptr(), dst.as_mut_ptr(), n, true),
+        n as i64,
+        "process_vm_writev self",
+    );
+    check_eq(&dst, &back, "process_vm_writev self data");
+    let t = std::thread::spawn(move || {
+        let mut a = *b"from the thread..";
+        let mut b = [0u8; 17];
+        let r = process_vm(pid, b.as_mut_ptr(), a.as_mut_ptr(), a.len(), false);
+        (r, b == a)
+    });
+    let (r, same) = t.join().unwrap_or((-1, false));
+    check_eq(
+        (r, same),
+        (n as i64, true),
+        "process_vm_readv self from a thread",
+    );
+    say("process_vm_readv/writev of itself: ok (main thread and a second thread)");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--exit") {
@@ -547,5 +606,6 @@ fn main() {
     traceme_and_syscalls();
     fork_tracing();
     attach_detach();
+    process_vm_self();
     umt::done("ptrace");
 }

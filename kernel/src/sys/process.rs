@@ -400,57 +400,6 @@ fn prctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
 }
 
-fn sched_getaffinity(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let len = a[1] as usize;
-    if len < 8 || len % 8 != 0 {
-        return Err(Errno::EINVAL);
-    }
-    c.write_bytes(a[2], &crate::cpus::mask().to_le_bytes())?;
-    Ok(8)
-}
-
-/// getcpu(2): the CPU is the host CPU of the thread serving the call (the guest runs on the
-/// host's CPUs, as sched_getaffinity reports them); one NUMA node. The unused third argument
-/// (`tcache`) is ignored, as Linux does.
-fn getcpu(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let cpu = um_os_linux::host::current_cpu() % crate::cpus::online();
-    if a[0] != 0 {
-        c.write_bytes(a[0], &cpu.to_le_bytes())?;
-    }
-    if a[1] != 0 {
-        c.write_bytes(a[1], &0u32.to_le_bytes())?;
-    }
-    Ok(0)
-}
-
-fn sched_setaffinity(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let m = c.read_bytes(a[2], (a[1] as usize).min(128))?;
-    // Linux: EINVAL when the mask has no online CPU (`cpumask_intersects` with the online set).
-    let word = m
-        .iter()
-        .take(8)
-        .enumerate()
-        .fold(0u64, |w, (i, &b)| w | u64::from(b) << (8 * i));
-    if word & crate::cpus::mask() == 0 {
-        return Err(Errno::EINVAL);
-    }
-    Ok(0)
-}
-
-fn getpriority(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    if a[0] > 2 {
-        return Err(Errno::EINVAL);
-    }
-    Ok(20) // nice 0, as the syscall returns 20 - nice
-}
-
-fn setpriority(_c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    if a[0] > 2 {
-        return Err(Errno::EINVAL);
-    }
-    Ok(0)
-}
-
 /// setgroups(2) (kernel/groups.c): `may_setgroups` is CAP_SETGID, not euid 0, so a process
 /// that kept its capabilities across setresuid (PR_SET_KEEPCAPS, as `setpriv --reuid
 /// --clear-groups` does) may still set its groups.
@@ -548,15 +497,6 @@ pub fn register(t: &mut SyscallTable) {
     t.register("sched_yield", sched_yield);
     t.register("umask", umask);
     t.register("prctl", prctl);
-    t.register("sched_getaffinity", sched_getaffinity);
-    t.register("getcpu", getcpu);
-    t.register("sched_setaffinity", sched_setaffinity).partial(
-        "checks that the mask is not empty, changes nothing (the host schedules the stub threads)",
-    );
-    t.register("getpriority", getpriority)
-        .partial("always nice 0");
-    t.register("setpriority", setpriority)
-        .partial("checks `which`, changes nothing");
     t.register("setgroups", setgroups);
     t.register("reboot", reboot);
     t.register("personality", personality)
