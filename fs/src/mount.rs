@@ -187,6 +187,11 @@ pub fn register_bdev_fs(name: &str, factory: BdevFsFactory) {
     lock(bdev_factories()).insert(name.to_string(), factory);
 }
 
+/// The registered block-device file system types, in name order (`/proc/filesystems`).
+pub fn bdev_fs_names() -> Vec<String> {
+    lock(bdev_factories()).keys().cloned().collect()
+}
+
 /// Whether `fstype` needs a block device as its source (`fs_type->fs_flags & FS_REQUIRES_DEV`).
 pub fn is_bdev_fs(fstype: &[u8]) -> bool {
     std::str::from_utf8(fstype).is_ok_and(|t| lock(bdev_factories()).contains_key(t))

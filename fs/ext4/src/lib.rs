@@ -15,8 +15,8 @@
 //!
 //! Modules: [`crc`] (crc32c, crc16), [`disk`] (on-disk structures), [`fs`] (the mounted file
 //! system: maps, data, directories, xattrs), [`vfs`] (the kernel's inode and file objects).
-//! [`register`] adds the `ext4`, `ext3` and `ext2` types to `um_fs::mount`; [`mount_root`]
-//! is the boot's `root=`.
+//! [`register`] adds the `ext4`, `ext3` and `ext2` types to `um_fs::mount` (which also mounts
+//! the boot's `root=/dev/...` through them).
 
 #![forbid(unsafe_code)]
 
@@ -62,8 +62,28 @@ fn parse_options(dev: &str, data: &[u8]) -> SysResult<bool> {
     Ok(noload)
 }
 
-/// Mounts the file system on `dev` (`ext4_fill_super`) and gives its root.
-pub fn mount(dev: Arc<dyn BlockDevice>, flags: u64, data: &[u8]) -> SysResult<Arc<dyn Inode>> {
+/// Whether an image may be mounted as `fstype` (fs/ext4/super.c `ext2_feature_set_ok`,
+/// `ext3_feature_set_ok`): `ext2` takes only `filetype` and `meta_bg` of the incompatible
+/// features, `ext3` also `recover` and needs a journal; `ext4` takes all this driver reads.
+fn type_ok(fstype: &str, sb: &disk::Super) -> bool {
+    use disk::incompat::*;
+    match fstype {
+        "ext2" => sb.incompat & !(FILETYPE | META_BG) == 0,
+        "ext3" => {
+            sb.incompat & !(FILETYPE | RECOVER | META_BG) == 0
+                && sb.compat & disk::compat::HAS_JOURNAL != 0
+        }
+        _ => true,
+    }
+}
+
+/// Mounts the file system on `dev` as `fstype` (`ext4_fill_super`) and gives its root.
+pub fn mount(
+    fstype: &str,
+    dev: Arc<dyn BlockDevice>,
+    flags: u64,
+    data: &[u8],
+) -> SysResult<Arc<dyn Inode>> {
     let name = dev.name();
     let noload = parse_options(&name, data)?;
     if flags & MS_RDONLY == 0 {
@@ -76,6 +96,12 @@ pub fn mount(dev: Arc<dyn BlockDevice>, flags: u64, data: &[u8]) -> SysResult<Ar
         log::error!("EXT4-fs ({name}): {e}");
         Errno::EINVAL
     })?;
+    if !type_ok(fstype, &fs.sb) {
+        log::error!(
+            "EXT4-fs ({name}): couldn't mount as {fstype} due to feature incompatibilities"
+        );
+        return Err(Errno::EINVAL);
+    }
     let unknown_ro = fs.sb.unknown_ro_compat();
     if unknown_ro != 0 {
         log::warn!("EXT4-fs ({name}): unknown read-only features ({unknown_ro:x}), read-only");
@@ -109,6 +135,9 @@ fn fmt_uuid(u: &[u8; 16]) -> String {
 /// `CONFIG_EXT4_USE_FOR_EXT2`) to the mount table's block-device file systems.
 pub fn register() {
     for name in ["ext4", "ext3", "ext2"] {
-        um_fs::mount::register_bdev_fs(name, Arc::new(mount));
+        um_fs::mount::register_bdev_fs(
+            name,
+            Arc::new(move |dev, flags, data| mount(name, dev, flags, data)),
+        );
     }
 }
