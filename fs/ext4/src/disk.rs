@@ -134,6 +134,10 @@ pub struct Super {
     /// `sbi->s_csum_seed`: crc32c of the UUID, or `s_checksum_seed` with `csum_seed`.
     pub csum_seed: u32,
     pub journal_inum: u32,
+    /// `s_flags` (`EXT2_FLAGS_UNSIGNED_HASH` 0x2: the htree hashes use unsigned chars).
+    pub flags: u32,
+    /// `s_hash_seed`: the seed of the directory-index hashes.
+    pub hash_seed: [u32; 4],
 }
 
 impl Super {
@@ -247,6 +251,8 @@ impl Super {
                 crc32c(!0, &uuid)
             },
             journal_inum: le32(b, 0xE0),
+            flags: le32(b, 0x160),
+            hash_seed: [le32(b, 0xEC), le32(b, 0xF0), le32(b, 0xF4), le32(b, 0xF8)],
         };
         if sb.metadata_csum() {
             if b[0x175] != 1 {

@@ -665,14 +665,123 @@ impl Ext4 {
         self.parse_dirents(n, body, lblk * bs as u64, out)
     }
 
-    /// Looks `name` up in directory `dir` (a linear scan of the leaves, which also serves
-    /// htree directories).
+    /// Looks `name` up in directory `dir`: through the htree index when the directory has one
+    /// (`ext4_dx_find_entry`), else (or when the index is one this driver does not follow) by
+    /// a scan of every block.
     pub fn lookup(&self, dir: &RawInode, name: &[u8]) -> SysResult<Option<u32>> {
+        if dir.has_flag(iflags::INDEX)
+            && !dir.has_flag(iflags::INLINE_DATA)
+            && self.sb.compat & disk::compat::DIR_INDEX != 0
+            && let Some(found) = self.dx_lookup(dir, name)?
+        {
+            return Ok(found);
+        }
         Ok(self
             .dir_entries(dir)?
             .into_iter()
             .find(|e| e.name == name)
             .map(|e| e.ino))
+    }
+
+    /// [`Ext4::dx_lookup`] for the tests (which check that the index answers by itself).
+    #[cfg(test)]
+    pub(crate) fn dx_lookup_for_test(
+        &self,
+        dir: &RawInode,
+        name: &[u8],
+    ) -> SysResult<Option<Option<u32>>> {
+        self.dx_lookup(dir, name)
+    }
+
+    /// Logical block `lblk` of directory `dir`, if it is mapped and written.
+    fn dir_lblock(&self, dir: &RawInode, lblk: u32) -> SysResult<Option<Arc<Vec<u8>>>> {
+        if lblk as u64 >= dir.size.div_ceil(self.bs()) {
+            return Ok(None);
+        }
+        match self.map(dir, lblk)? {
+            Mapping::Mapped {
+                pblk,
+                unwritten: false,
+                ..
+            } => Ok(Some(self.block(dir.ino, pblk)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// `dx_probe` and the leaf search: `Some(answer)` from the index, `None` where the index
+    /// cannot answer (an unknown hash or layout, a hash collision that runs past an index
+    /// node), so that the caller scans instead.
+    fn dx_lookup(&self, dir: &RawInode, name: &[u8]) -> SysResult<Option<Option<u32>>> {
+        let Some(root) = self.dir_lblock(dir, 0)? else {
+            return Ok(None);
+        };
+        let bs = root.len();
+        // dx_root: `.` (12 bytes), `..` (12 bytes), then dx_root_info at 24.
+        let (version, info_len, levels) = (root[28], root[29] as usize, root[30] as u32);
+        let max_levels = if self.sb.has(incompat::LARGEDIR) {
+            3
+        } else {
+            2
+        };
+        if disk::le32(&root, 24) != 0 || info_len != 8 || levels >= max_levels {
+            return Ok(None);
+        }
+        let mut version = version;
+        if version <= crate::hash::TEA && self.sb.flags & 0x2 != 0 {
+            version += 3;
+        }
+        let Some(hash) = crate::hash::dirhash(name, version, &self.sb.hash_seed) else {
+            return Ok(None);
+        };
+        let mut node = root;
+        let mut off = 24 + info_len;
+        for level in 0..=levels {
+            let (limit, count) = (le16(&node, off) as usize, le16(&node, off + 2) as usize);
+            if count == 0 || count > limit || off + count * 8 > bs {
+                return Ok(None);
+            }
+            let hash_at = |i: usize| if i == 0 { 0 } else { le32(&node, off + i * 8) };
+            let block_at = |i: usize| le32(&node, off + i * 8 + 4) & 0x0FFF_FFFF;
+            let mut i = 0;
+            while i + 1 < count && hash_at(i + 1) <= hash {
+                i += 1;
+            }
+            if level < levels {
+                let Some(next) = self.dir_lblock(dir, block_at(i))? else {
+                    return Ok(None);
+                };
+                // An index node: a fake entry of inode 0 spanning the block.
+                if le32(&next, 0) != 0 || le16(&next, 4) as usize != bs {
+                    return Ok(None);
+                }
+                node = next;
+                off = 8;
+                continue;
+            }
+            // The leaf, and the ones after it while the next index entry says the same hash
+            // continues there (its low bit set).
+            loop {
+                let Some(leaf) = self.dir_lblock(dir, block_at(i))? else {
+                    return Ok(None);
+                };
+                let mut out = Vec::new();
+                self.dir_block(dir, &leaf, block_at(i) as u64, true, &mut out)?;
+                if let Some(e) = out.iter().find(|e| e.name == name) {
+                    return Ok(Some(Some(e.ino)));
+                }
+                if i + 1 < count {
+                    let h = hash_at(i + 1);
+                    if h & 1 != 0 && h & !1 == hash {
+                        i += 1;
+                        continue;
+                    }
+                    return Ok(Some(None));
+                }
+                // The last entry of this node: a collision could go on in the next node.
+                return Ok(if levels == 0 { Some(None) } else { None });
+            }
+        }
+        Ok(None)
     }
 
     /// The in-inode attributes (after `i_extra_isize`, `ext4_xattr_ibody_get`).

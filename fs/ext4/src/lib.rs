@@ -10,11 +10,11 @@
 //! feature this driver does not know refuses the mount with one log line, an unknown
 //! read-only-compatible one would force read-only. Not yet: writing (an `rw` mount is
 //! `EROFS` with a log line), JBD2 replay (a journal that needs recovery refuses the mount
-//! unless `-o noload`), htree hash lookups (lookups scan the leaves), EA inodes, encryption,
+//! unless `-o noload`), EA inodes, encryption,
 //! casefolding.
 //!
 //! Modules: [`crc`] (crc32c, crc16), [`disk`] (on-disk structures), [`fs`] (the mounted file
-//! system: maps, data, directories, xattrs), [`vfs`] (the kernel's inode and file objects).
+//! system: maps, data, directories, xattrs), [`hash`] (the htree name hashes), [`vfs`] (the kernel's inode and file objects).
 //! [`register`] adds the `ext4`, `ext3` and `ext2` types to `um_fs::mount` (which also mounts
 //! the boot's `root=/dev/...` through them).
 
@@ -23,6 +23,7 @@
 pub mod crc;
 pub mod disk;
 pub mod fs;
+pub mod hash;
 pub mod vfs;
 
 #[cfg(test)]

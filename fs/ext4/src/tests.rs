@@ -290,6 +290,73 @@ fn htree_directory_reads_as_linear() {
 }
 
 #[test]
+fn htree_lookups_through_the_index_for_each_hash() {
+    // Long and non-ASCII names too: half MD4 takes 32 bytes a round, TEA 16, and bytes above
+    // 0x7f are where the signed and unsigned variants differ.
+    let dir = scratch("dxhash");
+    std::fs::create_dir_all(dir.join("tree/many")).unwrap();
+    let names: Vec<String> = (0..1500)
+        .map(|i| match i % 3 {
+            0 => format!("f{i}"),
+            1 => format!("a-rather-long-name-to-need-several-hash-rounds-{i:05}"),
+            _ => format!("\u{e9}t\u{e9}-{i}"),
+        })
+        .collect();
+    for n in &names {
+        std::fs::write(dir.join("tree/many").join(n), b"").unwrap();
+    }
+    for (alg, bs) in [
+        ("half_md4", "1024"),
+        ("tea", "4096"),
+        ("legacy", "1024"),
+        ("half_md4", "4096"),
+    ] {
+        let img = mkfs(
+            &dir,
+            &format!("x-{alg}-{bs}"),
+            &["-t", "ext4", "-b", bs],
+            "64M",
+        );
+        run(Command::new("tune2fs")
+            .arg("-E")
+            .arg(format!("hash_alg={alg}"))
+            .arg(&img));
+        let st = Command::new("e2fsck")
+            .arg("-fyD")
+            .arg(&img)
+            .output()
+            .unwrap();
+        assert!(st.status.code().is_some_and(|c| c <= 1), "{st:?}");
+        let fs = open(&img);
+        let many = lookup_path(&fs, "many").unwrap();
+        assert!(many.has_flag(iflags::INDEX));
+        let Mapping::Mapped { pblk, .. } = fs.map(&many, 0).unwrap() else {
+            panic!("no dx root")
+        };
+        let version = fs.block(many.ino, pblk).unwrap()[28];
+        let code = match alg {
+            "legacy" => crate::hash::LEGACY,
+            "half_md4" => crate::hash::HALF_MD4,
+            _ => crate::hash::TEA,
+        };
+        assert_eq!(version, code, "the index uses {alg}");
+        let all = fs.dir_entries(&many).unwrap();
+        for n in &names {
+            let want = all.iter().find(|e| e.name == n.as_bytes()).unwrap().ino;
+            // The index alone must answer, and right.
+            assert_eq!(
+                fs.dx_lookup_for_test(&many, n.as_bytes()).unwrap(),
+                Some(Some(want)),
+                "{alg} {bs}: {n}"
+            );
+        }
+        for missing in ["nope", "f1x", "\u{e9}t\u{e9}-99999"] {
+            assert_eq!(fs.lookup(&many, missing.as_bytes()).unwrap(), None);
+        }
+    }
+}
+
+#[test]
 fn deep_extent_tree_unwritten_extents_and_nanoseconds() {
     let dir = scratch("extents");
     std::fs::create_dir_all(dir.join("tree")).unwrap();
