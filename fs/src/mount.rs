@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use um_kernel::kernel::Kernel;
 use um_kernel::task::lock;
-use um_kernel::vfs::{Dentry, FileOps, Inode, mode};
+use um_kernel::vfs::{BlockDevice, Dentry, FileOps, Inode, mode};
 use um_kernel::wait::IoCtx;
 use um_mm::PageCache;
 use um_uapi::{Errno, SysResult};
@@ -169,6 +169,43 @@ static PAGE_CACHE: OnceLock<Arc<PageCache>> = OnceLock::new();
 /// The kernel's page cache (set at boot), for file systems that serve `mmap`.
 pub fn page_cache() -> Option<&'static Arc<PageCache>> {
     PAGE_CACHE.get()
+}
+
+/// Makes the root of a new instance of a file system that lives on a block device (Linux's
+/// `FS_REQUIRES_DEV` types, `get_tree_bdev`): the claimed device, the mount flags, the data.
+pub type BdevFsFactory =
+    Arc<dyn Fn(Arc<dyn BlockDevice>, u64, &[u8]) -> SysResult<Arc<dyn Inode>> + Send + Sync>;
+
+fn bdev_factories() -> &'static Mutex<BTreeMap<String, BdevFsFactory>> {
+    static F: OnceLock<Mutex<BTreeMap<String, BdevFsFactory>>> = OnceLock::new();
+    F.get_or_init(Default::default)
+}
+
+/// Adds a block-device file system type (ext4 ...): `mount(2)` walks its source to a block
+/// device node and claims the device for it.
+pub fn register_bdev_fs(name: &str, factory: BdevFsFactory) {
+    lock(bdev_factories()).insert(name.to_string(), factory);
+}
+
+/// The registered block-device file system types, in name order (`/proc/filesystems`).
+pub fn bdev_fs_names() -> Vec<String> {
+    lock(bdev_factories()).keys().cloned().collect()
+}
+
+/// Whether `fstype` needs a block device as its source (`fs_type->fs_flags & FS_REQUIRES_DEV`).
+pub fn is_bdev_fs(fstype: &[u8]) -> bool {
+    std::str::from_utf8(fstype).is_ok_and(|t| lock(bdev_factories()).contains_key(t))
+}
+
+/// A new instance of block-device file system `fstype` on device `rdev` (the source of
+/// `mount(2)`, or `root=` at boot): `ENODEV` for an unknown type, `ENXIO` for no device.
+pub fn mount_bdev(fstype: &str, rdev: u64, flags: u64, data: &[u8]) -> SysResult<Arc<dyn Inode>> {
+    let f = lock(bdev_factories())
+        .get(fstype)
+        .cloned()
+        .ok_or(Errno::ENODEV)?;
+    let dev = um_kernel::vfs::claim_bdev(rdev, flags & MS_RDONLY == 0)?;
+    f(dev, flags, data)
 }
 
 /// Adds a file system type (`register_filesystem`); a later registration replaces an earlier.
@@ -424,6 +461,16 @@ pub fn do_mount(
         } else {
             (m.flags() & !MS_RDONLY) | (flags & MS_RDONLY)
         };
+        if flags & MS_BIND == 0 && new & MS_RDONLY == 0 && is_bdev_fs(m.fstype.as_bytes()) {
+            // The block-device file systems here are read-only so far (ext4's write side
+            // is not done): `remount,rw` is refused as their rw mount is.
+            log::error!(
+                "{} ({}): cannot remount read-write: no write support yet",
+                m.fstype,
+                m.source
+            );
+            return Err(Errno::EROFS);
+        }
         m.flags.store(new & MNT_FLAGS, Ordering::Relaxed);
         mounts_changed();
         if let Some(h) = m.root.as_any().downcast_ref::<HostInode>() {
@@ -479,6 +526,22 @@ pub fn do_mount(
         return Err(Errno::ENOTDIR);
     }
     let fstype = std::str::from_utf8(fstype).map_err(|_| Errno::ENODEV)?;
+    if is_bdev_fs(fstype.as_bytes()) {
+        // get_tree_bdev -> lookup_bdev: the source must name a block device node on a
+        // mount that allows devices.
+        let s = bind_src.ok_or(Errno::ENOTBLK)?;
+        let st = s.inode.stat()?;
+        if st.mode & mode::S_IFMT != mode::S_IFBLK {
+            return Err(Errno::ENOTBLK);
+        }
+        if is_nodev(s) {
+            return Err(Errno::EACCES);
+        }
+        let root = mount_bdev(fstype, st.rdev, flags, data)?;
+        let data = String::from_utf8_lossy(data).into_owned();
+        add(point, root, &src, tpath, fstype, flags, &data);
+        return Ok(());
+    }
     let root = new_instance(k, fstype, flags, data)?;
     let data = String::from_utf8_lossy(data).into_owned();
     add(point, root, &src, tpath, fstype, flags, &data);
@@ -512,7 +575,6 @@ pub fn do_umount(target: &Dentry, flags: u64) -> SysResult<()> {
 /// (`/dev/root / hostfs rw 0 0`), registers the memory devices, and mounts devtmpfs on `/dev`
 /// (as `CONFIG_DEVTMPFS_MOUNT` does) when the root has that directory.
 pub fn boot_mounts(kernel: &Arc<Kernel>, root: &Arc<Dentry>) {
-    let _ = PAGE_CACHE.set(kernel.page_cache.clone());
     let ro = root
         .inode
         .as_any()
@@ -523,6 +585,19 @@ pub fn boot_mounts(kernel: &Arc<Kernel>, root: &Arc<Dentry>) {
     } else {
         "rootfs"
     };
+    boot_mounts_as(kernel, root, "/dev/root", fstype, ro);
+}
+
+/// [`boot_mounts`] for a root of any type: `/proc/mounts` shows `source` and `fstype` (a
+/// block-device root: `/dev/ubda / ext4 ro 0 0`).
+pub fn boot_mounts_as(
+    kernel: &Arc<Kernel>,
+    root: &Arc<Dentry>,
+    source: &str,
+    fstype: &str,
+    ro: bool,
+) {
+    let _ = PAGE_CACHE.set(kernel.page_cache.clone());
     {
         let mut t = lock(table());
         t.mounts.clear();
@@ -531,7 +606,7 @@ pub fn boot_mounts(kernel: &Arc<Kernel>, root: &Arc<Dentry>) {
     add(
         None,
         root.inode.clone(),
-        "/dev/root",
+        source,
         b"/".to_vec(),
         fstype,
         if ro { MS_RDONLY } else { 0 },

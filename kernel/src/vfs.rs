@@ -388,6 +388,63 @@ pub fn open_blkdev(rdev: u64, io: &IoCtx<'_>, flags: u32) -> SysResult<Box<dyn F
     }
 }
 
+/// A block device as a file system sees it (Linux `struct block_device` under `sb->s_bdev`):
+/// byte-addressed reads of a disk or partition, with no file position and no task, so a
+/// mount at boot (`root=/dev/ubda`) and one by `mount(2)` read the same way. Drivers hand
+/// these out through [`register_bdev`]; the holder keeps the device claimed (as
+/// `bdev_file_open_by_dev` with a holder does), so `O_EXCL` opens are `EBUSY` while mounted.
+pub trait BlockDevice: Send + Sync {
+    /// Size in bytes.
+    fn size(&self) -> u64;
+    /// Fills `buf` from byte `off`; `EIO` for a range past the end or a host error.
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> SysResult<()>;
+    /// Whether writes are refused (a read-only disk).
+    fn read_only(&self) -> bool;
+    /// The device's name (`ubdb`, `ubda1`), for log lines and `/proc/mounts`.
+    fn name(&self) -> String;
+    /// Its device number.
+    fn rdev(&self) -> u64;
+}
+
+/// Claims a block device for a file system: `write` asks for write access as well.
+pub type BdevOpen = Arc<dyn Fn(bool) -> SysResult<Arc<dyn BlockDevice>> + Send + Sync>;
+
+/// The claimable block devices by (major, minor): name and opener.
+type BdevTable = BTreeMap<(u32, u32), (String, BdevOpen)>;
+
+fn bdevs() -> &'static Mutex<BdevTable> {
+    static BDEVS: OnceLock<Mutex<BdevTable>> = OnceLock::new();
+    BDEVS.get_or_init(Default::default)
+}
+
+/// Registers how file systems claim block device `major:minor`, named `name` (`ubda1`).
+pub fn register_bdev(major: u32, minor: u32, name: String, open: BdevOpen) {
+    crate::task::lock(bdevs()).insert((major, minor), (name, open));
+}
+
+/// Removes what [`register_bdev`] added.
+pub fn unregister_bdev(major: u32, minor: u32) {
+    crate::task::lock(bdevs()).remove(&(major, minor));
+}
+
+/// Claims block device `rdev` for a file system (block/bdev.c `blkdev_get_by_dev`): `ENXIO`
+/// when no driver has it.
+pub fn claim_bdev(rdev: u64, write: bool) -> SysResult<Arc<dyn BlockDevice>> {
+    let open = crate::task::lock(bdevs())
+        .get(&decode_dev(rdev))
+        .map(|(_, o)| o.clone());
+    open.ok_or(Errno::ENXIO)?(write)
+}
+
+/// The device number of the block device called `name` (`ubda`, `ubda1`), as
+/// init/do_mounts.c `name_to_dev_t` resolves `root=/dev/NAME`.
+pub fn bdev_by_name(name: &str) -> Option<u64> {
+    crate::task::lock(bdevs())
+        .iter()
+        .find(|(_, (n, _))| n == name)
+        .map(|(&(ma, mi), _)| encode_dev(ma, mi))
+}
+
 /// A name in the directory tree, with its inode (Linux `struct dentry`). `..` is the parent
 /// link, so a walk never asks the file system for `..` and can never climb above its root.
 pub struct Dentry {

@@ -23,13 +23,28 @@ pub const UTS_RELEASE: &str = RELEASE;
 
 /// Checks what can be checked before anything is printed: bad input is one line, exit 2.
 pub fn validate(c: &Cmdline) -> Result<(), String> {
-    let root = c
-        .rootflags
-        .as_ref()
-        .ok_or("no root file system: give rootfstype=hostfs rootflags=DIR")?;
-    let md = std::fs::metadata(root).map_err(|e| format!("rootflags={}: {e}", root.display()))?;
-    if !md.is_dir() {
-        return Err(format!("rootflags={}: not a directory", root.display()));
+    if let Some(dev) = &c.root_dev {
+        if c.rootfstype.as_deref() == Some("hostfs") {
+            return Err(format!(
+                "root=/dev/{dev} rootfstype=hostfs: hostfs has no device; use rootflags=DIR"
+            ));
+        }
+    } else {
+        if c.rootfstype.as_deref().is_some_and(|t| t != "hostfs") {
+            return Err(format!(
+                "rootfstype={}: needs root=/dev/NAME (a block device)",
+                c.rootfstype.as_deref().unwrap_or_default()
+            ));
+        }
+        let root = c
+            .rootflags
+            .as_ref()
+            .ok_or("no root file system: give rootfstype=hostfs rootflags=DIR")?;
+        let md =
+            std::fs::metadata(root).map_err(|e| format!("rootflags={}: {e}", root.display()))?;
+        if !md.is_dir() {
+            return Err(format!("rootflags={}: not a directory", root.display()));
+        }
     }
     if c.mem < 16 << 20 {
         return Err(format!("mem={}: at least 16M is needed", c.mem));
@@ -361,6 +376,7 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     log::info!("syscalls: {} implemented", table.len());
     let hostname = match &c.hostname {
         Some(h) => h.clone(),
+        None if c.root_dev.is_some() => "(none)".into(),
         None => default_hostname(c.rootflags.as_deref()),
     };
     log::info!("hostname: {hostname}");
@@ -426,17 +442,47 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         "devpts",
         Arc::new(|_flags, _data| Ok(um_drivers::devpts_root())),
     );
-    let root_path = c.rootflags.clone().ok_or("no root")?;
-    let root_inode = HostInode::new_root(&root_path, c.readonly, kernel.page_cache.clone())
-        .map_err(|e| format!("rootflags={}: {e}", root_path.display()))?;
-    let root = Dentry::root(root_inode);
-    log::info!(
-        "VFS: Mounted root (hostfs filesystem) {} on device 0:0.",
-        if c.readonly { "readonly" } else { "read-write" }
-    );
-    // The block layer's procfs/sysfs entries register before anything can mount them.
+    um_ext4::register();
+    // The block layer's procfs/sysfs entries register before anything can mount them, and
+    // the disks come before the root (which may be on one of them).
     um_drivers::block::register();
-    um_fs::mount::boot_mounts(&kernel, &root);
+    um_drivers::block::ubd::add_all();
+    let root = if let Some(dev) = &c.root_dev {
+        // init/do_mounts.c mount_root: the device by name, the type from rootfstype=,
+        // rootflags= as the mount's data.
+        let fstype = c.rootfstype.as_deref().unwrap_or("ext4");
+        let rdev = um_kernel::vfs::bdev_by_name(dev).ok_or_else(|| {
+            format!("VFS: Cannot open root device \"{dev}\": no such block device (give ubd0=FILE)")
+        })?;
+        let ro = c.readonly || !c.rw_given;
+        let data = c
+            .rootflags
+            .as_ref()
+            .map(|p| p.as_os_str().as_encoded_bytes().to_vec())
+            .unwrap_or_default();
+        let flags = if ro { um_fs::mount::MS_RDONLY } else { 0 };
+        let inode = um_fs::mount::mount_bdev(fstype, rdev, flags, &data)
+            .map_err(|e| format!("VFS: Cannot mount root device \"{dev}\" as {fstype}: {e}"))?;
+        let (ma, mi) = um_kernel::vfs::decode_dev(rdev);
+        log::info!(
+            "VFS: Mounted root ({fstype} filesystem) {} on device {ma}:{mi}.",
+            if ro { "readonly" } else { "read-write" }
+        );
+        let root = Dentry::root(inode);
+        um_fs::mount::boot_mounts_as(&kernel, &root, &format!("/dev/{dev}"), fstype, ro);
+        root
+    } else {
+        let root_path = c.rootflags.clone().ok_or("no root")?;
+        let root_inode = HostInode::new_root(&root_path, c.readonly, kernel.page_cache.clone())
+            .map_err(|e| format!("rootflags={}: {e}", root_path.display()))?;
+        let root = Dentry::root(root_inode);
+        log::info!(
+            "VFS: Mounted root (hostfs filesystem) {} on device 0:0.",
+            if c.readonly { "readonly" } else { "read-write" }
+        );
+        um_fs::mount::boot_mounts(&kernel, &root);
+        root
+    };
     for b in &c.binds {
         let inode = HostInode::new_root(&b.host, b.readonly, kernel.page_cache.clone())
             .map_err(|e| format!("bind={}: {e}", b.host.display()))?;
@@ -451,7 +497,6 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         )?;
         log::info!("hostfs: {host} mounted on {}", b.guest);
     }
-    um_drivers::block::ubd::add_all();
     // Loop devices: /dev/loop0-7 and /dev/loop-control.
     um_drivers::block::loop_dev::register();
     // The virtual NIC (eth0=) and ip=, before init runs (Linux's ipconfig is a late initcall).

@@ -24,7 +24,15 @@ pub enum SeccompMode {
 pub struct Cmdline {
     pub mem: u64,
     pub rootflags: Option<PathBuf>,
+    /// `rootfstype=`: `hostfs` (the default without `root=/dev/...`), `ext4`, `ext3`, `ext2`.
+    pub rootfstype: Option<String>,
+    /// `root=/dev/NAME` naming a block device (`ubda`, `ubda1`): the root is the file system
+    /// on it (init/do_mounts.c); `root=/dev/root` (UML's hostfs boot) or none: hostfs.
+    pub root_dev: Option<String>,
     pub readonly: bool,
+    /// Whether `rw` was given: a block-device root is mounted read-only unless it was, as
+    /// Linux's `root_mountflags` starts with `MS_RDONLY`.
+    pub rw_given: bool,
     pub init: String,
     pub init_args: Vec<String>,
     pub con_in: ConChannel,
@@ -69,7 +77,10 @@ impl Default for Cmdline {
         Cmdline {
             mem: 256 << 20,
             rootflags: None,
+            rootfstype: None,
+            root_dev: None,
             readonly: false,
+            rw_given: false,
             init: String::from("/sbin/init"),
             init_args: Vec::new(),
             con_in: ConChannel::Fd(0),
@@ -163,17 +174,38 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cmdline, String>
             ("mem", v) => c.mem = parse_size(need(k, v)?)?,
             ("rootfstype", v) => {
                 let t = need(k, v)?;
-                if t != "hostfs" {
-                    return Err(format!("rootfstype={t}: only hostfs is supported"));
+                if !matches!(t, "hostfs" | "ext4" | "ext3" | "ext2") {
+                    return Err(format!(
+                        "rootfstype={t}: hostfs, ext4, ext3 and ext2 are supported"
+                    ));
                 }
+                c.rootfstype = Some(t.to_string());
             }
             ("rootflags", v) => c.rootflags = Some(PathBuf::from(need(k, v)?)),
             ("root", v) => {
-                // UML's hostfs boot says root=/dev/root; the host directory is rootflags=.
-                need(k, v)?;
+                // UML's hostfs boot says root=/dev/root (the host directory is rootflags=);
+                // any other /dev/NAME is a block device.
+                let r = need(k, v)?;
+                match r.strip_prefix("/dev/") {
+                    Some("root") => c.root_dev = None,
+                    Some(name) if !name.is_empty() && !name.contains('/') => {
+                        c.root_dev = Some(name.to_string())
+                    }
+                    _ => {
+                        return Err(format!(
+                            "root={r}: give /dev/NAME (a block device such as /dev/ubda) or /dev/root"
+                        ));
+                    }
+                }
             }
-            ("rw", None) => c.readonly = false,
-            ("ro", None) => c.readonly = true,
+            ("rw", None) => {
+                c.readonly = false;
+                c.rw_given = true;
+            }
+            ("ro", None) => {
+                c.readonly = true;
+                c.rw_given = false;
+            }
             ("init", v) => {
                 let p = need(k, v)?;
                 if !p.starts_with('/') {
@@ -329,6 +361,9 @@ A Linux kernel that runs as an ordinary process. Options (User Mode Linux conven
   rootfstype=hostfs     root file system type (hostfs: a host directory)
   rootflags=DIR         the host directory that is the guest's root
   root=/dev/root        accepted for compatibility with UML's hostfs boot
+  root=/dev/ubda        the root is the file system on a block device (with
+                        rootfstype=ext4, ext3 or ext2, the default ext4; read-only:
+                        ro is the default there, and rootflags= are mount options)
   rw | ro               mount the root read-write (default) or read-only
   init=PATH             the first program (default /sbin/init); words after a bare --
                         are its arguments
@@ -462,7 +497,13 @@ mod tests {
         assert!(p("prefault=lots").is_err());
         assert_eq!(p("seccomp_spin=0").unwrap().seccomp_spin_us, 0);
         assert!(p("seccomp_spin=x").is_err());
-        assert!(p("rootfstype=ext4").is_err());
+        assert!(p("rootfstype=xfs").is_err());
+        assert!(p("root=ubda").is_err());
+        let c = p("root=/dev/ubda1 rootfstype=ext4 ro").unwrap();
+        assert_eq!(c.root_dev.as_deref(), Some("ubda1"));
+        assert_eq!(c.rootfstype.as_deref(), Some("ext4"));
+        assert!(c.readonly && !c.rw_given);
+        assert_eq!(p("root=/dev/root").unwrap().root_dev, None);
         assert!(p("con0=tty:1").is_err());
         assert!(p("init=relative").is_err());
         assert!(p("mem=").is_err());

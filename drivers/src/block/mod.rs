@@ -286,6 +286,7 @@ impl Disk {
         let old = std::mem::replace(&mut *lock(&self.parts), found.clone());
         for p in &old {
             vfs::unregister_blkdev(self.major, self.first_minor + p.number);
+            vfs::unregister_bdev(self.major, self.first_minor + p.number);
             let _ = devtmpfs().unlink(self.part_name(p.number).as_bytes());
         }
         for p in &found {
@@ -306,6 +307,18 @@ impl Disk {
             Arc::new(move |_io: &IoCtx<'_>, flags: u32| {
                 let disk = weak.upgrade().ok_or(Errno::ENXIO)?;
                 BlockFile::open(disk, n, flags).map(|f| Box::new(f) as Box<dyn FileOps>)
+            }),
+        );
+        let weak = Arc::downgrade(self);
+        vfs::register_bdev(
+            self.major,
+            minor,
+            self.part_name(n),
+            Arc::new(move |write: bool| {
+                let disk = weak.upgrade().ok_or(Errno::ENXIO)?;
+                let flags = O_EXCL | if write { 2 } else { 0 };
+                let file = BlockFile::open(disk, n, flags)?;
+                Ok(Arc::new(Claimed { file }) as Arc<dyn vfs::BlockDevice>)
             }),
         );
         let made = devtmpfs().mknod(
@@ -455,6 +468,48 @@ impl BlockFile {
             return Err(Errno::EINVAL);
         }
         Ok((base + start, len))
+    }
+}
+
+/// A device claimed by a file system (`bdev_file_open_by_dev` with a holder): an exclusive
+/// open, so `O_EXCL` opens of it, of its disk or of its partitions are `EBUSY` while it is
+/// mounted; reads are bounded by the partition.
+struct Claimed {
+    file: BlockFile,
+}
+
+impl vfs::BlockDevice for Claimed {
+    fn size(&self) -> u64 {
+        self.file.range().map(|(_, n)| n).unwrap_or(0)
+    }
+
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> SysResult<()> {
+        let (base, size) = self.file.range()?;
+        let end = off.checked_add(buf.len() as u64).ok_or(Errno::EIO)?;
+        if end > size {
+            return Err(Errno::EIO);
+        }
+        let d = &self.file.disk;
+        d.stats.reads.fetch_add(1, Ordering::Relaxed);
+        d.stats
+            .read_sectors
+            .fetch_add(buf.len() as u64 / SECTOR, Ordering::Relaxed);
+        d.queue.read(buf, base + off).map_err(host_errno)
+    }
+
+    fn read_only(&self) -> bool {
+        self.file.ro()
+    }
+
+    fn name(&self) -> String {
+        self.file.disk.part_name(self.file.part)
+    }
+
+    fn rdev(&self) -> u64 {
+        vfs::encode_dev(
+            self.file.disk.major,
+            self.file.disk.first_minor + self.file.part,
+        )
     }
 }
 

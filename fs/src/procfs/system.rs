@@ -257,6 +257,12 @@ fn filesystems() -> Vec<u8> {
         s.push_str(name);
         s.push('\n');
     }
+    // The block-device file systems (ext4 ...): what `mount` without `-t` tries in turn.
+    for name in crate::mount::bdev_fs_names() {
+        s.push('\t');
+        s.push_str(&name);
+        s.push('\n');
+    }
     s.into_bytes()
 }
 

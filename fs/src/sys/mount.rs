@@ -39,6 +39,12 @@ fn sys_mount(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             return Err(Errno::ENOENT);
         }
         Some(lookup(c, cwd, &source, Last::Follow)?)
+    } else if flags & MS_REMOUNT == 0 && mount::is_bdev_fs(&fstype) {
+        // A block-device file system's source is a path to the device node (lookup_bdev).
+        if source.is_empty() {
+            return Err(Errno::ENOTBLK);
+        }
+        Some(lookup(c, cwd, &source, Last::Follow)?)
     } else {
         None
     };
