@@ -406,7 +406,7 @@ fn answers() {
 
     // A signal without SA_RESTART interrupts a received notification: EINTR, and the
     // notification is gone.
-    umt::set_handler(libc::SIGUSR1, on_usr1 as usize, 0, false);
+    umt::set_handler(libc::SIGUSR1, on_usr1 as *const () as usize, 0, false);
     let n5 = recv(fd);
     tgkill(w.tid, libc::SIGUSR1);
     say(format!(
@@ -434,7 +434,7 @@ fn answers() {
 
 /// WAIT_KILLABLE_RECV: once received, a non-fatal signal does not interrupt.
 fn killable() {
-    umt::set_handler(libc::SIGUSR1, on_usr1 as usize, 0, false);
+    umt::set_handler(libc::SIGUSR1, on_usr1 as *const () as usize, 0, false);
     let w = worker(FLAG_WAIT_KILLABLE_RECV, vec![0x7777]);
     let fd = w.fd;
     let n = recv(fd);
