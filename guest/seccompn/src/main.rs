@@ -10,8 +10,12 @@
 //! * RECV: nr, arch, args, the caller's tid; SEND with a value, an errno, CONTINUE; the
 //!   checks of SEND (EINVAL, ENOENT, EINPROGRESS) and RECV (EINVAL for a dirty buffer);
 //!   ID_VALID before and after the answer; poll states (none, POLLIN, POLLOUT);
-//! * a signal interrupting a received notification (EINTR without SA_RESTART);
+//! * a signal interrupting a received notification (EINTR without SA_RESTART; with it the
+//!   call restarts and is notified anew with the next id);
 //!   WAIT_KILLABLE_RECV ignoring it once received;
+//! * NOTIF_ADDFD: the lowest free number or SETFD's, close-on-exec, a replaced
+//!   descriptor, SEND (the call returns the descriptor), its checks, and the table of a
+//!   forked child rather than the supervisor's;
 //! * POLLHUP and RECV's ENOENT once the filter's thread is gone; a listener closed while a
 //!   notification waits (ENOSYS), and later verdicts without a listener (ENOSYS).
 //!
@@ -37,7 +41,10 @@ const RET_ALLOW: u32 = 0x7fff_0000;
 const NOTIF_RECV: u64 = 0xc050_2100;
 const NOTIF_SEND: u64 = 0xc018_2101;
 const NOTIF_ID_VALID: u64 = 0x4008_2102;
+const NOTIF_ADDFD: u64 = 0x4018_2103;
 const FLAG_CONTINUE: u32 = 1;
+const ADDFD_SETFD: u32 = 1;
+const ADDFD_SEND: u32 = 2;
 
 const PR_SET_NO_NEW_PRIVS: i32 = 38;
 
@@ -71,6 +78,17 @@ struct Resp {
     val: i64,
     error: i32,
     flags: u32,
+}
+
+/// `struct seccomp_notif_addfd`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Addfd {
+    id: u64,
+    flags: u32,
+    srcfd: u32,
+    newfd: u32,
+    newfd_flags: u32,
 }
 
 fn stmt(code: u16, k: u32) -> libc::sock_filter {
@@ -453,6 +471,290 @@ fn killable() {
     umt::close(fd);
 }
 
+/// SA_RESTART: a signal withdraws the notification (kernel/seccomp.c
+/// `seccomp_do_user_notification`: the interrupted wait's `-ERESTARTSYS` becomes the call's
+/// return value), and once the handler returns the call runs again and is notified anew,
+/// with the next id; the old id is gone.
+fn restarts() {
+    umt::set_handler(
+        libc::SIGUSR1,
+        on_usr1 as *const () as usize,
+        libc::SA_RESTART,
+        false,
+    );
+    let before = SIGNALS.load(Ordering::SeqCst);
+    let w = worker(0, vec![0x5555]);
+    let fd = w.fd;
+    let n = recv(fd);
+    tgkill(w.tid, libc::SIGUSR1);
+    wait_poll(fd, libc::POLLIN);
+    let n2 = recv(fd);
+    say(format!(
+        "SA_RESTART: notified anew, next id {}, same arg {:#x}, same caller {}",
+        n2.id == n.id + 1,
+        n2.args[0],
+        n2.pid == n.pid
+    ));
+    say(format!(
+        "SA_RESTART: old id after the signal: {}",
+        id_valid(fd, n.id)
+    ));
+    expect_err(send(fd, n.id, 1, 0, 0), libc::ENOENT, "SEND to the old id");
+    ok(send(fd, n2.id, 77, 0, 0), "SEND 77");
+    say(format!(
+        "SA_RESTART: restarted call answered: {}",
+        describe(w.results.recv().unwrap_or((-9, 0)))
+    ));
+    say(format!(
+        "SA_RESTART: handler ran {} times",
+        SIGNALS.load(Ordering::SeqCst) - before
+    ));
+    let _ = w.handle.join();
+    umt::close(fd);
+}
+
+/// NOTIF_ADDFD with a struct of `size` bytes (the ioctl number carries the size: an
+/// extensible-argument ioctl), the bytes past the 24 of `a` all `tail`.
+fn addfd_sized(fd: i32, a: Addfd, size: usize, tail: u8) -> i64 {
+    let mut buf = [tail; 64];
+    // SAFETY: Addfd is 24 bytes of plain integers.
+    let raw: [u8; 24] = unsafe { std::mem::transmute(a) };
+    buf[..24].copy_from_slice(&raw);
+    let cmd = (NOTIF_ADDFD & !(0x3fff << 16)) | ((size as u64) << 16);
+    // SAFETY: `buf` is live memory of at least `size` bytes.
+    unsafe { libc::syscall(libc::SYS_ioctl, fd, cmd, buf.as_mut_ptr() as u64) }
+}
+
+fn addfd(fd: i32, id: u64, flags: u32, srcfd: i32, newfd: u32, newfd_flags: i32) -> i64 {
+    let a = Addfd {
+        id,
+        flags,
+        srcfd: srcfd as u32,
+        newfd,
+        newfd_flags: newfd_flags as u32,
+    };
+    addfd_sized(fd, a, 24, 0)
+}
+
+/// F_GETFD of `fd` in words: "cloexec", "open" or the errno.
+fn fd_state(fd: i64) -> String {
+    // SAFETY: fcntl with an integer command.
+    let r = unsafe { libc::fcntl(fd as i32, libc::F_GETFD) };
+    match r {
+        r if r < 0 => ename(errno()),
+        r if r & libc::FD_CLOEXEC != 0 => "cloexec".into(),
+        _ => "open".into(),
+    }
+}
+
+/// Writes `msg` into `fd` and reads it back from `rfd`: whether `fd` is the pipe's write end.
+fn carries(fd: i64, rfd: i32, msg: &[u8]) -> bool {
+    // SAFETY: write from a live buffer.
+    let w = unsafe { libc::write(fd as i32, msg.as_ptr().cast(), msg.len()) };
+    if w != msg.len() as isize {
+        return false;
+    }
+    let mut buf = [0u8; 64];
+    let n = umt::read_raw(rfd, &mut buf[..msg.len()]);
+    n == msg.len() as i64 && &buf[..msg.len()] == msg
+}
+
+/// NOTIF_ADDFD: a descriptor of the supervisor's appears in the notified task's table, at
+/// the lowest free number or (SETFD) at a chosen one, replacing what is there; with SEND the
+/// notified call returns it. The argument checks (EINVAL, EBADF, ENOENT, EINPROGRESS, the
+/// size rules of an extensible struct: EINVAL below 24 bytes, E2BIG for a non-zero tail).
+fn addfds() {
+    let (rfd, wfd) = umt::pipe2(0);
+    let w = worker(0, vec![0xa1, 0xa2, 0xa3]);
+    let fd = w.fd;
+    let n = recv(fd);
+    expect_err(addfd(fd, n.id, 4, wfd, 0, 0), libc::EINVAL, "ADDFD flags 4");
+    expect_err(
+        addfd(fd, n.id, 0, wfd, 0, libc::O_NONBLOCK),
+        libc::EINVAL,
+        "ADDFD newfd_flags O_NONBLOCK",
+    );
+    expect_err(
+        addfd(fd, n.id, 0, wfd, 50, 0),
+        libc::EINVAL,
+        "ADDFD newfd without SETFD",
+    );
+    expect_err(
+        addfd(fd, n.id, 0, 9999, 0, 0),
+        libc::EBADF,
+        "ADDFD bad srcfd",
+    );
+    expect_err(
+        addfd(fd, n.id + 1000, 0, wfd, 0, 0),
+        libc::ENOENT,
+        "ADDFD unknown id",
+    );
+    let a = Addfd {
+        id: n.id,
+        srcfd: wfd as u32,
+        ..Default::default()
+    };
+    expect_err(addfd_sized(fd, a, 16, 0), libc::EINVAL, "ADDFD size 16");
+    expect_err(
+        addfd_sized(fd, a, 32, 1),
+        libc::E2BIG,
+        "ADDFD size 32, tail set",
+    );
+
+    // The lowest free descriptor (the worker shares this table), close-on-exec as asked.
+    // SAFETY: dup of an open descriptor.
+    let low = unsafe { libc::dup(rfd) };
+    umt::close(low);
+    let r = ok(addfd(fd, n.id, 0, wfd, 0, libc::O_CLOEXEC), "ADDFD");
+    say(format!(
+        "ADDFD: lowest free {}, {}, the pipe's write end {}",
+        r == i64::from(low),
+        fd_state(r),
+        carries(r, rfd, b"lowest")
+    ));
+    umt::close(r as i32);
+    // SETFD, through a 32-byte struct with a zero tail.
+    let a = Addfd {
+        id: n.id,
+        flags: ADDFD_SETFD,
+        srcfd: wfd as u32,
+        newfd: 100,
+        newfd_flags: 0,
+    };
+    let r = addfd_sized(fd, a, 32, 0);
+    say(format!(
+        "ADDFD SETFD 100 (32-byte struct): {}, {}, the pipe's write end {}",
+        describe((r, if r < 0 { errno() } else { 0 })),
+        fd_state(100),
+        carries(100, rfd, b"setfd")
+    ));
+    // SETFD onto an open descriptor replaces it (here with the read end).
+    let r = addfd(fd, n.id, ADDFD_SETFD, rfd, 100, libc::O_CLOEXEC);
+    // SAFETY: write from a live buffer.
+    unsafe { libc::write(wfd, b"re".as_ptr().cast(), 2) };
+    let mut buf = [0u8; 2];
+    let got = umt::read_raw(100, &mut buf);
+    say(format!(
+        "ADDFD SETFD 100 again: {r}, {}, now the read end {}",
+        fd_state(100),
+        got == 2 && &buf == b"re"
+    ));
+    umt::close(100);
+    // At or above RLIMIT_NOFILE: EBADF, and with SEND the notification stays unanswered.
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit into a live struct.
+    ok(
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } as i64,
+        "getrlimit",
+    );
+    let limit = u32::try_from(lim.rlim_cur).unwrap_or(u32::MAX);
+    expect_err(
+        addfd(fd, n.id, ADDFD_SETFD | ADDFD_SEND, wfd, limit, 0),
+        libc::EBADF,
+        "ADDFD SETFD|SEND at RLIMIT_NOFILE",
+    );
+    say(format!(
+        "ADDFD failed with SEND, ID_VALID: {}",
+        id_valid(fd, n.id)
+    ));
+    ok(send(fd, n.id, 0, 0, 0), "SEND 0");
+    say(format!(
+        "ADDFD, then answered: {}",
+        describe(w.results.recv().unwrap_or((-9, 0)))
+    ));
+
+    // SEND: the call returns the new descriptor, and the notification is answered.
+    wait_poll(fd, libc::POLLIN);
+    expect_err(
+        addfd(fd, n.id + 1, 0, wfd, 0, 0),
+        libc::EINPROGRESS,
+        "ADDFD unreceived",
+    );
+    let n2 = recv(fd);
+    let r = ok(addfd(fd, n2.id, ADDFD_SEND, wfd, 0, 0), "ADDFD SEND");
+    let res = w.results.recv().unwrap_or((-9, 0));
+    say(format!(
+        "ADDFD SEND: the call returned it {}, {}",
+        res.0 == r,
+        fd_state(r)
+    ));
+    say(format!("ADDFD SEND, ID_VALID: {}", id_valid(fd, n2.id)));
+    expect_err(
+        addfd(fd, n2.id, 0, wfd, 0, 0),
+        libc::ENOENT,
+        "ADDFD after SEND",
+    );
+    expect_err(
+        send(fd, n2.id, 0, 0, 0),
+        libc::ENOENT,
+        "SEND after ADDFD SEND",
+    );
+    umt::close(r as i32);
+    let n3 = recv(fd);
+    let r = addfd(
+        fd,
+        n3.id,
+        ADDFD_SETFD | ADDFD_SEND,
+        wfd,
+        101,
+        libc::O_CLOEXEC,
+    );
+    say(format!(
+        "ADDFD SETFD|SEND 101: {r}, the call returned {}, {}",
+        describe(w.results.recv().unwrap_or((-9, 0))),
+        fd_state(101)
+    ));
+    umt::close(101);
+    let _ = w.handle.join();
+    umt::close(fd);
+
+    // Another process: the descriptor goes into the notified task's table, not the
+    // supervisor's. A thread installs the filter and forks; its child makes the call.
+    let (tx, rx) = mpsc::channel::<i64>();
+    let t = std::thread::spawn(move || {
+        let fd = install(FLAG_NEW_LISTENER, &notify_getpgid());
+        let _ = tx.send(fd);
+        if fd < 0 {
+            return;
+        }
+        let pid = umt::fork();
+        if pid == 0 {
+            let (got, _) = getpgid6(0xb1);
+            // Only raw calls in the child of a threaded process.
+            // SAFETY: write from a live buffer.
+            let w = unsafe { libc::write(got as i32, b"child".as_ptr().cast(), 5) };
+            umt::exit_now(if got == 200 && w == 5 { 0 } else { 1 });
+        }
+        let _ = tx.send(i64::from(umt::waitpid(pid, 0)));
+    });
+    let fd = rx.recv().unwrap_or(-1);
+    if fd < 0 {
+        umt::fail("NEW_LISTENER in the forking thread");
+    }
+    let fd = fd as i32;
+    let n = recv(fd);
+    let r = addfd(fd, n.id, ADDFD_SETFD | ADDFD_SEND, wfd, 200, 0);
+    say(format!(
+        "ADDFD into a child: {r}; in the supervisor's table: {}",
+        fd_state(200)
+    ));
+    let st = rx.recv().unwrap_or(-1) as i32;
+    let mut buf = [0u8; 5];
+    let got = umt::read_raw(rfd, &mut buf);
+    say(format!(
+        "child: {}, wrote through it {}",
+        umt::describe_status(st),
+        got == 5 && &buf == b"child"
+    ));
+    let _ = t.join();
+    umt::close(fd);
+    umt::close(rfd);
+    umt::close(wfd);
+}
+
 /// The listener closes while a call waits: ENOSYS, then ENOSYS at once.
 fn closed() {
     let w = worker(0, vec![0x6666, 0x6667]);
@@ -477,6 +779,8 @@ fn main() {
     probes();
     answers();
     killable();
+    restarts();
+    addfds();
     closed();
     umt::done("seccompn");
 }

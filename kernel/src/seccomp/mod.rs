@@ -711,8 +711,7 @@ pub fn ptrace_get_filter(c: &SyscallCtx<'_>, t: &Task, index: u64, buf: u64) -> 
 
 /// Registers seccomp(2).
 pub fn register(t: &mut SyscallTable) {
-    t.register("seccomp", sys_seccomp)
-        .partial("user notification without SECCOMP_IOCTL_NOTIF_ADDFD (EINVAL)");
+    t.register("seccomp", sys_seccomp);
 }
 
 #[cfg(test)]

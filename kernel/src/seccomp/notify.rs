@@ -14,11 +14,21 @@
 //! Neighbours: [`super`] runs the filters and calls [`notify`]; the woken task returns
 //! through the run loop, whose signal delivery applies the restart rules to `ERESTARTSYS`.
 //!
-//! Differences from Linux: no NOTIF_ADDFD (`EINVAL`, the answer Linux gives an unknown
-//! ioctl); SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP is accepted and changes nothing (there is no
-//! CPU placement to hint at); RECV waits for a notification in the list rather than for
-//! Linux's separate request counter, so a RECV racing with an interrupted notification
-//! keeps waiting instead of returning `ENOENT`.
+//! NOTIF_ADDFD (with SETFD and SEND) puts a supervisor's descriptor into the notified
+//! task's table ([`Listener`]'s `addfd`).
+//!
+//! A signal for the notified task withdraws its notification: the call returns
+//! `ERESTARTSYS`, so with SA_RESTART (or no handler) it runs again after the signal and is
+//! notified anew, with a new id, as on Linux (the interrupted wait's `-ERESTARTSYS` becomes
+//! the return value that `syscall_set_return_value` leaves for signal delivery).
+//!
+//! Differences from Linux: SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP is accepted and changes
+//! nothing (there is no CPU placement to hint at); RECV waits for a notification in the
+//! list rather than for Linux's separate request counter, so a RECV racing with an
+//! interrupted notification keeps waiting instead of returning `ENOENT`; ADDFD installs the
+//! descriptor itself instead of queueing it to the notified task (see `addfd`), and a
+//! descriptor it replaces is dropped without the POSIX-lock release of close(2), as dup2
+//! here does.
 
 use crate::task::{Task, lock};
 use crate::vfs::{FileOps, GuestMem, Kstat};
@@ -189,6 +199,10 @@ pub fn notify(n: &Notif, task: &Arc<Task>, data: SeccompData) -> Outcome {
     }
 }
 
+/// `_IOC_SIZEMASK << _IOC_SIZESHIFT`: what kernel/seccomp.c's `EA_IOCTL` clears from an
+/// extensible ioctl's number.
+const EA_SIZE_MASK: u32 = 0x3fff << 16;
+
 /// The listener descriptor's file (Linux `seccomp_notify_ops`).
 pub struct Listener {
     notif: Arc<Notif>,
@@ -281,6 +295,81 @@ impl Listener {
         Ok(0)
     }
 
+    /// `seccomp_notify_addfd` (with the notified task's part, `seccomp_handle_addfd`): puts a
+    /// descriptor of the supervisor's into the table of the task whose received notification
+    /// `id` names, at the lowest free number or (SETFD) at `newfd`, replacing what is there;
+    /// with SEND that descriptor is also the notified call's answer. Returns the new number.
+    ///
+    /// Linux queues the request to the notified task, which installs the file itself when it
+    /// wakes, and the supervisor waits for that. Here the supervisor installs it under the
+    /// notification lock while the notified task is known to wait (state SENT): the same
+    /// result, and the task can neither be interrupted nor answered halfway (it needs that
+    /// lock to leave its wait). So a request is never pending, and SEND's `EBUSY` (requests
+    /// still pending) and `ESRCH` (the task left with requests pending) do not arise.
+    fn addfd(&self, io: &IoCtx<'_>, cmd: u32, arg: u64, mem: &mut dyn GuestMem) -> SysResult<u64> {
+        use um_uapi::abi::fcntl::O_CLOEXEC;
+        let size = um_uapi::abi::tty::ioc_size(cmd);
+        if size < SECCOMP_NOTIFY_ADDFD_SIZE_VER0 || size as u64 >= um_mm::page_size() {
+            return Err(Errno::EINVAL);
+        }
+        // copy_struct_from_user: what a newer, larger struct adds must be zero.
+        let mut buf = vec![0u8; size];
+        mem.read(arg, &mut buf)?;
+        if buf[SECCOMP_NOTIFY_ADDFD_SIZE_VER0..]
+            .iter()
+            .any(|&b| b != 0)
+        {
+            return Err(Errno::E2BIG);
+        }
+        let a =
+            SeccompNotifAddfd::from_bytes(&buf[..SeccompNotifAddfd::SIZE]).ok_or(Errno::EFAULT)?;
+        if a.newfd_flags & !O_CLOEXEC != 0
+            || a.flags & !(SECCOMP_ADDFD_FLAG_SETFD | SECCOMP_ADDFD_FLAG_SEND) != 0
+            || (a.newfd != 0 && a.flags & SECCOMP_ADDFD_FLAG_SETFD == 0)
+        {
+            return Err(Errno::EINVAL);
+        }
+        // fget: the supervisor's own descriptor (not an O_PATH one).
+        let file = lock(&io.task.process.files()).get_nopath(u64::from(a.srcfd))?;
+        let cloexec = a.newfd_flags & O_CLOEXEC != 0;
+        let mut g = lock(&self.notif.inner);
+        let k = g
+            .list
+            .iter_mut()
+            .find(|k| k.id == a.id)
+            .ok_or(Errno::ENOENT)?;
+        // Not before the supervisor has received the notification, nor after its answer.
+        if k.state != State::Sent {
+            return Err(Errno::EINPROGRESS);
+        }
+        let table = k.task.process.files();
+        let mut files = lock(&table);
+        // receive_fd / receive_fd_replace (replace_fd: EBADF at or above RLIMIT_NOFILE).
+        let (fd, replaced) = if a.flags & SECCOMP_ADDFD_FLAG_SETFD != 0 {
+            let old = files.install_at(a.newfd, file, cloexec)?;
+            (a.newfd, old)
+        } else {
+            (files.install(file, cloexec, 0)?, None)
+        };
+        drop(files);
+        let send = a.flags & SECCOMP_ADDFD_FLAG_SEND != 0;
+        if send {
+            // The one answer: the call returns the new descriptor.
+            k.state = State::Replied;
+            k.val = i64::from(fd);
+            k.error = 0;
+            k.flags = 0;
+        }
+        drop(g);
+        // A replaced file is let go only now, outside both locks (its release may take
+        // other locks, a listener's included).
+        drop(replaced);
+        if send {
+            self.notif.ready.wake_all();
+        }
+        Ok(u64::from(fd))
+    }
+
     /// `seccomp_notify_id_valid`: the notification is received and its task still waits.
     fn id_valid(&self, arg: u64, mem: &mut dyn GuestMem) -> SysResult<u64> {
         let mut buf = [0u8; 8];
@@ -336,6 +425,10 @@ impl FileOps for Listener {
                 }
                 self.notif.sync_wakeup.store(arg != 0, Ordering::Relaxed);
                 Ok(0)
+            }
+            // The extensible-argument ioctl: any size (`EA_IOCTL` masks it out).
+            _ if cmd & !EA_SIZE_MASK == SECCOMP_IOCTL_NOTIF_ADDFD & !EA_SIZE_MASK => {
+                self.addfd(io, cmd, arg, mem)
             }
             _ => Err(Errno::EINVAL),
         }

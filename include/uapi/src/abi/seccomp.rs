@@ -222,12 +222,17 @@ crate::pod_struct! {
 
 const_assert_eq!(core::mem::size_of::<SeccompNotifAddfd>(), 24);
 
+/// `SECCOMP_NOTIFY_ADDFD_SIZE_VER0`: the smallest `struct seccomp_notif_addfd` NOTIF_ADDFD
+/// takes (include/linux/seccomp.h); a larger one must be zero past it.
+pub const SECCOMP_NOTIFY_ADDFD_SIZE_VER0: usize = 24;
+/// `seccomp_notif_addfd.flags`: install at `newfd` (replacing what is there), as dup2 does.
+pub const SECCOMP_ADDFD_FLAG_SETFD: u32 = 1 << 0;
+/// `seccomp_notif_addfd.flags`: and answer the notification with the new descriptor, in one
+/// step.
+pub const SECCOMP_ADDFD_FLAG_SEND: u32 = 1 << 1;
+
 /// `seccomp_notif_resp.flags`: run the syscall as it is instead of answering it.
 pub const SECCOMP_USER_NOTIF_FLAG_CONTINUE: u32 = 1 << 0;
-/// `seccomp_notif_addfd.flags`: install at `newfd` (replacing what is there); answer the
-/// notification with the new descriptor at the same time.
-pub const SECCOMP_ADDFD_FLAG_SETFD: u32 = 1 << 0;
-pub const SECCOMP_ADDFD_FLAG_SEND: u32 = 1 << 1;
 /// SECCOMP_IOCTL_NOTIF_SET_FLAGS: wake the notified task on the listener's CPU.
 pub const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: u64 = 1 << 0;
 
@@ -309,6 +314,24 @@ mod tests {
         assert_eq!(SECCOMP_IOCTL_NOTIF_ID_VALID, 0x4008_2102);
         assert_eq!(SECCOMP_IOCTL_NOTIF_ID_VALID_WRONG_DIR, 0x8008_2102);
         assert_eq!(SECCOMP_IOCTL_NOTIF_ADDFD, 0x4018_2103);
+        // The extensible ioctl: its number with the size field masked is what identifies it.
+        assert_eq!(super::super::tty::ioc_size(SECCOMP_IOCTL_NOTIF_ADDFD), 24);
+        assert_eq!(
+            SECCOMP_NOTIFY_ADDFD_SIZE_VER0,
+            core::mem::size_of::<SeccompNotifAddfd>()
+        );
+        assert_eq!((SECCOMP_ADDFD_FLAG_SETFD, SECCOMP_ADDFD_FLAG_SEND), (1, 2));
+        let a = SeccompNotifAddfd {
+            id: 0x0102_0304_0506_0708,
+            flags: SECCOMP_ADDFD_FLAG_SEND,
+            srcfd: 3,
+            newfd: 42,
+            newfd_flags: 0o2000000,
+        };
+        let b = a.as_bytes();
+        assert_eq!(&b[8..12], &2u32.to_le_bytes());
+        assert_eq!(&b[16..20], &42u32.to_le_bytes());
+        assert_eq!(SeccompNotifAddfd::from_bytes(&b), Some(a));
         assert_eq!(SECCOMP_IOCTL_NOTIF_SET_FLAGS, 0x4008_2104);
         let r = SeccompNotifResp {
             id: 7,
