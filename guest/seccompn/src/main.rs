@@ -487,7 +487,9 @@ fn restarts() {
     let fd = w.fd;
     let n = recv(fd);
     tgkill(w.tid, libc::SIGUSR1);
-    wait_poll(fd, libc::POLLIN);
+    // RECV at once, not after a poll: it sleeps while the worker runs its handler and
+    // restarts (this is what hung while ioctls held the address space's lock: the worker
+    // could not write its signal frame).
     let n2 = recv(fd);
     say(format!(
         "SA_RESTART: notified anew, next id {}, same arg {:#x}, same caller {}",

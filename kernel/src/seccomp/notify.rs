@@ -13,6 +13,9 @@
 //!
 //! Neighbours: [`super`] runs the filters and calls [`notify`]; the woken task returns
 //! through the run loop, whose signal delivery applies the restart rules to `ERESTARTSYS`.
+//! RECV sleeps inside an ioctl: the `GuestMem` it gets locks the address space for each copy
+//! only (`fs/src/sys/rw.rs`), so the supervisor's sibling threads, the notified one among
+//! them, keep running meanwhile.
 //!
 //! NOTIF_ADDFD (with SETFD and SEND) puts a supervisor's descriptor into the notified
 //! task's table ([`Listener`]'s `addfd`).
