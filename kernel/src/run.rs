@@ -716,6 +716,8 @@ pub fn exit_task(k: &Arc<Kernel>, task: &Arc<Task>, mut th: Option<GuestThread>,
     }
     // The thread's CPU times join its process while its host thread can still be read.
     crate::cputime::exit_thread(task);
+    // Its seccomp filters: a listener hangs up once no task uses its filter.
+    crate::seccomp::on_exit(task);
     // Release the host thread first (the process's last one kills the stub).
     drop(th);
     task.host_tid.store(0, Ordering::Release);

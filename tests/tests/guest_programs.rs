@@ -194,6 +194,13 @@ fn seccompf() {
     differential("seccompf", no_check);
 }
 
+/// guest/seccompn: seccomp user notification (NEW_LISTENER, the listener's RECV, SEND with a
+/// value, an errno or CONTINUE, ID_VALID, poll states, signals, a closed listener).
+#[test]
+fn seccompn() {
+    differential("seccompn", no_check);
+}
+
 #[test]
 fn procs() {
     differential("procs", no_check);

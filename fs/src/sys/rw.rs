@@ -463,15 +463,21 @@ fn getdents_with(
     Ok(out.len() as u64)
 }
 
-/// Guest memory for a driver's ioctl.
-struct MmAccess<'a>(std::sync::MutexGuard<'a, Mm>);
+/// Guest memory for a driver's ioctl: the address space is locked for each copy only, as
+/// Linux's copy_from_user/copy_to_user take the mmap lock only to fault a page in. An ioctl
+/// may sleep (seccomp's NOTIF_RECV until a notification comes, a tty drain): holding the mm
+/// lock across that would stop every other thread of the address space at its next
+/// `lock_mm` (the run loop takes it on each return to the guest), including the thread the
+/// sleeper waits for. That is what hung guest/seccompn: RECV slept under the lock while the
+/// worker thread it waited for could not get back to the guest to make its notified call.
+struct MmAccess(Arc<std::sync::Mutex<Mm>>);
 
-impl GuestMem for MmAccess<'_> {
+impl GuestMem for MmAccess {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> SysResult<()> {
-        self.0.read_bytes(addr, buf)
+        lock_mm(&self.0).read_bytes(addr, buf)
     }
     fn write(&mut self, addr: u64, data: &[u8]) -> SysResult<()> {
-        self.0.write_bytes(addr, data)
+        lock_mm(&self.0).write_bytes(addr, data)
     }
 }
 
@@ -518,8 +524,7 @@ fn ioctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     {
         return u.ioctl(c, cmd, a[2]);
     }
-    let mm = c.mm();
-    let mut mem = MmAccess(lock_mm(&mm));
+    let mut mem = MmAccess(c.mm());
     f.ops.ioctl(&io(c, &f), cmd, a[2], &mut mem)
 }
 

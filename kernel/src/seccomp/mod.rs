@@ -20,23 +20,26 @@
 //!   an allow-listed call does not run the programs.
 //! * The BPF verifier and interpreter are in [`bpf`].
 //!
-//! Differences from Linux: no user notification (SECCOMP_FILTER_FLAG_NEW_LISTENER is
-//! `EINVAL`, SECCOMP_GET_ACTION_AVAIL says USER_NOTIF is not available, and a filter that
-//! returns it gets `ENOSYS`, as Linux answers when no listener exists); SPEC_ALLOW is accepted
+//! * User notification (SECCOMP_RET_USER_NOTIF, the listener descriptor) is in [`notify`].
+//!
+//! Differences from Linux: see [`notify`] for user notification; SPEC_ALLOW is accepted
 //! and changes nothing (there is no speculation control to leave off); a KILL_THREAD of a
 //! thread that is not the last ends that thread with an exit code of 0 in our books (Linux
 //! records SIGSYS, visible only if that thread is the leader and the last to go).
 
 pub mod bpf;
+pub mod notify;
 
 use crate::engine::GuestThread;
 use crate::kernel::Kernel;
 use crate::signal::{self as sig, sigbit};
 use crate::syscall::{Action, SyscallCtx, SyscallTable};
 use crate::task::{ExitStatus, Task, lock};
+use crate::vfs::OpenFile;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use um_uapi::abi::capability::CAP_SYS_ADMIN;
+use um_uapi::abi::fcntl::{O_CLOEXEC, O_RDWR};
 use um_uapi::abi::pod::Pod;
 use um_uapi::abi::ptrace::PTRACE_EVENT_SECCOMP;
 use um_uapi::abi::seccomp::*;
@@ -60,12 +63,18 @@ pub struct Filter {
     /// One bit per native syscall number: this filter and every older one allow the call
     /// whatever its arguments (Linux `action_cache.allow_native`).
     allow: Vec<u64>,
+    /// SECCOMP_FILTER_FLAG_NEW_LISTENER: the user notification state its listener serves.
+    notif: Option<Arc<notify::Notif>>,
 }
 
 impl Drop for Filter {
     /// Drops a long chain without recursing once per filter (a chain may hold thousands of
     /// one-instruction filters; the kernel's host threads have small stacks).
     fn drop(&mut self) {
+        // No task and no newer filter uses this one any more: its listener hangs up.
+        if let Some(n) = &self.notif {
+            n.orphan();
+        }
         let mut next = self.prev.take();
         while let Some(f) = next {
             next = match Arc::try_unwrap(f) {
@@ -140,6 +149,13 @@ pub fn on_clone(parent: &Task, child: &Task) {
         .store(parent.seccomp.mode(), Ordering::Release);
 }
 
+/// `seccomp_filter_release` (release_task): an exited task stops using its filters, so a
+/// listener sees POLLHUP once the last task of its filter is gone.
+pub fn on_exit(task: &Task) {
+    let _g = lock(&SYNC);
+    lock(&task.seccomp.inner).filter = None;
+}
+
 /// The syscalls strict mode allows (kernel/seccomp.c `mode1_syscalls`).
 fn strict_allowed(nr: i32) -> bool {
     ["read", "write", "exit", "rt_sigreturn"]
@@ -180,7 +196,7 @@ fn filter(
     recheck: bool,
 ) -> Option<Action> {
     let f = lock(&task.seccomp.inner).filter.clone()?;
-    let (ret, log) = run_filters(&f, nr, &th.regs);
+    let (ret, log, matched) = run_filters_match(&f, nr, &th.regs);
     let action = ret & SECCOMP_RET_ACTION_FULL;
     let data = ret & SECCOMP_RET_DATA;
     match action {
@@ -207,12 +223,22 @@ fn filter(
             Some(Action::Return)
         }
         SECCOMP_RET_USER_NOTIF => {
-            // No listener can exist here (see the module docs): Linux's answer without one.
-            th.regs.set_return(Errno::ENOSYS.to_return());
             if log {
                 audit_log(task, th, nr, 0, ret);
             }
-            Some(Action::Return)
+            // The filter that decided must have a listener; without one (never had, or
+            // closed) the call gets ENOSYS.
+            let outcome = match matched.and_then(|(x, d)| x.notif.as_ref().map(|n| (n, d))) {
+                Some((n, d)) => notify::notify(n, task, d),
+                None => notify::Outcome::Return(Errno::ENOSYS.to_return()),
+            };
+            match outcome {
+                notify::Outcome::Continue => None,
+                notify::Outcome::Return(v) => {
+                    th.regs.set_return(v);
+                    Some(Action::Return)
+                }
+            }
         }
         SECCOMP_RET_TRACE => {
             if recheck {
@@ -312,9 +338,21 @@ fn force_sigsys(task: &Arc<Task>, info: Siginfo) {
 /// `seccomp_run_filters`: every filter of the chain over this call's `seccomp_data`; the
 /// lowest action wins, the newest filter on a tie. Returns the verdict and whether the
 /// filter that decided it asked for logging.
+#[cfg(test)]
 fn run_filters(f: &Arc<Filter>, nr: i32, regs: &crate::arch::Regs) -> (u32, bool) {
+    let (ret, log, _) = run_filters_match(f, nr, regs);
+    (ret, log)
+}
+
+/// [`run_filters`], also naming the filter that decided (Linux's `match`, whose listener
+/// a USER_NOTIF verdict goes to) and the `seccomp_data` the filters saw.
+fn run_filters_match<'a>(
+    f: &'a Arc<Filter>,
+    nr: i32,
+    regs: &crate::arch::Regs,
+) -> (u32, bool, Option<(&'a Filter, SeccompData)>) {
     if f.allows(nr) {
-        return (SECCOMP_RET_ALLOW, false);
+        return (SECCOMP_RET_ALLOW, false, None);
     }
     let d = SeccompData {
         nr,
@@ -329,14 +367,16 @@ fn run_filters(f: &Arc<Filter>, nr: i32, regs: &crate::arch::Regs) -> (u32, bool
     }
     let mut ret = SECCOMP_RET_ALLOW;
     let mut log = false;
+    let mut matched = None;
     for x in f.chain() {
         let cur = bpf::run(&x.prog, &words);
         if ((cur & SECCOMP_RET_ACTION_FULL) as i32) < ((ret & SECCOMP_RET_ACTION_FULL) as i32) {
             ret = cur;
             log = x.log;
+            matched = Some(x);
         }
     }
-    (ret, log)
+    (ret, log, matched.map(|x| (x, d)))
 }
 
 /// `seccomp_log` with the default `actions_logged` (every action but ALLOW; TRAP, ERRNO,
@@ -453,19 +493,58 @@ fn set_mode_filter(c: &mut SyscallCtx<'_>, flags: u32, uargs: u64) -> SysResult 
         return Err(Errno::EINVAL);
     }
     let (prog, orig) = prepare_filter(c, uargs)?;
-    if listener {
-        log::info!(
-            "seccomp: SECCOMP_FILTER_FLAG_NEW_LISTENER (user notification) is not supported"
-        );
-        return Err(Errno::EINVAL);
-    }
     let own_allow = allow_bitmap(&prog);
+    let task = c.task;
+    // The listener's descriptor is taken first (Linux `get_unused_fd_flags(O_CLOEXEC)`), so
+    // running out of descriptors fails before anything is attached.
+    let notif =
+        listener.then(|| notify::Notif::new(flags & SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV != 0));
+    let listener_fd = match &notif {
+        Some(n) => {
+            let file = OpenFile::new(
+                Box::new(notify::Listener::new(n.clone())),
+                O_RDWR | O_CLOEXEC,
+                None,
+            );
+            Some(lock(&task.process.files()).install(file, true, 0)?)
+        }
+        None => None,
+    };
+    let r = attach_filter(c, flags, prog, orig, own_allow, notif);
+    match (r, listener_fd) {
+        (Ok(_), Some(fd)) => Ok(u64::from(fd)),
+        (r, Some(fd)) => {
+            let _ = lock(&task.process.files()).remove(u64::from(fd));
+            r
+        }
+        (r, None) => r,
+    }
+}
+
+/// The locked part of [`set_mode_filter`] (`seccomp_attach_filter`, TSYNC).
+fn attach_filter(
+    c: &mut SyscallCtx<'_>,
+    flags: u32,
+    prog: Vec<SockFilter>,
+    orig: Vec<SockFilter>,
+    own_allow: Vec<u64>,
+    notif: Option<Arc<notify::Notif>>,
+) -> SysResult {
+    let tsync = flags & SECCOMP_FILTER_FLAG_TSYNC != 0;
     let task = c.task;
     let _g = lock(&SYNC);
     if !may_assign(task, SECCOMP_MODE_FILTER) {
         return Err(Errno::EINVAL);
     }
     let cur = lock(&task.seccomp.inner).clone();
+    // has_duplicate_listener: one open listener per chain.
+    if notif.is_some()
+        && let Some(f) = &cur.filter
+        && f.chain()
+            .any(|x| x.notif.as_ref().is_some_and(|n| n.attached()))
+    {
+        return Err(Errno::EBUSY);
+    }
     let mut total = prog.len();
     if let Some(f) = &cur.filter {
         total += f.chain().map(|x| x.prog.len() + 4).sum::<usize>();
@@ -512,6 +591,7 @@ fn set_mode_filter(c: &mut SyscallCtx<'_>, flags: u32, uargs: u64) -> SysResult 
         prev: cur.filter,
         log: flags & SECCOMP_FILTER_FLAG_LOG != 0,
         allow,
+        notif,
     });
     let st = State {
         filter: Some(f),
@@ -540,6 +620,7 @@ fn get_action_avail(c: &SyscallCtx<'_>, uargs: u64) -> SysResult {
         | SECCOMP_RET_KILL_THREAD
         | SECCOMP_RET_TRAP
         | SECCOMP_RET_ERRNO
+        | SECCOMP_RET_USER_NOTIF
         | SECCOMP_RET_TRACE
         | SECCOMP_RET_LOG
         | SECCOMP_RET_ALLOW => Ok(0),
@@ -630,10 +711,7 @@ pub fn ptrace_get_filter(c: &SyscallCtx<'_>, t: &Task, index: u64, buf: u64) -> 
 
 /// Registers seccomp(2).
 pub fn register(t: &mut SyscallTable) {
-    t.register("seccomp", sys_seccomp).partial(
-        "no user notification (SECCOMP_FILTER_FLAG_NEW_LISTENER is EINVAL, USER_NOTIF \
-         returns ENOSYS as without a listener)",
-    );
+    t.register("seccomp", sys_seccomp);
 }
 
 #[cfg(test)]
@@ -664,6 +742,7 @@ mod tests {
                 prev,
                 log: i == 1,
                 allow,
+                notif: None,
             }));
         }
         prev.unwrap()
@@ -716,6 +795,7 @@ mod tests {
             allow: vec![0; f.allow.len()],
             prev: Some(f.clone()),
             log: false,
+            notif: None,
         });
         assert!(!g.allows(0));
         assert!(is_ancestor(Some(&f), Some(&g)));
@@ -734,6 +814,7 @@ mod tests {
                 prev,
                 log: false,
                 allow: Vec::new(),
+                notif: None,
             }));
         }
         let t = std::thread::Builder::new()

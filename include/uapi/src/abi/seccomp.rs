@@ -173,6 +173,89 @@ const_assert_eq!(core::mem::size_of::<SeccompNotifSizes>(), 6);
 pub const SECCOMP_NOTIF_SIZE: u16 = 80;
 pub const SECCOMP_NOTIF_RESP_SIZE: u16 = 24;
 
+crate::pod_struct! {
+    /// `struct seccomp_notif` (SECCOMP_IOCTL_NOTIF_RECV): one notification as the listener
+    /// receives it; `pid` in the receiver's pid namespace.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct SeccompNotif {
+        pub id: u64,
+        pub pid: u32,
+        pub flags: u32,
+        pub data: SeccompData,
+    }
+}
+
+const_assert_eq!(
+    core::mem::size_of::<SeccompNotif>(),
+    SECCOMP_NOTIF_SIZE as usize
+);
+const_assert_eq!(core::mem::offset_of!(SeccompNotif, data), 16);
+
+crate::pod_struct! {
+    /// `struct seccomp_notif_resp` (SECCOMP_IOCTL_NOTIF_SEND): the listener's answer.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct SeccompNotifResp {
+        pub id: u64,
+        pub val: i64,
+        pub error: i32,
+        pub flags: u32,
+    }
+}
+
+const_assert_eq!(
+    core::mem::size_of::<SeccompNotifResp>(),
+    SECCOMP_NOTIF_RESP_SIZE as usize
+);
+const_assert_eq!(core::mem::offset_of!(SeccompNotifResp, error), 16);
+
+crate::pod_struct! {
+    /// `struct seccomp_notif_addfd` (SECCOMP_IOCTL_NOTIF_ADDFD, `SECCOMP_NOTIFY_ADDFD_SIZE_VER0`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct SeccompNotifAddfd {
+        pub id: u64,
+        pub flags: u32,
+        pub srcfd: u32,
+        pub newfd: u32,
+        pub newfd_flags: u32,
+    }
+}
+
+const_assert_eq!(core::mem::size_of::<SeccompNotifAddfd>(), 24);
+
+/// `SECCOMP_NOTIFY_ADDFD_SIZE_VER0`: the smallest `struct seccomp_notif_addfd` NOTIF_ADDFD
+/// takes (include/linux/seccomp.h); a larger one must be zero past it.
+pub const SECCOMP_NOTIFY_ADDFD_SIZE_VER0: usize = 24;
+/// `seccomp_notif_addfd.flags`: install at `newfd` (replacing what is there), as dup2 does.
+pub const SECCOMP_ADDFD_FLAG_SETFD: u32 = 1 << 0;
+/// `seccomp_notif_addfd.flags`: and answer the notification with the new descriptor, in one
+/// step.
+pub const SECCOMP_ADDFD_FLAG_SEND: u32 = 1 << 1;
+
+/// `seccomp_notif_resp.flags`: run the syscall as it is instead of answering it.
+pub const SECCOMP_USER_NOTIF_FLAG_CONTINUE: u32 = 1 << 0;
+/// SECCOMP_IOCTL_NOTIF_SET_FLAGS: wake the notified task on the listener's CPU.
+pub const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: u64 = 1 << 0;
+
+/// `SECCOMP_IOC_MAGIC` and the listener's ioctls (the generic `_IOC` encoding, the same on
+/// x86_64 and arm64).
+pub const SECCOMP_IOC_MAGIC: u8 = b'!';
+pub const SECCOMP_IOCTL_NOTIF_RECV: u32 =
+    super::tty::iowr(SECCOMP_IOC_MAGIC, 0, core::mem::size_of::<SeccompNotif>());
+pub const SECCOMP_IOCTL_NOTIF_SEND: u32 = super::tty::iowr(
+    SECCOMP_IOC_MAGIC,
+    1,
+    core::mem::size_of::<SeccompNotifResp>(),
+);
+pub const SECCOMP_IOCTL_NOTIF_ID_VALID: u32 = super::tty::iow(SECCOMP_IOC_MAGIC, 2, 8);
+/// The direction the first kernels gave ID_VALID by mistake, still accepted.
+pub const SECCOMP_IOCTL_NOTIF_ID_VALID_WRONG_DIR: u32 = super::tty::ior(SECCOMP_IOC_MAGIC, 2, 8);
+pub const SECCOMP_IOCTL_NOTIF_ADDFD: u32 = super::tty::iow(
+    SECCOMP_IOC_MAGIC,
+    3,
+    core::mem::size_of::<SeccompNotifAddfd>(),
+);
+pub const SECCOMP_IOCTL_NOTIF_SET_FLAGS: u32 = super::tty::iow(SECCOMP_IOC_MAGIC, 4, 8);
+
 /// prctl(2) options of seccomp (include/uapi/linux/prctl.h).
 pub const PR_GET_SECCOMP: u64 = 21;
 pub const PR_SET_SECCOMP: u64 = 22;
@@ -222,5 +305,43 @@ mod tests {
         assert_eq!(bpf::LD | bpf::W | bpf::ABS, 0x20);
         assert_eq!(bpf::RET | bpf::K, 0x06);
         assert_eq!(bpf::JMP | bpf::JEQ | bpf::K, 0x15);
+    }
+
+    #[test]
+    fn notify_ioctls_have_linux_numbers() {
+        assert_eq!(SECCOMP_IOCTL_NOTIF_RECV, 0xc050_2100);
+        assert_eq!(SECCOMP_IOCTL_NOTIF_SEND, 0xc018_2101);
+        assert_eq!(SECCOMP_IOCTL_NOTIF_ID_VALID, 0x4008_2102);
+        assert_eq!(SECCOMP_IOCTL_NOTIF_ID_VALID_WRONG_DIR, 0x8008_2102);
+        assert_eq!(SECCOMP_IOCTL_NOTIF_ADDFD, 0x4018_2103);
+        // The extensible ioctl: its number with the size field masked is what identifies it.
+        assert_eq!(super::super::tty::ioc_size(SECCOMP_IOCTL_NOTIF_ADDFD), 24);
+        assert_eq!(
+            SECCOMP_NOTIFY_ADDFD_SIZE_VER0,
+            core::mem::size_of::<SeccompNotifAddfd>()
+        );
+        assert_eq!((SECCOMP_ADDFD_FLAG_SETFD, SECCOMP_ADDFD_FLAG_SEND), (1, 2));
+        let a = SeccompNotifAddfd {
+            id: 0x0102_0304_0506_0708,
+            flags: SECCOMP_ADDFD_FLAG_SEND,
+            srcfd: 3,
+            newfd: 42,
+            newfd_flags: 0o2000000,
+        };
+        let b = a.as_bytes();
+        assert_eq!(&b[8..12], &2u32.to_le_bytes());
+        assert_eq!(&b[16..20], &42u32.to_le_bytes());
+        assert_eq!(SeccompNotifAddfd::from_bytes(&b), Some(a));
+        assert_eq!(SECCOMP_IOCTL_NOTIF_SET_FLAGS, 0x4008_2104);
+        let r = SeccompNotifResp {
+            id: 7,
+            val: -2,
+            error: -1,
+            flags: 1,
+        };
+        let b = r.as_bytes();
+        assert_eq!(&b[8..16], &(-2i64).to_le_bytes());
+        assert_eq!(&b[16..20], &(-1i32).to_le_bytes());
+        assert_eq!(SeccompNotifResp::from_bytes(&b), Some(r));
     }
 }
