@@ -27,7 +27,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-use um_tests::hostsvc::{free_port, http_server, random_file, scratch, sha256_hex};
+use um_tests::hostsvc::{free_port, http_server, http_server_on, random_file, scratch, sha256_hex};
 use um_tests::{Boot, for_each_engine};
 
 fn debian_tree() -> PathBuf {
@@ -319,13 +319,18 @@ for fam, dst, port in [(socket.AF_INET, '10.0.2.2', int(sys.argv[1])), (socket.A
 /// with lifetimes and a default route via fe80::2 (`ip -6 addr`/`ip -6 route` over netlink);
 /// `ping -6` reaches the gateway; a 60 KiB UDP datagram goes to a host echo server on
 /// 127.0.0.1 and on ::1 and comes back equal (fragmented by the guest stack, reassembled by
-/// usernet, fragmented by usernet, reassembled by the guest stack, both families).
+/// usernet, fragmented by usernet, reassembled by the guest stack, both families); `curl -6`
+/// of a file from a host `http.server` bound on [::1] (as fd00::2 with `hostloop=on`) has the
+/// host's sha256.
 #[test]
 fn ipv6_slaac_and_fragments() {
     let p4 = udp_echo("127.0.0.1");
     let p6 = udp_echo("::1");
     let dir = scratch("netv6", "udpbig");
     std::fs::write(dir.join("big.py"), UDP_BIG).unwrap();
+    let sum = random_file(&dir.join("f"), 1);
+    let port = free_port();
+    let _http = http_server_on(&dir, "::1", port);
     for_each_engine(|engine| {
         let script = format!(
             "ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && \
@@ -336,6 +341,7 @@ fn ipv6_slaac_and_fragments() {
              cat /proc/sys/net/ipv6/conf/default/accept_ra\n\
              ping -6 -c3 -i 0.2 fd00::2 && echo PING6-OK\n\
              python3 /mnt/big.py {p4} {p6}\n\
+             curl -6 -sS -o /tmp/f http://[fd00::2]:{port}/f && echo SUM:$(sha256sum < /tmp/f)\n\
              echo UM-V6-DONE\n"
         );
         let net = "eth0=user,restrict=loopback,hostloop=on";
@@ -361,6 +367,10 @@ fn ipv6_slaac_and_fragments() {
         assert!(
             text.contains("valid_lft 86"),
             "{engine:?}: lifetimes\n{text}"
+        );
+        assert!(
+            text.contains(&format!("SUM:{sum}")),
+            "{engine:?}: curl -6 of the host's [::1] http.server\n{text}"
         );
     });
 }
