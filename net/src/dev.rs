@@ -27,12 +27,14 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use std::time::Instant;
 use um_kernel::netns::{NetNs, PerNet};
 use um_kernel::task::lock;
 use um_uapi::abi::netdevice::{
-    ARPHRD_LOOPBACK, IFA_F_NOPREFIXROUTE, IFA_F_PERMANENT, IFA_F_SECONDARY, IFF_LOOPBACK,
-    IFF_LOWER_UP, IFF_RUNNING, IFF_UP, IFNAMSIZ, RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE,
-    RT_TABLE_LOCAL, RT_TABLE_MAIN, RTN_BROADCAST, RTN_LOCAL, RTN_UNICAST, RTPROT_KERNEL,
+    ARPHRD_LOOPBACK, IFA_F_DEPRECATED, IFA_F_NOPREFIXROUTE, IFA_F_PERMANENT, IFA_F_SECONDARY,
+    IFF_LOOPBACK, IFF_LOWER_UP, IFF_RUNNING, IFF_UP, IFNAMSIZ, RT_SCOPE_HOST, RT_SCOPE_LINK,
+    RT_SCOPE_UNIVERSE, RT_TABLE_LOCAL, RT_TABLE_MAIN, RTN_BROADCAST, RTN_LOCAL, RTN_UNICAST,
+    RTPROT_KERNEL,
 };
 use um_uapi::{Errno, SysResult};
 
@@ -155,6 +157,11 @@ pub struct IfAddr {
     pub flags: u32,
     /// `RT_SCOPE_*` (`ifa_scope`).
     pub scope: u8,
+    /// When the address goes away (`ifa_valid` of `IFA_CACHEINFO`); None: forever. Set by
+    /// IPv6 autoconfiguration (`crate::addrconf`) from a prefix's valid lifetime.
+    pub valid_until: Option<Instant>,
+    /// When it becomes deprecated (`ifa_prefered`, RFC 4862 5.5.4); None: never.
+    pub preferred_until: Option<Instant>,
 }
 
 impl IfAddr {
@@ -175,6 +182,8 @@ impl IfAddr {
             label: label.to_string(),
             flags: IFA_F_PERMANENT,
             scope,
+            valid_until: None,
+            preferred_until: None,
         }
     }
 }
@@ -203,6 +212,9 @@ pub struct Route {
     pub priority: u32,
     /// The preferred source (`RTA_PREFSRC`).
     pub prefsrc: Option<IpAddr>,
+    /// When the route goes away (`RTF_EXPIRES`, `rta_expires`): routes learnt from router
+    /// advertisements (`crate::addrconf`); None: never.
+    pub expires: Option<Instant>,
 }
 
 impl Route {
@@ -414,6 +426,7 @@ fn addr_routes(a: &IfAddr) -> Vec<Route> {
         kind: RTN_LOCAL,
         priority: 0,
         prefsrc: Some(a.addr),
+        expires: None,
     };
     let mut v = vec![];
     match a.addr {
@@ -854,11 +867,135 @@ impl NetDevices {
                 .iter()
                 .filter(|a| a.ifindex == route.oif && a.addr.is_ipv4() == dst.is_ipv4())
         };
+        if let IpAddr::V6(d6) = dst {
+            // RFC 6724 5, rules 1, 2, 3 and 8 (as `ipv6_dev_get_saddr`): the destination
+            // itself, then an address of the destination's scope or wider, not deprecated,
+            // then the longest prefix shared with the destination.
+            let ll = |a: &IfAddr| a.scope == RT_SCOPE_LINK;
+            let dst_ll = d6.segments()[0] & 0xffc0 == 0xfe80 || d6.is_multicast();
+            // Reversed: among equals the first address wins.
+            return on_dev()
+                .rev()
+                .max_by_key(|a| {
+                    let common = match a.addr {
+                        IpAddr::V6(s) => (u128::from(s) ^ u128::from(d6)).leading_zeros(),
+                        IpAddr::V4(_) => 0,
+                    };
+                    (
+                        a.addr == dst,
+                        dst_ll || !ll(a),
+                        dst_ll == ll(a),
+                        a.flags & IFA_F_DEPRECATED == 0,
+                        common,
+                    )
+                })
+                .map(|a| a.addr);
+        }
         let hop = route.gateway.unwrap_or(dst);
         on_dev()
             .find(|a| prefix_match(a.addr, hop, a.prefix_len))
             .or_else(|| on_dev().next())
             .map(|a| a.addr)
+    }
+
+    /// Changes the lifetimes or flags of address `addr` of `ifindex` with `f` (a router
+    /// advertisement refreshing a prefix, `inet6_addr_modify`); `EADDRNOTAVAIL` if absent.
+    /// Announced as `RTM_NEWADDR`, as Linux does.
+    pub fn update_addr(
+        &self,
+        ns: &Arc<NetNs>,
+        ifindex: i32,
+        addr: IpAddr,
+        f: impl FnOnce(&mut IfAddr),
+    ) -> SysResult<()> {
+        let a = {
+            let mut i = lock(&self.inner);
+            let a = i
+                .addrs
+                .iter_mut()
+                .find(|b| b.ifindex == ifindex && b.addr == addr)
+                .ok_or(Errno::EADDRNOTAVAIL)?;
+            let (keep_addr, keep_dev) = (a.addr, a.ifindex);
+            f(a);
+            (a.addr, a.ifindex) = (keep_addr, keep_dev);
+            a.clone()
+        };
+        notify(ns, &[Event::NewAddr(a)]);
+        Ok(())
+    }
+
+    /// Sets the expiry of the routes `pick` selects (`rt6_set_expires`); announced as
+    /// `RTM_NEWROUTE`. Returns how many it changed.
+    pub fn set_route_expiry(
+        &self,
+        ns: &Arc<NetNs>,
+        pick: impl Fn(&Route) -> bool,
+        expires: Option<Instant>,
+    ) -> usize {
+        let changed: Vec<Route> = {
+            let mut i = lock(&self.inner);
+            i.routes
+                .iter_mut()
+                .filter(|r| pick(r) && r.expires != expires)
+                .map(|r| {
+                    r.expires = expires;
+                    r.clone()
+                })
+                .collect()
+        };
+        let n = changed.len();
+        notify(
+            ns,
+            &changed.into_iter().map(Event::NewRoute).collect::<Vec<_>>(),
+        );
+        n
+    }
+
+    /// Lifetimes that ran out by `now`: addresses past their valid lifetime are removed (with
+    /// their routes), those past their preferred one marked `IFA_F_DEPRECATED`, expired
+    /// routes removed (Linux `addrconf_verify_rtnl`, the fib6 garbage collector). Returns the
+    /// next deadline, if any lifetime is left.
+    pub fn expire(&self, ns: &Arc<NetNs>, now: Instant) -> Option<Instant> {
+        let (dead, deprecated, routes) = {
+            let mut i = lock(&self.inner);
+            let dead: Vec<(i32, IpAddr)> = i
+                .addrs
+                .iter()
+                .filter(|a| a.valid_until.is_some_and(|t| t <= now))
+                .map(|a| (a.ifindex, a.addr))
+                .collect();
+            let mut deprecated = vec![];
+            for a in i.addrs.iter_mut() {
+                if a.flags & IFA_F_DEPRECATED == 0 && a.preferred_until.is_some_and(|t| t <= now) {
+                    a.flags |= IFA_F_DEPRECATED;
+                    deprecated.push(Event::NewAddr(a.clone()));
+                }
+            }
+            let (gone, kept): (Vec<Route>, Vec<Route>) = i
+                .routes
+                .drain(..)
+                .partition(|r| r.expires.is_some_and(|t| t <= now));
+            i.routes = kept;
+            (dead, deprecated, gone)
+        };
+        notify(ns, &deprecated);
+        notify(
+            ns,
+            &routes.into_iter().map(Event::DelRoute).collect::<Vec<_>>(),
+        );
+        for (ifindex, addr) in dead {
+            let _ = self.del_addr(ns, ifindex, addr);
+        }
+        let i = lock(&self.inner);
+        let a = i.addrs.iter().flat_map(|a| {
+            [
+                a.valid_until,
+                a.preferred_until
+                    .filter(|_| a.flags & IFA_F_DEPRECATED == 0),
+            ]
+        });
+        let r = i.routes.iter().map(|r| r.expires);
+        a.chain(r).flatten().min()
     }
 }
 
@@ -926,6 +1063,7 @@ mod tests {
             kind: RTN_UNICAST,
             priority: 0,
             prefsrc: None,
+            expires: None,
         };
         d.add_route(&ns, def.clone()).unwrap();
         assert_eq!(d.add_route(&ns, def.clone()).unwrap_err(), Errno::EEXIST);

@@ -467,6 +467,7 @@ fn route_ioctl(
             },
             priority,
             prefsrc: None,
+            expires: None,
         },
     )?;
     Ok(0)

@@ -1163,6 +1163,18 @@ impl InetSocket {
             // ICMP_FILTER and friends: only echo replies are ever received here.
             return Ok(());
         }
+        if level == um_uapi::abi::inet::IPPROTO_ICMPV6
+            && self.proto == Proto::Raw
+            && i.family == AF_INET6
+        {
+            // `rawv6_seticmpfilter` (net/ipv6/raw.c): `ping -6` blocks all but echo replies,
+            // which are all a raw ICMPv6 socket receives here anyway.
+            return if name == um_uapi::abi::inet::ICMPV6_FILTER {
+                Ok(())
+            } else {
+                Err(Errno::ENOPROTOOPT)
+            };
+        }
         let k = self.opt_ctx(&i, net_admin);
         let r = i.opts.set(level, name, val, optlen, &k);
         if r.is_ok() {

@@ -27,6 +27,7 @@
 //! `um-bin` calls [`init`] at boot and [`register`] when it builds the syscall table.
 #![forbid(unsafe_code)]
 
+pub mod addrconf;
 pub mod dev;
 pub mod devioctl;
 pub mod inet;
@@ -309,6 +310,7 @@ pub fn rights_data(fds: &[i32]) -> Vec<u8> {
 pub fn init() {
     um_fs::procfs::registry::proc_create("sys", "net", sysctl::sys_net_dir);
     stack::init();
+    addrconf::init();
     procnet::register();
     netlink::init();
 }

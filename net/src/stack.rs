@@ -25,6 +25,14 @@
 //! lock; nothing here takes a socket's lock. A released TCP socket's smoltcp socket stays as an
 //! orphan until it has closed (FIN exchanged), then is removed.
 //!
+//! Fragments (smoltcp 0.14 does neither for IPv6, and IPv4 only with fixed-size buffers): the
+//! rx handler reassembles IPv4 and IPv6 fragments (`um_usernet::frag`, one table per device)
+//! before smoltcp sees the packet; smoltcp is told the link takes [`PHY_MTU`]-byte packets, so
+//! it hands over whole datagrams, and a poll's packets larger than the device's MTU are
+//! fragmented on the way out. As smoltcp then believes in a 64 KiB MTU, the MSS option of
+//! every TCP SYN is clamped to the device's MTU both ways (`frag::clamp_mss`), which keeps its
+//! segments within the real MTU.
+//!
 //! Bounds: [`RXQ_MAX`] frames queued per device, [`MAX_SOCKETS`] smoltcp sockets per device,
 //! each with buffers its socket's `SO_RCVBUF`/`SO_SNDBUF` size ([`tcp_buffers`]). smoltcp parses
 //! every frame defensively; a panic inside it (a bug) is caught, logged and the frame dropped.
@@ -37,11 +45,13 @@ use smoltcp::socket::{icmp, tcp, udp};
 use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr};
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 use um_kernel::netns::NetNs;
 use um_kernel::task::lock;
 use um_uapi::abi::netdevice::{ARPHRD_ETHER, RT_TABLE_MAIN};
+use um_usernet::frag;
 
 /// Frames a device may queue for its stack; more are dropped (`netdev_max_backlog`, 1000 on
 /// Linux, is per CPU).
@@ -53,6 +63,9 @@ pub const TXQ_MAX: usize = 4096;
 pub const MAX_SOCKETS: usize = 4096;
 /// The Ethernet header smoltcp's MTU includes.
 const ETH_HLEN: usize = 14;
+/// The IP MTU smoltcp is told: the largest IPv6 packet (payload length 65535), so it never
+/// drops or fragments a datagram itself.
+pub const PHY_MTU: usize = 65_535 + 40;
 /// `IFACE_MAX_ADDR_COUNT` of the smoltcp build (feature `iface-max-addr-count-8`).
 const MAX_ADDRS: usize = 8;
 /// Largest socket buffer (`net.core.rmem_max`-like bound on what one socket may pin).
@@ -261,6 +274,10 @@ pub struct DevStack {
     /// A poll's frames are going out (set and cleared under `txlock`): a driver may hand a
     /// frame straight back on this thread, and the rx handler then only queues it.
     busy: std::sync::atomic::AtomicBool,
+    /// Received fragments being reassembled.
+    reasm: Mutex<frag::Reassembly>,
+    /// The identification of the next datagram this device fragments.
+    frag_id: std::sync::atomic::AtomicU32,
 }
 
 /// The smoltcp device: frames from the rx queue, frames into the poll's list.
@@ -334,7 +351,7 @@ impl DevStack {
             &mut Phy {
                 rx: &mut rx,
                 tx: &mut tx,
-                mtu,
+                mtu: PHY_MTU,
             },
             now(),
         );
@@ -350,6 +367,10 @@ impl DevStack {
             }),
             txlock: Mutex::new(()),
             busy: std::sync::atomic::AtomicBool::new(false),
+            reasm: Mutex::new(frag::Reassembly::default()),
+            frag_id: std::sync::atomic::AtomicU32::new(u32::from_le_bytes([
+                seed[0], seed[1], seed[2], seed[3],
+            ])),
         }))
     }
 
@@ -403,7 +424,6 @@ impl DevStack {
     /// Processes queued frames and due timers, sends what that produced, and wakes the
     /// sockets whose state changed. Returns when it next wants to run. Callers hold no lock.
     pub fn service(&self) -> Option<Duration> {
-        use std::sync::atomic::Ordering;
         let mut woken: Vec<Arc<InetSocket>> = Vec::new();
         let mut c = self.core();
         let mut rx = std::mem::take(&mut *lock(&self.rxq));
@@ -415,10 +435,11 @@ impl DevStack {
             mtu,
             owners,
         } = &mut *c;
+        let real_mtu = *mtu;
         let mut phy = Phy {
             rx: &mut rx,
             tx,
-            mtu: *mtu,
+            mtu: PHY_MTU,
         };
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             iface.poll(t, &mut phy, sockets);
@@ -466,7 +487,24 @@ impl DevStack {
         let delay = iface
             .poll_delay(now(), sockets)
             .map(|d| Duration::from_micros(d.total_micros()));
-        let frames = std::mem::take(tx);
+        let mut frames = std::mem::take(tx);
+        if frames
+            .iter()
+            .any(|f| f.len() - ETH_HLEN.min(f.len()) > real_mtu || is_syn(f))
+        {
+            frames = frames
+                .into_iter()
+                .flat_map(|mut f| {
+                    clamp(&mut f, real_mtu);
+                    if f.len() > ETH_HLEN + real_mtu {
+                        let id = self.frag_id.fetch_add(1, Ordering::Relaxed);
+                        frag::fragment(&f, real_mtu, id)
+                    } else {
+                        vec![f]
+                    }
+                })
+                .collect();
+        }
         let g = lock(&self.txlock);
         self.busy.store(true, Ordering::Release);
         drop(c);
@@ -479,6 +517,17 @@ impl DevStack {
             s.wake();
         }
         delay
+    }
+
+    /// [`DevStack::service`], then makes sure the netstack thread comes back when smoltcp's
+    /// timers say: a datagram waiting for neighbour discovery (rate-limited to one request a
+    /// second) goes out only on a later poll that nothing else would make.
+    pub fn service_armed(&self) {
+        match self.service() {
+            Some(d) if d < Duration::from_millis(1) => poller().kick(),
+            Some(d) => poller().timer(d),
+            None => {}
+        }
     }
 
     /// Asks the `netstack` thread to poll this stack soon (after a socket freed room in its
@@ -538,6 +587,22 @@ fn rx(dev: &Arc<NetDevice>, frame: &[u8]) {
         return;
     }
     let Some(s) = stack_of(dev) else { return };
+    let mut f = if ethertype != 0x0806 && frag::is_fragment(&frame[ETH_HLEN..]) {
+        let now = std::time::Instant::now();
+        match lock(&s.reasm).push(&frame[ETH_HLEN..], now) {
+            frag::Push::Done(p) => {
+                let mut f = frame[..ETH_HLEN].to_vec();
+                f.extend_from_slice(&p);
+                f
+            }
+            _ => return,
+        }
+    } else {
+        frame.to_vec()
+    };
+    // The device's MTU, not `core().mtu`: the rx path may run inside another stack's
+    // transmit, where taking a stack's lock would invert the lock order.
+    clamp(&mut f, (dev.mtu() as usize).max(576));
     {
         let mut q = lock(&s.rxq);
         if q.len() >= RXQ_MAX {
@@ -546,20 +611,41 @@ fn rx(dev: &Arc<NetDevice>, frame: &[u8]) {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return;
         }
-        q.push_back(frame.to_vec());
+        q.push_back(f);
     }
     // The driver's receive thread processes the frame itself (Linux's softirq on the CPU that
     // took it), unless this stack is sending right now on this thread or another: then the
     // netstack thread takes over.
     if s.busy.load(std::sync::atomic::Ordering::Acquire) {
         poller().kick();
-    } else if let Some(d) = s.service() {
-        if d < Duration::from_millis(1) {
-            poller().kick();
-        } else {
-            poller().timer(d);
-        }
+    } else {
+        s.service_armed();
     }
+}
+
+/// Whether frame `f` may be a TCP SYN (IPv4 or IPv6 carrying TCP, SYN set; options unchecked).
+fn is_syn(f: &[u8]) -> bool {
+    let Some(ip) = f.get(ETH_HLEN..) else {
+        return false;
+    };
+    let (proto, l4) = match ip.first().map(|b| b >> 4) {
+        Some(4) => (ip.get(9), usize::from(ip[0] & 0xf) * 4),
+        Some(6) => (ip.get(6), 40),
+        _ => return false,
+    };
+    proto == Some(&6) && ip.get(l4 + 13).is_some_and(|fl| fl & 0x02 != 0)
+}
+
+/// Clamps the MSS of a TCP SYN in frame `f` to what `mtu` carries (IP and TCP headers off).
+fn clamp(f: &mut [u8], mtu: usize) {
+    if !is_syn(f) {
+        return;
+    }
+    let v6 = f[ETH_HLEN] >> 4 == 6;
+    let max = mtu
+        .saturating_sub(if v6 { 60 } else { 40 })
+        .clamp(64, 65_535) as u16;
+    frag::clamp_mss(&mut f[ETH_HLEN..], max);
 }
 
 /// The notifier: a device, address or route change reaches the device's stack.

@@ -16,6 +16,10 @@
 //! `all/forwarding` (or its alias `ipv4/ip_forward`) sets `forwarding` of `default` and
 //! of every device and clears `all/accept_redirects` (`inet_forward_change`). Writes need
 //! CAP_NET_ADMIN (`EPERM`) and parse as `proc_dointvec` does ([`parse_int`]).
+//! `ipv6/conf/{all,default}/` hold [`DEVCONF6`] (`net/ipv6/addrconf.c` `ipv6_devconf`,
+//! `ipv6_devconf_dflt`, `addrconf_sysctl`); IPv6 autoconfiguration ([`crate::addrconf`])
+//! reads them through [`ipv6_conf`]. There are no per-device `ipv6/conf/<dev>/` directories:
+//! `default` stands for every device (a device copies it when it registers on Linux).
 //! `core/somaxconn` caps the listen backlog of sockets of the namespace
 //! ([`somaxconn`]); a new namespace starts at the default (4096).
 //!
@@ -100,6 +104,37 @@ pub const DEVCONF: &[DevconfEntry] = &[
     rw("drop_unicast_in_l2_multicast", 0, 0),
 ];
 
+/// The IPv6 per-device values this kernel keeps (a subset of `ipv6_devconf`), with their
+/// defaults in `all` and `default`; [`crate::addrconf`] honours `accept_ra`, `autoconf`,
+/// `accept_ra_defrtr`, `accept_ra_pinfo`, `disable_ipv6`, `forwarding`, `addr_gen_mode`,
+/// `rtr_solicits` and `rtr_solicit_interval` (seconds, as `proc_dointvec_jiffies` shows
+/// it); the rest are kept and shown only.
+pub const DEVCONF6: &[DevconfEntry] = &[
+    rw("accept_dad", 0, 1),
+    rw("accept_ra", 1, 1),
+    rw("accept_ra_defrtr", 1, 1),
+    rw("accept_ra_mtu", 1, 1),
+    rw("accept_ra_pinfo", 1, 1),
+    rw("accept_redirects", 1, 1),
+    rw("addr_gen_mode", 0, 0),
+    rw("autoconf", 1, 1),
+    rw("dad_transmits", 1, 1),
+    rw("disable_ipv6", 0, 0),
+    rw("forwarding", 0, 0),
+    rw("hop_limit", 64, 64),
+    rw("keep_addr_on_down", 0, 0),
+    rw("mtu", 1280, 1280),
+    rw("rtr_solicit_delay", 1, 1),
+    rw("rtr_solicit_interval", 4, 4),
+    rw("rtr_solicit_max_interval", 3600, 3600),
+    rw("rtr_solicits", -1, -1),
+    rw("use_tempaddr", 0, 0),
+];
+
+fn index6(name: &str) -> usize {
+    DEVCONF6.iter().position(|e| e.name == name).unwrap_or(0)
+}
+
 fn index(name: &str) -> usize {
     DEVCONF.iter().position(|e| e.name == name).unwrap_or(0)
 }
@@ -128,6 +163,9 @@ pub struct Values {
     pub all: Vec<i32>,
     pub dflt: Vec<i32>,
     pub lo: Vec<i32>,
+    /// `ipv6/conf/all` and `ipv6/conf/default`, by [`DEVCONF6`] index.
+    pub all6: Vec<i32>,
+    pub dflt6: Vec<i32>,
     pub somaxconn: i32,
     /// `net.ipv4.ping_group_range`: the groups that may open ping sockets (inclusive).
     pub ping_group_range: (u32, u32),
@@ -141,6 +179,8 @@ impl Default for Values {
             all: DEVCONF.iter().map(|e| e.all).collect(),
             lo: Values::loopback(&dflt),
             dflt,
+            all6: DEVCONF6.iter().map(|e| e.all).collect(),
+            dflt6: DEVCONF6.iter().map(|e| e.dflt).collect(),
             somaxconn: SOMAXCONN_DEFAULT,
             ping_group_range: PING_GROUP_RANGE_DEFAULT,
         }
@@ -164,6 +204,8 @@ impl Values {
             all: init.all.clone(),
             lo: Values::loopback(&init.dflt),
             dflt: init.dflt.clone(),
+            all6: init.all6.clone(),
+            dflt6: init.dflt6.clone(),
             somaxconn: SOMAXCONN_DEFAULT,
             ping_group_range: PING_GROUP_RANGE_DEFAULT,
         }
@@ -240,6 +282,19 @@ pub fn parse_ping_group_range(data: &[u8]) -> SysResult<(u32, u32)> {
     } else {
         (a, b)
     })
+}
+
+/// The IPv6 value `name` of [`DEVCONF6`] that applies to the devices of `ns`: `default`'s,
+/// except that `disable_ipv6` and `forwarding` set in `all` count for every device (a write
+/// to `all` reaches every device on Linux: `addrconf_disable_ipv6`, `addrconf_fixup_forwarding`).
+pub fn ipv6_conf(ns: &NetNs, name: &str) -> i32 {
+    let g = ns.generic::<NetSysctl>();
+    let v = lock(&g.0);
+    let i = index6(name);
+    match name {
+        "disable_ipv6" | "forwarding" => v.all6[i].max(v.dflt6[i]),
+        _ => v.dflt6[i],
+    }
 }
 
 /// Whether namespace `ns` forwards IPv4 (`net.ipv4.conf.all.forwarding`).
@@ -350,6 +405,30 @@ fn conf_dir(fs: &Arc<ProcFs>, c: Conf) -> Arc<ProcInode> {
     ProcInode::dir(fs, entries)
 }
 
+/// An `ipv6/conf/<all|default>/` directory.
+fn conf6_dir(fs: &Arc<ProcFs>, all: bool) -> Arc<ProcInode> {
+    let entries: Vec<(&str, Arc<ProcInode>)> = DEVCONF6
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let node = knob(
+                fs,
+                move |v| if all { v.all6[i] } else { v.dflt6[i] },
+                move |v, x| {
+                    if all {
+                        v.all6[i] = x;
+                    } else {
+                        v.dflt6[i] = x;
+                    }
+                    Ok(())
+                },
+            );
+            (e.name, node)
+        })
+        .collect();
+    ProcInode::dir(fs, entries)
+}
+
 /// `ipv4/ping_group_range`: "LOW\tHIGH" (`proc_dointvec` prints vectors tab-separated).
 fn ping_group_range_file(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
     ProcInode::file_rw(
@@ -416,7 +495,20 @@ pub fn sys_net_dir(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
             ),
         )],
     );
-    ProcInode::dir(fs, vec![("core", core), ("ipv4", ipv4)])
+    let ipv6 = ProcInode::dir(
+        fs,
+        vec![(
+            "conf",
+            ProcInode::dir(
+                fs,
+                vec![
+                    ("all", conf6_dir(fs, true)),
+                    ("default", conf6_dir(fs, false)),
+                ],
+            ),
+        )],
+    );
+    ProcInode::dir(fs, vec![("core", core), ("ipv4", ipv4), ("ipv6", ipv6)])
 }
 
 #[cfg(test)]
@@ -440,6 +532,21 @@ mod tests {
         assert_eq!(get(Conf::Default, "disable_xfrm"), 0);
         assert_eq!(get(Conf::Lo, "tag"), 0);
         assert_eq!(v.somaxconn, 4096);
+        // addrconf.c ipv6_devconf / ipv6_devconf_dflt.
+        let six = |all: bool, n: &str| {
+            if all {
+                v.all6[index6(n)]
+            } else {
+                v.dflt6[index6(n)]
+            }
+        };
+        assert_eq!((six(false, "accept_ra"), six(false, "autoconf")), (1, 1));
+        assert_eq!((six(true, "accept_dad"), six(false, "accept_dad")), (0, 1));
+        assert_eq!(six(false, "rtr_solicits"), -1);
+        for (i, e) in DEVCONF6.iter().enumerate() {
+            assert_eq!(index6(e.name), i);
+        }
+        assert!(DEVCONF6.windows(2).all(|w| w[0].name < w[1].name));
         // Names are unique and only mc_forwarding is read-only.
         for (i, e) in DEVCONF.iter().enumerate() {
             assert_eq!(index(e.name), i);

@@ -62,14 +62,13 @@ pub fn sha256_hex(path: &Path) -> String {
 
 /// `python3 -m http.server` on 127.0.0.1:`port` serving `dir`, once it answers (10 s at most).
 pub fn http_server(dir: &Path, port: u16) -> Host {
+    http_server_on(dir, "127.0.0.1", port)
+}
+
+/// The same on `addr` (127.0.0.1 or ::1).
+pub fn http_server_on(dir: &Path, addr: &str, port: u16) -> Host {
     let child = Command::new("python3")
-        .args([
-            "-m",
-            "http.server",
-            "--bind",
-            "127.0.0.1",
-            &port.to_string(),
-        ])
+        .args(["-m", "http.server", "--bind", addr, &port.to_string()])
         .current_dir(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -77,7 +76,7 @@ pub fn http_server(dir: &Path, port: u16) -> Host {
         .expect("python3 -m http.server (python3 is needed on the host)");
     let host = Host(child);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while TcpStream::connect((addr, port)).is_err() {
         assert!(Instant::now() < deadline, "http.server did not start");
         std::thread::sleep(Duration::from_millis(50));
     }

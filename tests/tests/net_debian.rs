@@ -27,7 +27,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-use um_tests::hostsvc::{free_port, http_server, random_file, scratch, sha256_hex};
+use um_tests::hostsvc::{free_port, http_server, http_server_on, random_file, scratch, sha256_hex};
 use um_tests::{Boot, for_each_engine};
 
 fn debian_tree() -> PathBuf {
@@ -285,4 +285,118 @@ fn build_deb(work: &Path, deb: &Path, payload: &str) {
         let _ = std::fs::remove_dir_all(&p);
         let _ = std::fs::remove_file(&p);
     }
+}
+
+/// A host UDP echo server on `addr` (127.0.0.1 or ::1): every datagram goes back as it came.
+fn udp_echo(addr: &str) -> u16 {
+    let s = std::net::UdpSocket::bind((addr, 0)).expect("bind the echo server");
+    let port = s.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 70_000];
+        while let Ok((n, from)) = s.recv_from(&mut buf) {
+            let _ = s.send_to(&buf[..n], from);
+        }
+    });
+    port
+}
+
+/// The guest side of the fragment check: a 60 KiB datagram of random bytes to the echo
+/// server, through 10.0.2.2 and fd00::2 (hostloop), back equal.
+const UDP_BIG: &str = r#"
+import socket, os, sys
+for fam, dst, port in [(socket.AF_INET, '10.0.2.2', int(sys.argv[1])), (socket.AF_INET6, 'fd00::2', int(sys.argv[2]))]:
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    s.settimeout(10)
+    data = os.urandom(61440)
+    s.sendto(data, (dst, port))
+    r, _ = s.recvfrom(70000)
+    print('BIG', dst, len(r), 'equal' if r == data else 'DIFFERENT')
+"#;
+
+/// IPv6 autoconfiguration and IP fragments (issue 18): after `ip link set eth0 up` the
+/// router advertisement of usernet gives eth0 fd00::5054:ff:fe12:3456/64 (EUI-64 of the MAC)
+/// with lifetimes and a default route via fe80::2 (`ip -6 addr`/`ip -6 route` over netlink);
+/// `ping -6` reaches the gateway; a 60 KiB UDP datagram goes to a host echo server on
+/// 127.0.0.1 and on ::1 and comes back equal (fragmented by the guest stack, reassembled by
+/// usernet, fragmented by usernet, reassembled by the guest stack, both families); `curl -6`
+/// of a file from a host `http.server` bound on [::1] (as fd00::2 with `hostloop=on`) has the
+/// host's sha256.
+#[test]
+fn ipv6_slaac_and_fragments() {
+    let p4 = udp_echo("127.0.0.1");
+    let p6 = udp_echo("::1");
+    let dir = scratch("netv6", "udpbig");
+    std::fs::write(dir.join("big.py"), UDP_BIG).unwrap();
+    let sum = random_file(&dir.join("f"), 1);
+    let port = free_port();
+    let _http = http_server_on(&dir, "::1", port);
+    for_each_engine(|engine| {
+        let script = format!(
+            "ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && \
+             ip route add default via 10.0.2.2\n\
+             for i in 1 2 3 4 5 6 7 8 9 10; do ip -6 addr show dev eth0 | grep -q 'scope global' && break; sleep 0.5; done\n\
+             ip -6 addr show dev eth0\n\
+             ip -6 route\n\
+             cat /proc/sys/net/ipv6/conf/default/accept_ra\n\
+             ping -6 -c3 -i 0.2 fd00::2 && echo PING6-OK\n\
+             python3 /mnt/big.py {p4} {p6}\n\
+             curl -6 -sS -o /tmp/f http://[fd00::2]:{port}/f && echo SUM:$(sha256sum < /tmp/f)\n\
+             echo UM-V6-DONE\n"
+        );
+        let net = "eth0=user,restrict=loopback,hostloop=on";
+        let out = boot(
+            engine,
+            &[net, &format!("bind={}:/mnt", dir.display())],
+            &script,
+            120,
+        );
+        out.assert_ok("UM-V6-DONE");
+        let text = out.stdout.replace('\r', "");
+        for want in [
+            "inet6 fd00::5054:ff:fe12:3456/64 scope global dynamic",
+            "inet6 fe80::5054:ff:fe12:3456/64 scope link",
+            "default via fe80::2 dev eth0 proto ra metric 1024 expires",
+            "fd00::/64 dev eth0 proto kernel metric 256 expires",
+            "PING6-OK",
+            "BIG 10.0.2.2 61440 equal",
+            "BIG fd00::2 61440 equal",
+        ] {
+            assert!(text.contains(want), "{engine:?}: no {want:?} in\n{text}");
+        }
+        assert!(
+            text.contains("valid_lft 86"),
+            "{engine:?}: lifetimes\n{text}"
+        );
+        assert!(
+            text.contains(&format!("SUM:{sum}")),
+            "{engine:?}: curl -6 of the host's [::1] http.server\n{text}"
+        );
+    });
+}
+
+/// A host without IPv6 (`ipv6=off`): no router advertisement, so no global address and no
+/// default route; a connect to fd00::2 fails at once with ENETUNREACH.
+#[test]
+fn ipv6_off_is_enetunreach() {
+    let script = "ip link set eth0 up\nsleep 1\n\
+         python3 -c \"import socket,time,errno\n\
+s=socket.socket(socket.AF_INET6)\nt=time.time()\n\
+try:\n s.connect(('fd00::2',80))\nexcept OSError as e:\n print('CONNECT', errno.errorcode[e.errno], round(time.time()-t))\"\n\
+         ip -6 route\necho UM-V6OFF-DONE\n";
+    for_each_engine(|engine| {
+        let out = boot(
+            engine,
+            &["eth0=user,restrict=loopback,ipv6=off"],
+            script,
+            60,
+        );
+        out.assert_ok("UM-V6OFF-DONE");
+        let text = out.stdout.replace('\r', "");
+        assert!(
+            text.contains("CONNECT ENETUNREACH 0"),
+            "{engine:?}:\n{text}"
+        );
+        assert!(!text.contains("default via"), "{engine:?}:\n{text}");
+    });
 }

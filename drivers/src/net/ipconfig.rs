@@ -235,6 +235,7 @@ fn apply(d: &Arc<NetDevice>, addr: Ipv4Addr, mask: Ipv4Addr, gw: Option<Ipv4Addr
             kind: RTN_UNICAST,
             priority: 0,
             prefsrc: None,
+            expires: None,
         };
         if let Err(e) = devs.add_route(ns, r) {
             log::warn!("IP-Config: cannot add the default route via {g}: {e:?}");

@@ -189,7 +189,7 @@ impl InetSocket {
                         Err(icmp::SendError::Unaddressable) => Some(Err(Errno::EINVAL)),
                     }
                 })??;
-                stack.service();
+                stack.service_armed();
                 Ok(data.len())
             }
         }

@@ -709,7 +709,7 @@ impl InetSocket {
                 Err(udp::SendError::Unaddressable) => Some(Err(Errno::EINVAL)),
             }
         })??;
-        stack.service();
+        stack.service_armed();
         Ok(data.len())
     }
 }

@@ -143,6 +143,8 @@ pub struct Opts {
     pub mc_if6: i32,
     pub tclass: i32,
     pub recvpktinfo6: bool,
+    /// `IPV6_RECVHOPLIMIT`: an `IPV6_HOPLIMIT` control message with each datagram.
+    pub recvhoplimit6: bool,
     pub recverr6: bool,
     pub mtu_discover6: i32,
     pub memberships: Vec<Membership>,
@@ -214,6 +216,7 @@ impl Opts {
             mc_if6: 0,
             tclass: -1,
             recvpktinfo6: false,
+            recvhoplimit6: false,
             recverr6: false,
             mtu_discover6: if proto == Proto::Tcp { 1 } else { 0 },
             memberships: Vec::new(),
@@ -509,6 +512,7 @@ impl Opts {
             IPV6_MULTICAST_IF => i(self.mc_if6),
             IPV6_TCLASS => i(self.tclass.max(0)),
             IPV6_RECVPKTINFO => i(self.recvpktinfo6 as i32),
+            IPV6_RECVHOPLIMIT => i(self.recvhoplimit6 as i32),
             IPV6_RECVERR => i(self.recverr6 as i32),
             IPV6_MTU_DISCOVER => i(self.mtu_discover6),
             _ => return Err(Errno::ENOPROTOOPT),
@@ -848,6 +852,7 @@ impl Opts {
                 self.mc_if6 = v;
             }
             IPV6_RECVPKTINFO => self.recvpktinfo6 = v != 0,
+            IPV6_RECVHOPLIMIT => self.recvhoplimit6 = v != 0,
             IPV6_RECVERR => self.recverr6 = v != 0,
             IPV6_MTU_DISCOVER => {
                 if !(0..=5).contains(&v) {
@@ -930,6 +935,10 @@ pub fn recv_control(
             ipi6_ifindex: LO_IFINDEX,
         };
         out.push((IPPROTO_IPV6, IPV6_PKTINFO, p.as_bytes()));
+    }
+    if family == super::super::AF_INET6 && o.recvhoplimit6 {
+        // ip6_datagram_recv_specific_ctl: an int, after the packet info.
+        out.push((IPPROTO_IPV6, IPV6_HOPLIMIT, ttl.to_le_bytes().to_vec()));
     }
     if let IpAddr::V4(a) = to.ip() {
         if o.pktinfo {
@@ -1184,6 +1193,13 @@ mod tests {
         assert_eq!(c[1].1, IP_PKTINFO);
         let to6: std::net::SocketAddr = "[::1]:53".parse().unwrap();
         assert_eq!(recv_control(&o, AF_INET6, &to6, 64, 0).len(), 1);
+        // IPV6_RECVHOPLIMIT (ping -6 asks for it): the hop limit as an int, after the info.
+        o.recvhoplimit6 = true;
+        let c = recv_control(&o, AF_INET6, &to6, 63, 0);
+        assert_eq!(
+            c[1],
+            (IPPROTO_IPV6, IPV6_HOPLIMIT, 63i32.to_le_bytes().to_vec())
+        );
     }
 
     #[test]

@@ -424,13 +424,40 @@ fn set_link(r: &Request<'_>, d: &NetDevices) -> NlResult {
     Ok(Answer::Done)
 }
 
-/// `put_cacheinfo` of a permanent address.
-fn cacheinfo() -> Vec<u8> {
+/// Seconds left until `t` (`INFINITY_LIFE_TIME` for none), as `inet6_fill_ifaddr` reports
+/// `ifa_valid`/`ifa_prefered`.
+fn secs_left(t: Option<std::time::Instant>) -> u32 {
+    t.map_or(INFINITY_LIFE_TIME, |t| {
+        let left = t.saturating_duration_since(std::time::Instant::now());
+        left.as_secs().min(u64::from(INFINITY_LIFE_TIME - 1)) as u32
+    })
+}
+
+/// `put_cacheinfo`: the address's remaining lifetimes (forever for a permanent one).
+fn cacheinfo(a: &IfAddr) -> Vec<u8> {
     IfaCacheinfo {
-        ifa_prefered: INFINITY_LIFE_TIME,
-        ifa_valid: INFINITY_LIFE_TIME,
+        ifa_prefered: if a.flags & IFA_F_DEPRECATED != 0 {
+            0
+        } else {
+            secs_left(a.preferred_until.or(a.valid_until))
+        },
+        ifa_valid: secs_left(a.valid_until),
         cstamp: 0,
         tstamp: 0,
+    }
+    .as_bytes()
+}
+
+/// `rtnl_put_cacheinfo` of a route: `rta_expires` in clock ticks (`USER_HZ`, 100 a second)
+/// until it expires, 0 for a route that does not.
+fn route_cacheinfo(rt: &Route) -> Vec<u8> {
+    let expires = rt.expires.map_or(0, |t| {
+        let left = t.saturating_duration_since(std::time::Instant::now());
+        (left.as_millis() / 10).min(i32::MAX as u128) as i32
+    });
+    RtaCacheinfo {
+        rta_expires: expires,
+        ..RtaCacheinfo::default()
     }
     .as_bytes()
 }
@@ -453,10 +480,10 @@ pub fn fill_addr(a: &IfAddr, ty: u16, flags: u16, seq: u32, pid: u32) -> Vec<u8>
         }
         m.str(IFA_LABEL, &a.label)
             .u32(IFA_FLAGS, a.flags)
-            .attr(IFA_CACHEINFO, &cacheinfo());
+            .attr(IFA_CACHEINFO, &cacheinfo(a));
     } else {
         m.attr(IFA_ADDRESS, &ip)
-            .attr(IFA_CACHEINFO, &cacheinfo())
+            .attr(IFA_CACHEINFO, &cacheinfo(a))
             .u32(IFA_FLAGS, a.flags);
     }
     m.finish()
@@ -668,7 +695,7 @@ pub fn fill_route(rt: &Route, ty: u16, flags: u16, seq: u32, pid: u32) -> Vec<u8
             m.attr(RTA_GATEWAY, &ip_bytes(g));
         }
         m.u32(RTA_OIF, rt.oif as u32)
-            .attr(RTA_CACHEINFO, &RtaCacheinfo::default().as_bytes())
+            .attr(RTA_CACHEINFO, &route_cacheinfo(rt))
             .u8(RTA_PREF, 0);
     }
     m.finish()
@@ -765,6 +792,7 @@ fn new_route(r: &Request<'_>, d: &NetDevices) -> NlResult {
         },
         priority: q.priority.unwrap_or(if v4 { 0 } else { IP6_RT_PRIO_USER }),
         prefsrc: q.prefsrc,
+        expires: None,
     };
     if d.by_index(oif).is_none() {
         return Err(err(Errno::ENODEV, "Device not found"));
@@ -852,8 +880,7 @@ fn get_route(r: &Request<'_>, d: &NetDevices) -> NlResult {
     if !v4 {
         m.u32(RTA_PRIORITY, rt.priority);
     }
-    m.u32(RTA_UID, 0)
-        .attr(RTA_CACHEINFO, &RtaCacheinfo::default().as_bytes());
+    m.u32(RTA_UID, 0).attr(RTA_CACHEINFO, &route_cacheinfo(&rt));
     if !v4 {
         m.u8(RTA_PREF, 0);
     }

@@ -113,7 +113,9 @@ pub struct Engine {
     next_timer: Option<Instant>,
     rand: u64,
     eph_port: u16,
-    frag_id: u16,
+    frag_id: u32,
+    /// The guest's fragments being put back together (`crate::frag`).
+    reasm: crate::frag::Reassembly,
 }
 
 fn token_flags_tcp() -> EpollFlags {
@@ -184,6 +186,7 @@ impl Engine {
             rand,
             eph_port: 49152,
             frag_id: 0,
+            reasm: Default::default(),
         })
     }
 
@@ -385,13 +388,28 @@ impl Engine {
         }
         match eth.ethertype {
             wire::ETHERTYPE_ARP => self.arp(eth.payload),
-            wire::ETHERTYPE_IPV4 => {
-                if let Some(ip) = wire::parse_ipv4(eth.payload) {
-                    self.ip(&ip, now)
-                }
-            }
-            wire::ETHERTYPE_IPV6 => {
-                if let Some(ip) = wire::parse_ipv6(eth.payload) {
+            wire::ETHERTYPE_IPV4 | wire::ETHERTYPE_IPV6 => {
+                // A guest's big datagram arrives in fragments: the last one brings it whole.
+                let whole;
+                let pkt = match self.reasm.push(eth.payload, now) {
+                    crate::frag::Push::NotFragment => eth.payload,
+                    crate::frag::Push::Held => {
+                        if let Some(t) = self.reasm.expire(now) {
+                            self.arm(t);
+                        }
+                        return;
+                    }
+                    crate::frag::Push::Done(p) => {
+                        whole = p;
+                        &whole[..]
+                    }
+                };
+                let ip = if eth.ethertype == wire::ETHERTYPE_IPV4 {
+                    wire::parse_ipv4(pkt)
+                } else {
+                    wire::parse_ipv6(pkt)
+                };
+                if let Some(ip) = ip {
                     self.ip(&ip, now)
                 }
             }
@@ -751,11 +769,11 @@ impl Engine {
         if data.len() + hdr <= mtu {
             return self.send_ip(key.remote.ip(), key.guest.ip(), wire::PROTO_UDP, &h, data);
         }
-        if !v4 || data.len() + hdr > 0xffff {
-            // IPv6 would need a fragment header (RFC 8200 4.5): not done; dropped.
+        if data.len() + hdr - if v4 { 0 } else { 40 } > 0xffff {
             return;
         }
-        // IPv4: fragments of the whole datagram (RFC 791 3.2), e.g. a large DNS answer.
+        // Fragments of the whole datagram (RFC 791 3.2, RFC 8200 4.5), e.g. a large DNS
+        // answer or a big datagram from a host service.
         let whole = wire::build(
             self.dst_mac(key.guest.ip()),
             Self::src_mac(key.remote.ip()),
@@ -766,7 +784,8 @@ impl Engine {
             data,
         );
         self.frag_id = self.frag_id.wrapping_add(1);
-        self.tx.extend(wire::fragment_v4(&whole, mtu, self.frag_id));
+        self.tx
+            .extend(crate::frag::fragment(&whole, mtu, self.frag_id));
     }
 
     // ---- Listeners (hostfwd) ----
@@ -956,6 +975,9 @@ impl Engine {
                 }
                 None => {}
             }
+        }
+        if let Some(t) = self.reasm.expire(now) {
+            self.arm(t);
         }
     }
 

@@ -48,8 +48,9 @@
 //! eventfd and the next timer. `to_guest` is called with no lock held, from either.
 //!
 //! # Not done
-//! - Reassembly of the guest's IP fragments (dropped); IPv6 datagrams for the guest larger
-//!   than the MTU are dropped (IPv4 ones are fragmented); IPv6 extension headers; DHCPv6.
+//! - IPv6 extension headers other than a leading Fragment header; DHCPv6. (The guest's IP
+//!   fragments are reassembled and datagrams for the guest larger than the MTU fragmented,
+//!   both families, by `frag`.)
 //! - TCP SACK and timestamps; SO_PEEK_OFF (each re-peek copies the in-flight bytes again); a
 //!   precise advertised window (SIOCOUTQ needs unsafe: a full host socket means a zero window
 //!   until EPOLLOUT).
@@ -62,6 +63,7 @@
 pub mod config;
 mod dhcp;
 mod engine;
+pub mod frag;
 mod host;
 mod wire;
 

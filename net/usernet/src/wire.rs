@@ -165,8 +165,7 @@ pub fn parse_ipv4(p: &[u8]) -> Option<Ip<'_>> {
     if ihl < 20 || total < ihl || total > p.len() {
         return None;
     }
-    // Fragments (MF set or a non-zero offset) are not reassembled: dropped (RFC 791 allows a
-    // host that cannot reassemble to drop, and guests send TCP within the MTU).
+    // Fragments (MF set or a non-zero offset) are for `crate::frag` to reassemble first.
     let frag = r.u16(6)?;
     if frag & 0x3fff != 0 {
         return None;
@@ -188,8 +187,9 @@ pub fn parse_ipv6(p: &[u8]) -> Option<Ip<'_>> {
     }
     let plen = usize::from(r.u16(4)?);
     let packet = r.bytes(0, 40 + plen)?;
-    // Extension headers (hop-by-hop for MLD, fragments) are not followed: such packets are
-    // dropped, which loses only MLD reports (there is no multicast router here).
+    // Extension headers are not followed (fragments are reassembled by `crate::frag`
+    // first): hop-by-hop ones are dropped, which loses only MLD reports (there is no
+    // multicast router here).
     Some(Ip {
         src: IpAddr::V6(r.v6(8)?),
         dst: IpAddr::V6(r.v6(24)?),
@@ -349,41 +349,6 @@ pub fn build(
     f
 }
 
-/// Splits an IPv4 frame built by [`build`] into fragments that fit `mtu` (RFC 791 3.2: every
-/// fragment but the last carries a multiple of 8 bytes, MF set, the offset in 8-byte units),
-/// all with identification `id`.
-pub fn fragment_v4(frame: &[u8], mtu: usize, id: u16) -> Vec<Vec<u8>> {
-    let (Some(eth), Some(ip), Some(payload)) = (
-        frame.get(..ETH_HLEN),
-        frame.get(ETH_HLEN..ETH_HLEN + 20),
-        frame.get(ETH_HLEN + 20..),
-    ) else {
-        return Vec::new();
-    };
-    let per = (mtu.saturating_sub(20) / 8 * 8).max(8);
-    let mut out = Vec::new();
-    let mut off = 0;
-    while off < payload.len() {
-        let n = per.min(payload.len() - off);
-        let more = off + n < payload.len();
-        let mut h: [u8; 20] = ip.try_into().unwrap_or([0; 20]);
-        h[2..4].copy_from_slice(&((20 + n) as u16).to_be_bytes());
-        h[4..6].copy_from_slice(&id.to_be_bytes());
-        let fo = (off / 8) as u16 | if more { 0x2000 } else { 0 };
-        h[6..8].copy_from_slice(&fo.to_be_bytes());
-        h[10..12].fill(0);
-        let c = csum_fold(csum_add(0, &h));
-        h[10..12].copy_from_slice(&c.to_be_bytes());
-        let mut f = Vec::with_capacity(ETH_HLEN + 20 + n);
-        f.extend_from_slice(eth);
-        f.extend_from_slice(&h);
-        f.extend_from_slice(&payload[off..off + n]);
-        out.push(f);
-        off += n;
-    }
-    out
-}
-
 /// A TCP header (no options beyond MSS and window scale, which go on SYNs only).
 pub fn tcp_header(
     sport: u16,
@@ -448,37 +413,6 @@ mod tests {
         // RFC 1071 section 3: the sum of 00 01 f2 03 f4 f5 f6 f7 is ddf2 (before complement).
         let s = csum_add(0, &[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]);
         assert_eq!(csum_fold(s), !0xddf2);
-    }
-
-    #[test]
-    fn fragments_reassemble_to_the_datagram() {
-        let src = IpAddr::V4(Ipv4Addr::new(10, 0, 2, 3));
-        let dst = IpAddr::V4(Ipv4Addr::new(10, 0, 2, 15));
-        let data: Vec<u8> = (0..4000u32).map(|i| i as u8).collect();
-        let whole = build(
-            [1; 6],
-            [2; 6],
-            src,
-            dst,
-            PROTO_UDP,
-            &udp_header(53, 9, data.len()),
-            &data,
-        );
-        let frags = fragment_v4(&whole, 1500, 77);
-        assert_eq!(frags.len(), 3);
-        let mut joined = Vec::new();
-        for (i, f) in frags.iter().enumerate() {
-            assert!(f.len() - ETH_HLEN <= 1500);
-            let h = &f[ETH_HLEN..ETH_HLEN + 20];
-            assert_eq!(csum_fold(csum_add(0, h)), 0);
-            assert_eq!(u16::from_be_bytes([h[4], h[5]]), 77);
-            let fo = u16::from_be_bytes([h[6], h[7]]);
-            assert_eq!(fo & 0x2000 != 0, i < 2, "MF on all but the last");
-            assert_eq!(usize::from(fo & 0x1fff) * 8, joined.len());
-            joined.extend_from_slice(&f[ETH_HLEN + 20..]);
-        }
-        assert_eq!(joined, whole[ETH_HLEN + 20..]);
-        assert!(fragment_v4(&whole[..20], 1500, 1).is_empty());
     }
 
     #[test]

@@ -26,8 +26,11 @@ pub const IPPROTO_TCP: i32 = 6;
 pub const IPPROTO_UDP: i32 = 17;
 /// `IPPROTO_IPV6` (also `SOL_IPV6`).
 pub const IPPROTO_IPV6: i32 = 41;
-/// `IPPROTO_ICMPV6`.
+/// `IPPROTO_ICMPV6` (also `SOL_ICMPV6`).
 pub const IPPROTO_ICMPV6: i32 = 58;
+/// `ICMPV6_FILTER` (`include/uapi/linux/icmpv6.h`): the type filter of a raw ICMPv6 socket,
+/// at `SOL_ICMPV6`.
+pub const ICMPV6_FILTER: i32 = 1;
 /// `IPPROTO_UDPLITE`.
 pub const IPPROTO_UDPLITE: i32 = 136;
 /// `IPPROTO_SCTP`.
@@ -76,6 +79,9 @@ pub mod ipv6 {
     pub const IPV6_RECVERR: i32 = 25;
     pub const IPV6_V6ONLY: i32 = 26;
     pub const IPV6_RECVPKTINFO: i32 = 49;
+    pub const IPV6_RECVHOPLIMIT: i32 = 51;
+    /// The control message type of `IPV6_RECVHOPLIMIT`.
+    pub const IPV6_HOPLIMIT: i32 = 52;
     pub const IPV6_RTHDR: i32 = 57;
     /// The control message type of `IPV6_RECVPKTINFO`.
     pub const IPV6_PKTINFO: i32 = 50;
@@ -298,3 +304,15 @@ crate::pod_struct! {
     }
 }
 const_assert_eq!(core::mem::size_of::<In6Pktinfo>(), 20);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn icmpv6_numbers() {
+        // include/uapi/linux/in6.h IPPROTO_ICMPV6, include/uapi/linux/icmpv6.h ICMPV6_FILTER.
+        assert_eq!((IPPROTO_ICMPV6, ICMPV6_FILTER), (58, 1));
+        assert_eq!((ipv6::IPV6_RECVHOPLIMIT, ipv6::IPV6_HOPLIMIT), (51, 52));
+    }
+}

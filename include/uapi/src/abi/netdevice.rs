@@ -73,6 +73,9 @@ pub const RT_TABLE_LOCAL: u8 = 255;
 pub const IFA_F_SECONDARY: u32 = 0x01;
 /// `IFA_F_NODAD`: no duplicate address detection.
 pub const IFA_F_NODAD: u32 = 0x02;
+/// `IFA_F_DEPRECATED`: past its preferred lifetime (RFC 4862 5.5.4); not chosen as a
+/// source for new connections.
+pub const IFA_F_DEPRECATED: u32 = 0x20;
 /// `IFA_F_PERMANENT`: configured, not from autoconfiguration.
 pub const IFA_F_PERMANENT: u32 = 0x80;
 /// `IFA_F_NOPREFIXROUTE`: adding the address adds no prefix route.
@@ -201,5 +204,9 @@ mod tests {
         assert_eq!(IFF_LOWER_UP, 0x10000);
         assert_eq!((ARPHRD_ETHER, ARPHRD_LOOPBACK), (1, 772));
         assert_eq!((RT_TABLE_MAIN, RT_TABLE_LOCAL), (254, 255));
+        // include/uapi/linux/if_addr.h.
+        assert_eq!((IFA_F_DEPRECATED, IFA_F_PERMANENT), (0x20, 0x80));
+        // include/uapi/linux/rtnetlink.h: RTPROT_RA 9.
+        assert_eq!(RTPROT_RA, 9);
     }
 }
