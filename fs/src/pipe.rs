@@ -185,30 +185,7 @@ pub fn next_ino() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-fn now_realtime() -> (i64, i64) {
-    um_os_linux::host::clock_gettime(libc::CLOCK_REALTIME).unwrap_or((0, 0))
-}
-
-/// The `Kstat` of a pseudo file: `mode` (type and permission bits), owned by `uid:gid`, on the
-/// anonymous device `0:dev_minor`.
-pub fn anon_kstat(mode: u32, ino: u64, dev_minor: u64, uid: u32, gid: u32) -> Kstat {
-    let t = now_realtime();
-    Kstat {
-        dev: dev_minor,
-        ino,
-        mode,
-        nlink: 1,
-        uid,
-        gid,
-        rdev: 0,
-        size: 0,
-        blksize: um_mm::page_size() as i64,
-        blocks: 0,
-        atime: t,
-        mtime: t,
-        ctime: t,
-    }
-}
+pub use um_kernel::vfs::anon_kstat;
 
 /// Raises SIGPIPE for `task` (Linux `send_sig(SIGPIPE, current, 0)`: `SI_USER` from itself).
 pub fn send_sigpipe(task: &Arc<Task>) {

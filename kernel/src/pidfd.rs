@@ -53,18 +53,7 @@ impl PidFd {
 impl FileOps for PidFd {
     /// An anonymous inode (`anon_inode_getfd("[pidfd]", ...)`): mode 0600, no file type.
     fn stat(&self) -> SysResult<Kstat> {
-        let t = um_os_linux::host::clock_gettime(libc::CLOCK_REALTIME).unwrap_or((0, 0));
-        Ok(Kstat {
-            dev: 0x0d,
-            ino: self.ino,
-            mode: 0o600,
-            nlink: 1,
-            blksize: um_mm::page_size() as i64,
-            atime: t,
-            mtime: t,
-            ctime: t,
-            ..Default::default()
-        })
+        Ok(crate::vfs::anon_kstat(0o600, self.ino, 0x0d, 0, 0))
     }
 
     fn is_stream(&self) -> bool {

@@ -859,6 +859,28 @@ pub struct ExeFile {
     pub deny: DenyWrite,
 }
 
+/// The `Kstat` of a pseudo file: `mode` (type and permission bits), owned by `uid:gid`, on the
+/// anonymous device `0:dev_minor` (pipes, sockets, and the anonymous-inode files of
+/// fs/anon_inodes.c: pidfd, the seccomp listener).
+pub fn anon_kstat(mode: u32, ino: u64, dev_minor: u64, uid: u32, gid: u32) -> Kstat {
+    let t = um_os_linux::host::clock_gettime(libc::CLOCK_REALTIME).unwrap_or((0, 0));
+    Kstat {
+        dev: dev_minor,
+        ino,
+        mode,
+        nlink: 1,
+        uid,
+        gid,
+        rdev: 0,
+        size: 0,
+        blksize: um_mm::page_size() as i64,
+        blocks: 0,
+        atime: t,
+        mtime: t,
+        ctime: t,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
