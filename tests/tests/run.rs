@@ -161,7 +161,7 @@ fn bad_input() {
         (vec![], "no ROOTFS"),
         (vec!["--frob", root.as_str()], "unknown option"),
         (vec!["/nonexistent-um-rootfs"], "nonexistent-um-rootfs"),
-        (vec![f.as_str()], "not a directory or a rootfs tarball"),
+        (vec![f.as_str()], "not a directory, a rootfs tarball"),
         (vec!["--bind"], "--bind needs"),
         (
             vec!["--bind", "/nonexistent-um-host", root.as_str()],
@@ -244,4 +244,122 @@ fn ncpus_agree() {
         );
         out.assert_ok("cpus: 3 3 3 3;");
     });
+}
+
+/// `tools/mkimage` + `linux run IMAGE` (issues 19 item 4 and 25): an ext4 image of the Alpine
+/// tarball (owners from the archive's members) and of a small hostfs tree whose guest owners,
+/// device node and xattr live in hostfs's `user.um.*` host xattrs; both boot read-only from
+/// `/dev/ubda` through the kernel's ext4, with a writable /tmp, and pass CMD's status back.
+#[test]
+fn ext4_image_root() {
+    let arch = std::env::consts::ARCH;
+    let tarball = workspace_root()
+        .join("..")
+        .join("shared/rootfs")
+        .join(format!("alpine-minirootfs-3.20.3-{arch}.tar.gz"));
+    let dir = scratch("image");
+    let mkimage = workspace_root().join("tools/mkimage");
+    let make = |src: &std::path::Path, out: &std::path::Path| {
+        let o = std::process::Command::new(&mkimage)
+            .arg(src)
+            .arg(out)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "tools/mkimage {}: {:?}\n{}",
+            src.display(),
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    let alpine = dir.join("alpine.ext4");
+    make(&tarball, &alpine);
+    // A hostfs tree with the guest's metadata in host xattrs (hostfs_meta.rs, hostfs_xattr.rs).
+    let tree = dir.join("tree");
+    std::fs::create_dir_all(tree.join("etc")).unwrap();
+    let unpack = std::process::Command::new("tar")
+        .args([
+            "-xzf",
+            tarball.to_str().unwrap(),
+            "-C",
+            tree.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(unpack.success());
+    std::fs::write(tree.join("etc/owned"), "owned\n").unwrap();
+    std::fs::write(tree.join("etc/zero-node"), "").unwrap();
+    let setx = |p: &str, name: &str, v: &str| {
+        let st = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import os,sys; os.setxattr(sys.argv[1], sys.argv[2], sys.argv[3].encode())",
+                tree.join(p).to_str().unwrap(),
+                name,
+                v,
+            ])
+            .status()
+            .unwrap();
+        assert!(st.success(), "setxattr {p} {name}");
+    };
+    setx("etc/owned", "user.um.stat", "1234:5678:0640:file");
+    setx("etc/owned", "user.um.user.colour", "blue");
+    setx("etc/zero-node", "user.um.stat", "0:0:0666:char-1-5");
+    let hosty = dir.join("tree.ext4");
+    make(&tree, &hosty);
+    let fsck = std::process::Command::new("e2fsck")
+        .args(["-fn", hosty.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(fsck.status.success(), "e2fsck -fn of the image failed");
+    let attrs = std::process::Command::new("debugfs")
+        .args(["-R", "ea_list /etc/owned", hosty.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let attrs = String::from_utf8_lossy(&attrs.stdout);
+    assert!(
+        attrs.contains("user.colour") && attrs.contains("blue") && !attrs.contains("um."),
+        "the guest's xattr under its own name, ours gone:\n{attrs}"
+    );
+    let (a, h) = (alpine.display().to_string(), hosty.display().to_string());
+    for_each_engine(|engine| {
+        let out = run(
+            engine,
+            &[
+                &a,
+                "/bin/sh",
+                "-c",
+                "echo \"release:$(cat /etc/alpine-release);\"; \
+                 echo \"shadow:$(stat -c %U:%G:%a /etc/shadow);\"; \
+                 echo \"root:$(grep ' / ' /proc/mounts | cut -d' ' -f1-4);\"; \
+                 echo t >/tmp/t && echo tmp-writable; \
+                 echo x >/etc/x 2>/dev/null || echo root-readonly; exit 9",
+            ],
+        );
+        out.assert_exit_code(9);
+        um_tests::assert_marker(&out, "release:3.20.3;");
+        um_tests::assert_marker(&out, "shadow:root:shadow:640;");
+        um_tests::assert_marker(&out, "root:/dev/ubda / ext4 ro;");
+        um_tests::assert_marker(&out, "tmp-writable");
+        um_tests::assert_marker(&out, "root-readonly");
+        out.scan_log();
+        let out = run(
+            engine,
+            &[
+                &h,
+                "/bin/sh",
+                "-c",
+                "echo \"owned:$(stat -c %u:%g:%a /etc/owned);\"; \
+                 echo \"node:$(stat -c %F:%t:%T /etc/zero-node);\"; \
+                 head -c 4 /etc/zero-node | od -An -tx1 | tr -d ' \\n'; echo ';'",
+            ],
+        );
+        out.assert_exit_code(0);
+        um_tests::assert_marker(&out, "owned:1234:5678:640;");
+        um_tests::assert_marker(&out, "node:character special file:1:5;");
+        um_tests::assert_marker(&out, "00000000;");
+        out.scan_log();
+    });
+    let _ = std::fs::remove_dir_all(&dir);
 }

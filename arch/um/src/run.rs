@@ -2,7 +2,8 @@
 //!
 //! It turns its arguments into an ordinary kernel command line and boots that in this process:
 //! the root is ROOTFS through hostfs (a directory, or a rootfs tarball unpacked once into a
-//! cache, with progress), init is the root's `/bin/sh` running a short script that mounts what a
+//! cache, with progress), or an ext2/3/4 image (`tools/mkimage` makes one) on `/dev/ubda`
+//! through the kernel's own ext4, read-only, with tmpfs on `/tmp`; init is the root's `/bin/sh` running a short script that mounts what a
 //! booted system has (`/proc`, `/sys`, `/dev/pts`, `/dev/shm`, `/run`; `/dev` is the kernel's
 //! devtmpfs) and then runs CMD (default: a login shell) as its child, so CMD's exit status is
 //! init's and so `linux`'s, and ^C reaches CMD (init ignores the signals it has no handler for,
@@ -30,9 +31,12 @@ mounted, as in a booted system.
 
   ROOTFS                a directory, or a rootfs tarball (.tar, .tar.gz/.tgz, .tar.xz,
                         .tar.bz2, .tar.zst), unpacked once into
-                        $XDG_CACHE_HOME/um-linux/rootfs/ (else ~/.cache/...)
+                        $XDG_CACHE_HOME/um-linux/rootfs/ (else ~/.cache/...), or an
+                        ext2/ext3/ext4 image (tools/mkimage makes one), mounted
+                        read-only as /dev/ubda with a tmpfs on /tmp
   --bind HOST[:GUEST]   mount the host directory HOST (relative: to the current
-                        directory) at GUEST (default /host; made in the root if missing),
+                        directory) at GUEST (default /host, made in the root if missing;
+                        with an image: default /mnt, which must exist in it),
                         confined to HOST as the root is; repeatable; :ro at the end for
                         read-only
   KERNEL-OPTION         any word with '=' (or ro, nosysemu, nocancel, debug): an option of
@@ -41,7 +45,8 @@ mounted, as in a booted system.
 
 The kernel log stays off the terminal (loglevel=0; dmesg in the guest shows it; give
 loglevel=7 to see it). The same as UML's: linux rootfstype=hostfs rootflags=ROOTFS rw
-loglevel=0 init=/bin/sh -- -c '<mounts>; CMD'; as proot's `proot -r ROOTFS -b HOST:GUEST CMD`.
+loglevel=0 init=/bin/sh -- -c '<mounts>; CMD' (an image: ubd0r=IMAGE root=/dev/ubda
+rootfstype=ext4 ro instead of the hostfs words); as proot's `proot -r ROOTFS -b HOST:GUEST CMD`.
 ";
 
 /// The kernel words of a bare flag that `linux run` passes through.
@@ -56,6 +61,9 @@ mkdir -p /dev/pts /dev/shm 2>/dev/null
 for m in sysfs:/sys devpts:/dev/pts tmpfs:/dev/shm tmpfs:/run; do
     [ -d "${m#*:}" ] && ! mounted "${m#*:}" && mount -t "${m%%:*}" "${m%%:*}" "${m#*:}" 2>/dev/null
 done
+while read -r _ mp _ o _; do
+    [ "$mp" = / ] && case "$o" in ro|ro,*) mount -t tmpfs -o mode=1777 tmpfs /tmp 2>/dev/null;; esac
+done </proc/mounts
 cd "$HOME" 2>/dev/null || cd /
 "$@"
 "#;
@@ -103,19 +111,36 @@ pub fn args(words: &[String]) -> Result<Option<Vec<String>>, String> {
         }
     }
     let rootfs = rootfs.ok_or("run: no ROOTFS (see linux run --help)")?;
-    let root = root_dir(Path::new(&rootfs))?;
-    let mut out = vec![
-        "rootfstype=hostfs".to_string(),
-        format!("rootflags={}", root.display()),
-        "rw".into(),
-        // The user sees CMD, not the kernel: its log (init's exit is logged as Linux's
-        // "Attempted to kill init!" panic) stays in the ring for dmesg; loglevel=7 shows it.
-        "loglevel=0".into(),
-        "init=/bin/sh".into(),
-    ];
-    for b in &binds {
-        out.push(format!("bind={}", bind_word(&root, b)?));
-    }
+    let mut out = match root_of(Path::new(&rootfs))? {
+        Root::Dir(root) => {
+            let mut out = vec![
+                "rootfstype=hostfs".to_string(),
+                format!("rootflags={}", root.display()),
+                "rw".into(),
+            ];
+            for b in &binds {
+                out.push(format!("bind={}", bind_word(Some(&root), b)?));
+            }
+            out
+        }
+        Root::Image(image) => {
+            // The kernel's ext4 is read-only (fs/ext4), so is the disk: ubd's `r` flag.
+            let mut out = vec![
+                format!("ubd0r={}", image.display()),
+                "root=/dev/ubda".into(),
+                "rootfstype=ext4".into(),
+                "ro".into(),
+            ];
+            for b in &binds {
+                out.push(format!("bind={}", bind_word(None, b)?));
+            }
+            out
+        }
+    };
+    // The user sees CMD, not the kernel: its log (init's exit is logged as Linux's
+    // "Attempted to kill init!" panic) stays in the ring for dmesg; loglevel=7 shows it.
+    out.push("loglevel=0".into());
+    out.push("init=/bin/sh".into());
     out.extend(kernel);
     if cmd.is_empty() {
         cmd = vec!["/bin/sh".into(), "-l".into()];
@@ -133,15 +158,17 @@ pub fn args(words: &[String]) -> Result<Option<Vec<String>>, String> {
 }
 
 /// `HOST[:GUEST][:ro]` as `bind=`'s `HOST:GUEST[:ro]`, HOST made absolute and GUEST made in
-/// the root (a directory; no symlink on the way, so nothing is made outside the root).
-fn bind_word(root: &Path, spec: &str) -> Result<String, String> {
+/// the root directory (a directory; no symlink on the way, so nothing is made outside the
+/// root). With an image (`root` None) GUEST defaults to `/mnt` and must exist in it: the
+/// kernel says so at boot if not.
+fn bind_word(root: Option<&Path>, spec: &str) -> Result<String, String> {
     let (spec, ro) = match spec.strip_suffix(":ro") {
         Some(s) => (s, true),
         None => (spec, false),
     };
     let (host, guest) = match spec.split_once(':') {
         Some((h, g)) => (h, g),
-        None => (spec, "/host"),
+        None => (spec, if root.is_some() { "/host" } else { "/mnt" }),
     };
     if host.is_empty() || !guest.starts_with('/') || guest == "/" {
         return Err(format!(
@@ -152,11 +179,12 @@ fn bind_word(root: &Path, spec: &str) -> Result<String, String> {
     if !host.is_dir() {
         return Err(format!("run: --bind {}: not a directory", host.display()));
     }
-    let mut at = root.to_path_buf();
+    let mut at = root.map(Path::to_path_buf);
     for c in guest.split('/').filter(|c| !c.is_empty()) {
         if c == "." || c == ".." {
             return Err(format!("run: --bind ...:{guest}: no . or .. in GUEST"));
         }
+        let Some(at) = at.as_mut() else { continue };
         at.push(c);
         match std::fs::symlink_metadata(&at) {
             Ok(m) if m.is_dir() => {}
@@ -166,7 +194,7 @@ fn bind_word(root: &Path, spec: &str) -> Result<String, String> {
                     at.display()
                 ));
             }
-            Err(_) => std::fs::create_dir(&at).map_err(|e| {
+            Err(_) => std::fs::create_dir(&*at).map_err(|e| {
                 format!("run: --bind ...:{guest}: cannot make {}: {e}", at.display())
             })?,
         }
@@ -195,20 +223,48 @@ fn tar_flag(name: &str) -> Option<&'static str> {
     .map(|(_, f)| *f)
 }
 
-/// The directory to boot: ROOTFS itself, or the cache directory of the unpacked tarball.
-fn root_dir(p: &Path) -> Result<PathBuf, String> {
+/// What ROOTFS names.
+#[derive(Debug, PartialEq, Eq)]
+enum Root {
+    /// A directory to boot through hostfs (ROOTFS itself or an unpacked tarball).
+    Dir(PathBuf),
+    /// An ext2/3/4 image file.
+    Image(PathBuf),
+}
+
+/// Whether the file at `p` holds an ext2/3/4 superblock: the magic 0xEF53 at byte 56 of the
+/// superblock, which starts at byte 1024 (Linux `fs/ext4/ext4.h` `struct ext4_super_block`,
+/// `EXT4_SUPER_MAGIC`). The kernel checks the rest when it mounts the image.
+fn is_ext_image(p: &Path) -> bool {
+    use std::io::{Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(p) else {
+        return false;
+    };
+    let mut magic = [0u8; 2];
+    f.seek(SeekFrom::Start(1024 + 56)).is_ok()
+        && f.read_exact(&mut magic).is_ok()
+        && u16::from_le_bytes(magic) == 0xef53
+}
+
+/// What to boot: ROOTFS itself (a directory or an image), or the cache directory of the
+/// unpacked tarball.
+fn root_of(p: &Path) -> Result<Root, String> {
     let meta = std::fs::metadata(p).map_err(|e| format!("run: {}: {e}", p.display()))?;
+    let canon = || std::fs::canonicalize(p).map_err(|e| format!("run: {}: {e}", p.display()));
     if meta.is_dir() {
-        return std::fs::canonicalize(p).map_err(|e| format!("run: {}: {e}", p.display()));
+        return Ok(Root::Dir(canon()?));
     }
     let name = p
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let Some(flag) = tar_flag(&name) else {
+        if meta.is_file() && is_ext_image(p) {
+            return Ok(Root::Image(canon()?));
+        }
         return Err(format!(
-            "run: {}: not a directory or a rootfs tarball (.tar, .tar.gz, .tar.xz, ...); disk \
-             images need an in-kernel ext4, which is not there yet",
+            "run: {}: not a directory, a rootfs tarball (.tar, .tar.gz, .tar.xz, ...) or an \
+             ext2/3/4 image (tools/mkimage makes one)",
             p.display()
         ));
     };
@@ -232,7 +288,7 @@ fn root_dir(p: &Path) -> Result<PathBuf, String> {
         .unwrap_or("rootfs");
     let cache = cache_dir()?.join(format!("{stem}-{h:016x}"));
     if cache.is_dir() {
-        return Ok(cache);
+        return Ok(Root::Dir(cache));
     }
     let parent = cache.parent().ok_or("run: no cache directory")?;
     std::fs::create_dir_all(parent)
@@ -255,7 +311,7 @@ fn root_dir(p: &Path) -> Result<PathBuf, String> {
             ));
         }
     }
-    Ok(cache)
+    Ok(Root::Dir(cache))
 }
 
 /// `$XDG_CACHE_HOME/um-linux/rootfs`, else `$HOME/.cache/um-linux/rootfs`.
@@ -376,7 +432,35 @@ mod tests {
         let f = std::env::temp_dir().join(format!("um-run-test-{}.img", std::process::id()));
         std::fs::write(&f, b"x").unwrap();
         let e = args(&s(&[f.to_str().unwrap()])).unwrap_err();
-        assert!(e.contains("not a directory or a rootfs tarball"), "{e}");
+        assert!(e.contains("not a directory, a rootfs tarball"), "{e}");
+        let _ = std::fs::remove_file(&f);
+    }
+
+    #[test]
+    fn image_by_its_superblock_magic() {
+        let f = std::env::temp_dir().join(format!("um-run-img-{}.raw", std::process::id()));
+        let mut b = vec![0u8; 4096];
+        std::fs::write(&f, &b).unwrap();
+        assert!(!is_ext_image(&f), "zeros are no image");
+        b[1024 + 56..1024 + 58].copy_from_slice(&0xef53u16.to_le_bytes());
+        std::fs::write(&f, &b).unwrap();
+        assert!(is_ext_image(&f));
+        let w = args(&s(&[f.to_str().unwrap(), "true"])).unwrap().unwrap();
+        let canon = std::fs::canonicalize(&f).unwrap();
+        assert_eq!(w[0], format!("ubd0r={}", canon.display()));
+        assert!(
+            w[1..4] == s(&["root=/dev/ubda", "rootfstype=ext4", "ro"]),
+            "{w:?}"
+        );
+        // With an image, GUEST is not made on the host: /mnt by default.
+        let host = std::env::temp_dir();
+        assert!(
+            bind_word(None, host.to_str().unwrap())
+                .unwrap()
+                .ends_with(":/mnt")
+        );
+        std::fs::write(&f, &b[..1000]).unwrap();
+        assert!(!is_ext_image(&f), "too short");
         let _ = std::fs::remove_file(&f);
     }
 
@@ -399,19 +483,19 @@ mod tests {
         std::os::unix::fs::symlink("/tmp", root.join("link")).unwrap();
         let host = std::env::temp_dir();
         let h = host.to_str().unwrap();
-        let w = bind_word(&root, h).unwrap();
+        let w = bind_word(Some(&root), h).unwrap();
         assert!(w.ends_with(":/host") && root.join("host").is_dir(), "{w}");
         assert!(
-            bind_word(&root, &format!("{h}:/mnt/x:ro"))
+            bind_word(Some(&root), &format!("{h}:/mnt/x:ro"))
                 .unwrap()
                 .ends_with(":/mnt/x:ro")
         );
         assert!(
-            bind_word(&root, &format!("{h}:/link/x")).is_err(),
+            bind_word(Some(&root), &format!("{h}:/link/x")).is_err(),
             "through a symlink"
         );
-        assert!(bind_word(&root, &format!("{h}:/")).is_err());
-        assert!(bind_word(&root, "/nonexistent-um:/x").is_err());
+        assert!(bind_word(Some(&root), &format!("{h}:/")).is_err());
+        assert!(bind_word(Some(&root), "/nonexistent-um:/x").is_err());
         let _ = std::fs::remove_dir_all(&root);
     }
 }
