@@ -10,9 +10,14 @@
 //!
 //! What a loop device holds is the backing [`OpenFile`] itself, so the I/O goes through that
 //! file's own operations (tmpfs, hostfs, ...) at `lo_offset`, and the size is recomputed from
-//! the file on every call (what `LOOP_SET_CAPACITY` asks Linux to do). No file system here
-//! mounts a block device yet: the devices serve tools (`losetup`, `mkfs`, `dd`) and programs
-//! that set one up (LTP's `tst_device`). Direct I/O is refused (`LOOP_SET_DIRECT_IO` 1 is
+//! the file on every call (what `LOOP_SET_CAPACITY` asks Linux to do). A bound device is also
+//! a block device file systems mount ([`vfs::register_bdev`]: `mount -o loop IMAGE DIR`,
+//! `mount /dev/loop0 DIR`): the mount holds an [`LoopClaim`], an exclusive opener, so
+//! `LOOP_CLR_FD` while mounted only marks the device to detach at the last close (as
+//! Linux's `loop_clr_fd` with other openers), and a second claim is `EBUSY`. Its reads go
+//! through the backing file in the context of the task being served (the one whose syscall
+//! or fault needs the data). The devices also serve tools (`losetup`, `mkfs`, `dd`) and
+//! programs that set one up (LTP's `tst_device`). Direct I/O is refused (`LOOP_SET_DIRECT_IO` 1 is
 //! EINVAL, as Linux answers when the backing file cannot do it); partitions are never
 //! scanned. It lives with the block drivers (Linux keeps it in `drivers/block/`); `um-bin` calls
 //! [`register`] at boot. Neighbours: `um_fs::devfs` (the nodes), `um_kernel::vfs` (the block-device registry:
@@ -73,8 +78,10 @@ pub struct Loop {
 #[derive(Default)]
 struct LoopState {
     binding: Option<Binding>,
-    /// Open `/dev/loopN` files (`disk_openers`).
+    /// Open `/dev/loopN` files (`disk_openers`), a file system's claim included.
     openers: usize,
+    /// A file system holds the device ([`LoopClaim`]).
+    claimed: bool,
 }
 
 fn devices() -> &'static Mutex<BTreeMap<u32, Arc<Loop>>> {
@@ -113,6 +120,16 @@ fn add(n: u32) -> SysResult<Arc<Loop>> {
             }) as Box<dyn FileOps>)
         }),
     );
+    let weak = Arc::downgrade(&lo);
+    vfs::register_bdev(
+        LOOP_MAJOR,
+        n,
+        String::from_utf8_lossy(&node_name(n)).into_owned(),
+        Arc::new(move |write: bool| {
+            let lo = weak.upgrade().ok_or(Errno::ENXIO)?;
+            LoopClaim::new(lo, write).map(|c| Arc::new(c) as Arc<dyn vfs::BlockDevice>)
+        }),
+    );
     let made = devtmpfs().mknod(
         &node_name(n),
         mode::S_IFBLK | 0o600,
@@ -140,6 +157,7 @@ fn remove(n: u32) -> SysResult<()> {
         devs.remove(&n);
     }
     vfs::unregister_blkdev(LOOP_MAJOR, n);
+    vfs::unregister_bdev(LOOP_MAJOR, n);
     let _ = devtmpfs().unlink(&node_name(n));
     Ok(())
 }
@@ -234,6 +252,107 @@ impl FileOps for ControlFile {
             LOOP_CTL_GET_FREE => get_free().map(u64::from),
             _ => Err(Errno::ENOTTY),
         }
+    }
+}
+
+/// A loop device held by a mounted file system (`bdev_file_open_by_dev` with a holder).
+pub struct LoopClaim {
+    lo: Arc<Loop>,
+}
+
+impl LoopClaim {
+    /// Claims `lo`: `ENXIO` while it is unbound (nothing to read: Linux's mount fails on the
+    /// empty device), `EBUSY` while another file system holds it, `EACCES` for write access
+    /// to a read-only binding (`bdev_permission`: `FMODE_WRITE` on a read-only disk).
+    fn new(lo: Arc<Loop>, write: bool) -> SysResult<LoopClaim> {
+        let mut st = lock(&lo.state);
+        let b = st.binding.as_ref().ok_or(Errno::ENXIO)?;
+        if write && b.flags & LO_FLAGS_READ_ONLY != 0 {
+            return Err(Errno::EACCES);
+        }
+        if st.claimed {
+            return Err(Errno::EBUSY);
+        }
+        st.claimed = true;
+        st.openers += 1;
+        drop(st);
+        Ok(LoopClaim { lo })
+    }
+
+    fn target(&self) -> Option<(Arc<OpenFile>, u64, u64, bool)> {
+        let st = lock(&self.lo.state);
+        st.binding.as_ref().map(|b| {
+            (
+                b.file.clone(),
+                b.offset,
+                b.capacity(),
+                b.flags & LO_FLAGS_READ_ONLY != 0,
+            )
+        })
+    }
+}
+
+impl Drop for LoopClaim {
+    /// The unmount's release: as [`LoopFile`]'s last close, it detaches an autoclear device.
+    fn drop(&mut self) {
+        let mut st = lock(&self.lo.state);
+        st.claimed = false;
+        st.openers = st.openers.saturating_sub(1);
+        if st.openers == 0
+            && st
+                .binding
+                .as_ref()
+                .is_some_and(|b| b.flags & LO_FLAGS_AUTOCLEAR != 0)
+        {
+            st.binding = None;
+        }
+    }
+}
+
+impl vfs::BlockDevice for LoopClaim {
+    fn size(&self) -> u64 {
+        self.target().map_or(0, |(_, _, cap, _)| cap)
+    }
+
+    /// Reads the backing file at `lo_offset + off` as the task being served (its syscall or
+    /// fault needs the data); `EIO` past the end, with no task, or on a short read.
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> SysResult<()> {
+        let (file, base, cap, _) = self.target().ok_or(Errno::EIO)?;
+        let end = off.checked_add(buf.len() as u64).ok_or(Errno::EIO)?;
+        if end > cap {
+            return Err(Errno::EIO);
+        }
+        let task = um_kernel::current::current().ok_or(Errno::EIO)?;
+        let io = IoCtx {
+            task: &task,
+            nonblock: false,
+            flags: 0,
+        };
+        let mut done = 0;
+        while done < buf.len() {
+            match file
+                .ops
+                .read(&io, &mut buf[done..], base + off + done as u64)
+            {
+                Ok(0) => return Err(Errno::EIO),
+                Ok(n) => done += n,
+                Err(Errno::EINTR) => {}
+                Err(_) => return Err(Errno::EIO),
+            }
+        }
+        Ok(())
+    }
+
+    fn read_only(&self) -> bool {
+        self.target().is_none_or(|(_, _, _, ro)| ro)
+    }
+
+    fn name(&self) -> String {
+        String::from_utf8_lossy(&node_name(self.lo.number)).into_owned()
+    }
+
+    fn rdev(&self) -> u64 {
+        vfs::encode_dev(LOOP_MAJOR, self.lo.number)
     }
 }
 
