@@ -906,21 +906,25 @@ mod tests {
     #[test]
     fn fault_around_ramp_steps_up_while_sequential_and_resets() {
         let mut a = FaultAround::default();
-        assert_eq!(a.window(0x1000, 32), 0);
+        assert_eq!(a.window(0x1000, 128), 0);
         a.next = 0x2000;
-        assert_eq!(a.window(0x2000, 32), 4);
+        assert_eq!(a.window(0x2000, 128), 4);
         a.next = 0x7000;
-        assert_eq!(a.window(0x7000, 32), 16);
+        assert_eq!(a.window(0x7000, 128), 16);
         a.next = 0x18000;
-        assert_eq!(a.window(0x18000, 32), 32);
+        assert_eq!(a.window(0x18000, 128), 32);
         a.next = 0x39000;
-        assert_eq!(a.window(0x39000, 32), 32);
-        a.next = 0x5a000;
-        assert_eq!(a.window(0x5a000, 128), 64);
-        a.next = 0x9b000;
-        assert_eq!(a.window(0x9b000, 128), 128);
-        a.next = 0x11c000;
-        assert_eq!(a.window(0x11c000, 128), 128, "the top step stays");
+        assert_eq!(a.window(0x39000, 128), 64);
+        a.next = 0x7a000;
+        assert_eq!(a.window(0x7a000, 128), 128);
+        a.next = 0xfb000;
+        assert_eq!(a.window(0xfb000, 128), 128, "the top step stays");
+        a.next = 0x17c000;
+        assert_eq!(
+            a.window(0x17c000, 32),
+            32,
+            "capped by prefault= at the top too"
+        );
         assert_eq!(a.window(0x9000_0000, 32), 0, "elsewhere: back to 0");
         a.next = 0x9000_1000;
         assert_eq!(a.window(0x9000_1000, 2), 2, "capped by prefault=");

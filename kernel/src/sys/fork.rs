@@ -442,11 +442,14 @@ pub fn register(t: &mut SyscallTable) {
 
 /// Maps a fork child's first touches with its first resume, one host-op batch instead of a
 /// fault (and, in the seccomp engine, a mapper hop) each: the text around the instruction it
-/// returns to, and its stack page, copied now as its first write would copy it (a child
-/// writes its stack at once: the return from fork). Linux's child inherits the parent's
-/// present PTEs (kernel/fork.c `dup_mmap`, mm/memory.c `copy_page_range`) and takes neither
-/// fault; the copy is the one its first write to that page would make. Best effort: a page
-/// that cannot be resolved is left to fault as before.
+/// returns to; its stack page and its thread block (the TLS pointer's page: the C library's
+/// fork writes the child's tid there at once, musl `_Fork`, glibc `fork`), copied now as its
+/// first write would copy them, each with the present pages around it (the library's data
+/// next to the thread block, the caller frames above sp). Linux's child inherits the parent's
+/// present PTEs (kernel/fork.c `dup_mmap`, mm/memory.c `copy_page_range`) and takes none of
+/// those faults; the copies are the ones its first writes would make. Best effort: a page
+/// that cannot be resolved is left to fault as before (a bad sp or TLS pointer is only a
+/// guess not taken).
 fn prefault_child(mm: &mut um_mm::Mm, regs: &crate::arch::Regs) {
     use um_mm::Access;
     let pc = regs.pc();
@@ -454,10 +457,16 @@ fn prefault_child(mm: &mut um_mm::Mm, regs: &crate::arch::Regs) {
         mm.map_present_around(pc, run::PRESENT_AROUND_PAGES);
     }
     let sp = regs.sp();
-    // The page below too when the red zone under sp crosses into it (x86_64: 128 bytes).
-    for a in [sp, sp.saturating_sub(128)] {
-        if mm.pte(a).is_some() {
-            let _ = mm.handle_fault(a, Access::Write);
+    let tls = regs.tls();
+    // The page below sp too when the red zone under it crosses into it (x86_64: 128 bytes).
+    // Only copy-on-write pages: a write to a shared page would dirty it, which the child may
+    // never do.
+    for a in [sp, sp.saturating_sub(128), tls] {
+        let cow = mm
+            .pte(a)
+            .is_some_and(|p| p.flags.contains(um_mm::PteFlags::COW));
+        if a != 0 && cow && mm.handle_fault(a, Access::Write).is_ok() {
+            mm.map_present_around(a, run::PRESENT_AROUND_PAGES);
         }
     }
 }
