@@ -15,7 +15,9 @@
 //! there with the call's registers (the callee-saved ones pointing nowhere, so the stub code
 //! after the call faults at once) and regains control in a signal handler (or a 200 ms timer). It
 //! reports a breach if the call succeeded or if the region it owns now shows the secret its
-//! root parent keeps in memory. Verdict per probe: killed, or the call failed; then the
+//! root parent keeps in memory. Each probe is a process group of its own. Verdict per probe:
+//! killed, or the call failed, or (the ptrace engines) it ended stopped by the SIGSTOP of its
+//! own kill call or of the stub code after the entry site, and its group is killed; then the
 //! kernel must still fork and wait: `stubjump: N probes, no breach`, UM-STUBJUMP-HOSTILE-OK.
 //!
 //! With a third argument `strict` (the seccomp engine) a call that returned success also
@@ -215,6 +217,15 @@ fn probes(base: usize, region: usize) -> Vec<Probe> {
     // Allowed from the stub page, and harmless: it ends only this host thread (the mapper
     // lives on); the kernel must notice and end the process rather than wait for ever.
     v.push(p("exit(own thread)".into(), libc::SYS_exit, [0; 6]));
+    // Its own process group (0: the probe made it one, below). From the ptrace engines'
+    // entry site this is what the stub code after the site does anyway (kill(getpid()'s
+    // result, SIGSTOP)); here the probe stops itself at every site, so a probe that ends
+    // stopped instead of dead is served in every run, not only when a clone child wins a race.
+    v.push(p(
+        "kill(own group, SIGSTOP)".into(),
+        libc::SYS_kill,
+        [0, libc::SIGSTOP as usize, 0, 0, 0, 0],
+    ));
     v.push(p(
         "kill(host 1, SIGKILL)".into(),
         libc::SYS_kill,
@@ -381,6 +392,8 @@ fn hostile(base: usize) {
     // Exit statuses of a probe that got nothing: 0 a guest fork child, 1 the stub's own
     // exit_group(1) after a failed call (its setup code), 10 the call failed, 11 the timer.
     let mut failed = 0;
+    // Probes that ended stopped (kill(own group, SIGSTOP) in the ptrace engines).
+    let mut stopped = 0;
     let mut breaches = Vec::new();
     // A region the children own (mapped and marked in each child).
     for &site in &sites {
@@ -390,6 +403,16 @@ fn hostile(base: usize) {
             if pid == 0 {
                 // SAFETY: plain system calls in the probe child.
                 unsafe {
+                    // A process group of its own, with whatever it forks: in the ptrace
+                    // engines the stub code after the entry site makes kill(rax, SIGSTOP) with
+                    // the probe's result in rax, so a clone probe's child (result 0) stops
+                    // its whole group. Were that the root parent's group, the probe would be
+                    // stopped too, its timer could not end it and the parent's wait would
+                    // never return (what Linux does as well: a job-control stop, not a fault
+                    // loop). The parent reaps a stopped probe by killing its group.
+                    if libc::setpgid(0, 0) != 0 {
+                        umt::exit_now(92);
+                    }
                     for fd in 3..=9 {
                         libc::close(fd);
                     }
@@ -447,12 +470,35 @@ fn hostile(base: usize) {
                 }
                 jump_with(base + site, pr.nr, args);
             }
-            let st = umt::waitpid(pid, 0);
-            let what = umt::describe_status(st);
+            // WUNTRACED: a probe whose call (or the stub code after it) stopped it has to
+            // be told apart from one that hangs. Its group goes in any case: it, or what is
+            // left of it (the child of a clone probe, stopped by its parent's kill).
+            let mut st = umt::waitpid(pid, libc::WUNTRACED);
+            let stopped_by = libc::WIFSTOPPED(st).then(|| libc::WSTOPSIG(st));
+            // SAFETY: kill takes two integers (ESRCH once the group is gone is fine).
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            if stopped_by.is_some() {
+                st = umt::waitpid(pid, 0);
+            }
+            // Such children are this process's once their parent has exited: reaped as they
+            // die.
+            // SAFETY: waitpid with a null status pointer.
+            while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+            let what = match stopped_by {
+                Some(sig) => format!("stopped by signal {sig}, then {}", umt::describe_status(st)),
+                None => umt::describe_status(st),
+            };
             if std::env::var_os("STUBJUMP_VERBOSE").is_some() {
                 say(format!("site {site:#x} {}: {what}", pr.name));
             }
-            if libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGKILL {
+            if let Some(sig) = stopped_by {
+                // A job-control stop is the guest kernel's doing: the call was a guest
+                // syscall it answered (every site in the ptrace engines; in the seccomp
+                // engine a site whose calls the filter traps to the kernel). A host kill
+                // would stop the stub, which no wait here would report.
+                check_eq(sig, libc::SIGSTOP, "the signal that stopped a probe");
+                stopped += 1;
+            } else if libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGKILL {
                 killed += 1;
             } else if libc::WIFEXITED(st) && [0, 1, 10, 11].contains(&libc::WEXITSTATUS(st)) {
                 failed += 1;
@@ -471,7 +517,7 @@ fn hostile(base: usize) {
         say(format!("breach: {b}"));
     }
     say(format!(
-        "{count} probes at {} sites: {killed} killed, {failed} failed",
+        "{count} probes at {} sites: {killed} killed, {failed} failed, {stopped} stopped",
         sites.len()
     ));
     check_eq(breaches.len(), 0, "probes that breached isolation");
