@@ -60,11 +60,13 @@ pub struct RawDirent {
 
 /// A mounted file system.
 pub struct Ext4 {
-    dev: Arc<dyn BlockDevice>,
+    pub(crate) dev: Arc<dyn BlockDevice>,
     pub sb: Super,
-    groups: Vec<GroupDesc>,
-    cache: Mutex<HashMap<u64, Arc<Vec<u8>>>>,
+    pub(crate) groups: Vec<GroupDesc>,
+    pub(crate) cache: Mutex<HashMap<u64, Arc<Vec<u8>>>>,
     errors: AtomicU32,
+    /// The allocator's state on a read-write mount ([`crate::write`]); `None` read-only.
+    pub(crate) w: Option<Mutex<crate::write::WState>>,
 }
 
 impl fmt::Debug for Ext4 {
@@ -127,6 +129,7 @@ impl Ext4 {
             groups,
             cache: Mutex::new(HashMap::new()),
             errors: AtomicU32::new(0),
+            w: None,
         };
         let root = fs
             .inode(disk::ROOT_INO)
@@ -163,7 +166,7 @@ impl Ext4 {
         &self.groups
     }
 
-    fn bs(&self) -> u64 {
+    pub(crate) fn bs(&self) -> u64 {
         self.sb.block_size as u64
     }
 
@@ -173,7 +176,7 @@ impl Ext4 {
         pblk > self.sb.first_data_block as u64
     }
 
-    fn check_range(&self, ino: u32, pblk: u64, len: u64) -> SysResult<()> {
+    pub(crate) fn check_range(&self, ino: u32, pblk: u64, len: u64) -> SysResult<()> {
         let end = pblk.checked_add(len);
         if !self.valid_range(pblk) || end.is_none_or(|e| e > self.sb.blocks_count) {
             return Err(self.corrupt(ino, format_args!("invalid block {pblk} (+{len})")));
@@ -336,7 +339,7 @@ impl Ext4 {
 
     /// `ext4_extent_block_csum_verify`: the tail after `eh_max` entries holds
     /// crc32c(inode seed, block up to the tail).
-    fn verify_extent_block(&self, ino: &RawInode, b: &[u8], pblk: u64) -> SysResult<()> {
+    pub(crate) fn verify_extent_block(&self, ino: &RawInode, b: &[u8], pblk: u64) -> SysResult<()> {
         if !self.sb.metadata_csum() {
             return Ok(());
         }
@@ -495,7 +498,7 @@ impl Ext4 {
 
     /// Parses the entries of one directory region (`ext4_check_dir_entry` on each):
     /// `base` is the region's offset for the log line.
-    fn parse_dirents(
+    pub(crate) fn parse_dirents(
         &self,
         dir: u32,
         b: &[u8],
@@ -612,7 +615,7 @@ impl Ext4 {
 
     /// One directory block: an htree index node is skipped (the entries are all in the
     /// leaves), a leaf's checksum tail is checked (`ext4_dirblock_csum_verify`).
-    fn dir_block(
+    pub(crate) fn dir_block(
         &self,
         dir: &RawInode,
         b: &[u8],
@@ -785,7 +788,7 @@ impl Ext4 {
     }
 
     /// The in-inode attributes (after `i_extra_isize`, `ext4_xattr_ibody_get`).
-    fn ibody_xattrs(&self, ino: &RawInode) -> SysResult<Vec<Xattr>> {
+    pub(crate) fn ibody_xattrs(&self, ino: &RawInode) -> SysResult<Vec<Xattr>> {
         let start = disk::GOOD_OLD_INODE_SIZE + ino.extra_isize as usize;
         if ino.raw.len() <= disk::GOOD_OLD_INODE_SIZE || start + 4 > ino.raw.len() {
             return Ok(Vec::new());
@@ -799,7 +802,7 @@ impl Ext4 {
 
     /// The attributes of the inode's xattr block (`ext4_xattr_block_get`): magic, one
     /// block, checksum.
-    fn block_xattrs(&self, ino: &RawInode) -> SysResult<Vec<Xattr>> {
+    pub(crate) fn block_xattrs(&self, ino: &RawInode) -> SysResult<Vec<Xattr>> {
         if ino.file_acl == 0 {
             return Ok(Vec::new());
         }
@@ -895,8 +898,8 @@ impl Ext4 {
 
 /// One stored attribute: name index (`EXT4_XATTR_INDEX_*`), name suffix, value.
 #[derive(Clone, Debug)]
-struct Xattr {
-    index: u8,
-    name: Vec<u8>,
-    value: Vec<u8>,
+pub(crate) struct Xattr {
+    pub(crate) index: u8,
+    pub(crate) name: Vec<u8>,
+    pub(crate) value: Vec<u8>,
 }

@@ -25,9 +25,12 @@ pub mod disk;
 pub mod fs;
 pub mod hash;
 pub mod vfs;
+pub mod write;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wtests;
 
 use std::sync::Arc;
 use um_kernel::vfs::{BlockDevice, Inode};
@@ -87,13 +90,12 @@ pub fn mount(
 ) -> SysResult<Arc<dyn Inode>> {
     let name = dev.name();
     let noload = parse_options(&name, data)?;
-    if flags & MS_RDONLY == 0 {
-        log::error!(
-            "EXT4-fs ({name}): write support is not implemented yet; mount it read-only (-o ro)"
-        );
+    let rw = flags & MS_RDONLY == 0;
+    if rw && dev.read_only() {
+        log::error!("EXT4-fs ({name}): write access unavailable, the device is read-only");
         return Err(Errno::EROFS);
     }
-    let fs = fs::Ext4::open(dev, noload).map_err(|e| {
+    let mut fs = fs::Ext4::open(dev, noload).map_err(|e| {
         log::error!("EXT4-fs ({name}): {e}");
         Errno::EINVAL
     })?;
@@ -104,18 +106,33 @@ pub fn mount(
         return Err(Errno::EINVAL);
     }
     let unknown_ro = fs.sb.unknown_ro_compat();
-    if unknown_ro != 0 {
+    if unknown_ro != 0 && !rw {
         log::warn!("EXT4-fs ({name}): unknown read-only features ({unknown_ro:x}), read-only");
     }
+    if rw {
+        if let Some(why) = write::write_refusal(&fs.sb) {
+            log::error!("EXT4-fs ({name}): {why}");
+            return Err(Errno::EROFS);
+        }
+        if fs.sb.compat & disk::compat::HAS_JOURNAL != 0 {
+            log::warn!("EXT4-fs ({name}): journal not used: metadata not journaled");
+        }
+        fs.enable_write().map_err(|e| {
+            log::error!("EXT4-fs ({name}): {e}");
+            Errno::EIO
+        })?;
+    }
     log::info!(
-        "EXT4-fs ({name}): mounted filesystem {} ro with {} blocks of {} bytes",
+        "EXT4-fs ({name}): mounted filesystem {} {} with {} blocks of {} bytes",
         fmt_uuid(&fs.sb.uuid),
+        if rw { "r/w without journal" } else { "ro" },
         fs.sb.blocks_count,
         fs.sb.block_size
     );
     let m = Arc::new(vfs::Mounted {
         fs,
         fs_id: um_kernel::vfs::new_fs_id(),
+        opens: Default::default(),
     });
     Ok(vfs::Ext4Inode::root(m)?)
 }
