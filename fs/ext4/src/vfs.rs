@@ -236,12 +236,6 @@ impl Inode for Ext4Inode {
                 if write && !self.m.fs.writable() {
                     return Err(Errno::EROFS);
                 }
-                if write && flags & O_TRUNC != 0 && raw.size != 0 {
-                    self.setattr(&SetAttr {
-                        size: Some(0),
-                        ..Default::default()
-                    })?;
-                }
                 *um_kernel::task::lock(&self.m.opens)
                     .entry(self.ino)
                     .or_insert(0) += 1;
@@ -463,9 +457,6 @@ impl Ext4Inode {
         Ok(())
     }
 }
-
-/// `O_TRUNC`.
-const O_TRUNC: u32 = 0o1000;
 
 /// An open directory: its entries as of the open.
 pub struct Ext4Dir {

@@ -503,7 +503,7 @@ impl Ext4 {
                 len += 1;
             }
             let gd = &mut w.gds[g as usize];
-            gd.free_blocks -= len as u32;
+            gd.free_blocks = gd.free_blocks.saturating_sub(len as u32);
             gd.flags &= !BG_BLOCK_UNINIT;
             let bb = gd.block_bitmap;
             w.free_blocks = w.free_blocks.saturating_sub(len as u64);
@@ -537,7 +537,7 @@ impl Ext4 {
                 freed += 1;
             }
             let gd = &mut w.gds[g as usize];
-            gd.free_blocks += freed;
+            gd.free_blocks = gd.free_blocks.saturating_add(freed);
             gd.flags &= !BG_BLOCK_UNINIT;
             let bb = gd.block_bitmap;
             w.free_blocks += freed as u64;
@@ -571,9 +571,9 @@ impl Ext4 {
             };
             bm[i / 8] |= 1 << (i % 8);
             let gd = &mut w.gds[g as usize];
-            gd.free_inodes -= 1;
+            gd.free_inodes = gd.free_inodes.saturating_sub(1);
             if dir {
-                gd.used_dirs += 1;
+                gd.used_dirs = gd.used_dirs.saturating_add(1);
             }
             gd.flags &= !BG_INODE_UNINIT;
             if (self.sb.metadata_csum() || self.sb.gdt_csum())
@@ -601,12 +601,12 @@ impl Ext4 {
         }
         bm[i / 8] &= !(1 << (i % 8));
         let gd = &mut w.gds[g as usize];
-        gd.free_inodes += 1;
+        gd.free_inodes = gd.free_inodes.saturating_add(1);
         if dir {
             gd.used_dirs = gd.used_dirs.saturating_sub(1);
         }
         let ib = gd.inode_bitmap;
-        w.free_inodes += 1;
+        w.free_inodes = w.free_inodes.saturating_add(1);
         self.write_meta(ib, bm.clone())?;
         self.write_gd(w, g, None, Some(&bm))?;
         self.write_super(w)
@@ -1149,7 +1149,7 @@ impl Ext4 {
             while o + 8 <= body {
                 let rl = le16(&b, o + 4) as usize;
                 let nl = b[o + 6] as usize;
-                if rl < 12 || o + rl > body || 8 + nl > rl {
+                if rl < 12 || rl % 4 != 0 || o + rl > body || 8 + nl > rl {
                     // An index node or a damaged block: the read side reports damage.
                     break;
                 }
@@ -1201,7 +1201,7 @@ impl Ext4 {
             while o + 8 <= body {
                 let rl = le16(&b, o + 4) as usize;
                 let nl = b[o + 6] as usize;
-                if rl < 12 || o + rl > body || 8 + nl > rl {
+                if rl < 12 || rl % 4 != 0 || o + rl > body || 8 + nl > rl {
                     break;
                 }
                 let used = if le32(&b, o) != 0 {
