@@ -12,7 +12,7 @@
 //! a hang. Metadata blocks go through a small cache; file data is read straight from the
 //! device, in runs as long as the extent allows.
 //!
-//! Key type: [`Ext4`]. Neighbours: [`crate::disk`] (decoding), [`crate::vfs`] (the kernel's
+//! Key type: [`Ext4`] (its write side is in [`crate::write`]). Neighbours: [`crate::disk`] (decoding), [`crate::vfs`] (the kernel's
 //! inode and file objects over this), `um_kernel::vfs::BlockDevice` (the device).
 
 use crate::disk::{self, GroupDesc, RawInode, Super, iflags, incompat, le16, le32};

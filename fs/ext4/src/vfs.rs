@@ -348,6 +348,12 @@ impl Inode for Ext4Inode {
     fn tmpfile(&self, _: u32, _: Owner, _: bool) -> SysResult<Arc<dyn Inode>> {
         Err(Errno::EOPNOTSUPP)
     }
+    fn fallocate(&self, mode: u32, offset: u64, len: u64) -> Option<SysResult<()>> {
+        if !self.m.fs.writable() {
+            return Some(Err(Errno::EROFS));
+        }
+        Some(self.punch_or_allocate(mode, offset, len))
+    }
 
     fn fs_id(&self) -> u64 {
         self.m.fs_id
@@ -428,6 +434,38 @@ impl Ext4Inode {
                 })
             })
             .clone()
+    }
+
+    /// fallocate with the page cache kept right: a punched range leaves the cache and every
+    /// mapping, the partial pages at its edges are zeroed in the cache (as tmpfs's
+    /// `punch_range`).
+    fn punch_or_allocate(&self, mode: u32, offset: u64, len: u64) -> SysResult<()> {
+        const PUNCH: u32 = 3;
+        let cache = um_fs::mount::page_cache();
+        let id = self.vm_id();
+        let ps = um_mm::page_size();
+        let end = offset.saturating_add(len);
+        let (lo, hi) = (offset.div_ceil(ps), end / ps);
+        if mode == PUNCH
+            && let Some(c) = cache
+            && lo < hi
+        {
+            c.unmap_mapping_range(id, lo, hi - 1, false);
+        }
+        self.m.fs.fallocate(self.ino, mode, offset, len)?;
+        if mode == PUNCH
+            && let Some(c) = cache
+        {
+            if lo < hi {
+                c.zero_range(id, offset, lo * ps);
+                c.zero_range(id, hi * ps, end);
+                c.drop_range(id, lo, hi - 1);
+                c.unmap_mapping_range(id, lo, hi - 1, false);
+            } else {
+                c.zero_range(id, offset, end);
+            }
+        }
+        Ok(())
     }
 
     /// Truncate with the page cache kept right (as tmpfs's `truncate_range`, Linux

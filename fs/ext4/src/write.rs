@@ -1070,6 +1070,116 @@ impl Ext4 {
         Ok(())
     }
 
+    /// `ext4_fallocate`: mode 0 and `FALLOC_FL_KEEP_SIZE` (1) give the holes in the range
+    /// unwritten extents (read as zeros), mode 0 then grows the size; `FALLOC_FL_PUNCH_HOLE
+    /// | FALLOC_FL_KEEP_SIZE` (3) frees the whole blocks in the range and zeros the partial
+    /// ones. Other modes are `EOPNOTSUPP`. A full disk keeps what was allocated (`ENOSPC`).
+    pub fn fallocate(&self, ino: u32, mode: u32, pos: u64, len: u64) -> SysResult<()> {
+        let bs = self.bs();
+        let end = pos.checked_add(len).ok_or(Errno::EFBIG)?;
+        if end.div_ceil(bs) > u32::MAX as u64 {
+            return Err(Errno::EFBIG);
+        }
+        let mut w = self.wlock()?;
+        let mut ib = self.inode_buf(ino)?;
+        if !ib.has_flag(iflags::EXTENTS) {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let (mut exts, tree) = self.extents(&ib)?;
+        let mut err = None;
+        match mode {
+            0 | 1 => {
+                let mut lb = pos / bs;
+                let last = end.div_ceil(bs);
+                while lb < last {
+                    let idx = exts.partition_point(|e| (e.lblk as u64 + e.len as u64) <= lb);
+                    if let Some(e) = exts.get(idx).filter(|e| e.lblk as u64 <= lb) {
+                        lb = e.lblk as u64 + e.len as u64;
+                        continue;
+                    }
+                    let next = exts.get(idx).map(|e| e.lblk as u64).unwrap_or(u64::MAX);
+                    let want = (last.min(next) - lb).min(EXT_UNWRITTEN_MAX_LEN as u64) as u32;
+                    let goal = if idx > 0 {
+                        let p = exts[idx - 1];
+                        p.pblk + (lb - p.lblk as u64)
+                    } else {
+                        self.group_first((ino - 1) / self.sb.inodes_per_group)
+                    };
+                    match self.alloc_blocks(&mut w, goal, want) {
+                        Ok((p, n)) => {
+                            exts.insert(
+                                idx,
+                                Ext {
+                                    lblk: lb as u32,
+                                    len: n,
+                                    pblk: p,
+                                    unwritten: true,
+                                },
+                            );
+                            lb += n as u64;
+                        }
+                        Err(e) => {
+                            err = Some(e);
+                            break;
+                        }
+                    }
+                }
+                if mode == 0 && err.is_none() && end > ib.size() {
+                    ib.set_size(end);
+                }
+            }
+            3 => {
+                let (lo, hi) = (pos.div_ceil(bs), end / bs);
+                let mut keep = Vec::with_capacity(exts.len() + 1);
+                for e in exts.drain(..) {
+                    let (s, t) = (e.lblk as u64, e.lblk as u64 + e.len as u64);
+                    if t <= lo || s >= hi || lo >= hi {
+                        keep.push(e);
+                        continue;
+                    }
+                    let (a, b) = (s.max(lo), t.min(hi));
+                    self.free_blocks(&mut w, e.pblk + (a - s), b - a)?;
+                    if s < a {
+                        keep.push(Ext {
+                            len: (a - s) as u32,
+                            ..e
+                        });
+                    }
+                    if b < t {
+                        keep.push(Ext {
+                            lblk: b as u32,
+                            len: (t - b) as u32,
+                            pblk: e.pblk + (b - s),
+                            unwritten: e.unwritten,
+                        });
+                    }
+                }
+                exts = keep;
+                // The partial blocks at the edges: zeros where they are written.
+                for (a, b) in [
+                    (pos, end.min(pos.div_ceil(bs) * bs)),
+                    ((end / bs * bs).max(pos), end),
+                ] {
+                    if a >= b {
+                        continue;
+                    }
+                    let lb = a / bs;
+                    if let Some(e) = exts.iter().find(|e| {
+                        !e.unwritten && e.lblk as u64 <= lb && lb < e.lblk as u64 + e.len as u64
+                    }) {
+                        let p = e.pblk + (lb - e.lblk as u64);
+                        self.write_data(p * bs + a % bs, &vec![0u8; (b - a) as usize])?;
+                    }
+                }
+            }
+            _ => return Err(Errno::EOPNOTSUPP),
+        }
+        self.set_extents(&mut w, &mut ib, &exts, tree)?;
+        ib.set_time(Time::C, now());
+        self.store_inode(&mut ib)?;
+        err.map_or(Ok(()), Err)
+    }
+
     // ---- directories ----
 
     fn csum_tail(&self) -> usize {

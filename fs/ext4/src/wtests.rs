@@ -162,6 +162,27 @@ fn exercise(img: &Path) {
     fs.read(&r, 6 * bs, &mut b).unwrap();
     assert_eq!(&b, b"\0\0\0x\0\0\0\0");
     assert_eq!(crate::disk::le16(&r.block, 6), 0, "tree back to depth 0");
+    // fallocate: unwritten extents (zeros, then written into), and a punched hole.
+    let fa = fs.create(root, b"falloc", REG, 0, 0, (0, 0), None).unwrap();
+    fs.fallocate(fa, 0, 0, 40 * bs).unwrap();
+    assert_eq!(fs.inode(fa).unwrap().size, 40 * bs);
+    fs.fallocate(fa, 1, 40 * bs, 10 * bs).unwrap();
+    assert_eq!(fs.inode(fa).unwrap().size, 40 * bs);
+    assert_eq!(read_all(&fs, fa), vec![0u8; 40 * bs as usize]);
+    fs.write_file(fa, 5 * bs + 7, b"abc").unwrap();
+    let filled = bytes(11, 20 * bs as usize);
+    fs.write_file(fa, 10 * bs, &filled).unwrap();
+    fs.fallocate(fa, 3, 12 * bs + 100, 5 * bs).unwrap();
+    let mut want_fa = vec![0u8; 40 * bs as usize];
+    want_fa[5 * bs as usize + 7..5 * bs as usize + 10].copy_from_slice(b"abc");
+    want_fa[10 * bs as usize..30 * bs as usize].copy_from_slice(&filled);
+    want_fa[12 * bs as usize + 100..17 * bs as usize + 100].fill(0);
+    assert_eq!(read_all(&fs, fa), want_fa);
+    assert!(matches!(
+        fs.map(&fs.inode(fa).unwrap(), 14).unwrap(),
+        Mapping::Hole { .. }
+    ));
+    assert_eq!(fs.fallocate(fa, 8, 0, 1), Err(Errno::EOPNOTSUPP));
     // Names: unlink, rmdir, rename (over a file, into another directory), links, symlinks.
     for i in (0..300).step_by(3) {
         let name = format!("file-with-a-longish-name-{i:04}");
@@ -240,6 +261,7 @@ fn exercise(img: &Path) {
     let x = fs.xattrs(&bi).unwrap();
     assert!(x.iter().any(|(n, v)| n == b"user.b" && v == &[7u8; 600]));
     assert_eq!(lookup(&fs, "tree"), None);
+    assert_eq!(read_all(&fs, lookup(&fs, "falloc").unwrap()), want_fa);
     for i in 0..300 {
         let name = format!("many/file-with-a-longish-name-{i:04}");
         let got = lookup(&fs, &name);
@@ -258,7 +280,7 @@ fn exercise(img: &Path) {
         let (ino, _) = fs.unlink(sub, n.as_bytes(), false).unwrap();
         fs.evict_if_unlinked(ino).unwrap();
     }
-    for n in ["big", "sparse"] {
+    for n in ["big", "sparse", "falloc"] {
         let (ino, _) = fs.unlink(root, n.as_bytes(), false).unwrap();
         fs.evict_if_unlinked(ino).unwrap();
     }
