@@ -123,6 +123,11 @@ pub fn mount(
             log::error!("EXT4-fs ({name}): {e}");
             Errno::EIO
         })?;
+        match fs.orphan_cleanup() {
+            Ok(0) => {}
+            Ok(n) => log::info!("EXT4-fs ({name}): {n} orphan inodes deleted"),
+            Err(e) => log::warn!("EXT4-fs ({name}): orphan cleanup failed: {e:?}"),
+        }
     }
     log::info!(
         "EXT4-fs ({name}): mounted filesystem {} {} with {} blocks of {} bytes",

@@ -42,7 +42,7 @@ impl Mounted {
     fn release(&self, ino: u32) -> SysResult<()> {
         let opens = um_kernel::task::lock(&self.opens);
         if opens.get(&ino).is_some_and(|&n| n > 0) {
-            return Ok(());
+            return self.fs.orphan_add(ino);
         }
         if let Some(c) = um_fs::mount::page_cache() {
             c.invalidate(self.vm_id(ino));

@@ -1595,14 +1595,105 @@ impl Ext4 {
         Ok((ino, ib.links() == 0))
     }
 
-    /// Frees inode `ino` if it has no links left (the last close of an unlinked file).
+    /// Frees inode `ino` if it has no links left and is still in use (the last close of an
+    /// unlinked file), first taking it off the orphan list.
     pub fn evict_if_unlinked(&self, ino: u32) -> SysResult<()> {
         let mut w = self.wlock()?;
         let ib = self.inode_buf(ino)?;
-        if ib.links() == 0 && le32(&ib.b, off::DTIME) == 0 {
+        if ib.links() == 0 && self.inode_in_use(&w, ino)? {
+            self.orphan_del(&mut w, ino)?;
             self.evict(&mut w, ino)?;
         }
         Ok(())
+    }
+
+    fn inode_in_use(&self, w: &WState, ino: u32) -> SysResult<bool> {
+        let ipg = self.sb.inodes_per_group;
+        let i = ((ino - 1) % ipg) as usize;
+        let bm = self.inode_bitmap(w, (ino - 1) / ipg)?;
+        Ok(bm[i / 8] & (1 << (i % 8)) != 0)
+    }
+
+    fn last_orphan(w: &WState) -> u32 {
+        le32(&w.sb_raw, 0xE8)
+    }
+
+    /// Puts an inode whose last link went while it is open on the orphan list
+    /// (`ext4_orphan_add`: `s_last_orphan` heads a chain through `i_dtime`), so that a
+    /// crash before the last close leaves it for the next mount to free.
+    pub fn orphan_add(&self, ino: u32) -> SysResult<()> {
+        let mut w = self.wlock()?;
+        if self.orphan_chain(&w)?.contains(&ino) {
+            return Ok(());
+        }
+        let mut ib = self.inode_buf(ino)?;
+        put32(&mut ib.b, off::DTIME, Self::last_orphan(&w));
+        self.store_inode(&mut ib)?;
+        put32(&mut w.sb_raw, 0xE8, ino);
+        self.write_super(&mut w)
+    }
+
+    /// The orphan list, head first; a number out of range or a loop ends it with a line.
+    fn orphan_chain(&self, w: &WState) -> SysResult<Vec<u32>> {
+        let mut out = Vec::new();
+        let mut ino = Self::last_orphan(w);
+        while ino != 0 {
+            if ino > self.sb.inodes_count || out.contains(&ino) || out.len() > 100_000 {
+                return Err(self.corrupt(ino, format_args!("bad orphan list")));
+            }
+            out.push(ino);
+            ino = le32(&self.inode_buf(ino)?.b, off::DTIME);
+        }
+        Ok(out)
+    }
+
+    /// Takes `ino` off the orphan list (`ext4_orphan_del`), if it is there.
+    fn orphan_del(&self, w: &mut WState, ino: u32) -> SysResult<()> {
+        let chain = self.orphan_chain(w)?;
+        let Some(i) = chain.iter().position(|&x| x == ino) else {
+            return Ok(());
+        };
+        let next = chain.get(i + 1).copied().unwrap_or(0);
+        if i == 0 {
+            put32(&mut w.sb_raw, 0xE8, next);
+            self.write_super(w)?;
+        } else {
+            let mut p = self.inode_buf(chain[i - 1])?;
+            put32(&mut p.b, off::DTIME, next);
+            self.store_inode(&mut p)?;
+        }
+        let mut ib = self.inode_buf(ino)?;
+        put32(&mut ib.b, off::DTIME, 0);
+        self.store_inode(&mut ib)?;
+        Ok(())
+    }
+
+    /// At a read-write mount: frees the inodes a crash left on the orphan list
+    /// (`ext4_orphan_cleanup`) and empties it. Gives how many were freed.
+    pub fn orphan_cleanup(&self) -> SysResult<usize> {
+        let mut w = self.wlock()?;
+        let chain = match self.orphan_chain(&w) {
+            Ok(c) => c,
+            Err(e) => {
+                // A damaged list is dropped (what it named stays for e2fsck).
+                put32(&mut w.sb_raw, 0xE8, 0);
+                self.write_super(&mut w)?;
+                return Err(e);
+            }
+        };
+        put32(&mut w.sb_raw, 0xE8, 0);
+        self.write_super(&mut w)?;
+        let mut n = 0;
+        for ino in chain {
+            let mut ib = self.inode_buf(ino)?;
+            put32(&mut ib.b, off::DTIME, 0);
+            self.store_inode(&mut ib)?;
+            if ib.links() == 0 && self.inode_in_use(&w, ino)? {
+                self.evict(&mut w, ino)?;
+                n += 1;
+            }
+        }
+        Ok(n)
     }
 
     /// Whether `anc` is `ino` or one of its ancestors (walking `..`).

@@ -424,3 +424,34 @@ fn lookup_quiet(fs: &Ext4, path: &str) -> Option<u32> {
     }
     Some(ino)
 }
+
+#[test]
+fn orphans_of_a_crash_are_freed_at_the_next_mount() {
+    // Two files unlinked while "open" (on the orphan list), then the mount goes away
+    // without the last close, as in a crash: the next read-write mount frees them.
+    let img = image("worph.img", &["-b", "4096", "-O", "^has_journal"], "16M");
+    let before = open(&img, true).free_counts();
+    {
+        let fs = open(&img, true);
+        let root = crate::disk::ROOT_INO;
+        for n in [&b"o1"[..], b"o2", b"kept"] {
+            let f = fs.create(root, n, REG, 0, 0, (0, 0), None).unwrap();
+            fs.write_file(f, 0, &bytes(5, 200_000)).unwrap();
+        }
+        for n in [&b"o1"[..], b"o2"] {
+            let (ino, gone) = fs.unlink(root, n, false).unwrap();
+            assert!(gone);
+            fs.orphan_add(ino).unwrap();
+        }
+        let (ino, _) = fs.unlink(root, b"kept", false).unwrap();
+        // A closed one on the list too, taken off at its last close.
+        fs.orphan_add(ino).unwrap();
+        fs.evict_if_unlinked(ino).unwrap();
+    }
+    let fs = open(&img, true);
+    assert_eq!(fs.orphan_cleanup(), Ok(2));
+    assert_eq!(fs.free_counts(), before);
+    drop(fs);
+    fsck(&img);
+    let _ = std::fs::remove_file(&img);
+}
