@@ -787,6 +787,57 @@ impl Ext4 {
         Ok(None)
     }
 
+    /// The leaf block an entry named `name` belongs in by the htree index (`dx_probe`), or
+    /// `None` where the index is one this driver does not follow.
+    pub(crate) fn dx_leaf(&self, dir: &RawInode, name: &[u8]) -> SysResult<Option<u32>> {
+        let Some(root) = self.dir_lblock(dir, 0)? else {
+            return Ok(None);
+        };
+        let bs = root.len();
+        let (version, info_len, levels) = (root[28], root[29] as usize, root[30] as u32);
+        let max_levels = if self.sb.has(incompat::LARGEDIR) {
+            3
+        } else {
+            2
+        };
+        if le32(&root, 24) != 0 || info_len != 8 || levels >= max_levels {
+            return Ok(None);
+        }
+        let mut version = version;
+        if version <= crate::hash::TEA && self.sb.flags & 0x2 != 0 {
+            version += 3;
+        }
+        let Some(hash) = crate::hash::dirhash(name, version, &self.sb.hash_seed) else {
+            return Ok(None);
+        };
+        let mut node = root;
+        let mut off = 24 + info_len;
+        for level in 0..=levels {
+            let (limit, count) = (le16(&node, off) as usize, le16(&node, off + 2) as usize);
+            if count == 0 || count > limit || off + count * 8 > bs {
+                return Ok(None);
+            }
+            let hash_at = |i: usize| if i == 0 { 0 } else { le32(&node, off + i * 8) };
+            let block_at = |i: usize| le32(&node, off + i * 8 + 4) & 0x0FFF_FFFF;
+            let mut i = 0;
+            while i + 1 < count && hash_at(i + 1) <= hash {
+                i += 1;
+            }
+            if level == levels {
+                return Ok(Some(block_at(i)));
+            }
+            let Some(next) = self.dir_lblock(dir, block_at(i))? else {
+                return Ok(None);
+            };
+            if le32(&next, 0) != 0 || le16(&next, 4) as usize != bs {
+                return Ok(None);
+            }
+            node = next;
+            off = 8;
+        }
+        Ok(None)
+    }
+
     /// The in-inode attributes (after `i_extra_isize`, `ext4_xattr_ibody_get`).
     pub(crate) fn ibody_xattrs(&self, ino: &RawInode) -> SysResult<Vec<Xattr>> {
         let start = disk::GOOD_OLD_INODE_SIZE + ino.extra_isize as usize;

@@ -1287,12 +1287,24 @@ impl Ext4 {
         if name.is_empty() || name.len() > 255 {
             return Err(Errno::ENAMETOOLONG);
         }
-        if dir.has_flag(iflags::INDEX) {
-            self.drop_index(dir)?;
-        }
         let bs = self.bs() as usize;
         let body = bs - self.csum_tail();
         let need = (8 + name.len() + 3) & !3;
+        let mut blocks = self.dir_blocks(dir)?;
+        if dir.has_flag(iflags::INDEX) {
+            // The leaf the index names for this hash, if it has room (`ext4_dx_add_entry`
+            // without a split); else the directory becomes linear.
+            let raw = RawInode::parse(&self.sb, dir.ino, &dir.b).map_err(|_| Errno::EUCLEAN)?;
+            let leaf = self.dx_leaf(&raw, name)?;
+            let found = leaf.and_then(|l| blocks.iter().find(|b| b.0 == l && l != 0).copied());
+            match found {
+                Some(b) if self.sb.compat & disk::compat::DIR_INDEX != 0 => blocks = vec![b],
+                _ => {
+                    self.drop_index(dir)?;
+                }
+            }
+        }
+        let indexed = dir.has_flag(iflags::INDEX);
         let ft = if self.sb.has(incompat::FILETYPE) {
             ft
         } else {
@@ -1305,7 +1317,7 @@ impl Ext4 {
             b[o + 7] = ft;
             b[o + 8..o + 8 + name.len()].copy_from_slice(name);
         };
-        for (_, pblk) in self.dir_blocks(dir)? {
+        for (_, pblk) in blocks {
             let b = self.block(dir.ino, pblk)?;
             let mut o = 0usize;
             while o + 8 <= body {
@@ -1333,6 +1345,12 @@ impl Ext4 {
                 }
                 o += rl;
             }
+        }
+        if indexed {
+            // The leaf is full: splitting it is not implemented, so the directory becomes
+            // linear and the entry goes wherever there is room.
+            self.drop_index(dir)?;
+            return self.add_entry(w, dir, name, ino, ft);
         }
         // A new block at the end.
         let lblk = dir.size().div_ceil(bs as u64);

@@ -333,10 +333,42 @@ fn htree_dir_insert_stays_clean() {
     let fs = open(&img, true);
     let d = lookup(&fs, "d").unwrap();
     assert!(fs.inode(d).unwrap().has_flag(crate::disk::iflags::INDEX));
+    // Inserts go into the leaf the index names while it has room (e2fsck -D packs the
+    // leaves: removals make room); the index stays.
+    for i in (0..200).step_by(2) {
+        let (ino, _) = fs.unlink(d, format!("n{i:03}").as_bytes(), false).unwrap();
+        fs.evict_if_unlinked(ino).unwrap();
+    }
     fs.create(d, b"new", REG, 0, 0, (0, 0), None).unwrap();
-    let (ino, _) = fs.unlink(d, b"n100", false).unwrap();
-    fs.evict_if_unlinked(ino).unwrap();
+    assert!(fs.inode(d).unwrap().has_flag(crate::disk::iflags::INDEX));
+    let raw = fs.inode(d).unwrap();
+    assert!(
+        fs.dx_lookup_for_test(&raw, b"new")
+            .unwrap()
+            .is_some_and(|x| x.is_some())
+    );
     assert!(lookup(&fs, "d/new").is_some() && lookup(&fs, "d/n199").is_some());
+    drop(fs);
+    fsck(&img);
+    // Many more: a leaf fills and the directory becomes linear, still clean and complete.
+    let fs = open(&img, true);
+    for i in 0..400 {
+        fs.create(
+            d,
+            format!("more-{i:03}").as_bytes(),
+            REG,
+            0,
+            0,
+            (0, 0),
+            None,
+        )
+        .unwrap();
+    }
+    assert!(!fs.inode(d).unwrap().has_flag(crate::disk::iflags::INDEX));
+    for i in (0..400).step_by(37) {
+        assert!(lookup(&fs, &format!("d/more-{i:03}")).is_some());
+    }
+    assert!(lookup(&fs, "d/n001").is_some() && lookup(&fs, "d/n100").is_none());
     drop(fs);
     fsck(&img);
     let _ = std::fs::remove_file(&img);
