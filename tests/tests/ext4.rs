@@ -17,7 +17,7 @@
 //! 3. `ext4_write_fsck_clean`: two empty images, ext4 without a journal (1K blocks) and the
 //!    default ext4 with a clean journal (4K blocks), are mounted read-write in the Debian
 //!    tree in every engine: 500 files in one directory, a 16 MiB random file, sparse writes,
-//!    truncate, renames, a hard link, fast and slow symlinks, xattrs, an unlinked-while-open
+//!    truncate, fallocate (allocate, keep size, punch), renames, a hard link, fast and slow symlinks, xattrs, an unlinked-while-open
 //!    file, `rm -r` of a tree, sync, umount; then on the host `e2fsck -fn` exits 0 and the
 //!    files `debugfs -R dump` gives have the sha256 the guest printed.
 //!
@@ -351,6 +351,11 @@ cp big trunc
 truncate -s 5000001 trunc
 truncate -s 6M trunc
 printf 'x' | dd of=trunc bs=1 seek=5500000 conv=notrunc 2>/dev/null
+fallocate -l 3M fa
+printf data | dd of=fa bs=1 seek=1000000 conv=notrunc 2>/dev/null
+head -c 1500000 big | dd of=fa bs=1M seek=1 conv=notrunc 2>/dev/null
+fallocate -p -o 2000000 -l 300000 fa
+fallocate -n -l 5M fa
 mv many/f1 renamed
 mv many/f2 many/f3
 ln big big.link
@@ -376,7 +381,7 @@ rm -r tree
 ls many | wc -l
 readlink fast
 readlink slow | wc -c
-sha256sum big big.link sparse trunc renamed many/f3 many/f499
+sha256sum big big.link sparse trunc renamed many/f3 many/f499 fa
 "#;
 
 #[test]
@@ -475,7 +480,7 @@ fn ext4_write_fsck_clean() {
                 );
                 hashes += 1;
             }
-            assert_eq!(hashes, 7, "{got}");
+            assert_eq!(hashes, 8, "{got}");
         }
     });
     let _ = std::fs::remove_dir_all(&w);

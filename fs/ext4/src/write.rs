@@ -1,16 +1,17 @@
 //! The write side of a mounted ext4 without journaling (Linux `fs/ext4/balloc.c`,
-//! `ialloc.c`, `extents.c`, `namei.c`, `inode.c`, `xattr.c`, `super.c`): block and inode
-//! allocation from the bitmaps (flex_bg aware: any group's bitmap is searched), with the
-//! bitmap checksums, group descriptor checksums and free counts and the superblock's free
-//! counts kept right; file data through extent trees (rebuilt compactly after each change:
-//! depth 0 in the inode while four extents fit, else index blocks); linear directories
-//! (an htree directory is turned into a valid linear one on its first insert); inodes with
-//! checksums and extended timestamps; extended attributes in the inode or in one block.
+//! `ialloc.c`, `extents.c`, `namei.c`, `inode.c`, `xattr.c`, `orphan.c`, `super.c`): block
+//! and inode allocation from the bitmaps (flex_bg aware: any group's bitmap is searched),
+//! with the bitmap checksums, group descriptor checksums and free counts and the
+//! superblock's free counts kept right; file data through extent trees (rebuilt compactly
+//! after each change: depth 0 in the inode while four extents fit, else index blocks),
+//! fallocate (unwritten extents, punch); directories (linear; an htree directory takes an
+//! insert into the leaf its index names while that has room, else it is turned into a
+//! valid linear one); inodes with checksums and extended timestamps; extended attributes
+//! in the inode or in one block; the orphan list for files unlinked while open.
 //!
 //! Every change is written through to the device at once, metadata through the block cache
-//! (so reads see it), in an order that leaves no block or inode both free and used;
-//! `fsync`/`sync` flush the device. There is no journal: a crash in the middle of an
-//! operation can leave work for `e2fsck`, as on ext2. The mount allows writing only on
+//! (so reads see it); `fsync`/`sync` flush the device. There is no journal: a crash in the
+//! middle of an operation can leave work for `e2fsck`, as on ext2. The mount allows writing only on
 //! images whose features this module keeps right ([`write_refusal`]).
 //!
 //! Key types: [`WState`] (the allocator's counters, behind one lock that serializes every
