@@ -5,8 +5,8 @@
 //! superblock's free counts kept right; file data through extent trees (rebuilt compactly
 //! after each change: depth 0 in the inode while four extents fit, else index blocks),
 //! fallocate (unwritten extents, punch); directories (linear; an htree directory takes an
-//! insert into the leaf its index names while that has room, else it is turned into a
-//! valid linear one); inodes with checksums and extended timestamps; extended attributes
+//! insert into the leaf its index names, split when full while the root has room, else it
+//! is turned into a valid linear one); inodes with checksums and extended timestamps; extended attributes
 //! in the inode or in one block; the orphan list for files unlinked while open.
 //!
 //! Every change is written through to the device at once, metadata through the block cache
@@ -1348,8 +1348,12 @@ impl Ext4 {
             }
         }
         if indexed {
-            // The leaf is full: splitting it is not implemented, so the directory becomes
+            // The leaf is full: split it (one index level), else the directory becomes
             // linear and the entry goes wherever there is room.
+            if self.dx_split_insert(w, dir, name, ino, ft)? {
+                dir.touch_cm();
+                return Ok(());
+            }
             self.drop_index(dir)?;
             return self.add_entry(w, dir, name, ino, ft);
         }
@@ -1371,6 +1375,148 @@ impl Ext4 {
         dir.set_size((lblk + 1) * bs as u64);
         dir.touch_cm();
         Ok(())
+    }
+
+    /// `do_split` for an htree of one index level: the full leaf `name` hashes to gives its
+    /// upper half (by hash, never splitting one hash value) to a new block at the end of the
+    /// directory, the root gets an index entry for it, and the new entry goes into the half
+    /// that covers its hash. `false` (nothing changed) where this cannot be done: a deeper
+    /// tree, a full root, an unknown hash, a leaf of one hash value.
+    fn dx_split_insert(
+        &self,
+        w: &mut WState,
+        dir: &mut InodeBuf,
+        name: &[u8],
+        ino: u32,
+        ft: u8,
+    ) -> SysResult<bool> {
+        let bs = self.bs() as usize;
+        let body = bs - self.csum_tail();
+        let blocks = self.dir_blocks(dir)?;
+        let Some(&(_, root_pblk)) = blocks.iter().find(|b| b.0 == 0) else {
+            return Ok(false);
+        };
+        let root = self.block(dir.ino, root_pblk)?;
+        let (mut version, info_len, levels) = (root[28], root[29] as usize, root[30]);
+        if levels != 0 || info_len != 8 || le32(&root, 24) != 0 {
+            return Ok(false);
+        }
+        if version <= crate::hash::TEA && self.sb.flags & 0x2 != 0 {
+            version += 3;
+        }
+        let seed = self.sb.hash_seed;
+        let hash_of = |n: &[u8]| crate::hash::dirhash(n, version, &seed);
+        let co = 32usize;
+        let (limit, count) = (le16(&root, co) as usize, le16(&root, co + 2) as usize);
+        let tail = if self.sb.metadata_csum() { 8 } else { 0 };
+        if count == 0 || count >= limit || co + limit * 8 + tail > bs {
+            return Ok(false);
+        }
+        let Some(hash) = hash_of(name) else {
+            return Ok(false);
+        };
+        let hash_at = |i: usize| if i == 0 { 0 } else { le32(&root, co + i * 8) };
+        let mut i = 0;
+        while i + 1 < count && hash_at(i + 1) <= hash {
+            i += 1;
+        }
+        let leaf_l = le32(&root, co + i * 8 + 4) & 0x0FFF_FFFF;
+        let Some(&(_, leaf_p)) = blocks.iter().find(|b| b.0 == leaf_l && leaf_l != 0) else {
+            return Ok(false);
+        };
+        // The leaf's entries and the new one, by hash.
+        let leaf = self.block(dir.ino, leaf_p)?;
+        let mut ents: Vec<(u32, u32, u8, Vec<u8>)> = Vec::new();
+        let mut o = 0usize;
+        while o + 8 <= body {
+            let rl = le16(&leaf, o + 4) as usize;
+            let nl = leaf[o + 6] as usize;
+            if rl < 12 || rl % 4 != 0 || o + rl > body || 8 + nl > rl {
+                return Ok(false);
+            }
+            if le32(&leaf, o) != 0 {
+                let n = leaf[o + 8..o + 8 + nl].to_vec();
+                let Some(h) = hash_of(&n) else {
+                    return Ok(false);
+                };
+                ents.push((h, le32(&leaf, o), leaf[o + 7], n));
+            }
+            o += rl;
+        }
+        ents.push((hash, ino, ft, name.to_vec()));
+        ents.sort_by_key(|e| e.0);
+        let len = ents.len();
+        let mut m = len / 2;
+        while m < len && ents[m].0 == ents[m - 1].0 {
+            m += 1;
+        }
+        if m == len {
+            m = len / 2;
+            while m > 0 && ents[m].0 == ents[m - 1].0 {
+                m -= 1;
+            }
+        }
+        if m == 0 || m == len {
+            return Ok(false);
+        }
+        let pack = |es: &[(u32, u32, u8, Vec<u8>)]| -> Option<Vec<u8>> {
+            let mut b = vec![0u8; bs];
+            let mut o = 0usize;
+            for (k, (_, ino, ft, n)) in es.iter().enumerate() {
+                let need = (8 + n.len() + 3) & !3;
+                let rl = if k + 1 == es.len() { body - o } else { need };
+                if o + need > body {
+                    return None;
+                }
+                put32(&mut b, o, *ino);
+                put16(&mut b, o + 4, rl as u16);
+                b[o + 6] = n.len() as u8;
+                b[o + 7] = *ft;
+                b[o + 8..o + 8 + n.len()].copy_from_slice(n);
+                o += rl;
+            }
+            Some(b)
+        };
+        let (Some(lo), Some(hi)) = (pack(&ents[..m]), pack(&ents[m..])) else {
+            return Ok(false);
+        };
+        let split = ents[m].0;
+        // The new leaf at the end of the directory.
+        let new_l = dir.size().div_ceil(bs as u64);
+        if new_l >= 0x0FFF_FFFF {
+            return Ok(false);
+        }
+        let (mut exts, tree) = self.extents(dir)?;
+        let goal = exts.last().map(|e| e.pblk + e.len as u64).unwrap_or(0);
+        let (new_p, _) = self.alloc_blocks(w, goal, 1)?;
+        self.write_dir_block(dir, new_p, hi)?;
+        exts.push(Ext {
+            lblk: new_l as u32,
+            len: 1,
+            pblk: new_p,
+            unwritten: false,
+        });
+        self.set_extents(w, dir, &exts, tree)?;
+        dir.set_size((new_l + 1) * bs as u64);
+        self.write_dir_block(dir, leaf_p, lo)?;
+        // The index entry after the split leaf's.
+        let mut nr = (*root).clone();
+        let at = co + (i + 1) * 8;
+        nr.copy_within(at..co + count * 8, at + 8);
+        put32(&mut nr, at, split);
+        put32(&mut nr, at + 4, new_l as u32);
+        put16(&mut nr, co + 2, (count + 1) as u16);
+        if self.sb.metadata_csum() {
+            // ext4_dx_csum: the block up to the last entry, the tail's reserved word, a
+            // zero checksum.
+            let t = co + limit * 8;
+            let mut c = crate::crc::crc32c(self.inode_seed(dir), &nr[..co + (count + 1) * 8]);
+            c = crate::crc::crc32c(c, &nr[t..t + 4]);
+            c = crate::crc::crc32c(c, &[0; 4]);
+            put32(&mut nr, t + 4, c);
+        }
+        self.write_meta(root_pblk, nr)?;
+        Ok(true)
     }
 
     /// Removes the entry `name` (`ext4_delete_entry`): the one before takes its space, or

@@ -313,7 +313,11 @@ fn write_4k_clean_journal() {
 #[test]
 fn htree_dir_insert_stays_clean() {
     // A directory indexed by `e2fsck -fyD`, then written: it becomes linear and stays valid.
-    let img = image("wdx.img", &["-b", "1024", "-O", "^has_journal"], "16M");
+    let img = image(
+        "wdx.img",
+        &["-b", "1024", "-O", "^has_journal", "-N", "8192"],
+        "32M",
+    );
     {
         let fs = open(&img, true);
         let d = fs
@@ -350,24 +354,39 @@ fn htree_dir_insert_stays_clean() {
     assert!(lookup(&fs, "d/new").is_some() && lookup(&fs, "d/n199").is_some());
     drop(fs);
     fsck(&img);
-    // Many more: a leaf fills and the directory becomes linear, still clean and complete.
+    // Many more: leaves fill and split, the index stays right (lookups go through it).
     let fs = open(&img, true);
-    for i in 0..400 {
-        fs.create(
-            d,
-            format!("more-{i:03}").as_bytes(),
-            REG,
-            0,
-            0,
-            (0, 0),
-            None,
-        )
-        .unwrap();
+    let mk = |fs: &Ext4, name: String| {
+        fs.create(d, name.as_bytes(), REG, 0, 0, (0, 0), None)
+            .unwrap()
+    };
+    for i in 0..1500 {
+        mk(&fs, format!("more-{i:04}"));
+    }
+    let raw = fs.inode(d).unwrap();
+    assert!(raw.has_flag(crate::disk::iflags::INDEX));
+    for i in (0..1500).step_by(37) {
+        let name = format!("more-{i:04}");
+        assert!(
+            fs.dx_lookup_for_test(&raw, name.as_bytes())
+                .unwrap()
+                .is_some_and(|x| x.is_some()),
+            "{name} through the index"
+        );
+    }
+    drop(fs);
+    fsck(&img);
+    // Past what one index level holds (1K blocks: 123 leaves): the directory becomes
+    // linear, still clean and complete.
+    let fs = open(&img, true);
+    for i in 0..4000 {
+        mk(&fs, format!("most-{i:04}"));
     }
     assert!(!fs.inode(d).unwrap().has_flag(crate::disk::iflags::INDEX));
-    for i in (0..400).step_by(37) {
-        assert!(lookup(&fs, &format!("d/more-{i:03}")).is_some());
+    for i in (0..4000).step_by(37) {
+        assert!(lookup(&fs, &format!("d/most-{i:04}")).is_some());
     }
+    assert!(lookup(&fs, "d/more-0777").is_some());
     assert!(lookup(&fs, "d/n001").is_some() && lookup(&fs, "d/n100").is_none());
     drop(fs);
     fsck(&img);
