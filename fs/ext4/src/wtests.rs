@@ -408,12 +408,30 @@ fn mutated_images_never_panic_on_writes() {
                 .unwrap();
             fs.write_file(f, i * 3000, &bytes(i, 2000)).unwrap();
         }
+        for i in 0..60 {
+            let name = format!("padding-entry-name-{i}");
+            fs.create(d, name.as_bytes(), REG, 0, 0, (0, 0), None)
+                .unwrap();
+        }
         fs.set_xattr(d, b"user.x", Some(&[3u8; 300]), 0).unwrap();
     }
+    // `d` indexed, so that inserts take the htree paths (leaf insert, split).
+    let out = Command::new("e2fsck")
+        .arg("-fyD")
+        .arg(&img)
+        .output()
+        .unwrap();
+    assert!(out.status.code().unwrap_or(8) <= 1);
+    assert!(
+        open(&img, false)
+            .inode(lookup(&open(&img, false), "d").unwrap())
+            .unwrap()
+            .has_flag(crate::disk::iflags::INDEX)
+    );
     let clean = std::fs::read(&img).unwrap();
     let meta_end = 600 * 1024;
     let mut reached = 0;
-    for seed in 0..60u64 {
+    for seed in 0..200u64 {
         let mut v = clean.clone();
         let r = bytes(seed + 100, 64);
         for k in 0..16 {
@@ -455,13 +473,16 @@ fn mutated_images_never_panic_on_writes() {
                     let _ = fs.evict_if_unlinked(ino);
                 }
             }
+            for i in 0..60 {
+                let _ = fs.create(d, format!("new-{i}").as_bytes(), REG, 0, 0, (0, 0), None);
+            }
             let _ = fs.rename(d, b"f1", root, b"moved", 0);
             let _ = fs.create(d, b"sub", DIR, 0, 0, (0, 0), None);
             let _ = fs.unlink(root, b"d", true);
         }
     }
     assert!(
-        reached >= 20,
+        reached >= 60,
         "only {reached} mutated images mounted read-write"
     );
     let _ = std::fs::remove_file(&img);
