@@ -17,7 +17,8 @@
 //! 3. `ext4_write_fsck_clean`: two empty images, ext4 without a journal (1K blocks) and the
 //!    default ext4 with a clean journal (4K blocks), are mounted read-write in the Debian
 //!    tree in every engine: 500 files in one directory, a 16 MiB random file, sparse writes,
-//!    truncate, fallocate (allocate, keep size, punch), renames, a hard link, fast and slow symlinks, xattrs, an unlinked-while-open
+//!    truncate, fallocate (allocate, keep size, punch), renames, a hard link, a running
+//!    binary and a mapped file unlinked, fast and slow symlinks, xattrs, an unlinked-while-open
 //!    file, `rm -r` of a tree, sync, umount; then on the host `e2fsck -fn` exits 0 and the
 //!    files `debugfs -R dump` gives have the sha256 the guest printed.
 //!
@@ -371,8 +372,22 @@ os.unlink("uwo")
 f.seek(0)
 assert f.read() == b"u" * 100000
 f.close()
+import mmap
+f = open("mm", "w+b")
+f.write(b"m" * 8192)
+f.flush()
+m = mmap.mmap(f.fileno(), 8192)
+f.close()
+os.unlink("mm")
+assert m[:4] == b"mmmm" and m[8191:] == b"m"
+m.close()
 print("XATTR", os.getxattr("big", "user.color").decode(), len(os.getxattr("renamed", "user.large")))
 '
+cp /usr/bin/sleep ./sl
+./sl 1 &
+sleep 0.3
+rm sl
+wait
 mkdir -p tree/a/b tree/c
 echo deep > tree/a/b/f
 cp big tree/a/copy

@@ -139,7 +139,7 @@ pub fn mount(
     let m = Arc::new(vfs::Mounted {
         fs,
         fs_id: um_kernel::vfs::new_fs_id(),
-        opens: Default::default(),
+        vms: Default::default(),
     });
     Ok(vfs::Ext4Inode::root(m)?)
 }

@@ -17,7 +17,7 @@ use crate::disk::{RawInode, iflags};
 use crate::fs::Ext4;
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, Weak};
 use um_kernel::vfs::{self, DirEntry, FileOps, Inode, Kstat, Owner, SetAttr, Statfs, mode};
 use um_kernel::wait::IoCtx;
 use um_mm::VmFile;
@@ -27,8 +27,9 @@ use um_uapi::{Errno, SysResult};
 pub struct Mounted {
     pub fs: Ext4,
     pub fs_id: u64,
-    /// Open regular files by inode: an unlinked inode is freed when its count drops to 0.
-    pub opens: Mutex<HashMap<u32, u32>>,
+    /// The page-cache object of each regular file in use: open files and mappings hold it
+    /// (`Ext4File`, the VMAs), so an unlinked inode is freed when the last of them goes.
+    pub vms: Mutex<HashMap<u32, Weak<Ext4Vm>>>,
 }
 
 impl Mounted {
@@ -38,10 +39,11 @@ impl Mounted {
         (3 << 62) | ((self.fs_id & 0xf_ffff) << 40) | ino as u64
     }
 
-    /// Frees inode `ino` (its last link is gone) unless a file is still open on it.
+    /// Frees inode `ino` (its last link is gone) unless a file is still open or mapped on
+    /// it; then it goes on the orphan list until [`Ext4Vm`]'s drop.
     fn release(&self, ino: u32) -> SysResult<()> {
-        let opens = um_kernel::task::lock(&self.opens);
-        if opens.get(&ino).is_some_and(|&n| n > 0) {
+        let vms = um_kernel::task::lock(&self.vms);
+        if vms.get(&ino).is_some_and(|w| w.strong_count() > 0) {
             return self.fs.orphan_add(ino);
         }
         if let Some(c) = um_fs::mount::page_cache() {
@@ -57,7 +59,6 @@ pub struct Ext4Inode {
     ino: u32,
     /// The path from the file system's root, for `/proc/PID/maps`.
     path: Vec<u8>,
-    vm: OnceLock<Arc<Ext4Vm>>,
 }
 
 /// `EXT4_FT_*` to `DT_*` (fs/ext4/ext4.h, include/linux/fs_types.h).
@@ -82,7 +83,6 @@ impl Ext4Inode {
             m,
             ino: crate::disk::ROOT_INO,
             path: Vec::new(),
-            vm: OnceLock::new(),
         }))
     }
 
@@ -99,7 +99,6 @@ impl Ext4Inode {
             m: self.m.clone(),
             ino,
             path,
-            vm: OnceLock::new(),
         })
     }
 
@@ -236,9 +235,6 @@ impl Inode for Ext4Inode {
                 if write && !self.m.fs.writable() {
                     return Err(Errno::EROFS);
                 }
-                *um_kernel::task::lock(&self.m.opens)
-                    .entry(self.ino)
-                    .or_insert(0) += 1;
                 Ok(Box::new(Ext4File {
                     m: self.m.clone(),
                     ino: self.ino,
@@ -423,17 +419,20 @@ impl Inode for Ext4Inode {
 }
 
 impl Ext4Inode {
+    /// The inode's page-cache object: the one in use, else a new one.
     fn vm_file_arc(&self) -> Arc<Ext4Vm> {
-        self.vm
-            .get_or_init(|| {
-                Arc::new(Ext4Vm {
-                    m: self.m.clone(),
-                    ino: self.ino,
-                    id: self.vm_id(),
-                    name: String::from_utf8_lossy(&self.path).into_owned(),
-                })
-            })
-            .clone()
+        let mut vms = um_kernel::task::lock(&self.m.vms);
+        if let Some(v) = vms.get(&self.ino).and_then(Weak::upgrade) {
+            return v;
+        }
+        let v = Arc::new(Ext4Vm {
+            m: self.m.clone(),
+            ino: self.ino,
+            id: self.vm_id(),
+            name: String::from_utf8_lossy(&self.path).into_owned(),
+        });
+        vms.insert(self.ino, Arc::downgrade(&v));
+        v
     }
 
     /// fallocate with the page cache kept right: a punched range leaves the cache and every
@@ -517,33 +516,6 @@ pub struct Ext4File {
     m: Arc<Mounted>,
     ino: u32,
     vm: Arc<Ext4Vm>,
-}
-
-impl Drop for Ext4File {
-    fn drop(&mut self) {
-        let mut opens = um_kernel::task::lock(&self.m.opens);
-        let last = match opens.get_mut(&self.ino) {
-            Some(n) if *n > 1 => {
-                *n -= 1;
-                false
-            }
-            _ => {
-                opens.remove(&self.ino);
-                true
-            }
-        };
-        drop(opens);
-        if last && self.m.fs.writable() {
-            let unlinked = self.m.fs.inode(self.ino).is_ok_and(|r| r.links == 0);
-            if unlinked && let Err(e) = self.m.release(self.ino) {
-                log::warn!(
-                    "EXT4-fs ({}): inode #{}: freeing at last close failed: {e:?}",
-                    self.m.fs.dev_name(),
-                    self.ino
-                );
-            }
-        }
-    }
 }
 
 impl FileOps for Ext4File {
@@ -638,6 +610,29 @@ pub struct Ext4Vm {
     ino: u32,
     id: u64,
     name: String,
+}
+
+impl Drop for Ext4Vm {
+    /// The last open file and mapping of the inode are gone: an unlinked one is freed now.
+    fn drop(&mut self) {
+        {
+            let mut vms = um_kernel::task::lock(&self.m.vms);
+            if vms.get(&self.ino).is_some_and(|w| w.strong_count() == 0) {
+                vms.remove(&self.ino);
+            }
+        }
+        if !self.m.fs.writable() {
+            return;
+        }
+        let unlinked = self.m.fs.inode(self.ino).is_ok_and(|r| r.links == 0);
+        if unlinked && let Err(e) = self.m.release(self.ino) {
+            log::warn!(
+                "EXT4-fs ({}): inode #{}: freeing at last close failed: {e:?}",
+                self.m.fs.dev_name(),
+                self.ino
+            );
+        }
+    }
 }
 
 impl VmFile for Ext4Vm {
