@@ -121,7 +121,7 @@ pub fn mount(
         }
         fs.enable_write().map_err(|e| {
             log::error!("EXT4-fs ({name}): {e}");
-            Errno::EIO
+            Errno::EROFS
         })?;
         match fs.orphan_cleanup() {
             Ok(0) => {}

@@ -259,6 +259,11 @@ impl Ext4 {
         self.dev
             .read_at(disk::SB_OFFSET, &mut sb_raw)
             .map_err(|e| format!("unable to read superblock: {e}"))?;
+        // A device that does not take writes (a driver without `write_at`) is found here,
+        // before anything changes: the superblock is written back as it is.
+        self.dev
+            .write_at(disk::SB_OFFSET, &sb_raw)
+            .map_err(|e| format!("write access unavailable ({e:?}), mount it read-only"))?;
         let total_free: u64 = self.groups.iter().map(|g| g.free_blocks as u64).sum();
         let total_ifree: u64 = self.groups.iter().map(|g| g.free_inodes as u64).sum();
         self.w = Some(std::sync::Mutex::new(WState {

@@ -527,3 +527,39 @@ fn orphans_of_a_crash_are_freed_at_the_next_mount() {
     fsck(&img);
     let _ = std::fs::remove_file(&img);
 }
+
+/// A device without writes (the trait's default `write_at`).
+struct RoDev(FileDev);
+
+impl BlockDevice for RoDev {
+    fn size(&self) -> u64 {
+        self.0.size()
+    }
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> SysResult<()> {
+        self.0.read_at(off, buf)
+    }
+    fn read_only(&self) -> bool {
+        false
+    }
+    fn name(&self) -> String {
+        "ro".into()
+    }
+    fn rdev(&self) -> u64 {
+        0
+    }
+}
+
+#[test]
+fn a_device_without_writes_refuses_rw() {
+    let img = image("wro.img", &["-b", "1024"], "4M");
+    let f = std::fs::File::open(&img).unwrap();
+    let len = f.metadata().unwrap().len();
+    let mut fs = Ext4::open(Arc::new(RoDev(FileDev(f, len))), false).unwrap();
+    assert!(
+        fs.enable_write()
+            .unwrap_err()
+            .contains("write access unavailable")
+    );
+    assert!(!fs.writable());
+    let _ = std::fs::remove_file(&img);
+}
