@@ -163,7 +163,10 @@ impl Ext4Inode {
     }
 
     fn entries(&self) -> SysResult<Vec<DirEntry>> {
-        let all = self.m.fs.dir_entries(&self.raw()?)?;
+        let all = {
+            let _g = self.m.fs.read_guard();
+            self.m.fs.dir_entries(&self.raw()?)?
+        };
         let parent = all
             .iter()
             .find(|e| e.name == b"..")
@@ -204,7 +207,11 @@ impl Inode for Ext4Inode {
         if raw.fmt() != mode::S_IFDIR {
             return Err(Errno::ENOTDIR);
         }
-        let ino = self.m.fs.lookup(&raw, name)?.ok_or(Errno::ENOENT)?;
+        let ino = {
+            let _g = self.m.fs.read_guard();
+            let raw = self.raw()?;
+            self.m.fs.lookup(&raw, name)?.ok_or(Errno::ENOENT)?
+        };
         self.m.fs.inode(ino)?;
         Ok(self.child(name, ino))
     }
@@ -214,7 +221,8 @@ impl Inode for Ext4Inode {
         if raw.fmt() != mode::S_IFLNK {
             return Err(Errno::EINVAL);
         }
-        self.m.fs.readlink(&raw)
+        let _g = self.m.fs.read_guard();
+        self.m.fs.readlink(&self.raw()?)
     }
 
     fn open(&self, io: &IoCtx<'_>, flags: u32) -> SysResult<Box<dyn FileOps>> {
@@ -522,8 +530,11 @@ impl FileOps for Ext4File {
     /// The file's blocks, with the cached pages over them (a shared mapping's writes not
     /// yet written back are there).
     fn read(&self, _io: &IoCtx<'_>, buf: &mut [u8], off: u64) -> SysResult<usize> {
-        let raw = self.m.fs.inode(self.ino)?;
-        let n = self.m.fs.read(&raw, off, buf)?;
+        let n = {
+            let _g = self.m.fs.read_guard();
+            let raw = self.m.fs.inode(self.ino)?;
+            self.m.fs.read(&raw, off, buf)?
+        };
         if let Some(c) = um_fs::mount::page_cache() {
             c.read_cached(self.vm.id, off, &mut buf[..n]);
         }
@@ -645,6 +656,7 @@ impl VmFile for Ext4Vm {
     }
 
     fn read_page(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        let _g = self.m.fs.read_guard();
         let raw = self.m.fs.inode(self.ino)?;
         self.m.fs.read(&raw, offset, buf)
     }

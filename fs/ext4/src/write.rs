@@ -289,6 +289,14 @@ impl Ext4 {
         }
     }
 
+    /// On a read-write mount, the change lock for a reader that follows several blocks (a
+    /// file's extent tree, a directory's blocks), so that it never sees a change half made
+    /// (tree blocks reused before the inode that points at them is written, a leaf split
+    /// before the index names the new block).
+    pub fn read_guard(&self) -> Option<WGuard<'_>> {
+        self.w.as_ref().map(|m| um_kernel::task::lock(m))
+    }
+
     /// Free blocks and inodes now (for statfs).
     pub fn free_counts(&self) -> (u64, u64) {
         match &self.w {
