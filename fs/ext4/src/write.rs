@@ -10,8 +10,10 @@
 //! in the inode or in one block; the orphan list for files unlinked while open.
 //!
 //! Every change is written through to the device at once, metadata through the block cache
-//! (so reads see it); `fsync`/`sync` flush the device. There is no journal: a crash in the
-//! middle of an operation can leave work for `e2fsck`, as on ext2. The mount allows writing only on
+//! (so reads see it); `fsync`/`sync` flush the device. Blocks an operation frees go back to
+//! the bitmaps only when it ends, after the inodes that pointed at them are written, so a
+//! crash can leak blocks but never leave one both free and in use. There is no journal: a
+//! crash in the middle of an operation can leave work for `e2fsck`, as on ext2. The mount allows writing only on
 //! images whose features this module keeps right ([`write_refusal`]).
 //!
 //! Key types: [`WState`] (the allocator's counters, behind one lock that serializes every
@@ -76,6 +78,10 @@ pub fn write_refusal(sb: &Super) -> Option<String> {
 
 /// The allocator's state: the group descriptors and superblock as last written.
 pub struct WState {
+    /// Blocks freed by the operation under way, given back to the bitmaps when it ends
+    /// (when its inodes no longer point at them), so that a crash in between can leak
+    /// blocks but never leave one free and in use.
+    pending: Vec<(u64, u64)>,
     sb_raw: Vec<u8>,
     gds: Vec<GroupDesc>,
     free_blocks: u64,
@@ -249,8 +255,39 @@ impl InodeBuf {
 /// the block, its inode.
 type Found = (u64, usize, Option<usize>, u32);
 
-/// The lock that serializes changes.
-pub type WGuard<'a> = MutexGuard<'a, WState>;
+/// The lock that serializes changes; when an operation lets it go, the blocks it freed
+/// go back to the bitmaps.
+pub struct WGuard<'a> {
+    g: MutexGuard<'a, WState>,
+    fs: &'a Ext4,
+}
+
+impl std::ops::Deref for WGuard<'_> {
+    type Target = WState;
+    fn deref(&self) -> &WState {
+        &self.g
+    }
+}
+
+impl std::ops::DerefMut for WGuard<'_> {
+    fn deref_mut(&mut self) -> &mut WState {
+        &mut self.g
+    }
+}
+
+impl Drop for WGuard<'_> {
+    fn drop(&mut self) {
+        let pending = std::mem::take(&mut self.g.pending);
+        for (p, n) in pending {
+            if let Err(e) = self.fs.free_blocks_now(&mut self.g, p, n) {
+                log::error!(
+                    "EXT4-fs ({}): freeing blocks {p}+{n} failed: {e:?}",
+                    self.fs.dev.name()
+                );
+            }
+        }
+    }
+}
 
 impl Ext4 {
     /// Makes the mount writable: the allocator starts from the descriptors read at mount.
@@ -267,6 +304,7 @@ impl Ext4 {
         let total_free: u64 = self.groups.iter().map(|g| g.free_blocks as u64).sum();
         let total_ifree: u64 = self.groups.iter().map(|g| g.free_inodes as u64).sum();
         self.w = Some(std::sync::Mutex::new(WState {
+            pending: Vec::new(),
             sb_raw,
             gds: self.groups.clone(),
             free_blocks: total_free,
@@ -284,7 +322,10 @@ impl Ext4 {
     /// Takes the change lock (`EROFS` on a read-only mount).
     pub fn wlock(&self) -> SysResult<WGuard<'_>> {
         match &self.w {
-            Some(m) => Ok(um_kernel::task::lock(m)),
+            Some(m) => Ok(WGuard {
+                g: um_kernel::task::lock(m),
+                fs: self,
+            }),
             None => Err(Errno::EROFS),
         }
     }
@@ -294,7 +335,10 @@ impl Ext4 {
     /// (tree blocks reused before the inode that points at them is written, a leaf split
     /// before the index names the new block).
     pub fn read_guard(&self) -> Option<WGuard<'_>> {
-        self.w.as_ref().map(|m| um_kernel::task::lock(m))
+        self.w.as_ref().map(|m| WGuard {
+            g: um_kernel::task::lock(m),
+            fs: self,
+        })
     }
 
     /// Free blocks and inodes now (for statfs).
@@ -529,8 +573,15 @@ impl Ext4 {
         Err(Errno::ENOSPC)
     }
 
-    /// Frees `n` blocks from `pblk` (`ext4_free_blocks`); a block already free is logged.
+    /// Frees `n` blocks from `pblk` when the operation ends ([`WGuard`]).
     pub(crate) fn free_blocks(&self, w: &mut WState, pblk: u64, n: u64) -> SysResult<()> {
+        self.check_range(0, pblk, n)?;
+        w.pending.push((pblk, n));
+        Ok(())
+    }
+
+    /// Frees `n` blocks from `pblk` now (`ext4_free_blocks`); a block already free is logged.
+    fn free_blocks_now(&self, w: &mut WState, pblk: u64, n: u64) -> SysResult<()> {
         self.check_range(0, pblk, n)?;
         self.forget(pblk, n);
         let bpg = self.sb.blocks_per_group as u64;
