@@ -404,6 +404,15 @@ pub trait BlockDevice: Send + Sync {
     fn name(&self) -> String;
     /// Its device number.
     fn rdev(&self) -> u64;
+    /// Writes `data` at byte `off` (a file system's metadata and data); `EIO` past the end,
+    /// `EROFS` on a device claimed read-only.
+    fn write_at(&self, _off: u64, _data: &[u8]) -> SysResult<()> {
+        Err(Errno::EROFS)
+    }
+    /// Makes every write so far durable (`blkdev_issue_flush`: the host file's fsync).
+    fn flush(&self) -> SysResult<()> {
+        Ok(())
+    }
 }
 
 /// Claims a block device for a file system: `write` asks for write access as well.

@@ -15,8 +15,8 @@
 //! `mount /dev/loop0 DIR`): the mount holds an [`LoopClaim`], an exclusive opener, so
 //! `LOOP_CLR_FD` while mounted only marks the device to detach at the last close (as
 //! Linux's `loop_clr_fd` with other openers), and a second claim is `EBUSY`. Its reads go
-//! through the backing file in the context of the task being served (the one whose syscall
-//! or fault needs the data). The devices also serve tools (`losetup`, `mkfs`, `dd`) and
+//! and writes go through the backing file in the context of the task being served (the one
+//! whose syscall or fault needs the data); a flush is the backing file's fsync. The devices also serve tools (`losetup`, `mkfs`, `dd`) and
 //! programs that set one up (LTP's `tst_device`). Direct I/O is refused (`LOOP_SET_DIRECT_IO` 1 is
 //! EINVAL, as Linux answers when the backing file cannot do it); partitions are never
 //! scanned. It lives with the block drivers (Linux keeps it in `drivers/block/`); `um-bin` calls
@@ -258,6 +258,8 @@ impl FileOps for ControlFile {
 /// A loop device held by a mounted file system (`bdev_file_open_by_dev` with a holder).
 pub struct LoopClaim {
     lo: Arc<Loop>,
+    /// Claimed for writing (a read-write mount).
+    write: bool,
 }
 
 impl LoopClaim {
@@ -276,7 +278,7 @@ impl LoopClaim {
         st.claimed = true;
         st.openers += 1;
         drop(st);
-        Ok(LoopClaim { lo })
+        Ok(LoopClaim { lo, write })
     }
 
     fn target(&self) -> Option<(Arc<OpenFile>, u64, u64, bool)> {
@@ -345,6 +347,50 @@ impl vfs::BlockDevice for LoopClaim {
 
     fn read_only(&self) -> bool {
         self.target().is_none_or(|(_, _, _, ro)| ro)
+    }
+
+    /// Writes the backing file at `lo_offset + off` as the task being served; `EROFS` on a
+    /// read-only claim or binding, `EIO` past the end, with no task, or on a short write.
+    fn write_at(&self, off: u64, data: &[u8]) -> SysResult<()> {
+        let (file, base, cap, ro) = self.target().ok_or(Errno::EIO)?;
+        if ro || !self.write {
+            return Err(Errno::EROFS);
+        }
+        let end = off.checked_add(data.len() as u64).ok_or(Errno::EIO)?;
+        if end > cap {
+            return Err(Errno::EIO);
+        }
+        let task = um_kernel::current::current().ok_or(Errno::EIO)?;
+        let io = IoCtx {
+            task: &task,
+            nonblock: false,
+            flags: 0,
+        };
+        let mut done = 0;
+        while done < data.len() {
+            match file.ops.write(&io, &data[done..], base + off + done as u64) {
+                Ok(0) => return Err(Errno::EIO),
+                Ok(n) => done += n,
+                Err(Errno::EINTR) => {}
+                Err(_) => return Err(Errno::EIO),
+            }
+        }
+        Ok(())
+    }
+
+    /// `blkdev_issue_flush` on a loop device: the backing file's fsync (`lo_req_flush`,
+    /// `vfs_fsync`), through its driver's or its inode's.
+    fn flush(&self) -> SysResult<()> {
+        let Some((file, ..)) = self.target() else {
+            return Ok(());
+        };
+        if let Some(r) = file.ops.fsync(false) {
+            return r;
+        }
+        match &file.dentry {
+            Some(d) => d.inode.fsync(false),
+            None => Ok(()),
+        }
     }
 
     fn name(&self) -> String {

@@ -501,6 +501,32 @@ impl vfs::BlockDevice for Claimed {
         self.file.ro()
     }
 
+    fn write_at(&self, off: u64, data: &[u8]) -> SysResult<()> {
+        if self.file.ro() || !self.file.write {
+            return Err(Errno::EROFS);
+        }
+        let (base, size) = self.file.range()?;
+        let end = off.checked_add(data.len() as u64).ok_or(Errno::EIO)?;
+        if end > size {
+            return Err(Errno::EIO);
+        }
+        let d = &self.file.disk;
+        d.stats.writes.fetch_add(1, Ordering::Relaxed);
+        d.stats
+            .write_sectors
+            .fetch_add((data.len() as u64).div_ceil(SECTOR), Ordering::Relaxed);
+        d.queue
+            .submit(&[Request::Write {
+                off: base + off,
+                data,
+            }])
+            .map_err(host_errno)
+    }
+
+    fn flush(&self) -> SysResult<()> {
+        self.file.disk.flush()
+    }
+
     fn name(&self) -> String {
         self.file.disk.part_name(self.file.part)
     }

@@ -129,6 +129,8 @@ pub struct Super {
     pub uuid: [u8; 16],
     pub desc_size: u32,
     pub first_meta_bg: u32,
+    /// `s_reserved_gdt_blocks`: blocks after the descriptors kept for online resize.
+    pub reserved_gdt_blocks: u32,
     pub backup_bgs: [u32; 2],
     pub groups_count: u32,
     /// `sbi->s_csum_seed`: crc32c of the UUID, or `s_checksum_seed` with `csum_seed`.
@@ -243,6 +245,7 @@ impl Super {
             uuid,
             desc_size,
             first_meta_bg: le32(b, 0x104),
+            reserved_gdt_blocks: le16(b, 0xCE) as u32,
             backup_bgs: [le32(b, 0x24C), le32(b, 0x250)],
             groups_count: groups as u32,
             csum_seed: if incompat & incompat::CSUM_SEED != 0 {
@@ -394,7 +397,7 @@ impl GroupDesc {
 }
 
 /// `ext4_group_desc_csum`: crc32c (low 16 bits) with metadata_csum, else crc16.
-fn group_desc_csum(sb: &Super, g: u32, b: &[u8]) -> u16 {
+pub(crate) fn group_desc_csum(sb: &Super, g: u32, b: &[u8]) -> u16 {
     let size = (sb.desc_size as usize).min(b.len());
     let le_group = g.to_le_bytes();
     if sb.metadata_csum() {
@@ -413,6 +416,66 @@ fn group_desc_csum(sb: &Super, g: u32, b: &[u8]) -> u16 {
         c = crc16(c, &b[0x20..size]);
     }
     c
+}
+
+/// The checksum an inode should carry (`ext4_inode_csum`): crc32c over the inode with the
+/// checksum fields as zeros, seeded by the inode number and generation; only the low 16
+/// bits when `i_extra_isize` does not cover `i_checksum_hi`.
+pub(crate) fn inode_csum(sb: &Super, ino: u32, b: &[u8]) -> u32 {
+    let isz = (sb.inode_size as usize).min(b.len());
+    let extra_isize = if isz > GOOD_OLD_INODE_SIZE {
+        le16(b, 0x80) as u32
+    } else {
+        0
+    };
+    let generation = le32(b, 0x64);
+    let seed = crc32c(
+        crc32c(sb.csum_seed, &ino.to_le_bytes()),
+        &generation.to_le_bytes(),
+    );
+    let fits_hi = extra_isize >= 4;
+    let mut c = crc32c(seed, &b[..0x7C]);
+    c = crc32c(c, &[0, 0]);
+    c = crc32c(c, &b[0x7E..GOOD_OLD_INODE_SIZE]);
+    if isz > GOOD_OLD_INODE_SIZE {
+        c = crc32c(c, &b[GOOD_OLD_INODE_SIZE..0x82]);
+        let mut off = 0x82;
+        if fits_hi {
+            c = crc32c(c, &[0, 0]);
+            off += 2;
+        }
+        c = crc32c(c, &b[off..isz]);
+    }
+    if !fits_hi {
+        c &= 0xFFFF;
+    }
+    c
+}
+
+fn stored_inode_csum(b: &[u8], extra_isize: u32) -> u32 {
+    let mut stored = le16(b, 0x7C) as u32;
+    if b.len() > GOOD_OLD_INODE_SIZE && extra_isize >= 4 {
+        stored |= (le16(b, 0x82) as u32) << 16;
+    }
+    stored
+}
+
+/// Stores [`inode_csum`] into the inode bytes (`ext4_inode_csum_set`).
+pub(crate) fn set_inode_csum(sb: &Super, ino: u32, b: &mut [u8]) {
+    let c = inode_csum(sb, ino, b);
+    put16(b, 0x7C, c as u16);
+    if b.len() > GOOD_OLD_INODE_SIZE && le16(b, 0x80) >= 4 {
+        put16(b, 0x82, (c >> 16) as u16);
+    }
+}
+
+/// Little-endian field writers (callers pass offsets inside the slice).
+pub(crate) fn put16(b: &mut [u8], off: usize, v: u16) {
+    b[off..off + 2].copy_from_slice(&v.to_le_bytes());
+}
+
+pub(crate) fn put32(b: &mut [u8], off: usize, v: u32) {
+    b[off..off + 4].copy_from_slice(&v.to_le_bytes());
 }
 
 /// `i_flags` bits this driver acts on.
@@ -494,24 +557,7 @@ impl RawInode {
             &generation.to_le_bytes(),
         );
         if sb.metadata_csum() {
-            let fits_hi = extra_isize >= 4;
-            let mut c = crc32c(seed, &b[..0x7C]);
-            c = crc32c(c, &[0, 0]);
-            c = crc32c(c, &b[0x7E..GOOD_OLD_INODE_SIZE]);
-            let mut stored = le16(b, 0x7C) as u32;
-            if isz > GOOD_OLD_INODE_SIZE {
-                c = crc32c(c, &b[GOOD_OLD_INODE_SIZE..0x82]);
-                let mut off = 0x82;
-                if fits_hi {
-                    c = crc32c(c, &[0, 0]);
-                    off += 2;
-                    stored |= (le16(b, 0x82) as u32) << 16;
-                }
-                c = crc32c(c, &b[off..isz]);
-            }
-            if !fits_hi {
-                c &= 0xFFFF;
-            }
+            let (c, stored) = (inode_csum(sb, ino, b), stored_inode_csum(b, extra_isize));
             if c != stored {
                 return Err(format!(
                     "inode #{ino}: checksum invalid (stored {stored:#x}, computed {c:#x})"

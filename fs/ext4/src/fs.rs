@@ -12,7 +12,7 @@
 //! a hang. Metadata blocks go through a small cache; file data is read straight from the
 //! device, in runs as long as the extent allows.
 //!
-//! Key type: [`Ext4`]. Neighbours: [`crate::disk`] (decoding), [`crate::vfs`] (the kernel's
+//! Key type: [`Ext4`] (its write side is in [`crate::write`]). Neighbours: [`crate::disk`] (decoding), [`crate::vfs`] (the kernel's
 //! inode and file objects over this), `um_kernel::vfs::BlockDevice` (the device).
 
 use crate::disk::{self, GroupDesc, RawInode, Super, iflags, incompat, le16, le32};
@@ -60,11 +60,13 @@ pub struct RawDirent {
 
 /// A mounted file system.
 pub struct Ext4 {
-    dev: Arc<dyn BlockDevice>,
+    pub(crate) dev: Arc<dyn BlockDevice>,
     pub sb: Super,
-    groups: Vec<GroupDesc>,
-    cache: Mutex<HashMap<u64, Arc<Vec<u8>>>>,
+    pub(crate) groups: Vec<GroupDesc>,
+    pub(crate) cache: Mutex<HashMap<u64, Arc<Vec<u8>>>>,
     errors: AtomicU32,
+    /// The allocator's state on a read-write mount ([`crate::write`]); `None` read-only.
+    pub(crate) w: Option<Mutex<crate::write::WState>>,
 }
 
 impl fmt::Debug for Ext4 {
@@ -127,6 +129,7 @@ impl Ext4 {
             groups,
             cache: Mutex::new(HashMap::new()),
             errors: AtomicU32::new(0),
+            w: None,
         };
         let root = fs
             .inode(disk::ROOT_INO)
@@ -163,7 +166,7 @@ impl Ext4 {
         &self.groups
     }
 
-    fn bs(&self) -> u64 {
+    pub(crate) fn bs(&self) -> u64 {
         self.sb.block_size as u64
     }
 
@@ -173,7 +176,7 @@ impl Ext4 {
         pblk > self.sb.first_data_block as u64
     }
 
-    fn check_range(&self, ino: u32, pblk: u64, len: u64) -> SysResult<()> {
+    pub(crate) fn check_range(&self, ino: u32, pblk: u64, len: u64) -> SysResult<()> {
         let end = pblk.checked_add(len);
         if !self.valid_range(pblk) || end.is_none_or(|e| e > self.sb.blocks_count) {
             return Err(self.corrupt(ino, format_args!("invalid block {pblk} (+{len})")));
@@ -336,7 +339,7 @@ impl Ext4 {
 
     /// `ext4_extent_block_csum_verify`: the tail after `eh_max` entries holds
     /// crc32c(inode seed, block up to the tail).
-    fn verify_extent_block(&self, ino: &RawInode, b: &[u8], pblk: u64) -> SysResult<()> {
+    pub(crate) fn verify_extent_block(&self, ino: &RawInode, b: &[u8], pblk: u64) -> SysResult<()> {
         if !self.sb.metadata_csum() {
             return Ok(());
         }
@@ -495,7 +498,7 @@ impl Ext4 {
 
     /// Parses the entries of one directory region (`ext4_check_dir_entry` on each):
     /// `base` is the region's offset for the log line.
-    fn parse_dirents(
+    pub(crate) fn parse_dirents(
         &self,
         dir: u32,
         b: &[u8],
@@ -612,7 +615,7 @@ impl Ext4 {
 
     /// One directory block: an htree index node is skipped (the entries are all in the
     /// leaves), a leaf's checksum tail is checked (`ext4_dirblock_csum_verify`).
-    fn dir_block(
+    pub(crate) fn dir_block(
         &self,
         dir: &RawInode,
         b: &[u8],
@@ -784,8 +787,59 @@ impl Ext4 {
         Ok(None)
     }
 
+    /// The leaf block an entry named `name` belongs in by the htree index (`dx_probe`), or
+    /// `None` where the index is one this driver does not follow.
+    pub(crate) fn dx_leaf(&self, dir: &RawInode, name: &[u8]) -> SysResult<Option<u32>> {
+        let Some(root) = self.dir_lblock(dir, 0)? else {
+            return Ok(None);
+        };
+        let bs = root.len();
+        let (version, info_len, levels) = (root[28], root[29] as usize, root[30] as u32);
+        let max_levels = if self.sb.has(incompat::LARGEDIR) {
+            3
+        } else {
+            2
+        };
+        if le32(&root, 24) != 0 || info_len != 8 || levels >= max_levels {
+            return Ok(None);
+        }
+        let mut version = version;
+        if version <= crate::hash::TEA && self.sb.flags & 0x2 != 0 {
+            version += 3;
+        }
+        let Some(hash) = crate::hash::dirhash(name, version, &self.sb.hash_seed) else {
+            return Ok(None);
+        };
+        let mut node = root;
+        let mut off = 24 + info_len;
+        for level in 0..=levels {
+            let (limit, count) = (le16(&node, off) as usize, le16(&node, off + 2) as usize);
+            if count == 0 || count > limit || off + count * 8 > bs {
+                return Ok(None);
+            }
+            let hash_at = |i: usize| if i == 0 { 0 } else { le32(&node, off + i * 8) };
+            let block_at = |i: usize| le32(&node, off + i * 8 + 4) & 0x0FFF_FFFF;
+            let mut i = 0;
+            while i + 1 < count && hash_at(i + 1) <= hash {
+                i += 1;
+            }
+            if level == levels {
+                return Ok(Some(block_at(i)));
+            }
+            let Some(next) = self.dir_lblock(dir, block_at(i))? else {
+                return Ok(None);
+            };
+            if le32(&next, 0) != 0 || le16(&next, 4) as usize != bs {
+                return Ok(None);
+            }
+            node = next;
+            off = 8;
+        }
+        Ok(None)
+    }
+
     /// The in-inode attributes (after `i_extra_isize`, `ext4_xattr_ibody_get`).
-    fn ibody_xattrs(&self, ino: &RawInode) -> SysResult<Vec<Xattr>> {
+    pub(crate) fn ibody_xattrs(&self, ino: &RawInode) -> SysResult<Vec<Xattr>> {
         let start = disk::GOOD_OLD_INODE_SIZE + ino.extra_isize as usize;
         if ino.raw.len() <= disk::GOOD_OLD_INODE_SIZE || start + 4 > ino.raw.len() {
             return Ok(Vec::new());
@@ -799,7 +853,7 @@ impl Ext4 {
 
     /// The attributes of the inode's xattr block (`ext4_xattr_block_get`): magic, one
     /// block, checksum.
-    fn block_xattrs(&self, ino: &RawInode) -> SysResult<Vec<Xattr>> {
+    pub(crate) fn block_xattrs(&self, ino: &RawInode) -> SysResult<Vec<Xattr>> {
         if ino.file_acl == 0 {
             return Ok(Vec::new());
         }
@@ -895,8 +949,8 @@ impl Ext4 {
 
 /// One stored attribute: name index (`EXT4_XATTR_INDEX_*`), name suffix, value.
 #[derive(Clone, Debug)]
-struct Xattr {
-    index: u8,
-    name: Vec<u8>,
-    value: Vec<u8>,
+pub(crate) struct Xattr {
+    pub(crate) index: u8,
+    pub(crate) name: Vec<u8>,
+    pub(crate) value: Vec<u8>,
 }

@@ -8,13 +8,15 @@
 //! the inode and in a block, and `metadata_csum` (with `csum_seed`) or `gdt_csum` checksums,
 //! all verified. Features are gated as Linux's `ext4_feature_set_ok` does: an incompatible
 //! feature this driver does not know refuses the mount with one log line, an unknown
-//! read-only-compatible one would force read-only. Not yet: writing (an `rw` mount is
-//! `EROFS` with a log line), JBD2 replay (a journal that needs recovery refuses the mount
+//! read-only-compatible one would force read-only. Writing ([`write`]): read-write mounts
+//! of ext4 with extents, without a journal or with a clean one left unused (other images
+//! are `EROFS` for `rw` with a log line). Not yet: JBD2 replay (a journal that needs recovery refuses the mount
 //! unless `-o noload`), EA inodes, encryption,
 //! casefolding.
 //!
 //! Modules: [`crc`] (crc32c, crc16), [`disk`] (on-disk structures), [`fs`] (the mounted file
-//! system: maps, data, directories, xattrs), [`hash`] (the htree name hashes), [`vfs`] (the kernel's inode and file objects).
+//! system: maps, data, directories, xattrs), [`hash`] (the htree name hashes), [`vfs`] (the kernel's inode and file objects),
+//! [`write`] (allocation, extents, directories, xattrs on a read-write mount).
 //! [`register`] adds the `ext4`, `ext3` and `ext2` types to `um_fs::mount` (which also mounts
 //! the boot's `root=/dev/...` through them).
 
@@ -25,9 +27,12 @@ pub mod disk;
 pub mod fs;
 pub mod hash;
 pub mod vfs;
+pub mod write;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wtests;
 
 use std::sync::Arc;
 use um_kernel::vfs::{BlockDevice, Inode};
@@ -87,13 +92,12 @@ pub fn mount(
 ) -> SysResult<Arc<dyn Inode>> {
     let name = dev.name();
     let noload = parse_options(&name, data)?;
-    if flags & MS_RDONLY == 0 {
-        log::error!(
-            "EXT4-fs ({name}): write support is not implemented yet; mount it read-only (-o ro)"
-        );
+    let rw = flags & MS_RDONLY == 0;
+    if rw && dev.read_only() {
+        log::error!("EXT4-fs ({name}): write access unavailable, the device is read-only");
         return Err(Errno::EROFS);
     }
-    let fs = fs::Ext4::open(dev, noload).map_err(|e| {
+    let mut fs = fs::Ext4::open(dev, noload).map_err(|e| {
         log::error!("EXT4-fs ({name}): {e}");
         Errno::EINVAL
     })?;
@@ -104,18 +108,38 @@ pub fn mount(
         return Err(Errno::EINVAL);
     }
     let unknown_ro = fs.sb.unknown_ro_compat();
-    if unknown_ro != 0 {
+    if unknown_ro != 0 && !rw {
         log::warn!("EXT4-fs ({name}): unknown read-only features ({unknown_ro:x}), read-only");
     }
+    if rw {
+        if let Some(why) = write::write_refusal(&fs.sb) {
+            log::error!("EXT4-fs ({name}): {why}");
+            return Err(Errno::EROFS);
+        }
+        if fs.sb.compat & disk::compat::HAS_JOURNAL != 0 {
+            log::warn!("EXT4-fs ({name}): journal not used: metadata not journaled");
+        }
+        fs.enable_write().map_err(|e| {
+            log::error!("EXT4-fs ({name}): {e}");
+            Errno::EROFS
+        })?;
+        match fs.orphan_cleanup() {
+            Ok(0) => {}
+            Ok(n) => log::info!("EXT4-fs ({name}): {n} orphan inodes deleted"),
+            Err(e) => log::warn!("EXT4-fs ({name}): orphan cleanup failed: {e:?}"),
+        }
+    }
     log::info!(
-        "EXT4-fs ({name}): mounted filesystem {} ro with {} blocks of {} bytes",
+        "EXT4-fs ({name}): mounted filesystem {} {} with {} blocks of {} bytes",
         fmt_uuid(&fs.sb.uuid),
+        if rw { "r/w without journal" } else { "ro" },
         fs.sb.blocks_count,
         fs.sb.block_size
     );
     let m = Arc::new(vfs::Mounted {
         fs,
         fs_id: um_kernel::vfs::new_fs_id(),
+        vms: Default::default(),
     });
     Ok(vfs::Ext4Inode::root(m)?)
 }
