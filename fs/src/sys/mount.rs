@@ -1,5 +1,5 @@
-//! mount, umount2 (Linux fs/namespace.c): argument copying, the CAP_SYS_ADMIN check (euid 0)
-//! and path walks; the table itself is [`crate::mount`].
+//! mount, umount2, pivot_root (Linux fs/namespace.c): argument copying, the CAP_SYS_ADMIN
+//! check (euid 0) and path walks; the tables themselves are [`crate::mount`].
 
 use super::{AT_FDCWD, lookup};
 use crate::mount::{self, MS_BIND, MS_REMOUNT, UMOUNT_NOFOLLOW};
@@ -34,7 +34,7 @@ fn sys_mount(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let data = opt_str(c, data_addr)?;
     let cwd = AT_FDCWD as u64;
     let t = lookup(c, cwd, &target, Last::Follow)?;
-    let bind = if flags & MS_BIND != 0 && flags & MS_REMOUNT == 0 {
+    let bind = if flags & (MS_BIND | mount::MS_MOVE) != 0 && flags & MS_REMOUNT == 0 {
         if source.is_empty() {
             return Err(Errno::ENOENT);
         }
@@ -66,8 +66,23 @@ fn umount2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     } else {
         Last::Follow
     };
-    let d = lookup(c, AT_FDCWD as u64, &path, last)?;
-    mount::do_umount(&d, a[1])?;
+    // LOOKUP_MOUNTPOINT: the last component is crossed too.
+    let d = mount::cross_last(&lookup(c, AT_FDCWD as u64, &path, last)?);
+    mount::do_umount(&d, a[1], &c.kernel.tasks.processes())?;
+    Ok(0)
+}
+
+/// pivot_root(2): CAP_SYS_ADMIN (`EPERM`), both paths walked as directories (`ENOTDIR`);
+/// the rest is [`mount::pivot_root`].
+fn pivot_root(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    capable_sys_admin(c)?;
+    let new_root = c.read_path(a[0])?;
+    let put_old = c.read_path(a[1])?;
+    let cwd = AT_FDCWD as u64;
+    let new = lookup(c, cwd, &new_root, Last::Follow)?;
+    // lock_mount(&old): put_old is where the old root goes, on top of what is there.
+    let old = mount::cross_last(&lookup(c, cwd, &put_old, Last::Follow)?);
+    mount::pivot_root(&c.task.process, &c.kernel.tasks.processes(), &new, &old)?;
     Ok(0)
 }
 
@@ -75,4 +90,5 @@ fn umount2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 pub fn register(t: &mut SyscallTable) {
     t.register("mount", sys_mount);
     t.register("umount2", umount2);
+    t.register("pivot_root", pivot_root);
 }
