@@ -443,7 +443,6 @@ fn cross_from(t: &Table, mut pid: u64, inode: Arc<dyn Inode>) -> Arc<dyn Inode> 
             .max_by_key(|m| m.seq)
         {
             Some(m) => {
-                m.expiry_mark.store(false, Ordering::Relaxed);
                 pid = m.id;
                 cur = m.root.clone();
             }
@@ -546,9 +545,15 @@ fn mount_of_in(t: &Table, d: &Dentry) -> Option<Arc<Mount>> {
     best.cloned()
 }
 
-/// The mount a dentry belongs to, in the caller's namespace.
+/// The mount a dentry belongs to, in the caller's namespace. This is a use of the mount (the
+/// file syscalls ask it for the mount's flags), so it clears an `MNT_EXPIRE` mark as Linux's
+/// `mntput` does; the walks do not (umount2 must find its mark still set).
 pub fn mount_of(d: &Dentry) -> Option<Arc<Mount>> {
-    mount_of_in(&lock(table_of(&cur_ns())), d)
+    let m = mount_of_in(&lock(table_of(&cur_ns())), d);
+    if let Some(m) = &m {
+        m.expiry_mark.store(false, Ordering::Relaxed);
+    }
+    m
 }
 
 /// Whether writes under `d` are refused by its mount (`EROFS`).
@@ -791,7 +796,8 @@ fn propagate_mount(parent: &Mount, m: &Arc<Mount>) {
         *lock(&m.prop) = mp;
     }
     for (ns, q, peer) in receivers(parent) {
-        if q.root_key() != parent.root_key() || q.root_path != parent.root_path {
+        // The new mount is not attached to itself (Linux propagates before attaching).
+        if q.id == m.id || q.root_key() != parent.root_key() || q.root_path != parent.root_path {
             continue;
         }
         let target = rebase(&m.target, &parent.target, &q.target);
