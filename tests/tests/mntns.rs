@@ -76,7 +76,7 @@ fn unshare_pivot_root_propagation() {
             .run();
         out.assert_ok(MARKER);
         let lines: Vec<&str> = out.stdout.lines().map(str::trim_end).collect();
-        let has = |m: &str| lines.iter().any(|l| *l == m);
+        let has = |m: &str| lines.contains(&m);
         let with = |p: &str| -> Vec<String> {
             lines
                 .iter()
