@@ -1,12 +1,20 @@
-//! The mount table (Linux `fs/namespace.c`, reduced to one global namespace).
+//! The mount tables (Linux `fs/namespace.c`, `fs/pnode.c`, mount_namespaces(7)).
 //!
-//! A mount attaches the root inode of a file system instance to a mount point, keyed by the
-//! mount point's `(fs_id, id)` ([`Inode::fs_id`], [`Inode::id`]). The path walk calls [`cross`]
-//! after every lookup: a mount point becomes the mounted root (stacked mounts are crossed in
-//! mount order). Dentries are not cached, so the table, not the dentry, is the truth; the
-//! walk keeps the mount point's name and parent on the crossed dentry, which makes `..` and
-//! [`Dentry::path`] right. Per-mount state (read-only, nodev, noexec) is found by path:
-//! [`mount_of`] gives the mount whose target is the longest prefix of a dentry's path.
+//! Each mount namespace ([`MntNs`], `um_kernel::mntns`) owns a [`Table`]; the caller's
+//! namespace (`current->nsproxy->mnt_ns`) is the one every function here consults. A mount
+//! attaches the root inode of a file system instance to a place: its parent mount's id and
+//! the mount point's `(fs_id, id)` ([`Inode::fs_id`], [`Inode::id`]) on it, so a directory
+//! seen through two mounts (a private bind) is two places. The path walk calls [`cross`]
+//! after every lookup: a mount point of the mount the directory is on becomes the mounted root
+//! (stacked mounts are crossed bottom up). Dentries are not cached, so the table, not the
+//! dentry, is the truth; the walk keeps the mount point's name and parent on the crossed
+//! dentry, which makes `..` and [`Dentry::path`] right. Per-mount state (read-only, nodev,
+//! noexec) is found by path: [`mount_of`] gives the mount whose target is the longest prefix
+//! of a dentry's path. Mount ids are global (from 21), peer group ids too (from 1);
+//! [`Prop`] is a mount's propagation state, `receivers` the mounts that get a copy of what
+//! is mounted under a shared one. [`pivot_root`], [`do_umount`] (`MNT_DETACH`, `MNT_EXPIRE`)
+//! and [`do_mount`] (bind, rbind, move, remount, propagation changes) change a table;
+//! [`mounts_of`] lists one as a process sees it from its root.
 //!
 //! Key types: [`Mount`] (one entry), [`MountInfo`] (a `/proc/mounts` line), [`FsFactory`]
 //! (a file system type others can add with [`register_fs`]). File system types built in:

@@ -207,7 +207,7 @@ const ENTRIES: &[(&str, PidNode)] = &[
 ];
 
 /// The entries of `/proc/PID/ns` (fs/proc/namespaces.c `ns_entries`, in its order; only
-/// net, uts, ipc, pid and time namespaces exist here).
+/// net, uts, ipc, pid, mnt and time namespaces exist here).
 const NS_ENTRIES: &[(&str, PidNode)] = &[
     ("net", PidNode::NetNs),
     ("uts", PidNode::UtsNs),
