@@ -57,7 +57,18 @@ findmnt -n -o TARGET,FSTYPE,PROPAGATION /tmp/S | sed 's/^/FINDMNT /'
 findmnt -n -o TARGET,PROPAGATION /tmp/U | sed 's/^/FINDMNT /'
 grep -E ' /tmp/(S|B|U) ' /proc/self/mountinfo | sed 's/^/MI /'
 
-# 4. Errnos, through the raw syscalls.
+# 4. Bind remount read-only (this mount only), rbind, move, the same directory bound twice.
+mkdir /tmp/R /tmp/RB /tmp/MV /tmp/MV2 /tmp/T1 /tmp/T2
+mount --bind /tmp/S /tmp/R && mount -o remount,bind,ro /tmp/R
+touch /tmp/R/x 2>/dev/null || echo BIND-RO-EROFS
+touch /tmp/S/y && test -e /tmp/R/y && echo BIND-RO-OTHER-RW
+mount --rbind /tmp/S /tmp/RB && test -e /tmp/RB/d/f && echo RBIND-OK
+mount -t tmpfs mv /tmp/MV && touch /tmp/MV/m && mount --move /tmp/MV /tmp/MV2 &&
+  test -e /tmp/MV2/m && ! test -e /tmp/MV/m && echo MOVE-OK
+mkdir /tmp/S/twice && mount --bind /tmp/S/twice /tmp/T1 && mount --bind /tmp/S/twice /tmp/T2
+grep -E ' /tmp/T[12] ' /proc/self/mountinfo | sed 's/^/TWICE /'
+
+# 5. Errnos, through the raw syscalls.
 cat > /tmp/errnos.py <<'PY'
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)

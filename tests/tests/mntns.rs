@@ -16,6 +16,9 @@
 //!   its master but its own mount does not go back; a bind of a shared mount is its peer
 //!   (same `shared:N`, receives mounts); `findmnt` reports shared and unbindable; binding an
 //!   unbindable mount is `EINVAL` (with and without `MS_REC`).
+//! - A bind remount `ro` refuses writes there only; `--rbind` brings the mounts below; `--move`
+//!   moves a mount; the same directory bound twice is two mounts with their own ids and the
+//!   root `/twice` in mountinfo.
 //! - Errnos: pivot_root `EBUSY` (new root or put_old on the current root mount), `EINVAL`
 //!   (new root not a mount root; put_old outside new root), `ENOTDIR`; umount2 `EBUSY` (a
 //!   mount below), `EINVAL` (not a mount), `MNT_EXPIRE` `EAGAIN` then success; unshare
@@ -98,6 +101,10 @@ fn unshare_pivot_root_propagation() {
             "CWD /",
             "LS bin etc lib old proc sbin usr",
             "DOTLS bin lib",
+            "BIND-RO-EROFS",
+            "BIND-RO-OTHER-RW",
+            "RBIND-OK",
+            "MOVE-OK",
         ] {
             assert!(has(m), "no line `{m}`: {}", ctx());
         }
@@ -171,6 +178,13 @@ fn unshare_pivot_root_propagation() {
         );
         assert_eq!(opt("/tmp/B"), s, "{}", ctx());
         assert_eq!(opt("/tmp/U"), vec!["unbindable".to_string()], "{}", ctx());
+        // One directory bound twice: two mounts, two ids, root `/twice` inside the file system.
+        let twice: Vec<_> = with("TWICE ").iter().map(|l| fields(l)).collect();
+        assert!(
+            twice.len() == 2 && twice[0].0 != twice[1].0 && twice.iter().all(|f| f.2 == "/twice"),
+            "{twice:?}: {}",
+            ctx()
+        );
         let fm = with("FINDMNT ");
         let fm: Vec<Vec<&str>> = fm.iter().map(|l| l.split_whitespace().collect()).collect();
         assert!(
