@@ -1217,7 +1217,8 @@ pub fn do_umount(
     }
     let busy = || {
         procs.iter().any(|p| {
-            if !Arc::ptr_eq(&um_kernel::mntns::of(p), &ns) {
+            // A zombie holds no root or cwd any more (exit_fs).
+            if lock(&p.exit).is_some() || !Arc::ptr_eq(&um_kernel::mntns::of(p), &ns) {
                 return false;
             }
             let fs = lock(&p.fs).clone();
@@ -1472,6 +1473,177 @@ pub fn boot_bind(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use um_kernel::vfs::Owner;
+
+    fn tmp() -> Arc<dyn Inode> {
+        crate::tmpfs::TmpFs::new_root_inode(0o755, 0, 0)
+    }
+
+    fn key(i: &Arc<dyn Inode>) -> (u64, u64) {
+        (i.fs_id(), i.id())
+    }
+
+    /// A registered namespace with a tmpfs root mount; returns it, the root inode and the
+    /// root mount.
+    fn ns_with_root() -> (Arc<MntNs>, Arc<dyn Inode>, Arc<Mount>) {
+        let ns = MntNs::with_table(Box::new(Mutex::new(Table::default())), None);
+        lock(namespaces()).push(Arc::downgrade(&ns));
+        let r = tmp();
+        let m = mount_in(&ns, ROOTFS_ID, None, r.clone(), b"/", Prop::default());
+        (ns, r, m)
+    }
+
+    fn mount_in(
+        ns: &MntNs,
+        parent: u64,
+        point: Option<(u64, u64)>,
+        root: Arc<dyn Inode>,
+        target: &[u8],
+        prop: Prop,
+    ) -> Arc<Mount> {
+        add_to(
+            &mut lock(table_of(ns)),
+            NewMount {
+                parent,
+                point,
+                root,
+                root_path: b"/".to_vec(),
+                source: "t",
+                target: target.to_vec(),
+                fstype: "tmpfs",
+                flags: 0,
+                data: "",
+                prop,
+            },
+        )
+    }
+
+    #[test]
+    fn a_directory_through_a_private_bind_is_another_place() {
+        let (ns, r, root) = ns_with_root();
+        let a = r.mkdir(b"a", 0o755, Owner::default()).unwrap();
+        let b = r.mkdir(b"b", 0o755, Owner::default()).unwrap();
+        let x = tmp();
+        let sub = x.mkdir(b"sub", 0o755, Owner::default()).unwrap();
+        let xm = mount_in(
+            &ns,
+            root.id,
+            Some(key(&a)),
+            x.clone(),
+            b"/a",
+            Prop::default(),
+        );
+        let bm = mount_in(
+            &ns,
+            root.id,
+            Some(key(&b)),
+            x.clone(),
+            b"/b",
+            Prop::default(),
+        );
+        let y = tmp();
+        let ym = mount_in(
+            &ns,
+            xm.id,
+            Some(key(&sub)),
+            y.clone(),
+            b"/a/sub",
+            Prop::default(),
+        );
+        propagate_mount(&xm, &ym);
+        let t = lock(table_of(&ns));
+        // /a/sub crosses into y, /b/sub (the same inode through the bind) does not.
+        assert_eq!(key(&cross_from(&t, xm.id, sub.clone())), key(&y));
+        assert_eq!(key(&cross_from(&t, bm.id, sub.clone())), key(&sub));
+        assert_eq!(t.mounts.len(), 4);
+        assert!(t.descends(&ym, root.id) && !t.descends(&bm, xm.id));
+    }
+
+    #[test]
+    fn shared_peers_and_slaves_receive() {
+        let (ns, r, root) = ns_with_root();
+        let a = r.mkdir(b"a", 0o755, Owner::default()).unwrap();
+        let x = tmp();
+        let sub = x.mkdir(b"sub", 0o755, Owner::default()).unwrap();
+        let sub2 = x.mkdir(b"sub2", 0o755, Owner::default()).unwrap();
+        let xm = mount_in(
+            &ns,
+            root.id,
+            Some(key(&a)),
+            x.clone(),
+            b"/a",
+            Prop::default(),
+        );
+        change_type(&xm, MS_SHARED);
+        let g = xm.prop().shared;
+        assert_ne!(g, 0);
+        // A copy of the namespace: /a's copy is a peer.
+        let peer_ns = copy_ns(&ns).unwrap();
+        lock(namespaces()).push(Arc::downgrade(&peer_ns));
+        let pm = lock(table_of(&peer_ns))
+            .mounts
+            .iter()
+            .find(|m| m.target == b"/a")
+            .cloned()
+            .unwrap();
+        assert_eq!(pm.prop().shared, g);
+        assert_ne!(pm.id, xm.id);
+        // Mounted in the peer: the original gets it, as a peer of the new mount.
+        let y = tmp();
+        let ym = mount_in(
+            &peer_ns,
+            pm.id,
+            Some(key(&sub)),
+            y.clone(),
+            b"/a/sub",
+            Prop::default(),
+        );
+        propagate_mount(&pm, &ym);
+        let t = lock(table_of(&ns));
+        assert_eq!(key(&cross_from(&t, xm.id, sub.clone())), key(&y));
+        let got = t.mounts.iter().find(|m| m.target == b"/a/sub").unwrap();
+        assert_eq!(got.prop().shared, ym.prop().shared);
+        drop(t);
+        // The peer becomes a slave: it still receives, but sends nothing.
+        change_type(&pm, MS_SLAVE);
+        assert_eq!(
+            pm.prop(),
+            Prop {
+                shared: 0,
+                master: g,
+                unbindable: false
+            }
+        );
+        let z = tmp();
+        let zm = mount_in(
+            &peer_ns,
+            pm.id,
+            Some(key(&sub2)),
+            z.clone(),
+            b"/a/sub2",
+            Prop::default(),
+        );
+        propagate_mount(&pm, &zm);
+        assert_eq!(
+            key(&cross_from(&lock(table_of(&ns)), xm.id, sub2.clone())),
+            key(&sub2)
+        );
+        let w = tmp();
+        let wm = mount_in(
+            &ns,
+            xm.id,
+            Some(key(&sub2)),
+            w.clone(),
+            b"/a/sub2",
+            Prop::default(),
+        );
+        propagate_mount(&xm, &wm);
+        let pt = lock(table_of(&peer_ns));
+        let recv = pt.mounts.iter().find(|m| m.root_key() == key(&w)).unwrap();
+        assert_eq!(recv.prop().master, wm.prop().shared);
+        assert_eq!(recv.parent, pm.id);
+    }
 
     #[test]
     fn rebase_and_relative() {

@@ -21,10 +21,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use um_uapi::{Errno, SysResult};
 
-/// The initial mount namespace's inode number (include/linux/proc_ns.h has no fixed one for
-/// mnt; Linux's first is `proc_alloc_inum`'s 0xF0000000, shown as 4026531841 on most
-/// systems: this kernel uses that).
-pub const INIT_INO: u64 = 0xF000_0001;
+/// The initial mount namespace's inode number (include/linux/proc_ns.h `PROC_MNT_INIT_INO`
+/// = include/uapi/linux/nsfs.h `MNT_NS_INIT_INO`, as the other namespaces here use theirs).
+pub const INIT_INO: u64 = 0xEFFF_FFF8;
 
 /// The fs crate's table type, opaque here.
 pub type Table = Box<dyn Any + Send + Sync>;

@@ -1514,7 +1514,7 @@ pub fn generate(_fs: &Arc<ProcFs>, t: &Target, n: PidNode, _io: &IoCtx<'_>) -> S
                 .dentry
                 .as_ref()
                 .and_then(|d| crate::mount::mount_of(d))
-                .map_or(21, |m| 21 + m.seq as u32);
+                .map_or(21, |m| m.id as u32);
             fmt::fdinfo_text(pos, flags, mnt_id, ino).into_bytes()
         }
         _ => return Err(Errno::EINVAL),
