@@ -19,7 +19,8 @@ unshare -m --propagation private sh -c '
   echo "LS $(ls / | tr "\n" " ")" &&
   mount -t proc proc /proc &&
   echo BEGIN-CHILD-MI && cat /proc/self/mountinfo && echo END-CHILD-MI &&
-  echo "CWD $(/bin/pwd -P)" && echo UM-PIVOT-OK'
+  echo "CWD $(/bin/pwd -P)" && mkdir /etc/d && cd /etc/d &&
+  echo "LINKS $(readlink /proc/self/cwd) $(readlink /proc/self/root)" && echo UM-PIVOT-OK'
 cat /proc/self/mountinfo > /tmp/after
 cmp /tmp/before /tmp/after && echo PARENT-UNCHANGED
 

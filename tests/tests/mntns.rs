@@ -8,7 +8,7 @@
 //! - `unshare -m --propagation private` + tmpfs + an Alpine tree + `pivot_root . old` +
 //!   `umount -l /old`: `ls /` shows the tree, the child's `/proc/self/mountinfo` has exactly
 //!   the tmpfs root (its parent id not listed, as Linux shows a namespace root) and `/proc`
-//!   below it, `getcwd` is `/`; the child has its own `mnt:[N]`; the parent's mountinfo is
+//!   below it, `getcwd` is `/`, `/proc/self/cwd` and `root` links are paths in the new root; the child has its own `mnt:[N]`; the parent's mountinfo is
 //!   byte-for-byte unchanged afterwards.
 //! - `pivot_root . .` + `umount -l .` (pivot_root(2)'s NOTES): `/` is the new tree.
 //! - Propagation: a mount made in a peer namespace under a shared mount appears in the parent;
@@ -99,6 +99,7 @@ fn unshare_pivot_root_propagation() {
             "SLAVE-DOES-NOT-SEND-OK",
             "BIND-PEER-OK",
             "CWD /",
+            "LINKS /etc/d /",
             "LS bin etc lib old proc sbin usr",
             "DOTLS bin lib",
             "BIND-RO-EROFS",

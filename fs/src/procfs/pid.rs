@@ -598,7 +598,7 @@ fn fd_file(p: &Process, fd: u32) -> SysResult<Arc<OpenFile>> {
 /// sockets and anonymous inodes).
 pub fn fd_name(f: &OpenFile) -> Vec<u8> {
     if let Some(d) = &f.dentry {
-        return d.path();
+        return seen_path(d);
     }
     let st = f.ops.stat().unwrap_or_default();
     match st.mode & mode::S_IFMT {
@@ -651,7 +651,19 @@ pub fn readlink(t: &Target, n: PidNode) -> SysResult<Vec<u8>> {
         may_access(&p)?;
         return Ok(fd_name(&*fd_file(&p, fd)?));
     }
-    Ok(link_target(t, n)?.path())
+    Ok(seen_path(&*link_target(t, n)?))
+}
+
+/// A dentry's path as the reader sees it (`d_path`): relative to the reader's root, so after
+/// a pivot_root or chroot the links show paths in the new root; one outside it keeps its
+/// whole path.
+fn seen_path(d: &Dentry) -> Vec<u8> {
+    let path = d.path();
+    let root = um_kernel::current::current().map(|t| lock(&t.process.fs).root.path());
+    match root {
+        Some(r) => crate::mount::relative_to(&path, &r).unwrap_or(path),
+        None => path,
+    }
 }
 
 /// Following a magic link.
