@@ -1154,6 +1154,41 @@ fn do_mount_in(
     Ok(())
 }
 
+/// mount_setattr(2) after the path is walked (fs/namespace.c `do_mount_setattr`): `target`
+/// must be a mount's root (`EINVAL`); that mount, or with `recursive` it and every mount below
+/// it, loses the `MS_*` per-mount flags `clr` and gains `set`, then takes `propagation` (0 or
+/// one `MS_*` type). The caller checked CAP_SYS_ADMIN and the attribute words.
+pub fn do_setattr(
+    target: &Dentry,
+    recursive: bool,
+    set: u64,
+    clr: u64,
+    propagation: u64,
+) -> SysResult<()> {
+    let ns = cur_ns();
+    let t = lock(table_of(&ns));
+    let m = mount_at_in(&t, target)?;
+    let all: Vec<Arc<Mount>> = if recursive {
+        t.mounts
+            .iter()
+            .filter(|x| t.descends(x, m.id))
+            .cloned()
+            .collect()
+    } else {
+        vec![m]
+    };
+    drop(t);
+    for x in &all {
+        let f = (x.flags() & !clr) | set;
+        x.flags.store(f & MNT_FLAGS, Ordering::Relaxed);
+        if propagation != 0 {
+            change_type(x, propagation);
+        }
+    }
+    mounts_changed();
+    Ok(())
+}
+
 /// `change_mnt_propagation` for one mount.
 fn change_type(m: &Mount, typ: u64) {
     let mut p = m.prop();

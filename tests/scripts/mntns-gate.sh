@@ -103,6 +103,23 @@ show("umount-not-mount", libc.umount2(b"/etc", 0))
 show("expire-1", libc.umount2(b"/tmp/E/sub", 4))
 show("expire-2", libc.umount2(b"/tmp/E/sub", 4))
 show("umount-now", libc.umount2(b"/tmp/E", 0))
+# mount_setattr(2): read-only and shared on /tmp/E (recursively), a bad atime word, no-op.
+NR_SETATTR = 442
+show("mount-e2", libc.mount(b"e", b"/tmp/E", b"tmpfs", ctypes.c_ulong(0), None))
+attr = (ctypes.c_uint64 * 4)(1, 0, 1 << 20, 0)
+show("setattr-ro-shared", libc.syscall(NR_SETATTR, -100, b"/tmp/E", 0x8000, attr, 32))
+try:
+    open("/tmp/E/x", "w").close()
+    print("ERRNO setattr-write ok")
+except OSError as e:
+    print("ERRNO setattr-write", os.strerror(e.errno))
+for l in open("/proc/self/mountinfo"):
+    if " /tmp/E " in l:
+        print("SETATTR-MI", " ".join(l.split()[5:7]))
+bad = (ctypes.c_uint64 * 4)(0x10, 0, 0, 0)
+show("setattr-atime-without-clr", libc.syscall(NR_SETATTR, -100, b"/tmp/E", 0, bad, 32))
+show("setattr-small", libc.syscall(NR_SETATTR, -100, b"/tmp/E", 0, attr, 16))
+show("setattr-not-mount-root", libc.syscall(NR_SETATTR, -100, b"/etc", 0, attr, 32))
 PY
 python3 /tmp/errnos.py unbindable
 unshare -m --propagation private python3 /tmp/errnos.py root

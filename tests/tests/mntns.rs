@@ -22,7 +22,9 @@
 //! - Errnos: pivot_root `EBUSY` (new root or put_old on the current root mount), `EINVAL`
 //!   (new root not a mount root; put_old outside new root), `ENOTDIR`; umount2 `EBUSY` (a
 //!   mount below), `EINVAL` (not a mount), `MNT_EXPIRE` `EAGAIN` then success; unshare
-//!   `CLONE_NEWNS` as nobody `EPERM` (raw and through util-linux).
+//!   `CLONE_NEWNS` as nobody `EPERM` (raw and through util-linux); mount_setattr(2) makes a
+//!   mount read-only (`EROFS` after) and shared, refuses an atime mode without clearing
+//!   `MOUNT_ATTR__ATIME`, a short struct and a path that is not a mount root (`EINVAL`).
 //!
 //! The kernel log must be clean and show no unimplemented syscall.
 
@@ -210,10 +212,27 @@ fn unshare_pivot_root_propagation() {
             ("expire-2", "ok"),
             ("umount-now", "ok"),
             ("unshare-newns-nobody", "Operation not permitted"),
+            ("mount-e2", "ok"),
+            ("setattr-ro-shared", "ok"),
+            ("setattr-write", "Read-only file system"),
+            ("setattr-atime-without-clr", "Invalid argument"),
+            ("setattr-small", "Invalid argument"),
+            ("setattr-not-mount-root", "Invalid argument"),
         ] {
             let line = format!("ERRNO {name} {want}");
             assert!(has(&line), "no line `{line}`: {}", ctx());
         }
+        let sa = with("SETATTR-MI ");
+        assert!(
+            sa.len() == 1
+                && sa[0].starts_with("ro,")
+                && sa[0]
+                    .split_whitespace()
+                    .nth(1)
+                    .is_some_and(|f| f.starts_with("shared:")),
+            "mount_setattr's mount: {sa:?}: {}",
+            ctx()
+        );
         assert!(
             has("UNPRIV unshare: unshare failed: Operation not permitted"),
             "{}",
