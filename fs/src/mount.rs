@@ -1,12 +1,20 @@
-//! The mount table (Linux `fs/namespace.c`, reduced to one global namespace).
+//! The mount tables (Linux `fs/namespace.c`, `fs/pnode.c`, mount_namespaces(7)).
 //!
-//! A mount attaches the root inode of a file system instance to a mount point, keyed by the
-//! mount point's `(fs_id, id)` ([`Inode::fs_id`], [`Inode::id`]). The path walk calls [`cross`]
-//! after every lookup: a mount point becomes the mounted root (stacked mounts are crossed in
-//! mount order). Dentries are not cached, so the table, not the dentry, is the truth; the
-//! walk keeps the mount point's name and parent on the crossed dentry, which makes `..` and
-//! [`Dentry::path`] right. Per-mount state (read-only, nodev, noexec) is found by path:
-//! [`mount_of`] gives the mount whose target is the longest prefix of a dentry's path.
+//! Each mount namespace ([`MntNs`], `um_kernel::mntns`) owns a [`Table`]; the caller's
+//! namespace (`current->nsproxy->mnt_ns`) is the one every function here consults. A mount
+//! attaches the root inode of a file system instance to a place: its parent mount's id and
+//! the mount point's `(fs_id, id)` ([`Inode::fs_id`], [`Inode::id`]) on it, so a directory
+//! seen through two mounts (a private bind) is two places. The path walk calls [`cross`]
+//! after every lookup: a mount point of the mount the directory is on becomes the mounted root
+//! (stacked mounts are crossed bottom up). Dentries are not cached, so the table, not the
+//! dentry, is the truth; the walk keeps the mount point's name and parent on the crossed
+//! dentry, which makes `..` and [`Dentry::path`] right. Per-mount state (read-only, nodev,
+//! noexec) is found by path: [`mount_of`] gives the mount whose target is the longest prefix
+//! of a dentry's path. Mount ids are global (from 21), peer group ids too (from 1);
+//! [`Prop`] is a mount's propagation state, `receivers` the mounts that get a copy of what
+//! is mounted under a shared one. [`pivot_root`], [`do_umount`] (`MNT_DETACH`, `MNT_EXPIRE`)
+//! and [`do_mount`] (bind, rbind, move, remount, propagation changes) change a table;
+//! [`mounts_of`] lists one as a process sees it from its root.
 //!
 //! Key types: [`Mount`] (one entry), [`MountInfo`] (a `/proc/mounts` line), [`FsFactory`]
 //! (a file system type others can add with [`register_fs`]). File system types built in:
@@ -17,8 +25,9 @@
 use crate::hostfs::HostInode;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use um_kernel::kernel::Kernel;
+use um_kernel::mntns::MntNs;
 use um_kernel::task::lock;
 use um_kernel::vfs::{BlockDevice, Dentry, FileOps, Inode, mode};
 use um_kernel::wait::IoCtx;
@@ -55,8 +64,16 @@ pub const MS_MOVE: u64 = 8192;
 pub const MS_REC: u64 = 16384;
 /// `MS_SILENT`.
 pub const MS_SILENT: u64 = 32768;
+/// `MS_UNBINDABLE`: bind mounts of it are refused.
+pub const MS_UNBINDABLE: u64 = 1 << 17;
+/// `MS_PRIVATE`: no propagation.
+pub const MS_PRIVATE: u64 = 1 << 18;
+/// `MS_SLAVE`: receives from its master's peer group, sends nothing.
+pub const MS_SLAVE: u64 = 1 << 19;
+/// `MS_SHARED`: in a peer group, sends and receives.
+pub const MS_SHARED: u64 = 1 << 20;
 /// `MS_UNBINDABLE | MS_PRIVATE | MS_SLAVE | MS_SHARED`: propagation changes.
-pub const MS_PROPAGATION: u64 = (1 << 17) | (1 << 18) | (1 << 19) | (1 << 20);
+pub const MS_PROPAGATION: u64 = MS_UNBINDABLE | MS_PRIVATE | MS_SLAVE | MS_SHARED;
 /// `MS_RELATIME`.
 pub const MS_RELATIME: u64 = 1 << 21;
 /// `MS_STRICTATIME`.
@@ -89,23 +106,52 @@ pub const UMOUNT_NOFOLLOW: u64 = 8;
 /// data string (`mount -o ...`).
 pub type FsFactory = Arc<dyn Fn(u64, &[u8]) -> SysResult<Arc<dyn Inode>> + Send + Sync>;
 
+/// The parent id `mountinfo` shows for a namespace's root mount: the invisible mount it sits
+/// on (Linux's `rootfs`, id 1 in the initial namespace).
+pub const ROOTFS_ID: u64 = 1;
+
+/// Propagation state of a mount (Linux `mnt_share`, `mnt_master`, `MNT_UNBINDABLE`;
+/// Documentation/filesystems/sharedsubtree.rst). Peer groups are numbered from 1 and shared
+/// by every namespace.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Prop {
+    /// The peer group this mount is in (`shared:N`), 0 if not shared.
+    pub shared: u64,
+    /// The peer group this mount receives from (`master:N`), 0 if not a slave.
+    pub master: u64,
+    /// Bind mounts of it are refused (`unbindable`).
+    pub unbindable: bool,
+}
+
 /// One mounted file system.
 pub struct Mount {
-    /// Order of mounting (stacked mounts cross in this order).
+    /// The mount id (`mnt_id`, the first field of `mountinfo`): unique over all namespaces.
+    pub id: u64,
+    /// Order of mounting: of mounts on one place the latest is on top.
     pub seq: u64,
-    /// `(fs_id, id)` of the mount point; `None` for the root mount.
+    /// The id of the mount this one is attached to ([`ROOTFS_ID`] for a namespace root).
+    pub parent: u64,
+    /// `(fs_id, id)` of the mount point, on the parent mount; `None` for the root mount.
     pub point: Option<(u64, u64)>,
     /// The root of what is mounted.
     pub root: Arc<dyn Inode>,
+    /// Where that root is inside its file system (`mountinfo`'s root field: `/` unless a bind
+    /// mount of a subdirectory).
+    pub root_path: Vec<u8>,
     /// `mount`'s source argument (`none`, `tmpfs`, a bind source path ...).
     pub source: String,
-    /// Where it is mounted (absolute path).
+    /// Where it is mounted (the path of its dentry chain).
     pub target: Vec<u8>,
     pub fstype: String,
     /// `MS_*` per-mount flags ([`MNT_FLAGS`] bits only).
     pub flags: AtomicU64,
     /// File-system specific options for `/proc/mounts`.
     pub data: String,
+    /// Shared, slave, unbindable.
+    pub prop: Mutex<Prop>,
+    /// `MNT_EXPIRE`'s mark (`mnt_expiry_mark`): set by the first `umount2(MNT_EXPIRE)`,
+    /// cleared when the mount is used.
+    pub expiry_mark: std::sync::atomic::AtomicBool,
 }
 
 impl Mount {
@@ -118,6 +164,57 @@ impl Mount {
     pub fn readonly(&self) -> bool {
         self.flags() & MS_RDONLY != 0
     }
+
+    /// The propagation state.
+    pub fn prop(&self) -> Prop {
+        *lock(&self.prop)
+    }
+
+    fn root_key(&self) -> (u64, u64) {
+        (self.root.fs_id(), self.root.id())
+    }
+
+    /// A copy of this mount with other id, place and propagation (clone_mnt).
+    fn clone_as(
+        &self,
+        id: u64,
+        seq: u64,
+        parent: u64,
+        point: Option<(u64, u64)>,
+        target: Vec<u8>,
+        prop: Prop,
+    ) -> Mount {
+        Mount {
+            id,
+            seq,
+            parent,
+            point,
+            root: self.root.clone(),
+            root_path: self.root_path.clone(),
+            source: self.source.clone(),
+            target,
+            fstype: self.fstype.clone(),
+            flags: AtomicU64::new(self.flags()),
+            data: self.data.clone(),
+            prop: Mutex::new(prop),
+            expiry_mark: Default::default(),
+        }
+    }
+}
+
+fn next_mount_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(21);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+fn next_seq() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+fn next_group() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// A line of `/proc/mounts`.
@@ -128,17 +225,105 @@ pub struct MountInfo {
     pub fstype: String,
     /// `rw,nosuid,...` as Linux `show_vfsmnt` prints them.
     pub options: String,
+    /// The mount id and its parent's (`mountinfo`'s first two fields).
+    pub id: u64,
+    pub parent: u64,
+    /// The mount's root inside its file system (`mountinfo`'s fourth field).
+    pub root_path: Vec<u8>,
+    /// `st_dev` of the mounted root (`major:minor`).
+    pub dev: u64,
+    /// Shared, slave, unbindable (`mountinfo`'s optional fields).
+    pub prop: Prop,
 }
 
+/// A namespace's mounts (the table behind [`MntNs::table`]).
 #[derive(Default)]
-struct Table {
+pub struct Table {
     mounts: Vec<Arc<Mount>>,
-    next_seq: u64,
 }
 
-fn table() -> &'static Mutex<Table> {
-    static T: OnceLock<Mutex<Table>> = OnceLock::new();
-    T.get_or_init(Default::default)
+impl Table {
+    fn by_id(&self, id: u64) -> Option<&Arc<Mount>> {
+        self.mounts.iter().find(|m| m.id == id)
+    }
+
+    /// Whether `m` is mount `top` or attached below it (through parent ids).
+    fn descends(&self, m: &Mount, top: u64) -> bool {
+        let mut cur = m.id;
+        for _ in 0..=self.mounts.len() {
+            if cur == top {
+                return true;
+            }
+            match self.by_id(cur) {
+                Some(x) if x.parent != cur => cur = x.parent,
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    /// Replaces the entry with `m.id` (the table holds `Arc`s; a change is a new entry).
+    fn replace(&mut self, m: Mount) {
+        if let Some(slot) = self.mounts.iter_mut().find(|x| x.id == m.id) {
+            *slot = Arc::new(m);
+        }
+    }
+}
+
+/// The table of namespace `ns` (made empty on first use).
+pub fn table_of(ns: &MntNs) -> &Mutex<Table> {
+    ns.table
+        .get_or_init(|| Box::new(Mutex::new(Table::default())))
+        .downcast_ref::<Mutex<Table>>()
+        .expect("um_fs::mount owns every mount namespace's table")
+}
+
+/// Every live namespace (for propagation between them).
+fn namespaces() -> &'static Mutex<Vec<Weak<MntNs>>> {
+    static N: OnceLock<Mutex<Vec<Weak<MntNs>>>> = OnceLock::new();
+    N.get_or_init(Default::default)
+}
+
+fn live_namespaces() -> Vec<Arc<MntNs>> {
+    let mut v = lock(namespaces());
+    v.retain(|w| w.strong_count() > 0);
+    v.iter().filter_map(Weak::upgrade).collect()
+}
+
+/// The caller's namespace (`current->nsproxy->mnt_ns`; the initial one off a task).
+fn cur_ns() -> Arc<MntNs> {
+    um_kernel::mntns::current()
+}
+
+/// `copy_mnt_ns`: a new namespace with a copy of every mount of `from` (new ids, the same
+/// places); copies of shared mounts are peers of the originals, slaves stay slaves of the
+/// same master, private and unbindable ones stay so.
+fn copy_ns(from: &MntNs) -> SysResult<Arc<MntNs>> {
+    let t = lock(table_of(from));
+    let mut ids = BTreeMap::new();
+    ids.insert(ROOTFS_ID, ROOTFS_ID);
+    for m in &t.mounts {
+        ids.insert(m.id, next_mount_id());
+    }
+    let mut copy = Table::default();
+    for m in &t.mounts {
+        let parent = ids.get(&m.parent).copied().unwrap_or(ROOTFS_ID);
+        let c = m.clone_as(
+            ids[&m.id],
+            m.seq,
+            parent,
+            m.point,
+            m.target.clone(),
+            m.prop(),
+        );
+        copy.mounts.push(Arc::new(c));
+    }
+    drop(t);
+    let root = lock(&from.root).clone();
+    let ns = MntNs::with_table(Box::new(Mutex::new(copy)), root);
+    lock(namespaces()).push(Arc::downgrade(&ns));
+    mounts_changed();
+    Ok(ns)
 }
 
 /// Counts changes of the mount table (Linux `mnt_namespace.event`): `/proc/PID/mounts` and
@@ -228,62 +413,155 @@ pub fn open_fifo(key: u64, flags: u32, io: &IoCtx<'_>) -> SysResult<Box<dyn File
     crate::pipe::open_fifo(key, flags, io)
 }
 
-/// After a lookup: what is mounted on `inode`, if anything (topmost of stacked mounts).
-pub fn cross(inode: Arc<dyn Inode>) -> Arc<dyn Inode> {
-    let t = lock(table());
-    if t.mounts.len() <= 1 {
+/// Whether two dentries name the same place: the same object, or the same inode at the same
+/// path (the walk makes a new dentry per lookup, so `path_equal` is by place here).
+pub fn same_place(a: &Arc<Dentry>, b: &Arc<Dentry>) -> bool {
+    Arc::ptr_eq(a, b)
+        || (a.inode.fs_id() == b.inode.fs_id()
+            && a.inode.id() == b.inode.id()
+            && a.path() == b.path())
+}
+
+/// After a lookup in directory `dir`: what is mounted on `inode` there in the caller's
+/// namespace, if anything (the topmost of stacked mounts). A mount is attached to a place on
+/// its parent mount (`mnt_parent`, `mnt_mountpoint`), so the same directory seen through
+/// another mount (a private bind of it) is not crossed.
+pub fn cross(dir: &Dentry, inode: Arc<dyn Inode>) -> Arc<dyn Inode> {
+    let ns = cur_ns();
+    let t = lock(table_of(&ns));
+    let key = (inode.fs_id(), inode.id());
+    if !t.mounts.iter().any(|m| m.point == Some(key)) {
         return inode;
     }
+    let Some(parent) = mount_of_in(&t, dir) else {
+        return inode;
+    };
+    cross_from(&t, parent.id, inode)
+}
+
+/// Crosses from mount `pid`'s `inode` into what is stacked there.
+fn cross_from(t: &Table, mut pid: u64, inode: Arc<dyn Inode>) -> Arc<dyn Inode> {
     let mut cur = inode;
-    let mut after = 0;
-    loop {
+    for _ in 0..=t.mounts.len() {
         let key = (cur.fs_id(), cur.id());
         match t
             .mounts
             .iter()
-            .find(|m| m.seq >= after && m.point == Some(key))
+            .filter(|m| m.parent == pid && m.point == Some(key))
+            .max_by_key(|m| m.seq)
         {
             Some(m) => {
-                after = m.seq + 1;
+                pid = m.id;
                 cur = m.root.clone();
             }
-            None => return cur,
+            None => break,
         }
     }
+    cur
+}
+
+/// `LOOKUP_MOUNTPOINT` (umount2's walk): the last component crosses into what is mounted on
+/// it, so `umount2(".")` after `pivot_root(".", ".")` finds the old root on top.
+pub fn cross_last(d: &Arc<Dentry>) -> Arc<Dentry> {
+    let ns = cur_ns();
+    let t = lock(table_of(&ns));
+    let Some(m) = mount_of_in(&t, d) else {
+        return d.clone();
+    };
+    let top = cross_from(&t, m.id, d.inode.clone());
+    if Arc::ptr_eq(&top, &d.inode) {
+        return d.clone();
+    }
+    Arc::new(Dentry {
+        name: d.name.clone(),
+        parent: d.parent.clone(),
+        inode: top,
+        mounted: Mutex::new(None),
+    })
 }
 
 /// Whether something is mounted on `inode` (unlink, rmdir and rename of it are `EBUSY`).
 pub fn is_mountpoint(inode: &dyn Inode) -> bool {
     let key = (inode.fs_id(), inode.id());
-    lock(table()).mounts.iter().any(|m| m.point == Some(key))
+    lock(table_of(&cur_ns()))
+        .mounts
+        .iter()
+        .any(|m| m.point == Some(key))
 }
 
 /// Whether `inode` is the root of a mount (statx's `STATX_ATTR_MOUNT_ROOT`).
 pub fn is_mount_root(inode: &dyn Inode) -> bool {
     let key = (inode.fs_id(), inode.id());
-    lock(table())
+    lock(table_of(&cur_ns()))
         .mounts
         .iter()
-        .any(|m| (m.root.fs_id(), m.root.id()) == key)
+        .any(|m| m.root_key() == key)
 }
 
 /// Whether `a` is `b` or below it, component-wise (`/a` is under `/`, `/ab` is not under `/a`).
-fn under(a: &[u8], b: &[u8]) -> bool {
+pub fn under(a: &[u8], b: &[u8]) -> bool {
     b == b"/" || a == b || (a.starts_with(b) && a.get(b.len()) == Some(&b'/'))
 }
 
-/// The mount a dentry belongs to: the latest mount whose target is the longest prefix of its
-/// path.
-pub fn mount_of(d: &Dentry) -> Option<Arc<Mount>> {
+/// `path` with its prefix `from` replaced by `to` (both component-wise prefixes).
+fn rebase(path: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let rest = if from == b"/" {
+        path
+    } else {
+        &path[from.len().min(path.len())..]
+    };
+    if rest.is_empty() || rest == b"/" {
+        return to.to_vec();
+    }
+    if to == b"/" {
+        return rest.to_vec();
+    }
+    let mut out = to.to_vec();
+    out.extend_from_slice(rest);
+    out
+}
+
+/// `path` as seen from a root at `root` (`seq_path_root`), `None` if it is not below it.
+pub fn relative_to(path: &[u8], root: &[u8]) -> Option<Vec<u8>> {
+    under(path, root).then(|| rebase(path, root, b"/"))
+}
+
+/// The mount a dentry belongs to in table `t`: the mount whose target is the longest prefix
+/// of its path; of mounts stacked on that place, the one whose root the dentry is, else the
+/// topmost.
+fn mount_of_in(t: &Table, d: &Dentry) -> Option<Arc<Mount>> {
     let path = d.path();
-    let t = lock(table());
+    let key = (d.inode.fs_id(), d.inode.id());
     let mut best: Option<&Arc<Mount>> = None;
     for m in &t.mounts {
-        if under(&path, &m.target) && best.is_none_or(|b| m.target.len() >= b.target.len()) {
+        if !under(&path, &m.target) {
+            continue;
+        }
+        let better = match best {
+            None => true,
+            Some(b) if m.target.len() != b.target.len() => m.target.len() > b.target.len(),
+            Some(b) if path == m.target => {
+                let (mr, br) = (m.root_key() == key, b.root_key() == key);
+                (mr && !br) || (mr == br && m.seq > b.seq)
+            }
+            Some(b) => m.seq > b.seq,
+        };
+        if better {
             best = Some(m);
         }
     }
     best.cloned()
+}
+
+/// The mount a dentry belongs to, in the caller's namespace. This is a use of the mount (the
+/// file syscalls ask it for the mount's flags), so it clears an `MNT_EXPIRE` mark as Linux's
+/// `mntput` does; the walks do not (umount2 must find its mark still set).
+pub fn mount_of(d: &Dentry) -> Option<Arc<Mount>> {
+    let m = mount_of_in(&lock(table_of(&cur_ns())), d);
+    if let Some(m) = &m {
+        m.expiry_mark.store(false, Ordering::Relaxed);
+    }
+    m
 }
 
 /// Whether writes under `d` are refused by its mount (`EROFS`).
@@ -333,18 +611,53 @@ fn options(flags: u64, data: &str) -> String {
     o
 }
 
-/// Every mount, root first, as `/proc/mounts` lists them.
-pub fn mounts() -> Vec<MountInfo> {
-    lock(table())
+/// The mounts of namespace `ns` seen from a root at `root` (a process's root dentry), in
+/// mount order, as `/proc/PID/mounts` and `mountinfo` list them: mounts outside the root
+/// are left out and targets are relative to it (fs/proc_namespace.c, `seq_path_root`).
+pub fn mounts_of(ns: &MntNs, root: &Dentry) -> Vec<MountInfo> {
+    let rp = root.path();
+    lock(table_of(ns))
         .mounts
         .iter()
-        .map(|m| MountInfo {
-            source: m.source.clone(),
-            target: m.target.clone(),
-            fstype: m.fstype.clone(),
-            options: options(m.flags(), &m.data),
+        .filter_map(|m| {
+            let target = relative_to(&m.target, &rp)?;
+            Some(MountInfo {
+                source: m.source.clone(),
+                target,
+                fstype: m.fstype.clone(),
+                options: options(m.flags(), &m.data),
+                id: m.id,
+                parent: m.parent,
+                root_path: m.root_path.clone(),
+                dev: m.root.stat().map_or(0, |s| s.dev),
+                prop: m.prop(),
+            })
         })
         .collect()
+}
+
+/// The caller's mounts from its root (what `/proc/self/mounts` lists).
+pub fn mounts() -> Vec<MountInfo> {
+    let root = um_kernel::current::current().map(|t| lock(&t.process.fs).root.clone());
+    let ns = cur_ns();
+    match root {
+        Some(r) => mounts_of(&ns, &r),
+        None => lock(table_of(&ns))
+            .mounts
+            .iter()
+            .map(|m| MountInfo {
+                source: m.source.clone(),
+                target: m.target.clone(),
+                fstype: m.fstype.clone(),
+                options: options(m.flags(), &m.data),
+                id: m.id,
+                parent: m.parent,
+                root_path: m.root_path.clone(),
+                dev: m.root.stat().map_or(0, |s| s.dev),
+                prop: m.prop(),
+            })
+            .collect(),
+    }
 }
 
 impl MountInfo {
@@ -371,31 +684,177 @@ impl MountInfo {
         out.extend_from_slice(b" 0 0\n");
         out
     }
+
+    /// `mountinfo`'s optional fields (fs/proc_namespace.c `show_mountinfo`): `shared:N`,
+    /// `master:N`, `unbindable`, each followed by a space.
+    pub fn optional_fields(&self) -> String {
+        let mut s = String::new();
+        if self.prop.shared != 0 {
+            s.push_str(&format!("shared:{} ", self.prop.shared));
+        }
+        if self.prop.master != 0 {
+            s.push_str(&format!("master:{} ", self.prop.master));
+        }
+        if self.prop.unbindable {
+            s.push_str("unbindable ");
+        }
+        s
+    }
 }
 
-fn add(
+/// What to add to a table.
+struct NewMount<'a> {
+    parent: u64,
     point: Option<(u64, u64)>,
     root: Arc<dyn Inode>,
-    source: &str,
+    root_path: Vec<u8>,
+    source: &'a str,
     target: Vec<u8>,
-    fstype: &str,
+    fstype: &'a str,
     flags: u64,
-    data: &str,
-) {
-    let mut t = lock(table());
-    let seq = t.next_seq;
-    t.next_seq += 1;
+    data: &'a str,
+    prop: Prop,
+}
+
+fn add_to(t: &mut Table, n: NewMount<'_>) -> Arc<Mount> {
+    let m = Arc::new(Mount {
+        id: next_mount_id(),
+        seq: next_seq(),
+        parent: n.parent,
+        point: n.point,
+        root: n.root,
+        root_path: n.root_path,
+        source: n.source.to_string(),
+        target: n.target,
+        fstype: n.fstype.to_string(),
+        flags: AtomicU64::new(n.flags & MNT_FLAGS),
+        data: n.data.to_string(),
+        prop: Mutex::new(n.prop),
+        expiry_mark: Default::default(),
+    });
+    t.mounts.push(m.clone());
     mounts_changed();
-    t.mounts.push(Arc::new(Mount {
-        seq,
-        point,
-        root,
-        source: source.to_string(),
-        target,
-        fstype: fstype.to_string(),
-        flags: AtomicU64::new(flags & MNT_FLAGS),
-        data: data.to_string(),
-    }));
+    m
+}
+
+/// The mounts that receive what is mounted on or unmounted from `p` (`propagate_mnt`,
+/// fs/pnode.c): its peers and its slaves, and theirs, in every namespace; each with whether
+/// it is a peer of `p` (else a slave).
+fn receivers(p: &Mount) -> Vec<(Arc<MntNs>, Arc<Mount>, bool)> {
+    let pr = p.prop();
+    if pr.shared == 0 {
+        return Vec::new();
+    }
+    let all: Vec<(Arc<MntNs>, Vec<Arc<Mount>>)> = live_namespaces()
+        .into_iter()
+        .map(|ns| {
+            let v = lock(table_of(&ns)).mounts.clone();
+            (ns, v)
+        })
+        .collect();
+    // The groups that receive: p's, and every shared slave's group below it.
+    let mut groups = vec![pr.shared];
+    loop {
+        let mut grew = false;
+        for m in all.iter().flat_map(|(_, v)| v) {
+            let q = m.prop();
+            if q.master != 0
+                && groups.contains(&q.master)
+                && q.shared != 0
+                && !groups.contains(&q.shared)
+            {
+                groups.push(q.shared);
+                grew = true;
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    let mut out = Vec::new();
+    for (ns, v) in &all {
+        for m in v {
+            if m.id == p.id {
+                continue;
+            }
+            let q = m.prop();
+            if q.shared == pr.shared {
+                out.push((ns.clone(), m.clone(), true));
+            } else if (q.shared != 0 && groups.contains(&q.shared))
+                || (q.master != 0 && groups.contains(&q.master))
+            {
+                out.push((ns.clone(), m.clone(), false));
+            }
+        }
+    }
+    out
+}
+
+/// After `m` was attached below `parent`: a mount made under a shared mount is shared
+/// (`invent_group_ids`), and a copy of it goes to each receiver of `parent` that shows the
+/// same directory (peers get peers of `m`, slaves get slaves of it).
+fn propagate_mount(parent: &Mount, m: &Arc<Mount>) {
+    if parent.prop().shared == 0 {
+        return;
+    }
+    let mut mp = m.prop();
+    if mp.shared == 0 {
+        mp.shared = next_group();
+        mp.unbindable = false;
+        *lock(&m.prop) = mp;
+    }
+    for (ns, q, peer) in receivers(parent) {
+        // The new mount is not attached to itself (Linux propagates before attaching).
+        if q.id == m.id || q.root_key() != parent.root_key() || q.root_path != parent.root_path {
+            continue;
+        }
+        let target = rebase(&m.target, &parent.target, &q.target);
+        let prop = if peer {
+            Prop {
+                shared: mp.shared,
+                ..Prop::default()
+            }
+        } else {
+            Prop {
+                master: mp.shared,
+                ..Prop::default()
+            }
+        };
+        let mut t = lock(table_of(&ns));
+        if t.mounts
+            .iter()
+            .any(|x| x.parent == q.id && x.point == m.point && x.root_key() == m.root_key())
+        {
+            continue;
+        }
+        let c = m.clone_as(next_mount_id(), next_seq(), q.id, m.point, target, prop);
+        t.mounts.push(Arc::new(c));
+    }
+    mounts_changed();
+}
+
+/// After `m` was detached from `parent`: its copies on the receivers of `parent` go too
+/// (`propagate_umount`).
+fn propagate_umount(parent: &Mount, m: &Mount) {
+    for (ns, q, _) in receivers(parent) {
+        let mut t = lock(table_of(&ns));
+        let gone: Vec<u64> = t
+            .mounts
+            .iter()
+            .filter(|x| x.parent == q.id && x.point == m.point && x.root_key() == m.root_key())
+            .map(|x| x.id)
+            .collect();
+        for g in gone {
+            let keep: Vec<Arc<Mount>> = t
+                .mounts
+                .iter()
+                .filter(|x| !t.descends(x, g))
+                .cloned()
+                .collect();
+            t.mounts = keep;
+        }
+    }
+    mounts_changed();
 }
 
 /// A new instance of file system type `fstype`.
@@ -420,23 +879,38 @@ fn new_instance(
     }
 }
 
-/// The mount whose root `d` is (the target of umount or remount), or `EINVAL`.
-fn mount_at(d: &Dentry) -> SysResult<Arc<Mount>> {
-    let path = d.path();
-    let key = (d.inode.fs_id(), d.inode.id());
-    lock(table())
-        .mounts
-        .iter()
-        .rev()
-        .find(|m| m.target == path && (m.root.fs_id(), m.root.id()) == key)
-        .cloned()
+/// Whether `d` is the root of mount `m` (`path_mounted`).
+fn is_root_of(m: &Mount, d: &Dentry) -> bool {
+    m.target == d.path() && m.root_key() == (d.inode.fs_id(), d.inode.id())
+}
+
+/// The mount whose root `d` is (the target of umount, remount, a propagation change), or
+/// `EINVAL`.
+fn mount_at_in(t: &Table, d: &Dentry) -> SysResult<Arc<Mount>> {
+    mount_of_in(t, d)
+        .filter(|m| is_root_of(m, d))
         .ok_or(Errno::EINVAL)
 }
 
 /// `mount(2)` after the paths are walked: `source` is the source string (and for a bind
-/// mount, `bind_src` the walked source), `target` the walked mount point. The caller checked
-/// CAP_SYS_ADMIN.
+/// mount or a move, `bind_src` the walked source), `target` the walked mount point. The
+/// caller checked CAP_SYS_ADMIN. The cases in Linux `path_mount`'s order: bind remount,
+/// remount, bind (`MS_REC`: with the mounts below), propagation change, move, new mount.
 pub fn do_mount(
+    k: &Arc<Kernel>,
+    source: &[u8],
+    bind_src: Option<&Arc<Dentry>>,
+    target: &Arc<Dentry>,
+    fstype: &[u8],
+    flags: u64,
+    data: &[u8],
+) -> SysResult<()> {
+    do_mount_in(&cur_ns(), k, source, bind_src, target, fstype, flags, data)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn do_mount_in(
+    ns: &MntNs,
     k: &Arc<Kernel>,
     source: &[u8],
     bind_src: Option<&Arc<Dentry>>,
@@ -453,10 +927,12 @@ pub fn do_mount(
     if flags & (MS_NOATIME | MS_RELATIME | MS_STRICTATIME) == 0 {
         flags |= MS_RELATIME;
     }
+    let table = table_of(ns);
     if flags & MS_REMOUNT != 0 {
-        let m = mount_at(target)?;
+        let m = mount_at_in(&lock(table), target)?;
         let keep = m.flags() & !(MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
         let new = if flags & MS_BIND != 0 {
+            // reconfigure_mnt: this mount's flags only.
             keep | (flags & (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC))
         } else {
             (m.flags() & !MS_RDONLY) | (flags & MS_RDONLY)
@@ -473,27 +949,16 @@ pub fn do_mount(
         }
         m.flags.store(new & MNT_FLAGS, Ordering::Relaxed);
         mounts_changed();
-        if let Some(h) = m.root.as_any().downcast_ref::<HostInode>() {
-            h.set_readonly(new & MS_RDONLY != 0);
+        if flags & MS_BIND == 0 {
+            if let Some(h) = m.root.as_any().downcast_ref::<HostInode>() {
+                h.set_readonly(new & MS_RDONLY != 0);
+            }
         }
         return Ok(());
     }
-    if flags & MS_PROPAGATION != 0 {
-        // Propagation types (shared, private, slave, unbindable): one namespace without
-        // propagation, so every mount already behaves as private.
-        mount_at(target)?;
-        return Ok(());
-    }
-    if flags & MS_MOVE != 0 {
-        return Err(Errno::EINVAL);
-    }
-    if target.parent.is_none() {
-        // Mounting over the root directory itself is not supported.
-        return Err(Errno::EBUSY);
-    }
     let tst = target.inode.stat()?;
-    let point = Some((target.inode.fs_id(), target.inode.id()));
     let tpath = target.path();
+    let tkey = Some((target.inode.fs_id(), target.inode.id()));
     let src = String::from_utf8_lossy(source).into_owned();
     if flags & MS_BIND != 0 {
         let s = bind_src.ok_or(Errno::ENOENT)?;
@@ -506,27 +971,152 @@ pub fn do_mount(
                 Errno::EISDIR
             });
         }
-        // /proc/mounts shows a bind mount with the source and type of the mount it came from.
-        let (source, fstype, data) = match mount_of(s) {
-            Some(m) => (m.source.clone(), m.fstype.clone(), m.data.clone()),
-            None => (src, "none".to_string(), String::new()),
+        let mut t = lock(table);
+        let parent = mount_of_in(&t, target).ok_or(Errno::EINVAL)?;
+        // do_loopback: the source's mount, which must be of this namespace and bindable.
+        let Some(sm) = mount_of_in(&t, s) else {
+            return Err(Errno::EINVAL);
         };
-        add(
-            point,
-            s.inode.clone(),
-            &source,
-            tpath,
-            &fstype,
-            flags,
-            &data,
+        let sp = sm.prop();
+        if sp.unbindable {
+            return Err(Errno::EINVAL);
+        }
+        let spath = s.path();
+        // clone_mnt: a bind of a shared mount is its peer, of a slave a slave of its master.
+        let prop = Prop {
+            shared: sp.shared,
+            master: sp.master,
+            unbindable: false,
+        };
+        let top = add_to(
+            &mut t,
+            NewMount {
+                parent: parent.id,
+                point: tkey,
+                root: s.inode.clone(),
+                root_path: rebase(&spath, &sm.target, &sm.root_path),
+                source: &sm.source,
+                target: tpath.clone(),
+                fstype: &sm.fstype,
+                flags: sm.flags(),
+                data: &sm.data,
+                prop,
+            },
         );
+        if flags & MS_REC != 0 {
+            // copy_tree: the mounts below the source too (not unbindable ones), in order.
+            let mut ids = BTreeMap::new();
+            ids.insert(sm.id, top.id);
+            let below: Vec<Arc<Mount>> = t
+                .mounts
+                .iter()
+                .filter(|x| {
+                    x.id != sm.id
+                        && x.id != top.id
+                        && t.descends(x, sm.id)
+                        && under(&x.target, &spath)
+                })
+                .cloned()
+                .collect();
+            for x in below {
+                let xp = x.prop();
+                let Some(&parent) = ids.get(&x.parent) else {
+                    continue;
+                };
+                if xp.unbindable {
+                    continue;
+                }
+                let id = next_mount_id();
+                ids.insert(x.id, id);
+                let prop = Prop {
+                    unbindable: false,
+                    ..xp
+                };
+                let c = x.clone_as(
+                    id,
+                    next_seq(),
+                    parent,
+                    x.point,
+                    rebase(&x.target, &spath, &tpath),
+                    prop,
+                );
+                t.mounts.push(Arc::new(c));
+            }
+        }
+        drop(t);
+        propagate_mount(&parent, &top);
         return Ok(());
+    }
+    if flags & MS_PROPAGATION != 0 {
+        // do_change_type: exactly one type, on a mount root; MS_REC for the mounts below.
+        let typ = flags & MS_PROPAGATION;
+        if typ.count_ones() != 1
+            || flags & !(MS_PROPAGATION | MS_REC | MS_SILENT | MS_RELATIME) != 0
+        {
+            return Err(Errno::EINVAL);
+        }
+        let t = lock(table);
+        let m = mount_at_in(&t, target)?;
+        let ids: Vec<Arc<Mount>> = if flags & MS_REC != 0 {
+            t.mounts
+                .iter()
+                .filter(|x| t.descends(x, m.id))
+                .cloned()
+                .collect()
+        } else {
+            vec![m]
+        };
+        drop(t);
+        for x in ids {
+            change_type(&x, typ);
+        }
+        mounts_changed();
+        return Ok(());
+    }
+    if flags & MS_MOVE != 0 {
+        let s = bind_src.ok_or(Errno::EINVAL)?;
+        let mut t = lock(table);
+        let m = mount_at_in(&t, s)?;
+        if m.point.is_none() {
+            return Err(Errno::EINVAL);
+        }
+        let spath = s.path();
+        // do_move_mount: not below itself, not from under a shared parent.
+        if under(&tpath, &spath) {
+            return Err(Errno::ELOOP);
+        }
+        if t.by_id(m.parent).is_some_and(|p| p.prop().shared != 0) {
+            return Err(Errno::EINVAL);
+        }
+        let parent = mount_of_in(&t, target).ok_or(Errno::EINVAL)?;
+        let sub: Vec<Arc<Mount>> = t
+            .mounts
+            .iter()
+            .filter(|x| t.descends(x, m.id))
+            .cloned()
+            .collect();
+        for x in sub {
+            let target = rebase(&x.target, &spath, &tpath);
+            let c = if x.id == m.id {
+                x.clone_as(x.id, next_seq(), parent.id, tkey, target, x.prop())
+            } else {
+                x.clone_as(x.id, x.seq, x.parent, x.point, target, x.prop())
+            };
+            t.replace(c);
+        }
+        drop(t);
+        mounts_changed();
+        return Ok(());
+    }
+    if target.parent.is_none() {
+        // Mounting over the root directory itself is not supported.
+        return Err(Errno::EBUSY);
     }
     if tst.mode & mode::S_IFMT != mode::S_IFDIR {
         return Err(Errno::ENOTDIR);
     }
     let fstype = std::str::from_utf8(fstype).map_err(|_| Errno::ENODEV)?;
-    if is_bdev_fs(fstype.as_bytes()) {
+    let root = if is_bdev_fs(fstype.as_bytes()) {
         // get_tree_bdev -> lookup_bdev: the source must name a block device node on a
         // mount that allows devices.
         let s = bind_src.ok_or(Errno::ENOTBLK)?;
@@ -537,36 +1127,253 @@ pub fn do_mount(
         if is_nodev(s) {
             return Err(Errno::EACCES);
         }
-        let root = mount_bdev(fstype, st.rdev, flags, data)?;
-        let data = String::from_utf8_lossy(data).into_owned();
-        add(point, root, &src, tpath, fstype, flags, &data);
-        return Ok(());
-    }
-    let root = new_instance(k, fstype, flags, data)?;
+        mount_bdev(fstype, st.rdev, flags, data)?
+    } else {
+        new_instance(k, fstype, flags, data)?
+    };
     let data = String::from_utf8_lossy(data).into_owned();
-    add(point, root, &src, tpath, fstype, flags, &data);
+    let mut t = lock(table);
+    let parent = mount_of_in(&t, target).ok_or(Errno::EINVAL)?;
+    let m = add_to(
+        &mut t,
+        NewMount {
+            parent: parent.id,
+            point: tkey,
+            root,
+            root_path: b"/".to_vec(),
+            source: &src,
+            target: tpath,
+            fstype,
+            flags,
+            data: &data,
+            prop: Prop::default(),
+        },
+    );
+    drop(t);
+    propagate_mount(&parent, &m);
     Ok(())
 }
 
-/// `umount2(2)` after the path is walked. With `MNT_DETACH` the mounts below go too;
-/// without it they make it `EBUSY`.
-pub fn do_umount(target: &Dentry, flags: u64) -> SysResult<()> {
+/// mount_setattr(2) after the path is walked (fs/namespace.c `do_mount_setattr`): `target`
+/// must be a mount's root (`EINVAL`); that mount, or with `recursive` it and every mount below
+/// it, loses the `MS_*` per-mount flags `clr` and gains `set`, then takes `propagation` (0 or
+/// one `MS_*` type). The caller checked CAP_SYS_ADMIN and the attribute words.
+pub fn do_setattr(
+    target: &Dentry,
+    recursive: bool,
+    set: u64,
+    clr: u64,
+    propagation: u64,
+) -> SysResult<()> {
+    let ns = cur_ns();
+    let t = lock(table_of(&ns));
+    let m = mount_at_in(&t, target)?;
+    let all: Vec<Arc<Mount>> = if recursive {
+        t.mounts
+            .iter()
+            .filter(|x| t.descends(x, m.id))
+            .cloned()
+            .collect()
+    } else {
+        vec![m]
+    };
+    drop(t);
+    for x in &all {
+        let f = (x.flags() & !clr) | set;
+        x.flags.store(f & MNT_FLAGS, Ordering::Relaxed);
+        if propagation != 0 {
+            change_type(x, propagation);
+        }
+    }
+    mounts_changed();
+    Ok(())
+}
+
+/// `change_mnt_propagation` for one mount.
+fn change_type(m: &Mount, typ: u64) {
+    let mut p = m.prop();
+    match typ {
+        MS_SHARED => {
+            if p.shared == 0 {
+                p.shared = next_group();
+            }
+            p.unbindable = false;
+        }
+        MS_SLAVE => {
+            // do_make_slave: a shared mount with peers becomes a slave of its group; without
+            // peers it keeps the master it had (none: private).
+            if p.shared != 0 {
+                let g = p.shared;
+                let peers = live_namespaces().iter().any(|ns| {
+                    lock(table_of(ns))
+                        .mounts
+                        .iter()
+                        .any(|x| x.id != m.id && x.prop().shared == g)
+                });
+                if peers {
+                    p.master = g;
+                }
+            }
+            p.shared = 0;
+            p.unbindable = false;
+        }
+        MS_PRIVATE => p = Prop::default(),
+        _ => {
+            p = Prop {
+                unbindable: true,
+                ..Prop::default()
+            }
+        }
+    }
+    *lock(&m.prop) = p;
+}
+
+/// `umount2(2)` after the path is walked (with [`cross_last`]): `MNT_DETACH` takes the
+/// mounts below too (lazy: they are gone from the namespace at once, open files keep their
+/// inodes); without it mounts below, or a process whose root or cwd is in the mount, make it
+/// `EBUSY`; `MNT_EXPIRE` marks the mount (`EAGAIN`) and unmounts a marked one that was not
+/// used since. `procs` are the live processes (for the busy check).
+pub fn do_umount(
+    target: &Dentry,
+    flags: u64,
+    procs: &[Arc<um_kernel::task::Process>],
+) -> SysResult<()> {
     if flags & !(MNT_FORCE | MNT_DETACH | MNT_EXPIRE | UMOUNT_NOFOLLOW) != 0
         || flags & MNT_EXPIRE != 0 && flags & (MNT_FORCE | MNT_DETACH) != 0
     {
         return Err(Errno::EINVAL);
     }
-    let m = mount_at(target)?;
+    let ns = cur_ns();
+    let table = table_of(&ns);
+    let t = lock(table);
+    let m = mount_at_in(&t, target)?;
     if m.point.is_none() {
         return Err(Errno::EBUSY);
     }
-    let mut t = lock(table());
-    let below = |x: &Mount| x.seq != m.seq && under(&x.target, &m.target) && x.seq > m.seq;
-    if flags & MNT_DETACH == 0 && t.mounts.iter().any(|x| below(x)) {
+    let busy = || {
+        procs.iter().any(|p| {
+            // A zombie holds no root or cwd any more (exit_fs).
+            if lock(&p.exit).is_some() || !Arc::ptr_eq(&um_kernel::mntns::of(p), &ns) {
+                return false;
+            }
+            let fs = lock(&p.fs).clone();
+            [&fs.root, &fs.cwd]
+                .iter()
+                .any(|d| mount_of_in(&t, d).is_some_and(|x| x.id == m.id))
+        })
+    };
+    if flags & MNT_EXPIRE != 0 {
+        let own_root = um_kernel::current::current()
+            .map(|c| lock(&c.process.fs).root.clone())
+            .is_some_and(|r| mount_of_in(&t, &r).is_some_and(|x| x.id == m.id));
+        if own_root {
+            return Err(Errno::EINVAL);
+        }
+        if busy() || t.mounts.iter().any(|x| x.parent == m.id) {
+            return Err(Errno::EBUSY);
+        }
+        if !m.expiry_mark.swap(true, Ordering::Relaxed) {
+            return Err(Errno::EAGAIN);
+        }
+    } else if flags & MNT_DETACH == 0 && (t.mounts.iter().any(|x| x.parent == m.id) || busy()) {
         return Err(Errno::EBUSY);
     }
-    t.mounts.retain(|x| x.seq != m.seq && !below(x));
     drop(t);
+    let mut t = lock(table);
+    let keep: Vec<Arc<Mount>> = t
+        .mounts
+        .iter()
+        .filter(|x| !t.descends(x, m.id))
+        .cloned()
+        .collect();
+    t.mounts = keep;
+    let parent = t.by_id(m.parent).cloned();
+    drop(t);
+    mounts_changed();
+    if let Some(p) = parent {
+        propagate_umount(&p, &m);
+    }
+    Ok(())
+}
+
+/// `pivot_root(2)` after the paths are walked (fs/namespace.c): the caller's root mount
+/// moves to `put_old`, the mount at `new_root` becomes the namespace's root, and every
+/// process of the namespace whose root or cwd was the old root gets `new_root` instead
+/// (`chroot_fs_refs`). Checks in Linux's order: `ENOTDIR` for a non-directory; `EINVAL`
+/// when a mount involved is shared; `EBUSY` when `new_root` or `put_old` is on the current
+/// root mount; `EINVAL` when the root or `new_root` is not a mount's root, or `put_old` is
+/// not at or under `new_root`. The caller checked CAP_SYS_ADMIN.
+pub fn pivot_root(
+    caller: &um_kernel::task::Process,
+    procs: &[Arc<um_kernel::task::Process>],
+    new: &Arc<Dentry>,
+    old: &Arc<Dentry>,
+) -> SysResult<()> {
+    for d in [new, old] {
+        if d.inode.stat()?.mode & mode::S_IFMT != mode::S_IFDIR {
+            return Err(Errno::ENOTDIR);
+        }
+    }
+    let ns = um_kernel::mntns::of(caller);
+    let root = lock(&caller.fs).root.clone();
+    let mut t = lock(table_of(&ns));
+    let new_mnt = mount_of_in(&t, new).ok_or(Errno::EINVAL)?;
+    let root_mnt = mount_of_in(&t, &root).ok_or(Errno::EINVAL)?;
+    let old_mnt = mount_of_in(&t, old).ok_or(Errno::EINVAL)?;
+    let shared = |id: u64| t.by_id(id).is_some_and(|m| m.prop().shared != 0);
+    if old_mnt.prop().shared != 0 || shared(new_mnt.parent) || shared(root_mnt.parent) {
+        return Err(Errno::EINVAL);
+    }
+    if new_mnt.id == root_mnt.id || old_mnt.id == root_mnt.id {
+        return Err(Errno::EBUSY);
+    }
+    if !is_root_of(&root_mnt, &root) || !is_root_of(&new_mnt, new) || new_mnt.point.is_none() {
+        return Err(Errno::EINVAL);
+    }
+    let (np, op, rp) = (new.path(), old.path(), root.path());
+    if !under(&op, &np) || !under(&np, &rp) || !t.descends(&old_mnt, new_mnt.id) {
+        return Err(Errno::EINVAL);
+    }
+    // The old root and what hangs below it (but not new_root's subtree) move to put_old.
+    let moved: Vec<Arc<Mount>> = t
+        .mounts
+        .iter()
+        .filter(|x| t.descends(x, root_mnt.id) && !t.descends(x, new_mnt.id))
+        .cloned()
+        .collect();
+    let okey = Some((old.inode.fs_id(), old.inode.id()));
+    for x in moved {
+        let target = rebase(&x.target, &root_mnt.target, &op);
+        let c = if x.id == root_mnt.id {
+            x.clone_as(x.id, next_seq(), old_mnt.id, okey, target, x.prop())
+        } else {
+            x.clone_as(x.id, x.seq, x.parent, x.point, target, x.prop())
+        };
+        t.replace(c);
+    }
+    let n = new_mnt.clone_as(
+        new_mnt.id,
+        new_mnt.seq,
+        root_mnt.parent,
+        None,
+        new_mnt.target.clone(),
+        new_mnt.prop(),
+    );
+    t.replace(n);
+    drop(t);
+    *lock(&ns.root) = Some(new.clone());
+    for p in procs {
+        if !Arc::ptr_eq(&um_kernel::mntns::of(p), &ns) {
+            continue;
+        }
+        let mut fs = lock(&p.fs);
+        if same_place(&fs.root, &root) {
+            fs.root = new.clone();
+        }
+        if same_place(&fs.cwd, &root) {
+            fs.cwd = new.clone();
+        }
+    }
     mounts_changed();
     Ok(())
 }
@@ -598,20 +1405,33 @@ pub fn boot_mounts_as(
     ro: bool,
 ) {
     let _ = PAGE_CACHE.set(kernel.page_cache.clone());
+    um_kernel::mntns::set_copy_hook(copy_ns);
+    let ns = um_kernel::mntns::root();
     {
-        let mut t = lock(table());
-        t.mounts.clear();
-        t.next_seq = 0;
+        let mut v = lock(namespaces());
+        if !v.iter().any(|w| w.as_ptr() == Arc::as_ptr(ns)) {
+            v.push(Arc::downgrade(ns));
+        }
     }
-    add(
-        None,
-        root.inode.clone(),
-        source,
-        b"/".to_vec(),
-        fstype,
-        if ro { MS_RDONLY } else { 0 },
-        "",
+    *lock(&ns.root) = Some(root.clone());
+    let mut t = lock(table_of(ns));
+    t.mounts.clear();
+    add_to(
+        &mut t,
+        NewMount {
+            parent: ROOTFS_ID,
+            point: None,
+            root: root.inode.clone(),
+            root_path: b"/".to_vec(),
+            source,
+            target: b"/".to_vec(),
+            fstype,
+            flags: if ro { MS_RDONLY } else { 0 },
+            data: "",
+            prop: Prop::default(),
+        },
     );
+    drop(t);
     crate::devfs::register_mem_devices();
     crate::userfaultfd::register_dev();
     match root.inode.lookup(b"dev") {
@@ -621,7 +1441,8 @@ pub fn boot_mounts_as(
                 .is_ok_and(|s| s.mode & mode::S_IFMT == mode::S_IFDIR) =>
         {
             let d = Dentry::child(root, b"dev", dev);
-            match do_mount(
+            match do_mount_in(
+                ns,
                 kernel,
                 b"devtmpfs",
                 None,
@@ -664,14 +1485,22 @@ pub fn boot_bind(
         return Err(Errno::EBUSY);
     }
     let point = Some((d.inode.fs_id(), d.inode.id()));
-    add(
-        point,
-        inode,
-        host,
-        d.path(),
-        "hostfs",
-        if readonly { MS_RDONLY } else { 0 },
-        "",
+    let mut t = lock(table_of(um_kernel::mntns::root()));
+    let parent = mount_of_in(&t, &d).map_or(ROOTFS_ID, |m| m.id);
+    add_to(
+        &mut t,
+        NewMount {
+            parent,
+            point,
+            root: inode,
+            root_path: b"/".to_vec(),
+            source: host,
+            target: d.path(),
+            fstype: "hostfs",
+            flags: if readonly { MS_RDONLY } else { 0 },
+            data: "",
+            prop: Prop::default(),
+        },
     );
     Ok(())
 }
@@ -679,6 +1508,188 @@ pub fn boot_bind(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use um_kernel::vfs::Owner;
+
+    fn tmp() -> Arc<dyn Inode> {
+        crate::tmpfs::TmpFs::new_root_inode(0o755, 0, 0)
+    }
+
+    fn key(i: &Arc<dyn Inode>) -> (u64, u64) {
+        (i.fs_id(), i.id())
+    }
+
+    /// A registered namespace with a tmpfs root mount; returns it, the root inode and the
+    /// root mount.
+    fn ns_with_root() -> (Arc<MntNs>, Arc<dyn Inode>, Arc<Mount>) {
+        let ns = MntNs::with_table(Box::new(Mutex::new(Table::default())), None);
+        lock(namespaces()).push(Arc::downgrade(&ns));
+        let r = tmp();
+        let m = mount_in(&ns, ROOTFS_ID, None, r.clone(), b"/", Prop::default());
+        (ns, r, m)
+    }
+
+    fn mount_in(
+        ns: &MntNs,
+        parent: u64,
+        point: Option<(u64, u64)>,
+        root: Arc<dyn Inode>,
+        target: &[u8],
+        prop: Prop,
+    ) -> Arc<Mount> {
+        add_to(
+            &mut lock(table_of(ns)),
+            NewMount {
+                parent,
+                point,
+                root,
+                root_path: b"/".to_vec(),
+                source: "t",
+                target: target.to_vec(),
+                fstype: "tmpfs",
+                flags: 0,
+                data: "",
+                prop,
+            },
+        )
+    }
+
+    #[test]
+    fn a_directory_through_a_private_bind_is_another_place() {
+        let (ns, r, root) = ns_with_root();
+        let a = r.mkdir(b"a", 0o755, Owner::default()).unwrap();
+        let b = r.mkdir(b"b", 0o755, Owner::default()).unwrap();
+        let x = tmp();
+        let sub = x.mkdir(b"sub", 0o755, Owner::default()).unwrap();
+        let xm = mount_in(
+            &ns,
+            root.id,
+            Some(key(&a)),
+            x.clone(),
+            b"/a",
+            Prop::default(),
+        );
+        let bm = mount_in(
+            &ns,
+            root.id,
+            Some(key(&b)),
+            x.clone(),
+            b"/b",
+            Prop::default(),
+        );
+        let y = tmp();
+        let ym = mount_in(
+            &ns,
+            xm.id,
+            Some(key(&sub)),
+            y.clone(),
+            b"/a/sub",
+            Prop::default(),
+        );
+        propagate_mount(&xm, &ym);
+        let t = lock(table_of(&ns));
+        // /a/sub crosses into y, /b/sub (the same inode through the bind) does not.
+        assert_eq!(key(&cross_from(&t, xm.id, sub.clone())), key(&y));
+        assert_eq!(key(&cross_from(&t, bm.id, sub.clone())), key(&sub));
+        assert_eq!(t.mounts.len(), 4);
+        assert!(t.descends(&ym, root.id) && !t.descends(&bm, xm.id));
+    }
+
+    #[test]
+    fn shared_peers_and_slaves_receive() {
+        let (ns, r, root) = ns_with_root();
+        let a = r.mkdir(b"a", 0o755, Owner::default()).unwrap();
+        let x = tmp();
+        let sub = x.mkdir(b"sub", 0o755, Owner::default()).unwrap();
+        let sub2 = x.mkdir(b"sub2", 0o755, Owner::default()).unwrap();
+        let xm = mount_in(
+            &ns,
+            root.id,
+            Some(key(&a)),
+            x.clone(),
+            b"/a",
+            Prop::default(),
+        );
+        change_type(&xm, MS_SHARED);
+        let g = xm.prop().shared;
+        assert_ne!(g, 0);
+        // A copy of the namespace: /a's copy is a peer.
+        let peer_ns = copy_ns(&ns).unwrap();
+        lock(namespaces()).push(Arc::downgrade(&peer_ns));
+        let pm = lock(table_of(&peer_ns))
+            .mounts
+            .iter()
+            .find(|m| m.target == b"/a")
+            .cloned()
+            .unwrap();
+        assert_eq!(pm.prop().shared, g);
+        assert_ne!(pm.id, xm.id);
+        // Mounted in the peer: the original gets it, as a peer of the new mount.
+        let y = tmp();
+        let ym = mount_in(
+            &peer_ns,
+            pm.id,
+            Some(key(&sub)),
+            y.clone(),
+            b"/a/sub",
+            Prop::default(),
+        );
+        propagate_mount(&pm, &ym);
+        let t = lock(table_of(&ns));
+        assert_eq!(key(&cross_from(&t, xm.id, sub.clone())), key(&y));
+        let got = t.mounts.iter().find(|m| m.target == b"/a/sub").unwrap();
+        assert_eq!(got.prop().shared, ym.prop().shared);
+        drop(t);
+        // The peer becomes a slave: it still receives, but sends nothing.
+        change_type(&pm, MS_SLAVE);
+        assert_eq!(
+            pm.prop(),
+            Prop {
+                shared: 0,
+                master: g,
+                unbindable: false
+            }
+        );
+        let z = tmp();
+        let zm = mount_in(
+            &peer_ns,
+            pm.id,
+            Some(key(&sub2)),
+            z.clone(),
+            b"/a/sub2",
+            Prop::default(),
+        );
+        propagate_mount(&pm, &zm);
+        assert_eq!(
+            key(&cross_from(&lock(table_of(&ns)), xm.id, sub2.clone())),
+            key(&sub2)
+        );
+        let w = tmp();
+        let wm = mount_in(
+            &ns,
+            xm.id,
+            Some(key(&sub2)),
+            w.clone(),
+            b"/a/sub2",
+            Prop::default(),
+        );
+        propagate_mount(&xm, &wm);
+        let pt = lock(table_of(&peer_ns));
+        let recv = pt.mounts.iter().find(|m| m.root_key() == key(&w)).unwrap();
+        assert_eq!(recv.prop().master, wm.prop().shared);
+        assert_eq!(recv.parent, pm.id);
+    }
+
+    #[test]
+    fn rebase_and_relative() {
+        assert_eq!(rebase(b"/proc", b"/", b"/mnt/old"), b"/mnt/old/proc");
+        assert_eq!(rebase(b"/", b"/", b"/mnt/old"), b"/mnt/old");
+        assert_eq!(rebase(b"/mnt/x", b"/mnt", b"/"), b"/x");
+        assert_eq!(rebase(b"/mnt", b"/mnt", b"/"), b"/");
+        assert_eq!(relative_to(b"/mnt/old", b"/mnt"), Some(b"/old".to_vec()));
+        assert_eq!(relative_to(b"/proc", b"/mnt"), None);
+        assert_eq!(relative_to(b"/proc", b"/"), Some(b"/proc".to_vec()));
+    }
 
     #[test]
     fn under_is_component_wise() {
@@ -700,6 +1711,11 @@ mod tests {
             target: b"/a b".to_vec(),
             fstype: "hostfs".into(),
             options: "rw".into(),
+            id: 21,
+            parent: 1,
+            root_path: b"/".to_vec(),
+            dev: 0,
+            prop: Prop::default(),
         };
         assert_eq!(l.line(), b"/dev/root /a\\040b hostfs rw 0 0\n".to_vec());
     }

@@ -301,7 +301,7 @@ fn walk_inner(
             continue;
         }
         if *comp == b".." {
-            if Arc::ptr_eq(&cur, &fs.root) {
+            if crate::mount::same_place(&cur, &fs.root) {
                 // follow_dotdot at the root: stay, except that a walk beneath its start
                 // may not try to leave it.
                 if res.beneath {
@@ -319,7 +319,7 @@ fn walk_inner(
         if res.no_xdev && crate::mount::is_mountpoint(&*found) {
             return Err(Errno::EXDEV);
         }
-        let inode = crate::mount::cross(found);
+        let inode = crate::mount::cross(&cur, found);
         let mut next = Dentry::child(&cur, comp, inode);
         let mounted = um_kernel::task::lock(&next.mounted).clone();
         if let Some(m) = mounted {

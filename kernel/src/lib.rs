@@ -17,6 +17,7 @@ pub mod current;
 pub mod engine;
 pub mod ipcns;
 pub mod kernel;
+pub mod mntns;
 pub mod netns;
 pub mod nsfs;
 pub mod pidfd;

@@ -785,6 +785,9 @@ fn exit_process(k: &Arc<Kernel>, p: &Arc<Process>, st: ExitStatus) {
         k.page_cache.clone(),
         k.layout,
     )));
+    // exit_task_namespaces: a zombie no longer holds its mount namespace, so a namespace and
+    // the mounts only it has go with its last live process.
+    *lock(&p.mntns) = crate::mntns::root().clone();
     if p.pid == 1 {
         crate::printk::line(&format!(
             "Kernel panic - not syncing: Attempted to kill init! exitcode=0x{:08x}",

@@ -212,6 +212,9 @@ pub struct Process {
     /// The IPC namespace ([`crate::ipcns`], Linux `nsproxy->ipc_ns`): the parent's at fork,
     /// where `ipcns::on_fork` may give the child a new one.
     pub ipcns: Mutex<Arc<crate::ipcns::IpcNs>>,
+    /// The mount namespace ([`crate::mntns`], Linux `nsproxy->mnt_ns`): the parent's at
+    /// fork, where `mntns::on_fork` may give the child a copy.
+    pub mntns: Mutex<Arc<crate::mntns::MntNs>>,
     /// The threads this process traces ([`crate::ptrace`]).
     pub tracees: Mutex<Vec<Arc<Task>>>,
 }
@@ -338,6 +341,9 @@ impl Process {
             ),
             ipcns: Mutex::new(
                 parent.map_or_else(|| crate::ipcns::root().clone(), |p| lock(&p.ipcns).clone()),
+            ),
+            mntns: Mutex::new(
+                parent.map_or_else(|| crate::mntns::root().clone(), |p| lock(&p.mntns).clone()),
             ),
             tracees: Mutex::new(Vec::new()),
             coredump_filter: AtomicU32::new(

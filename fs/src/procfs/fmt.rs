@@ -522,12 +522,13 @@ pub fn mountinfo_line(
     root: &[u8],
     point: &[u8],
     mnt_opts: &str,
+    optional: &str,
     fstype: &str,
     source: &[u8],
     super_opts: &str,
 ) -> String {
     format!(
-        "{id} {parent} {}:{} {} {} {mnt_opts} - {fstype} {} {super_opts}\n",
+        "{id} {parent} {}:{} {} {} {mnt_opts} {optional}- {fstype} {} {super_opts}\n",
         dev.0,
         dev.1,
         mangle(root),
@@ -770,11 +771,27 @@ mod tests {
                 b"/",
                 b"/proc",
                 "rw,relatime",
+                "",
                 "proc",
                 b"proc",
                 "rw"
             ),
             "21 1 0:22 / /proc rw,relatime - proc proc rw\n"
+        );
+        assert_eq!(
+            mountinfo_line(
+                30,
+                29,
+                (0, 40),
+                b"/sub",
+                b"/b",
+                "rw",
+                "shared:3 master:1 ",
+                "tmpfs",
+                b"t",
+                "rw"
+            ),
+            "30 29 0:40 /sub /b rw shared:3 master:1 - tmpfs t rw\n"
         );
     }
 }

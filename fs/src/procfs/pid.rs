@@ -142,6 +142,8 @@ pub enum PidNode {
     UtsNs,
     /// `ns/ipc`: the IPC namespace (`um_kernel::ipcns`).
     IpcNs,
+    /// `ns/mnt`.
+    MntNs,
     File(PidFile),
 }
 
@@ -205,13 +207,14 @@ const ENTRIES: &[(&str, PidNode)] = &[
 ];
 
 /// The entries of `/proc/PID/ns` (fs/proc/namespaces.c `ns_entries`, in its order; only
-/// net, uts, ipc, pid and time namespaces exist here).
+/// net, uts, ipc, pid, mnt and time namespaces exist here).
 const NS_ENTRIES: &[(&str, PidNode)] = &[
     ("net", PidNode::NetNs),
     ("uts", PidNode::UtsNs),
     ("ipc", PidNode::IpcNs),
     ("pid", PidNode::PidNs(false)),
     ("pid_for_children", PidNode::PidNs(true)),
+    ("mnt", PidNode::MntNs),
     ("time", PidNode::TimeNs(false)),
     ("time_for_children", PidNode::TimeNs(true)),
 ];
@@ -229,6 +232,7 @@ fn ino(t: &Target, n: PidNode) -> u64 {
         PidNode::NetNs => (214, 0),
         PidNode::UtsNs => (215, 0),
         PidNode::IpcNs => (216, 0),
+        PidNode::MntNs => (217, 0),
         other => (
             ENTRIES
                 .iter()
@@ -255,7 +259,8 @@ fn mode_of(n: PidNode, fd_flags: u32) -> u32 {
         | PidNode::PidNs(_)
         | PidNode::NetNs
         | PidNode::UtsNs
-        | PidNode::IpcNs => mode::S_IFLNK | 0o777,
+        | PidNode::IpcNs
+        | PidNode::MntNs => mode::S_IFLNK | 0o777,
         PidNode::FdDir => mode::S_IFDIR | 0o500,
         PidNode::Cwd | PidNode::Root | PidNode::Exe => mode::S_IFLNK | 0o777,
         // fs/proc/fd.c tid_fd_update_inode: r-x for reading, -wx for writing, per owner.
@@ -533,6 +538,14 @@ fn ipc_ns(t: &Target) -> SysResult<Arc<um_kernel::ipcns::IpcNs>> {
     Ok(um_kernel::ipcns::of(&p))
 }
 
+/// The mount namespace `/proc/PID/ns/mnt` names (fs/proc/namespaces.c, ptrace access
+/// needed).
+fn mnt_ns(t: &Target) -> SysResult<Arc<um_kernel::mntns::MntNs>> {
+    let p = t.proc()?;
+    may_access(&p)?;
+    Ok(um_kernel::mntns::of(&p))
+}
+
 /// The pid namespace a `/proc/PID/ns/pid*` link names (fs/proc/namespaces.c, ptrace access
 /// needed): the process's own, or the one for its children, which exists for the link only
 /// once its init does (`pidns_for_children_get`: ENOENT before).
@@ -585,7 +598,7 @@ fn fd_file(p: &Process, fd: u32) -> SysResult<Arc<OpenFile>> {
 /// sockets and anonymous inodes).
 pub fn fd_name(f: &OpenFile) -> Vec<u8> {
     if let Some(d) = &f.dentry {
-        return d.path();
+        return seen_path(d);
     }
     let st = f.ops.stat().unwrap_or_default();
     match st.mode & mode::S_IFMT {
@@ -624,6 +637,9 @@ pub fn readlink(t: &Target, n: PidNode) -> SysResult<Vec<u8>> {
     if let PidNode::UtsNs = n {
         return Ok(um_kernel::utsns::link_name(&*uts_ns(t)?));
     }
+    if let PidNode::MntNs = n {
+        return Ok(um_kernel::mntns::link_name(&*mnt_ns(t)?));
+    }
     if let PidNode::IpcNs = n {
         return Ok(um_kernel::ipcns::link_name(&*ipc_ns(t)?));
     }
@@ -635,7 +651,19 @@ pub fn readlink(t: &Target, n: PidNode) -> SysResult<Vec<u8>> {
         may_access(&p)?;
         return Ok(fd_name(&*fd_file(&p, fd)?));
     }
-    Ok(link_target(t, n)?.path())
+    Ok(seen_path(&*link_target(t, n)?))
+}
+
+/// A dentry's path as the reader sees it (`d_path`): relative to the reader's root, so after
+/// a pivot_root or chroot the links show paths in the new root; one outside it keeps its
+/// whole path.
+fn seen_path(d: &Dentry) -> Vec<u8> {
+    let path = d.path();
+    let root = um_kernel::current::current().map(|t| lock(&t.process.fs).root.path());
+    match root {
+        Some(r) => crate::mount::relative_to(&path, &r).unwrap_or(path),
+        None => path,
+    }
 }
 
 /// Following a magic link.
@@ -649,6 +677,7 @@ pub fn magic_link(t: &Target, n: PidNode) -> Option<Arc<Dentry>> {
         PidNode::NetNs => net_ns(t).ok().map(|ns| um_kernel::netns::ns_dentry(&ns)),
         PidNode::UtsNs => uts_ns(t).ok().map(|ns| um_kernel::utsns::ns_dentry(&ns)),
         PidNode::IpcNs => ipc_ns(t).ok().map(|ns| um_kernel::ipcns::ns_dentry(&ns)),
+        PidNode::MntNs => mnt_ns(t).ok().map(|ns| um_kernel::mntns::ns_dentry(&ns)),
         _ => None,
     }
 }
@@ -1357,27 +1386,25 @@ impl FileOps for PagemapFile {
     }
 }
 
-fn mounts_text() -> Vec<u8> {
-    crate::mount::mounts()
-        .iter()
-        .flat_map(|m| m.line())
-        .collect()
+/// The mounts of `p`'s namespace seen from `p`'s root (fs/proc_namespace.c
+/// `mounts_open_common` takes the task's namespace and root).
+fn mounts_seen_by(p: &Process) -> Vec<crate::mount::MountInfo> {
+    let root = lock(&p.fs).root.clone();
+    crate::mount::mounts_of(&um_kernel::mntns::of(p), &root)
 }
 
-/// `/proc/PID/mountinfo` from the mount table: ids in table order, each mount's parent the
-/// closest earlier mount above its target; per-mount flags before the `-`, the file system's
-/// options after it.
-fn mountinfo_text() -> Vec<u8> {
-    let ms = crate::mount::mounts();
+fn mounts_text(p: &Process) -> Vec<u8> {
+    mounts_seen_by(p).iter().flat_map(|m| m.line()).collect()
+}
+
+/// `/proc/PID/mountinfo` (fs/proc_namespace.c `show_mountinfo`): mount id, parent id,
+/// `major:minor` of the mounted root, the root inside its file system, the mount point from
+/// the reader's root, per-mount options, the optional fields (`shared:N`, `master:N`,
+/// `unbindable`), `-`, type, source, the file system's options.
+fn mountinfo_text(p: &Process) -> Vec<u8> {
+    let ms = mounts_seen_by(p);
     let mut s = String::new();
-    for (i, m) in ms.iter().enumerate() {
-        let id = 21 + i as u32;
-        let parent = ms[..i]
-            .iter()
-            .enumerate()
-            .filter(|(_, x)| under(&m.target, &x.target))
-            .max_by_key(|(_, x)| x.target.len())
-            .map_or(1, |(j, _)| 21 + j as u32);
+    for m in &ms {
         let mut mnt = Vec::new();
         let mut sup = Vec::new();
         for (j, o) in m.options.split(',').enumerate() {
@@ -1400,23 +1427,19 @@ fn mountinfo_text() -> Vec<u8> {
             }
         }
         s.push_str(&fmt::mountinfo_line(
-            id,
-            parent,
-            (0, 20 + i as u32),
-            b"/",
+            m.id as u32,
+            m.parent as u32,
+            um_kernel::vfs::decode_dev(m.dev),
+            &m.root_path,
             &m.target,
             &mnt.join(","),
+            &m.optional_fields(),
             &m.fstype,
             m.source.as_bytes(),
             &sup.join(","),
         ));
     }
     s.into_bytes()
-}
-
-/// Whether path `a` is `b` or below it, component-wise.
-fn under(a: &[u8], b: &[u8]) -> bool {
-    b == b"/" || a == b || (a.starts_with(b) && a.get(b.len()) == Some(&b'/'))
 }
 
 /// The content of a file under `/proc/PID`.
@@ -1458,8 +1481,8 @@ pub fn generate(_fs: &Arc<ProcFs>, t: &Target, n: PidNode, _io: &IoCtx<'_>) -> S
                 c
             }
             PidFile::Limits => fmt::limits_text(&lock(&p.rlimits)).into_bytes(),
-            PidFile::Mounts => mounts_text(),
-            PidFile::Mountinfo => mountinfo_text(),
+            PidFile::Mounts => mounts_text(&p),
+            PidFile::Mountinfo => mountinfo_text(&p),
             PidFile::Wchan => b"0".to_vec(),
             // The v2 hierarchy's line (kernel/cgroup/cgroup.c proc_cgroup_show), from um-cgroup.
             PidFile::Cgroup => super::registry::pid_cgroup(p.pid),
@@ -1503,7 +1526,7 @@ pub fn generate(_fs: &Arc<ProcFs>, t: &Target, n: PidNode, _io: &IoCtx<'_>) -> S
                 .dentry
                 .as_ref()
                 .and_then(|d| crate::mount::mount_of(d))
-                .map_or(21, |m| 21 + m.seq as u32);
+                .map_or(21, |m| m.id as u32);
             fmt::fdinfo_text(pos, flags, mnt_id, ino).into_bytes()
         }
         _ => return Err(Errno::EINVAL),
@@ -1525,9 +1548,9 @@ mod tests {
         assert_eq!(fd_size(Some(3)), 64);
         assert_eq!(fd_size(Some(100)), 256);
         assert_eq!(fd_size(Some(600)), 1024);
-        assert!(under(b"/proc/sys", b"/proc"));
-        assert!(!under(b"/procx", b"/proc"));
-        assert!(under(b"/proc", b"/"));
+        assert!(crate::mount::under(b"/proc/sys", b"/proc"));
+        assert!(!crate::mount::under(b"/procx", b"/proc"));
+        assert!(crate::mount::under(b"/proc", b"/"));
     }
 
     #[test]

@@ -216,7 +216,7 @@ fn rmdir(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// Whether two dentries are on the same mount (else rename and link are `EXDEV`).
 fn same_mount(a: &Dentry, b: &Dentry) -> bool {
     match (mount::mount_of(a), mount::mount_of(b)) {
-        (Some(x), Some(y)) => x.seq == y.seq,
+        (Some(x), Some(y)) => x.id == y.id,
         (None, None) => true,
         _ => false,
     }

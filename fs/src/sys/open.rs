@@ -122,7 +122,7 @@ fn open_create(
                 if res.no_xdev && mount::is_mountpoint(&*inode) {
                     return Err(Errno::EXDEV);
                 }
-                let inode = mount::cross(inode);
+                let inode = mount::cross(&parent, inode);
                 if inode.stat()?.mode & mode::S_IFMT == mode::S_IFLNK {
                     if flags & ARCH.nofollow != 0 {
                         return Err(Errno::ELOOP);
@@ -404,8 +404,18 @@ fn close_range(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn getcwd(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let cwd = lock(&c.task.process.fs).cwd.clone();
-    let mut p = cwd.path();
+    // Relative to the caller's root (d_path), "(unreachable)" when outside it (after a
+    // pivot_root or chroot moved the root away: Linux getcwd's prefix).
+    let (cwd, root) = {
+        let fs = lock(&c.task.process.fs);
+        (fs.cwd.clone(), fs.root.clone())
+    };
+    let cp = cwd.path();
+    let mut p = mount::relative_to(&cp, &root.path()).unwrap_or_else(|| {
+        let mut u = b"(unreachable)".to_vec();
+        u.extend_from_slice(&cp);
+        u
+    });
     p.push(0);
     if p.len() as u64 > a[1] {
         return Err(Errno::ERANGE);

@@ -28,6 +28,7 @@ pub mod inet;
 pub mod ipc;
 pub mod loopdev;
 pub mod mman;
+pub mod mount;
 pub mod netdevice;
 pub mod netlink;
 pub mod packet;

@@ -75,12 +75,13 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
         | CloneFlags::NEWCGROUP
         | CloneFlags::NEWTIME;
     // Every new namespace needs CAP_SYS_ADMIN (kernel/nsproxy.c copy_namespaces). Only pid,
-    // time, network, UTS and IPC namespaces exist; the others are refused as before.
+    // time, network, UTS, IPC and mount namespaces exist; the others are refused as before.
     if f.intersects(namespaces) && !c.task.process.capable(crate::timens::CAP_SYS_ADMIN) {
         return Err(Errno::EPERM);
     }
     if f.intersects(
         namespaces
+            - CloneFlags::NEWNS
             - CloneFlags::NEWPID
             - CloneFlags::NEWTIME
             - CloneFlags::NEWNET
@@ -89,10 +90,13 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
     ) {
         return Err(Errno::EPERM);
     }
-    // Network, UTS and IPC namespaces are per process here (crate::netns, crate::utsns,
-    // crate::ipcns), so a thread cannot have its own (Linux allows it).
+    // Network, UTS, IPC and mount namespaces are per process here (crate::netns,
+    // crate::utsns, crate::ipcns, crate::mntns), so a thread cannot have its own (Linux
+    // allows it).
     if f.contains(CloneFlags::THREAD)
-        && f.intersects(CloneFlags::NEWNET | CloneFlags::NEWUTS | CloneFlags::NEWIPC)
+        && f.intersects(
+            CloneFlags::NEWNET | CloneFlags::NEWUTS | CloneFlags::NEWIPC | CloneFlags::NEWNS,
+        )
     {
         return Err(Errno::EINVAL);
     }
@@ -188,6 +192,12 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
             Arc::new(Mutex::new(lock(&pp.files()).clone()))
         };
         let fs = lock(&pp.fs).clone();
+        // CLONE_NEWNS: the copy is made before the child exists, so a failure leaves nothing.
+        let new_mntns = if f.contains(CloneFlags::NEWNS) {
+            Some(crate::mntns::copy_of(pp)?)
+        } else {
+            None
+        };
         let child = Arc::new(Process::new_in(pids.pid().clone(), Some(pp), mm, files, fs));
         *lock(&child.exe) = lock(&pp.exe).clone();
         *lock(&child.arg_range) = *lock(&pp.arg_range);
@@ -209,6 +219,10 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
         // IPC namespaces: CLONE_NEWIPC gives the child a new, empty one.
         if f.contains(CloneFlags::NEWIPC) {
             crate::ipcns::on_fork(&child);
+        }
+        // Mount namespaces: CLONE_NEWNS gives the child a copy of its parent's.
+        if let Some(ns) = new_mntns {
+            *lock(&child.mntns) = ns;
         }
         child
             .exit_signal

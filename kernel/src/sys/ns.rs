@@ -1,18 +1,18 @@
 //! unshare(2) and setns(2) (Linux `kernel/fork.c` `ksys_unshare`, `kernel/nsproxy.c` `setns`).
 //!
-//! Of the namespaces, only time, pid, network, UTS and IPC namespaces exist here
+//! Of the namespaces, only time, pid, network, UTS, IPC and mount namespaces exist here
 //! ([`crate::timens`], [`crate::pidns`], [`crate::netns`], [`crate::utsns`],
-//! [`crate::ipcns`]); every process shares the one mount, user and cgroup namespace. So
-//! `unshare` creates time and pid namespaces (`CLONE_NEWTIME`, `CLONE_NEWPID`: both for the
-//! caller's future children) and network, UTS and IPC namespaces (`CLONE_NEWNET`,
-//! `CLONE_NEWUTS`, `CLONE_NEWIPC`: the caller moves at once),
+//! [`crate::ipcns`], [`crate::mntns`]); every process shares the one user and cgroup
+//! namespace. So `unshare` creates time and pid namespaces (`CLONE_NEWTIME`, `CLONE_NEWPID`:
+//! both for the caller's future children) and network, UTS, IPC and mount namespaces
+//! (`CLONE_NEWNET`, `CLONE_NEWUTS`, `CLONE_NEWIPC`, `CLONE_NEWNS`: the caller moves at once),
 //! unshares the descriptor table (`CLONE_FILES`), accepts what
 //! is already unshared (`CLONE_FS`: each process has its own; `CLONE_SYSVSEM`; and
 //! `CLONE_THREAD`/`CLONE_SIGHAND`/`CLONE_VM` in a single-threaded process, as Linux does),
-//! and refuses the other namespaces as a kernel built without them does (`EINVAL`; mount
-//! namespaces `EPERM`, as clone does). `setns` enters a time namespace, or makes a pid
-//! namespace the one for children, or enters a network, UTS or IPC namespace, from a
-//! `/proc/PID/ns/{time,pid,net,uts,ipc}*` descriptor or a pidfd.
+//! and refuses the other namespaces as a kernel built without them does (`EINVAL`); every
+//! new namespace needs CAP_SYS_ADMIN (`EPERM`). `setns` enters a time namespace, or makes a
+//! pid namespace the one for children, or enters a network, UTS, IPC or mount namespace,
+//! from a `/proc/PID/ns/{time,pid,net,uts,ipc,mnt}*` descriptor or a pidfd.
 
 use crate::pidfd::PidFd;
 use crate::syscall::{SyscallCtx, SyscallTable};
@@ -60,9 +60,6 @@ fn unshare(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         if !p.capable(CAP_SYS_ADMIN) {
             return Err(Errno::EPERM);
         }
-        if f.contains(CloneFlags::NEWNS) {
-            return Err(Errno::EPERM);
-        }
         if f.intersects(
             ns_flags()
                 - CloneFlags::NEWNS
@@ -79,6 +76,11 @@ fn unshare(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         // unshare_fd: a private copy of the table.
         let copy = lock(&p.files()).clone();
         *lock(&p.files) = Arc::new(Mutex::new(copy));
+    }
+    if f.contains(CloneFlags::NEWNS) {
+        // The caller moves into a copy of its namespace (crate::mntns); root and cwd stay
+        // (they name the same places in the copy).
+        crate::mntns::unshare(&p)?;
     }
     if f.contains(CloneFlags::NEWPID) {
         crate::pidns::unshare(&p)?;
@@ -143,6 +145,13 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         crate::ipcns::setns(&p, &nf.ns)?;
         return Ok(0);
     }
+    if let Some(nf) = any.and_then(|x| x.downcast_ref::<crate::mntns::MntNsFile>()) {
+        if nstype != 0 && nstype != CloneFlags::NEWNS.bits() {
+            return Err(Errno::EINVAL);
+        }
+        crate::mntns::setns(&p, &nf.ns)?;
+        return Ok(0);
+    }
     if let Some(pf) = any.and_then(|x| x.downcast_ref::<PidFd>()) {
         // A pidfd: the namespaces `nstype` names, of that process (check_setns_flags).
         if nstype == 0 || nstype & !ns_flags().bits() != 0 {
@@ -176,6 +185,9 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         if f.contains(CloneFlags::NEWIPC) {
             crate::ipcns::setns(&p, &crate::ipcns::of(&target))?;
         }
+        if f.contains(CloneFlags::NEWNS) {
+            crate::mntns::setns(&p, &crate::mntns::of(&target))?;
+        }
         // The other namespaces are the ones everybody is in: nothing changes.
         return Ok(0);
     }
@@ -185,7 +197,7 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
     t.register("unshare", unshare)
-        .partial("time, pid, network, UTS and IPC namespaces only; mount, user and cgroup namespaces are refused");
+        .partial("time, pid, network, UTS, IPC and mount namespaces only; user and cgroup namespaces are refused");
     t.register("setns", setns)
-        .partial("time, pid, network, UTS and IPC namespaces only");
+        .partial("time, pid, network, UTS, IPC and mount namespaces only");
 }
