@@ -625,7 +625,7 @@ fn timer_clock(id: i32, root: bool) -> SysResult<i32> {
 }
 
 /// The instant at which clock `clock` reads `abs` (TIMER_ABSTIME), for process `p`.
-fn abs_instant(clock: i32, abs: Timespec, p: &Process) -> Instant {
+pub fn abs_instant(clock: i32, abs: Timespec, p: &Process) -> Instant {
     let host = match clock {
         0 | 8 => Some(libc::CLOCK_REALTIME),
         1 => Some(libc::CLOCK_MONOTONIC),
