@@ -942,6 +942,34 @@ fn mqueue(dir: &str) {
         send(i64::from(pw), b"x", 0, None),
         -i64::from(libc::EBADF),
     );
+    // Queues belong to the IPC namespace (ipc_namespaces(7)).
+    let pid = fork();
+    if pid == 0 {
+        // SAFETY: plain unshare in the child.
+        let r = unsafe { libc::unshare(libc::CLONE_NEWIPC) };
+        let seen = mq_open("pc-q1", libc::O_RDWR, None);
+        let e = errno();
+        let made = mq_open("pc-ns", libc::O_RDWR | libc::O_CREAT, None);
+        let code = if r != 0 {
+            2
+        } else if seen >= 0 || e != libc::ENOENT {
+            3
+        } else if made < 0 {
+            4
+        } else {
+            0
+        };
+        umt::exit_now(code);
+    }
+    say(format!(
+        "mq in a new IPC namespace: {}",
+        umt::describe_status(waitpid(pid, 0))
+    ));
+    want(
+        "mq_open a queue of another namespace",
+        mq_open("pc-ns", libc::O_RDWR, None),
+        -i64::from(libc::ENOENT),
+    );
     // Unlinked, the queue lives on in its descriptors.
     want("mq_unlink", mq_unlink("pc-q1"), 0);
     want(
