@@ -141,6 +141,7 @@ fn mq_timedsend(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     }
     let msg = c.read_bytes(ptr, len as usize)?;
     let mut msg = Some(msg);
+    let mut first = true;
     let r = wait_event(c.task, &[&q.wq], dl, || {
         let mut st = lock(&q.st);
         if st.attr.mq_curmsgs < st.attr.mq_maxmsg {
@@ -149,9 +150,11 @@ fn mq_timedsend(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             (st.atime, st.mtime, st.ctime) = (t, t, t);
             return Some(Ok(st.take_notify()));
         }
-        if f.flags() & O_NONBLOCK != 0 {
+        // O_NONBLOCK is looked at before the first sleep only, as Linux does.
+        if first && f.flags() & O_NONBLOCK != 0 {
             return Some(Err(Errno::EAGAIN));
         }
+        first = false;
         None
     });
     let notify = match r {
@@ -196,28 +199,28 @@ fn mq_timedreceive(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if len < lock(&q.st).attr.mq_msgsize as u64 {
         return Err(Errno::EMSGSIZE);
     }
+    // Whether this receiver is counted in `receivers` (from its first sleep to its end).
     let mut waiting = false;
     let r = wait_event(c.task, &[&q.wq], dl, || {
         let mut st = lock(&q.st);
         if let Some(m) = st.take() {
-            if waiting {
-                st.receivers -= 1;
-            }
             let t = um_os_linux::host::clock_gettime(libc::CLOCK_REALTIME).unwrap_or((0, 0));
             (st.atime, st.mtime, st.ctime) = (t, t, t);
             return Some(Ok(m));
         }
-        if f.flags() & O_NONBLOCK != 0 {
-            return Some(Err(Errno::EAGAIN));
-        }
+        // O_NONBLOCK is looked at before the first sleep only, as Linux does.
         if !waiting {
+            if f.flags() & O_NONBLOCK != 0 {
+                return Some(Err(Errno::EAGAIN));
+            }
             waiting = true;
             st.receivers += 1;
         }
         None
     });
-    if r.is_err() && waiting {
-        lock(&q.st).receivers -= 1;
+    if waiting {
+        let mut st = lock(&q.st);
+        st.receivers = st.receivers.saturating_sub(1);
     }
     let (prio, m) = match r {
         Ok(r) => r?,
