@@ -22,11 +22,10 @@ use um_uapi::abi::fcntl::{O_ACCMODE, O_CREAT, O_EXCL, O_NONBLOCK, O_RDONLY, O_WR
 use um_uapi::abi::pod::Pod;
 use um_uapi::abi::probe::{MQ_PRIO_MAX, MqAttr};
 use um_uapi::abi::resource::RLIMIT_MSGQUEUE;
-use um_uapi::abi::signal::{SI_MESGQ, SIGEV_NONE, SIGEV_SIGNAL, SIGEV_THREAD, Siginfo};
+use um_uapi::abi::signal::{
+    SI_MESGQ, SIGEV_NONE, SIGEV_SIGNAL, SIGEV_THREAD, SIGEVENT_SIZE, Siginfo,
+};
 use um_uapi::{Errno, SysResult};
-
-/// `sizeof(struct sigevent)`.
-const SIGEVENT_SIZE: usize = 64;
 
 /// `prepare_timeout`: the absolute deadline, `EFAULT` or `EINVAL` for a bad timespec.
 fn deadline(c: &SyscallCtx<'_>, addr: u64) -> SysResult<Option<std::time::Instant>> {

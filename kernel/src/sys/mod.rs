@@ -1,5 +1,6 @@
 //! Syscalls the kernel crate owns, one file per family (process, credentials, memory, time,
-//! signals, misc, the probed-for ioprio and kcmp), each with a `register` function that `um-bin` calls while assembling the table.
+//! signals, misc, the probed-for ioprio and kcmp, and `absent.rs`: the calls left out on
+//! purpose), each with a `register` function that `um-bin` calls while assembling the table.
 
 pub mod absent;
 pub mod cred;
