@@ -100,6 +100,20 @@ impl Epoll {
         f.ops.as_any().and_then(|a| a.downcast_ref::<Epoll>())
     }
 
+    /// kcmp(2)'s `KCMP_EPOLL_TFD` (fs/eventpoll.c `get_epoll_tfile_raw_ptr`, `ep_find_tfd`):
+    /// the file of the `toff`-th item watched under descriptor number `tfd`, in the order of
+    /// the items; `EINVAL` if `f` is not an epoll instance, `ENOENT` if there is no such item.
+    pub fn target_file(f: &OpenFile, tfd: u32, toff: u32) -> SysResult<Arc<OpenFile>> {
+        let ep = Epoll::of(f).ok_or(Errno::EINVAL)?;
+        let st = lock(&ep.st);
+        st.items
+            .iter()
+            .filter(|((fd, _), _)| *fd == tfd)
+            .filter_map(|(_, it)| it.file.upgrade())
+            .nth(toff as usize)
+            .ok_or(Errno::ENOENT)
+    }
+
     /// Whether `target` is reachable from this instance through nested epoll items, or the
     /// nesting below this instance is deeper than `depth` allows.
     fn reaches(&self, target: *const Epoll, depth: usize) -> bool {

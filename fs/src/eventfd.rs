@@ -47,6 +47,21 @@ impl EventFd {
         Some(v)
     }
 
+    /// The eventfd behind an open file, if it is one (`eventfd_ctx_fileget`).
+    pub fn of(f: &um_kernel::vfs::OpenFile) -> Option<&EventFd> {
+        f.ops.as_any().and_then(|a| a.downcast_ref::<EventFd>())
+    }
+
+    /// `eventfd_signal`: adds `n` (up to `ULLONG_MAX`, never blocking) and wakes readers and
+    /// pollers; native AIO's `IOCB_FLAG_RESFD` completions ([`crate::aio`]).
+    pub fn signal(&self, n: u64) {
+        {
+            let mut c = lock(&self.count);
+            *c += n.min(u64::MAX - *c);
+        }
+        self.wq.wake_all();
+    }
+
     /// Adds `v` if the count stays at most [`EVENTFD_MAX`].
     fn add(&self, v: u64) -> bool {
         let mut c = lock(&self.count);

@@ -10,6 +10,7 @@
 //! sockfs inodes, so nothing here names them).
 #![forbid(unsafe_code)]
 
+pub mod aio;
 pub mod binfmt_elf;
 pub mod coredump;
 pub mod devfs;

@@ -1,5 +1,6 @@
 //! `um-ipc`: System V IPC (svipc(7), Linux `ipc/`): shared memory ([`shm`]), semaphores
-//! ([`sem`]) and message queues ([`msg`]), and what the three share (Linux `ipc/util.c`): the id tables ([`Ids`]), keys and
+//! ([`sem`]) and message queues ([`msg`]); POSIX message queues ([`mqueue`], their syscalls
+//! in [`mqsys`], mq_overview(7)); and what the three share (Linux `ipc/util.c`): the id tables ([`Ids`]), keys and
 //! `IPC_PRIVATE`, `IPC_CREAT|IPC_EXCL` lookup ([`Ids::get_or_create`], Linux `ipcget`), the
 //! permission check against the caller's credentials ([`ipcperms`], with `CAP_IPC_OWNER`), the
 //! owner check of `IPC_SET`/`IPC_RMID` ([`may_ctl`], `ipcctl_obtain_check`), and the limits of
@@ -25,13 +26,19 @@
 //! [`register`].
 #![forbid(unsafe_code)]
 
+pub mod mqsys;
+pub mod mqueue;
 pub mod msg;
 pub mod proc;
 pub mod sem;
 pub mod shm;
 pub mod sys;
 
-pub use sys::register;
+/// Registers every IPC syscall: System V ([`sys`]) and POSIX message queues ([`mqsys`]).
+pub fn register(t: &mut um_kernel::syscall::SyscallTable) {
+    sys::register(t);
+    mqsys::register(t);
+}
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -416,6 +423,7 @@ pub fn init(k: &um_kernel::kernel::Kernel) {
     // SysV IPC at exit: SEM_UNDO adjustments (ipc/sem.c exit_sem), shm detach times.
     um_kernel::task::lock(&k.process_exit_hooks).push(Box::new(|p| exit_process(p)));
     proc::register();
+    mqueue::register();
 }
 
 /// The process-exit hook: applies the process's `SEM_UNDO` adjustments (`exit_sem`) and

@@ -717,6 +717,28 @@ pub fn wait_scan(
     (any, None)
 }
 
+/// Linux `ptrace_may_access` (kernel/ptrace.c `__ptrace_may_access`) with `PTRACE_MODE_*_REALCREDS`
+/// for the calls that borrow ptrace's check without tracing: the same thread group always
+/// may; otherwise CAP_SYS_PTRACE, or the caller's real ids match every uid and gid of the
+/// target's, and for `attach` (PTRACE_MODE_ATTACH: pidfd_getfd) also Yama's relational scope
+/// ([`may_attach`]); `EPERM` otherwise. kcmp(2) uses PTRACE_MODE_READ (`attach` false).
+pub fn may_access(me: &Arc<Process>, target: &Arc<Process>, attach: bool) -> SysResult<()> {
+    if Arc::ptr_eq(me, target) {
+        return Ok(());
+    }
+    if attach {
+        return may_attach(me, target);
+    }
+    if me.capable(CAP_SYS_PTRACE) {
+        return Ok(());
+    }
+    let mc = *lock(&me.creds);
+    let tc = *lock(&target.creds);
+    let ids_match = [tc.uid, tc.euid, tc.suid].iter().all(|&u| u == mc.uid)
+        && [tc.gid, tc.egid, tc.sgid].iter().all(|&g| g == mc.gid);
+    if ids_match { Ok(()) } else { Err(Errno::EPERM) }
+}
+
 /// Linux `__ptrace_may_access` for attach, with Yama's scope 1 (security/yama/yama_lsm.c
 /// `YAMA_SCOPE_RELATIONAL`): the tracer has CAP_SYS_PTRACE, or it is an ancestor of the
 /// target and its credentials match the target's (uids and gids).

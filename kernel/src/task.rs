@@ -440,6 +440,9 @@ pub struct Task {
     pub seccomp: crate::seccomp::SeccompSlot,
     /// Scheduling policy and priority ([`crate::sys::sched`]).
     pub sched: Mutex<crate::sys::sched::SchedParams>,
+    /// The I/O priority ioprio_set gave this thread (Linux `io_context->ioprio`; 0, class
+    /// NONE, until set), [`crate::sys::ioprio`].
+    pub ioprio: AtomicU32,
 }
 
 /// The timer slack of init's first thread (include/linux/init_task.h: 50 us).
@@ -486,6 +489,7 @@ impl Task {
             ptrace: Default::default(),
             seccomp: Default::default(),
             sched: Default::default(),
+            ioprio: AtomicU32::new(0),
         });
         lock(&t.process.threads).push(Arc::downgrade(&t));
         t

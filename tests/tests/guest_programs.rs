@@ -673,6 +673,52 @@ fn sched() {
     differential_with("sched", if root { &[] } else { &["unpriv"] }, no_check);
 }
 
+/// The calls programs probe for (issue 20 item 3; kernel/pid.c pidfd_getfd, kernel/kcmp.c,
+/// block/ioprio.c, mm/readahead.c, ipc/mqueue.c, fs/aio.c): pidfd_getfd, kcmp, ioprio,
+/// readahead, POSIX message queues with notification and the `mqueue` file system, and native
+/// AIO with eventfd completion, polls and cancellation (guest/probecalls). Root only: it
+/// mounts, takes real-time I/O priorities and becomes another user in a child.
+#[test]
+fn probecalls() {
+    // SAFETY: plain geteuid.
+    if unsafe { libc::geteuid() } != 0 {
+        panic!("probecalls needs root natively (mount -t mqueue, RT ioprio, setresuid)");
+    }
+    differential("probecalls", no_check);
+}
+
+/// The calls this kernel leaves out on purpose (io_uring, bpf, perf_event_open, fanotify,
+/// keyctl) answer ENOSYS as a Linux built without them, and the log names each once, not as an
+/// unimplemented syscall (guest/probecalls `absent`). Not differential: the host has them.
+#[test]
+fn probecalls_absent() {
+    let init = guest_program("probecalls");
+    for engine in ENGINES {
+        let out = Boot::new()
+            .engine(engine)
+            .init(&init)
+            .args(&["/tmp", "absent"])
+            .timeout(TIMEOUT)
+            .run();
+        out.assert_ok("UM-PROBECALLS-OK");
+        for name in [
+            "io_uring_setup",
+            "bpf",
+            "perf_event_open",
+            "fanotify_init",
+            "keyctl",
+        ] {
+            let want = format!("{name}: ENOSYS on purpose");
+            assert!(
+                out.stderr.contains(&want),
+                "probecalls absent ({}): the log does not name {name}\n{}",
+                engine.join(" "),
+                out.report()
+            );
+        }
+    }
+}
+
 #[test]
 fn kernel_log_lines_are_dropped() {
     assert_eq!(

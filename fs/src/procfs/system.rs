@@ -579,41 +579,54 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
             ),
         ],
     );
-    let fsdir = ProcInode::dir(
-        fs,
-        vec![
-            (
-                "file-max",
-                ProcInode::file(fs, |k, _| {
-                    // fs/file_table.c files_maxfiles_init: 10% of memory at 1 KiB per file.
-                    let kb = k.frames.total_frames() as u64 * k.frames.granule().size() / 1024;
-                    Ok(format!("{}\n", (kb / 10).max(8192)).into_bytes())
-                }),
+    let mut fs_entries = vec![
+        (
+            "aio-max-nr",
+            ProcInode::file(fs, |_, _| {
+                Ok(format!("{}\n", crate::aio::max_nr()).into_bytes())
+            }),
+        ),
+        (
+            "aio-nr",
+            ProcInode::file(
+                fs,
+                |_, _| Ok(format!("{}\n", crate::aio::nr()).into_bytes()),
             ),
-            ("inotify", crate::inotify::proc_sys_dir(fs)),
-            ("lease-break-time", crate::locks::proc_lease_break_time(fs)),
-            ("nr_open", ProcInode::text(fs, "1048576\n")),
-            // fs/pipe.c limits: pipe-max-size is what the pipe code enforces for non-root.
-            (
-                "pipe-max-size",
-                ProcInode::file_rw(
-                    fs,
-                    |_, _| Ok(format!("{}\n", crate::pipe::pipe_max_size()).into_bytes()),
-                    |_, io, data| {
-                        if lock(&io.task.process.creds).euid != 0 {
-                            return Err(Errno::EPERM);
-                        }
-                        let s = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
-                        let v = s.trim().parse::<u64>().map_err(|_| Errno::EINVAL)?;
-                        crate::pipe::set_pipe_max_size(v)?;
-                        Ok(data.len())
-                    },
-                ),
+        ),
+        (
+            "file-max",
+            ProcInode::file(fs, |k, _| {
+                // fs/file_table.c files_maxfiles_init: 10% of memory at 1 KiB per file.
+                let kb = k.frames.total_frames() as u64 * k.frames.granule().size() / 1024;
+                Ok(format!("{}\n", (kb / 10).max(8192)).into_bytes())
+            }),
+        ),
+        ("inotify", crate::inotify::proc_sys_dir(fs)),
+        ("lease-break-time", crate::locks::proc_lease_break_time(fs)),
+        ("nr_open", ProcInode::text(fs, "1048576\n")),
+        // fs/pipe.c limits: pipe-max-size is what the pipe code enforces for non-root.
+        (
+            "pipe-max-size",
+            ProcInode::file_rw(
+                fs,
+                |_, _| Ok(format!("{}\n", crate::pipe::pipe_max_size()).into_bytes()),
+                |_, io, data| {
+                    if lock(&io.task.process.creds).euid != 0 {
+                        return Err(Errno::EPERM);
+                    }
+                    let s = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
+                    let v = s.trim().parse::<u64>().map_err(|_| Errno::EINVAL)?;
+                    crate::pipe::set_pipe_max_size(v)?;
+                    Ok(data.len())
+                },
             ),
-            ("pipe-user-pages-hard", int_knob(fs, 0)),
-            ("pipe-user-pages-soft", int_knob(fs, 16384)),
-        ],
-    );
+        ),
+        ("pipe-user-pages-hard", int_knob(fs, 0)),
+        ("pipe-user-pages-soft", int_knob(fs, 16384)),
+    ];
+    // Registered by other subsystems: `mqueue` of um-ipc.
+    super::registry::insert_in_order(fs, "sys/fs", &mut fs_entries);
+    let fsdir = ProcInode::dir(fs, fs_entries);
     let mut v = vec![("fs", fsdir), ("kernel", kernel), ("vm", vm)];
     // Registered by other subsystems (procfs/registry.rs): `net` of um-net.
     super::registry::insert_in_order(fs, "sys", &mut v);

@@ -114,6 +114,7 @@ fn epoll_pwait2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
+    um_kernel::sys::kcmp::set_epoll_target_hook(Epoll::target_file);
     t.register("epoll_create", epoll_create);
     t.register("epoll_create1", epoll_create1);
     t.register("epoll_ctl", epoll_ctl);

@@ -1,6 +1,7 @@
 //! File syscalls, one file per family (Linux `fs/open.c`, `fs/read_write.c`, `fs/stat.c`,
 //! `fs/readdir.c`, `fs/fcntl.c`, `fs/namei.c`), and the helpers they share for `*at()` lookups.
 
+pub mod aio;
 pub mod epoll;
 pub mod eventfd;
 pub mod execve;
@@ -86,6 +87,7 @@ pub fn lookup(c: &SyscallCtx<'_>, dirfd: u64, path: &[u8], last: Last) -> SysRes
 pub fn register(t: &mut SyscallTable) {
     // Not a syscall family: the core dump writer the signal code calls (fs/coredump.c).
     crate::coredump::install();
+    aio::register(t);
     epoll::register(t);
     eventfd::register(t);
     execve::register(t);

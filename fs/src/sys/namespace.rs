@@ -731,7 +731,7 @@ fn ftruncate(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-fn do_fsync(c: &mut SyscallCtx<'_>, fd: u64, datasync: bool) -> SysResult {
+pub(crate) fn do_fsync(c: &mut SyscallCtx<'_>, fd: u64, datasync: bool) -> SysResult {
     let (f, d) = fd_dentry(c, fd)?;
     // An open block device flushes its disk (`blkdev_fsync`).
     if let Some(r) = f.ops.fsync(datasync) {

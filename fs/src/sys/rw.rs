@@ -181,17 +181,17 @@ fn write_from(
     Ok(done as u64)
 }
 
-fn read(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+pub(crate) fn read(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let f = file(c, a[0])?;
     read_into(c, &f, a[1], a[2], None)
 }
 
-fn write(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+pub(crate) fn write(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let f = file(c, a[0])?;
     write_from(c, &f, a[1], a[2], None)
 }
 
-fn pread64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+pub(crate) fn pread64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let f = file(c, a[0])?;
     if (a[3] as i64) < 0 {
         return Err(Errno::EINVAL);
@@ -202,7 +202,7 @@ fn pread64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     read_into(c, &f, a[1], a[2], Some(a[3]))
 }
 
-fn pwrite64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+pub(crate) fn pwrite64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let f = file(c, a[0])?;
     if (a[3] as i64) < 0 {
         return Err(Errno::EINVAL);
@@ -213,7 +213,7 @@ fn pwrite64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     write_from(c, &f, a[1], a[2], Some(a[3]))
 }
 
-fn readv(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+pub(crate) fn readv(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let f = file(c, a[0])?;
     let mut total = 0;
     for Iovec { base, len } in import_iovec(c, a[1], a[2])?.segs {
@@ -233,7 +233,7 @@ fn readv(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(total)
 }
 
-fn writev(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+pub(crate) fn writev(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let f = file(c, a[0])?;
     // Gather first so a stream sees one write (a terminal line stays whole).
     let mut data = Vec::new();
@@ -357,7 +357,7 @@ fn do_preadv(
     Ok(total)
 }
 
-fn preadv(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+pub(crate) fn preadv(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     // pos_l is the whole offset on 64-bit ABIs (pos_from_hilo shifts pos_h out entirely).
     let off = a[3] as i64;
     if off < 0 {
@@ -366,7 +366,7 @@ fn preadv(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     do_preadv(c, a[0], a[1], a[2], off, 0, false)
 }
 
-fn pwritev(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+pub(crate) fn pwritev(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     // pos_l is the whole offset on 64-bit ABIs (pos_from_hilo shifts pos_h out entirely).
     let off = a[3] as i64;
     if off < 0 {
@@ -635,6 +635,22 @@ fn fadvise64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// readahead(2) (mm/readahead.c `ksys_readahead`): `EBADF` for a descriptor that is not open,
+/// is `O_PATH` or not open for reading; `EINVAL` for anything but a regular file or a block
+/// device (nothing else has a page cache to fill), or a count that is negative as a
+/// `loff_t` (`generic_fadvise`). There is no page cache to fill ahead (the host's caches the
+/// file), so a valid call does nothing and returns 0, as Linux does once it queued the reads.
+fn readahead(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    use um_kernel::vfs::mode::{S_IFBLK, S_IFMT, S_IFREG};
+    let f = lock(&c.task.process.files()).get_nopath(a[0])?;
+    readable(&f)?;
+    let fmt = f.ops.stat()?.mode & S_IFMT;
+    if (fmt != S_IFREG && fmt != S_IFBLK) || (a[2] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
     t.register("read", read);
@@ -654,4 +670,5 @@ pub fn register(t: &mut SyscallTable) {
     t.register("ioctl", ioctl);
     t.register("sendfile", sendfile);
     t.register("fadvise64", fadvise64);
+    t.register("readahead", readahead);
 }

@@ -12,7 +12,8 @@
 //! (`linux_dirent64`), `include/uapi/linux/{in,in6,tcp}.h` (internet sockets),
 //! `include/uapi/linux/loop.h` (loop devices), `include/uapi/linux/fs.h` (inode flags), `include/uapi/linux/{ipc,shm,sem,msg}.h` (SysV IPC), `include/uapi/linux/capability.h`
 //! (capability numbers), `include/uapi/linux/{seccomp,filter}.h` (seccomp, classic BPF),
-//! `include/uapi/linux/xattr.h` (extended attributes). Each submodule
+//! `include/uapi/linux/xattr.h` (extended attributes), `include/uapi/linux/{kcmp,ioprio,mqueue,aio_abi}.h`
+//! (the probed-for calls, [`probe`]). Each submodule
 //! names its own sources.
 //!
 //! Every structure implements [`Pod`] (safe little-endian byte conversion) and has its size and
@@ -34,6 +35,7 @@ pub mod netlink;
 pub mod packet;
 pub mod pod;
 pub mod poll;
+pub mod probe;
 pub mod ptrace;
 pub mod resource;
 pub mod sched;
@@ -125,5 +127,9 @@ mod tests {
         check::<seccomp::SockFprog>();
         check::<seccomp::SeccompData>();
         check::<seccomp::SeccompNotifSizes>();
+        check::<probe::KcmpEpollSlot>();
+        check::<probe::MqAttr>();
+        check::<probe::Iocb>();
+        check::<probe::IoEvent>();
     }
 }

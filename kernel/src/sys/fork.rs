@@ -258,6 +258,9 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
     // seccomp mode and filters (copy_seccomp), now that the child is in its thread list.
     crate::seccomp::on_clone(&parent_task, &task);
     crate::sys::sched::on_clone(&parent_task, &task);
+    // block/blk-ioc.c `__copy_io`: a set I/O priority is copied to the new thread.
+    let ioprio = parent_task.ioprio.load(Ordering::Relaxed);
+    task.ioprio.store(ioprio, Ordering::Relaxed);
     if f.contains(CloneFlags::CHILD_CLEARTID) {
         *lock(&task.clear_child_tid) = a.child_tid;
     }

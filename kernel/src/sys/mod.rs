@@ -1,9 +1,13 @@
 //! Syscalls the kernel crate owns, one file per family (process, credentials, memory, time,
-//! signals, misc), each with a `register` function that `um-bin` calls while assembling the table.
+//! signals, misc, the probed-for ioprio and kcmp, and `absent.rs`: the calls left out on
+//! purpose), each with a `register` function that `um-bin` calls while assembling the table.
 
+pub mod absent;
 pub mod cred;
 pub mod fork;
 pub mod futex;
+pub mod ioprio;
+pub mod kcmp;
 pub mod membarrier;
 pub mod misc;
 pub mod mm;
@@ -22,12 +26,15 @@ use crate::syscall::SyscallTable;
 
 /// Registers every syscall of this crate.
 pub fn register(t: &mut SyscallTable) {
+    absent::register(t);
     cred::register(t);
     fork::register(t);
     membarrier::register(t);
     misc::register(t);
     // After misc, whose set_robust_list only checks the length.
     futex::register(t);
+    ioprio::register(t);
+    kcmp::register(t);
     mm::register(t);
     ns::register(t);
     pidfd::register(t);

@@ -1,7 +1,7 @@
-//! pidfd_open and pidfd_send_signal (Linux kernel/pid.c, kernel/signal.c). The file is
+//! pidfd_open, pidfd_getfd and pidfd_send_signal (Linux kernel/pid.c, kernel/signal.c). The file is
 //! [`crate::pidfd::PidFd`]; `waitid(P_PIDFD)` is in `wait.rs`.
 
-use crate::pidfd::{O_NONBLOCK, PidFd, signal_target_of_fd};
+use crate::pidfd::{O_NONBLOCK, PidFd, pid_of_fd, signal_target_of_fd};
 use crate::signal as sigs;
 use crate::syscall::{SyscallCtx, SyscallTable};
 use crate::task::lock;
@@ -37,6 +37,35 @@ fn pidfd_open(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         O_RDWR | O_CLOEXEC | flags as u32,
         None,
     );
+    Ok(lock(&c.task.process.files()).install(file, true, 0)? as u64)
+}
+
+/// pidfd_getfd(2) (kernel/pid.c `pidfd_getfd`, `__pidfd_fget`): a duplicate of descriptor
+/// `fd` of the process behind `pidfd`, installed close-on-exec. Flags must be 0 (`EINVAL`);
+/// `pidfd` must be a pidfd (`EBADF`) of a process that has not been reaped (`ESRCH`); the
+/// caller needs ptrace's attach access (`PTRACE_MODE_ATTACH_REALCREDS`,
+/// [`crate::ptrace::may_access`]; `EPERM`); `fd` must be open there (`EBADF`); a full table
+/// is `EMFILE`.
+fn pidfd_getfd(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
+    let (pidfd, fd, flags) = (a[0], a[1] as u32, a[2]);
+    if flags != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (target, _) = pid_of_fd(c, pidfd)?;
+    let alive = c
+        .kernel
+        .tasks
+        .process(target.pid)
+        .is_some_and(|p| Arc::ptr_eq(&p, &target));
+    if !alive {
+        return Err(Errno::ESRCH);
+    }
+    crate::ptrace::may_access(&c.task.process, &target, true)?;
+    // A zombie has closed its descriptors (`fget_task` finds no files).
+    if target.zombie.load(std::sync::atomic::Ordering::Acquire) {
+        return Err(Errno::EBADF);
+    }
+    let file = lock(&target.files()).get(u64::from(fd))?;
     Ok(lock(&c.task.process.files()).install(file, true, 0)? as u64)
 }
 
@@ -89,5 +118,6 @@ fn pidfd_send_signal(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
     t.register("pidfd_open", pidfd_open);
+    t.register("pidfd_getfd", pidfd_getfd);
     t.register("pidfd_send_signal", pidfd_send_signal);
 }

@@ -412,7 +412,7 @@ fn sched_setattr(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// (PRIO_PROCESS: `who` a thread id, 0 the caller), every thread of a process group
 /// (PRIO_PGRP, 0 the caller's) or of the processes whose real uid is `who` (PRIO_USER, 0 the
 /// caller's). EINVAL for another `which`.
-fn prio_targets(c: &SyscallCtx<'_>, which: u64, who: u32) -> SysResult<Vec<Arc<Task>>> {
+pub(crate) fn prio_targets(c: &SyscallCtx<'_>, which: u64, who: u32) -> SysResult<Vec<Arc<Task>>> {
     // Threads that have exited are gone, but a zombie process (its leader) is still there
     // to be asked until it is reaped.
     let live = |t: &Arc<Task>| !t.exited.load(Ordering::Acquire) || t.tid == t.process.pid;

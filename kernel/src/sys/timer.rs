@@ -34,8 +34,8 @@ use std::sync::{Arc, Condvar, LazyLock, Mutex, Once, OnceLock, Weak};
 use std::time::{Duration, Instant};
 use um_uapi::abi::Pod;
 use um_uapi::abi::signal::{
-    SI_KERNEL, SI_TIMER, SIGALRM, SIGEV_NONE, SIGEV_SIGNAL, SIGEV_THREAD, SIGEV_THREAD_ID, SIGPROF,
-    SIGRTMAX, SIGVTALRM, Siginfo, sigmask,
+    SI_KERNEL, SI_TIMER, SIGALRM, SIGEV_NONE, SIGEV_SIGNAL, SIGEV_THREAD, SIGEV_THREAD_ID,
+    SIGEVENT_SIZE, SIGPROF, SIGRTMAX, SIGVTALRM, Siginfo, sigmask,
 };
 use um_uapi::abi::time::{Itimerspec, Itimerval, TIMER_ABSTIME, Timespec, Timeval};
 use um_uapi::{Errno, SysResult};
@@ -70,9 +70,6 @@ struct SigEvent {
     /// `sigev_value`, delivered as `si_value`.
     value: u64,
 }
-
-/// `sizeof(struct sigevent)` (`SIGEV_MAX_SIZE`).
-const SIGEVENT_SIZE: usize = 64;
 
 /// Decodes a `struct sigevent` (`sigev_value` at 0, `sigev_signo` at 8, `sigev_notify` at 12,
 /// `sigev_notify_thread_id` at 16) and checks it as Linux `good_sigevent` does, except that
@@ -625,7 +622,7 @@ fn timer_clock(id: i32, root: bool) -> SysResult<i32> {
 }
 
 /// The instant at which clock `clock` reads `abs` (TIMER_ABSTIME), for process `p`.
-fn abs_instant(clock: i32, abs: Timespec, p: &Process) -> Instant {
+pub fn abs_instant(clock: i32, abs: Timespec, p: &Process) -> Instant {
     let host = match clock {
         0 | 8 => Some(libc::CLOCK_REALTIME),
         1 => Some(libc::CLOCK_MONOTONIC),

@@ -288,6 +288,8 @@ pub const SIGEV_NONE: i32 = 1;
 pub const SIGEV_THREAD: i32 = 2;
 /// Deliver to a specific thread.
 pub const SIGEV_THREAD_ID: i32 = 4;
+/// `sizeof(struct sigevent)` (`SIGEV_MAX_SIZE`, include/uapi/asm-generic/siginfo.h).
+pub const SIGEVENT_SIZE: usize = 64;
 
 /// What happens to a process when a signal with `SIG_DFL` disposition arrives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
