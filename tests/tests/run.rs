@@ -248,8 +248,9 @@ fn ncpus_agree() {
 
 /// `tools/mkimage` + `linux run IMAGE` (issues 19 item 4 and 25): an ext4 image of the Alpine
 /// tarball (owners from the archive's members) and of a small hostfs tree whose guest owners,
-/// device node and xattr live in hostfs's `user.um.*` host xattrs; both boot read-only from
-/// `/dev/ubda` through the kernel's ext4, with a writable /tmp, and pass CMD's status back.
+/// device node and xattr live in hostfs's `user.um.*` host xattrs; both boot from `/dev/ubda`
+/// through the kernel's ext4 and pass CMD's status back: with `ro` read-only with a writable
+/// /tmp, by default read-write (the file written is in the image, `e2fsck -fn` clean).
 #[test]
 fn ext4_image_root() {
     let arch = std::env::consts::ARCH;
@@ -327,6 +328,7 @@ fn ext4_image_root() {
         let out = run(
             engine,
             &[
+                "ro",
                 &a,
                 "/bin/sh",
                 "-c",
@@ -344,6 +346,40 @@ fn ext4_image_root() {
         um_tests::assert_marker(&out, "tmp-writable");
         um_tests::assert_marker(&out, "root-readonly");
         out.scan_log();
+        // Read-write by default: what the guest wrote is in the image, which stays clean.
+        let out = run(
+            engine,
+            &[
+                &a,
+                "/bin/sh",
+                "-c",
+                "grep ' / ' /proc/mounts | cut -d' ' -f4 | cut -d, -f1 | sed 's/^/rootmode:/'; \
+                 mkdir -p /root/made && echo written-in-guest >/root/made/f && sync && echo wrote",
+            ],
+        );
+        out.assert_exit_code(0);
+        um_tests::assert_marker(&out, "rootmode:rw");
+        um_tests::assert_marker(&out, "wrote");
+        out.scan_log();
+        let fsck = std::process::Command::new("e2fsck")
+            .args(["-fn", &a])
+            .output()
+            .unwrap();
+        assert!(
+            fsck.status.success(),
+            "e2fsck -fn after a rw run: {}",
+            String::from_utf8_lossy(&fsck.stdout)
+        );
+        let cat = std::process::Command::new("debugfs")
+            .args(["-R", "cat /root/made/f", &a])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&cat.stdout), "written-in-guest\n");
+        let rm = std::process::Command::new("debugfs")
+            .args(["-w", "-R", "rm /root/made/f", &a])
+            .output()
+            .unwrap();
+        assert!(rm.status.success());
         let out = run(
             engine,
             &[

@@ -3,7 +3,7 @@
 //! It turns its arguments into an ordinary kernel command line and boots that in this process:
 //! the root is ROOTFS through hostfs (a directory, or a rootfs tarball unpacked once into a
 //! cache, with progress), or an ext2/3/4 image (`tools/mkimage` makes one) on `/dev/ubda`
-//! through the kernel's own ext4, read-only, with tmpfs on `/tmp`; init is the root's `/bin/sh` running a short script that mounts what a
+//! through the kernel's own ext4, read-write (with `ro`: read-only, and a tmpfs on `/tmp`); init is the root's `/bin/sh` running a short script that mounts what a
 //! booted system has (`/proc`, `/sys`, `/dev/pts`, `/dev/shm`, `/run`; `/dev` is the kernel's
 //! devtmpfs) and then runs CMD (default: a login shell) as its child, so CMD's exit status is
 //! init's and so `linux`'s, and ^C reaches CMD (init ignores the signals it has no handler for,
@@ -33,7 +33,7 @@ mounted, as in a booted system.
                         .tar.bz2, .tar.zst), unpacked once into
                         $XDG_CACHE_HOME/um-linux/rootfs/ (else ~/.cache/...), or an
                         ext2/ext3/ext4 image (tools/mkimage makes one), mounted
-                        read-only as /dev/ubda with a tmpfs on /tmp
+                        read-write as /dev/ubda (with ro: read-only, a tmpfs on /tmp)
   --bind HOST[:GUEST]   mount the host directory HOST (relative: to the current
                         directory) at GUEST (default /host, made in the root if missing;
                         with an image: default /mnt, which must exist in it),
@@ -45,8 +45,8 @@ mounted, as in a booted system.
 
 The kernel log stays off the terminal (loglevel=0; dmesg in the guest shows it; give
 loglevel=7 to see it). The same as UML's: linux rootfstype=hostfs rootflags=ROOTFS rw
-loglevel=0 init=/bin/sh -- -c '<mounts>; CMD' (an image: ubd0r=IMAGE root=/dev/ubda
-rootfstype=ext4 ro instead of the hostfs words); as proot's `proot -r ROOTFS -b HOST:GUEST CMD`.
+loglevel=0 init=/bin/sh -- -c '<mounts>; CMD' (an image: ubd0=IMAGE root=/dev/ubda
+rootfstype=ext4 rw instead of the hostfs words); as proot's `proot -r ROOTFS -b HOST:GUEST CMD`.
 ";
 
 /// The kernel words of a bare flag that `linux run` passes through.
@@ -124,12 +124,16 @@ pub fn args(words: &[String]) -> Result<Option<Vec<String>>, String> {
             out
         }
         Root::Image(image) => {
-            // The kernel's ext4 is read-only (fs/ext4), so is the disk: ubd's `r` flag.
+            // Read-write as UML's `ubd0=`, unless the user said `ro`: then the disk too
+            // (ubd's `r` flag), so nothing can write the image. fs/ext4 writes without a
+            // journal and refuses `rw` on what it cannot keep consistent (the mount then
+            // fails with EROFS and one log line: give `ro`).
+            let ro = kernel.iter().any(|w| w == "ro");
             let mut out = vec![
-                format!("ubd0r={}", image.display()),
+                format!("ubd0{}={}", if ro { "r" } else { "" }, image.display()),
                 "root=/dev/ubda".into(),
                 "rootfstype=ext4".into(),
-                "ro".into(),
+                if ro { "ro" } else { "rw" }.into(),
             ];
             for b in &binds {
                 out.push(format!("bind={}", bind_word(None, b)?));
@@ -447,11 +451,16 @@ mod tests {
         assert!(is_ext_image(&f));
         let w = args(&s(&[f.to_str().unwrap(), "true"])).unwrap().unwrap();
         let canon = std::fs::canonicalize(&f).unwrap();
-        assert_eq!(w[0], format!("ubd0r={}", canon.display()));
+        assert_eq!(w[0], format!("ubd0={}", canon.display()));
         assert!(
-            w[1..4] == s(&["root=/dev/ubda", "rootfstype=ext4", "ro"]),
+            w[1..4] == s(&["root=/dev/ubda", "rootfstype=ext4", "rw"]),
             "{w:?}"
         );
+        let w = args(&s(&["ro", f.to_str().unwrap(), "true"]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(w[0], format!("ubd0r={}", canon.display()));
+        assert_eq!(w[3], "ro");
         // With an image, GUEST is not made on the host: /mnt by default.
         let host = std::env::temp_dir();
         assert!(
