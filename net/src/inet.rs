@@ -59,8 +59,8 @@ use um_uapi::{Errno, SysResult};
 
 /// `MSG_OOB`.
 const MSG_OOB: u32 = super::MSG_OOB;
-/// `MSG_ERRQUEUE`: the error queue (always empty here).
-pub const MSG_ERRQUEUE: u32 = 0x2000;
+/// `MSG_ERRQUEUE`: receive from the error queue.
+pub use um_uapi::abi::inet::MSG_ERRQUEUE;
 /// Most pending connections a listener accepts by default (`net.core.somaxconn`, per network
 /// namespace: `crate::sysctl::somaxconn`).
 pub const SOMAXCONN: u32 = 4096;
@@ -111,6 +111,9 @@ struct Inner {
     /// The peer's FIN arrived (`SOCK_DONE`): reads see EOF once the queue is empty.
     fin: bool,
     err: Option<Errno>,
+    /// The error queue (`sk_error_queue`): ICMP errors kept for `recvmsg(MSG_ERRQUEUE)` when
+    /// `IP_RECVERR`/`IPV6_RECVERR` is on (`crate::icmperr`).
+    errq: VecDeque<crate::icmperr::ErrEntry>,
     /// The last open file is gone (or the embryo was dropped unaccepted).
     dead: bool,
     /// A non-blocking connect returned `EINPROGRESS`; the next connect reports its outcome.
@@ -262,6 +265,7 @@ impl InetSocket {
                 snd_shutdown: false,
                 fin: false,
                 err: None,
+                errq: VecDeque::new(),
                 dead: false,
                 connect_pending: false,
                 opts,
@@ -904,13 +908,37 @@ impl InetSocket {
     /// Receives into `buf` (`tcp_recvmsg`, `udp_recvmsg`).
     pub fn recv(&self, io: &IoCtx<'_>, buf: &mut [u8], flags: u32) -> SysResult<Recv> {
         if flags & MSG_ERRQUEUE != 0 {
-            // Nothing ever lands on the error queue here.
-            return Err(Errno::EAGAIN);
+            return self.recv_errqueue(buf);
         }
         match self.proto {
             Proto::Tcp => self.recv_tcp(io, buf, flags),
             Proto::Udp | Proto::Ping | Proto::Raw => self.recv_udp(io, buf, flags),
         }
+    }
+
+    /// `recvmsg(MSG_ERRQUEUE)` (`ip_recv_error`, `ipv6_recv_error`): the oldest entry's
+    /// quoted payload, its original destination as the name, the `sock_extended_err` control
+    /// message; never waits. What stays behind sets `SO_ERROR` again
+    /// (`sock_dequeue_err_skb`).
+    fn recv_errqueue(&self, buf: &mut [u8]) -> SysResult<Recv> {
+        let mut i = lock(&self.inner);
+        self.fill(&mut i);
+        let e = i.errq.pop_front().ok_or(Errno::EAGAIN)?;
+        i.err = i.errq.front().map(|n| n.errno);
+        let data = &e.err.payload;
+        let n = data.len().min(buf.len());
+        buf[..n].copy_from_slice(&data[..n]);
+        let mut flags = MSG_ERRQUEUE;
+        if n < data.len() {
+            flags |= super::MSG_TRUNC;
+        }
+        Ok(Recv {
+            n,
+            full_len: data.len(),
+            flags,
+            from: Some(e.err.dst),
+            control: vec![e.cmsg(i.family)],
+        })
     }
 
     /// Readiness (`tcp_poll`, `udp_poll`).
@@ -921,7 +949,7 @@ impl InetSocket {
         let mut i = lock(&self.inner);
         self.fill(&mut i);
         let mut m = 0u16;
-        if i.err.is_some() {
+        if i.err.is_some() || !i.errq.is_empty() {
             m |= POLLERR;
         }
         if i.link.connecting() {
@@ -1014,7 +1042,11 @@ impl InetSocket {
             }
             match name {
                 SO_TYPE => return Ok(int(self.sock_type() as i32)),
-                SO_ERROR => return Ok(int(i.err.take().map_or(0, |e| e.get()))),
+                SO_ERROR => {
+                    // An ICMP error waiting in the device stack counts (sock_error).
+                    self.fill(&mut i);
+                    return Ok(int(i.err.take().map_or(0, |e| e.get())));
+                }
                 SO_ACCEPTCONN => return Ok(int((i.state == State::Listen) as i32)),
                 opt::SO_PEERNAME => {
                     let r = match (i.state, i.remote) {

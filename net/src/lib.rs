@@ -30,6 +30,7 @@
 pub mod addrconf;
 pub mod dev;
 pub mod devioctl;
+pub mod icmperr;
 pub mod inet;
 pub mod netlink;
 pub mod packet;

@@ -38,6 +38,7 @@
 //! every frame defensively; a panic inside it (a bug) is caught, logged and the frame dropped.
 
 use crate::dev::{self, Event, NetDevice};
+use crate::icmperr::{self, IcmpErr};
 use crate::inet::InetSocket;
 use smoltcp::iface::{Config, Interface, Route as SRoute, SocketHandle, SocketSet};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
@@ -82,6 +83,8 @@ struct Owner {
     sock: Option<Weak<InetSocket>>,
     /// What readiness depends on, as of the last poll.
     sig: (u8, usize, usize),
+    /// ICMP errors about what this socket sent, for the owner to take ([`Core::take_errs`]).
+    errs: Vec<IcmpErr>,
 }
 
 /// The locked part of a stack.
@@ -144,6 +147,7 @@ impl Core {
             Owner {
                 sock: Some(owner),
                 sig: (0, 0, 0),
+                errs: Vec::new(),
             },
         );
         Some(h)
@@ -227,6 +231,40 @@ impl Core {
         } else {
             self.remove(h);
         }
+    }
+
+    /// The ICMP errors that arrived for `h` since the last call (`crate::icmperr`).
+    pub fn take_errs(&mut self, h: SocketHandle) -> Vec<IcmpErr> {
+        self.owners
+            .get_mut(&h)
+            .map(|o| std::mem::take(&mut o.errs))
+            .unwrap_or_default()
+    }
+
+    /// Hands ICMP error `e` to the socket that sent the packet it quotes (`icmp_unreach` ->
+    /// `__udp4_lib_lookup` / `inet_lookup_established`): a TCP socket by both endpoints, a
+    /// UDP one by its port and address (connected or not). Returns the owner to wake.
+    fn deliver_err(&mut self, e: IcmpErr) -> Option<Arc<InetSocket>> {
+        let src = IpAddress::from(e.src.ip());
+        let dst = IpAddress::from(e.dst.ip());
+        let h = self.sockets.iter().find_map(|(h, s)| match s {
+            smoltcp::socket::Socket::Tcp(t) if e.proto == icmperr::PROTO_TCP => {
+                let l = t.local_endpoint()?;
+                let r = t.remote_endpoint()?;
+                (l.addr == src && l.port == e.src.port() && r.addr == dst && r.port == e.dst.port())
+                    .then_some(h)
+            }
+            smoltcp::socket::Socket::Udp(u) if e.proto == icmperr::PROTO_UDP => {
+                let l = u.endpoint();
+                (l.port == e.src.port() && l.addr.is_none_or(|a| a == src)).then_some(h)
+            }
+            _ => None,
+        })?;
+        let o = self.owners.get_mut(&h)?;
+        if o.errs.len() < icmperr::ERRQ_MAX {
+            o.errs.push(e);
+        }
+        o.sock.as_ref()?.upgrade()
     }
 
     /// Removes `h` now.
@@ -425,6 +463,7 @@ impl DevStack {
     /// sockets whose state changed. Returns when it next wants to run. Callers hold no lock.
     pub fn service(&self) -> Option<Duration> {
         let mut woken: Vec<Arc<InetSocket>> = Vec::new();
+        let mut errs = Vec::new();
         let mut c = self.core();
         let mut rx = std::mem::take(&mut *lock(&self.rxq));
         let t = now();
@@ -433,9 +472,15 @@ impl DevStack {
             sockets,
             tx,
             mtu,
-            owners,
+            ..
         } = &mut *c;
         let real_mtu = *mtu;
+        // smoltcp drops ICMP errors; the sockets they are about hear of them here.
+        for f in rx.iter() {
+            if let Some(e) = f.get(ETH_HLEN..).and_then(icmperr::parse) {
+                errs.push(e);
+            }
+        }
         let mut phy = Phy {
             rx: &mut rx,
             tx,
@@ -450,6 +495,18 @@ impl DevStack {
                 self.dev.name()
             );
         }
+        for e in errs {
+            if let Some(s) = c.deliver_err(e) {
+                woken.push(s);
+            }
+        }
+        let Core {
+            iface,
+            sockets,
+            tx,
+            owners,
+            ..
+        } = &mut *c;
         let mut gone = Vec::new();
         for (h, s) in sockets.iter() {
             let Some(o) = owners.get_mut(&h) else {

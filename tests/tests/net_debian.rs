@@ -400,3 +400,57 @@ try:\n s.connect(('fd00::2',80))\nexcept OSError as e:\n print('CONNECT', errno.
         assert!(!text.contains("default via"), "{engine:?}:\n{text}");
     });
 }
+
+/// ICMP errors at the guest's sockets, differential: `net_icmp_err.py` prints the same lines
+/// natively against a closed host 127.0.0.1 / ::1 port and in the guest against that port
+/// through 10.0.2.2 / fd00::2 (`hostloop=on`; usernet turns the host's ECONNREFUSED into port
+/// unreachable): connected UDP's ECONNREFUSED on send/recv and SO_ERROR, IP_RECVERR /
+/// IPV6_RECVERR's error queue (sock_extended_err, offender, payload, name), POLLERR. Then the
+/// guest-only lines: under `restrict=loopback` a connect to 192.0.2.1 is refused at once and a
+/// datagram there draws "administratively prohibited" (EHOSTUNREACH) in the error queue.
+#[test]
+fn icmp_errors_differential() {
+    let dir = scratch("neticmp", "script");
+    std::fs::write(dir.join("e.py"), include_str!("net_icmp_err.py")).unwrap();
+    let port = free_port();
+    let native = Command::new("python3")
+        .arg(dir.join("e.py"))
+        .args(["127.0.0.1", "::1", &port.to_string()])
+        .output()
+        .expect("host python3");
+    let native = String::from_utf8_lossy(&native.stdout).to_string();
+    assert!(native.contains("ICMP-ERR-DONE"), "native run:\n{native}");
+    for_each_engine(|engine| {
+        let script = format!(
+            "{STATIC_NET}for i in 1 2 3 4 5 6 7 8 9 10; do ip -6 addr show dev eth0 | grep -q 'scope global' && break; sleep 0.5; done\npython3 /mnt/e.py 10.0.2.2 fd00::2 {port} guest\necho UM-ICMP-DONE\n"
+        );
+        let out = boot(
+            engine,
+            &[
+                "eth0=user,restrict=loopback,hostloop=on",
+                &format!("bind={}:/mnt", dir.display()),
+            ],
+            &script,
+            120,
+        );
+        out.assert_ok("UM-ICMP-DONE");
+        let text = out.stdout.replace('\r', "");
+        let guest: Vec<&str> = text
+            .lines()
+            .filter(|l| {
+                ["udp", "tcp", "restricted", "ICMP-ERR"]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            })
+            .collect();
+        let mut want: Vec<&str> = native.lines().filter(|l| *l != "ICMP-ERR-DONE").collect();
+        want.extend([
+            "restricted-tcp connect ECONNREFUSED prompt True",
+            "restricted-udp recverr poll ERR",
+            "restricted-udp cmsg 0 11 EHOSTUNREACH origin 2 type 3 code 13 info 0 data 0 offender T",
+            "restricted-udp data b'x' flags-errqueue True name T False",
+            "ICMP-ERR-DONE",
+        ]);
+        assert_eq!(guest, want, "{engine:?}: guest vs native\n{text}");
+    });
+}

@@ -668,3 +668,158 @@ fn ipv6_tcp_and_udp() {
         x.release();
     }
 }
+
+/// A frame from B to A carrying an ICMPv4 error `ty`/`code` that quotes a `proto` packet
+/// `src` -> `dst` (ports, then 4 more header bytes, then `payload`), checksums right.
+fn icmp_err_frame(
+    ty: u8,
+    code: u8,
+    proto: u8,
+    src: SocketAddr,
+    dst: SocketAddr,
+    payload: &[u8],
+) -> Vec<u8> {
+    let ip4 = |a: SocketAddr| match a.ip() {
+        IpAddr::V4(v) => v.octets(),
+        IpAddr::V6(_) => unreachable!("IPv4 only"),
+    };
+    let iph = |proto: u8, len: usize, s: [u8; 4], d: [u8; 4]| {
+        let mut h = vec![0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, proto, 0, 0];
+        h[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+        h.extend_from_slice(&s);
+        h.extend_from_slice(&d);
+        let c = icmp_sum(&h);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        h
+    };
+    let mut q = iph(proto, 28 + payload.len(), ip4(src), ip4(dst));
+    q.extend_from_slice(&src.port().to_be_bytes());
+    q.extend_from_slice(&dst.port().to_be_bytes());
+    q.extend_from_slice(&(8 + payload.len() as u16).to_be_bytes());
+    q.extend_from_slice(&[0, 0]);
+    q.extend_from_slice(payload);
+    let mut icmp = vec![ty, code, 0, 0, 0, 0, 0, 0];
+    icmp.extend(q);
+    let c = icmp_sum(&icmp);
+    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    let b: [u8; 4] = B_IP.parse::<std::net::Ipv4Addr>().unwrap().octets();
+    let a: [u8; 4] = A_IP.parse::<std::net::Ipv4Addr>().unwrap().octets();
+    let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00];
+    f.extend(iph(1, 20 + icmp.len(), b, a));
+    f.extend(icmp);
+    f
+}
+
+fn wait_pollerr(s: &InetSocket) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while s.poll_mask(None) & POLLERR == 0 {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    true
+}
+
+fn so_error(s: &InetSocket) -> i32 {
+    let e = s
+        .getsockopt(crate::SOL_SOCKET, crate::so::SO_ERROR, 4)
+        .unwrap();
+    i32::from_le_bytes(e[..4].try_into().unwrap())
+}
+
+/// ICMP host unreachable for a SYN fails the connect at once with EHOSTUNREACH
+/// (tcp_v4_err in SYN-SENT), not after the SYN retries; "administratively prohibited" too.
+#[test]
+fn icmp_unreachable_fails_a_connect() {
+    let n = net();
+    let t = task();
+    n.cable_a.cut.store(true, Ordering::Relaxed);
+    for (code, want) in [
+        (1u8, Errno::EHOSTUNREACH),
+        (13, Errno::EHOSTUNREACH),
+        (0, Errno::ENETUNREACH),
+    ] {
+        let c = sock(Proto::Tcp, &n.a);
+        let dst: SocketAddr = format!("{B_IP}:5999").parse().unwrap();
+        assert_eq!(
+            c.connect(&nb(&t), &sa(&dst.to_string())),
+            Err(Errno::EINPROGRESS)
+        );
+        let src = SocketAddr::new(A_IP.parse().unwrap(), c.local_addr().port());
+        // About another connection: nothing happens.
+        let other = SocketAddr::new(src.ip(), src.port().wrapping_add(1));
+        netif_rx(&n.dev_a, &icmp_err_frame(3, code, 6, other, dst, &[]));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(c.poll_mask(None) & POLLERR, 0);
+        let t0 = Instant::now();
+        netif_rx(&n.dev_a, &icmp_err_frame(3, code, 6, src, dst, &[]));
+        assert!(wait_pollerr(&c), "code {code}: no POLLERR");
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        assert_eq!(so_error(&c), want.get(), "code {code}");
+        c.release();
+    }
+}
+
+/// UDP: a connected socket hears a port unreachable on its next call (ECONNREFUSED), an
+/// unconnected one only with IP_RECVERR, whose error queue then holds the payload, the
+/// original destination and the sock_extended_err; reading it clears SO_ERROR and POLLERR.
+#[test]
+fn icmp_port_unreachable_reaches_udp_sockets() {
+    let n = net();
+    let t = task();
+    n.cable_a.cut.store(true, Ordering::Relaxed);
+    let dst: SocketAddr = format!("{B_IP}:6001").parse().unwrap();
+    let mut buf = [0u8; 64];
+    // Connected.
+    let c = sock(Proto::Udp, &n.a);
+    c.connect(&io(&t), &sa(&dst.to_string())).unwrap();
+    c.send(&io(&t), b"ping", None, 0, true).unwrap();
+    let src = SocketAddr::new(A_IP.parse().unwrap(), c.local_addr().port());
+    // From another peer than the connected one: ignored.
+    let elsewhere: SocketAddr = format!("{B_IP}:6002").parse().unwrap();
+    netif_rx(&n.dev_a, &icmp_err_frame(3, 3, 17, src, elsewhere, b"ping"));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(c.poll_mask(None) & POLLERR, 0);
+    netif_rx(&n.dev_a, &icmp_err_frame(3, 3, 17, src, dst, b"ping"));
+    assert!(wait_pollerr(&c));
+    assert_eq!(
+        c.recv(&nb(&t), &mut buf, 0).unwrap_err(),
+        Errno::ECONNREFUSED
+    );
+    assert_eq!(c.poll_mask(None) & POLLERR, 0);
+    // Not fatal (host unreachable) and no IP_RECVERR: ignored even when connected.
+    netif_rx(&n.dev_a, &icmp_err_frame(3, 1, 17, src, dst, b"ping"));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(so_error(&c), 0);
+    c.release();
+    // Unconnected, without and then with IP_RECVERR.
+    let u = sock(Proto::Udp, &n.a);
+    u.send(&io(&t), b"hello", Some(&sa(&dst.to_string())), 0, true)
+        .unwrap();
+    let src = SocketAddr::new(A_IP.parse().unwrap(), u.local_addr().port());
+    netif_rx(&n.dev_a, &icmp_err_frame(3, 3, 17, src, dst, b"hello"));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(u.poll_mask(None) & POLLERR, 0);
+    assert_eq!(so_error(&u), 0);
+    u.setsockopt(IPPROTO_IP, ip::IP_RECVERR, &1i32.to_le_bytes(), 4, false)
+        .unwrap();
+    netif_rx(&n.dev_a, &icmp_err_frame(3, 3, 17, src, dst, b"hello"));
+    assert!(wait_pollerr(&u));
+    let r = u.recv(&nb(&t), &mut buf, MSG_ERRQUEUE).unwrap();
+    assert_eq!(&buf[..r.n], b"hello");
+    assert_eq!(r.flags, MSG_ERRQUEUE);
+    assert_eq!(r.from, Some(dst));
+    let (lvl, ty, b) = &r.control[0];
+    assert_eq!((*lvl, *ty), (IPPROTO_IP, ip::IP_RECVERR));
+    // ee_errno ECONNREFUSED, SO_EE_ORIGIN_ICMP, type 3 code 3; offender B.
+    assert_eq!(&b[..8], &[111, 0, 0, 0, 2, 3, 3, 0]);
+    assert_eq!(&b[16..24], &[2, 0, 0, 0, 10, 9, 0, 2]);
+    assert_eq!(so_error(&u), 0);
+    assert_eq!(u.poll_mask(None) & POLLERR, 0);
+    assert_eq!(
+        u.recv(&nb(&t), &mut buf, MSG_ERRQUEUE).unwrap_err(),
+        Errno::EAGAIN
+    );
+    u.release();
+}

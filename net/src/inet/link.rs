@@ -26,6 +26,7 @@ use super::super::AF_INET;
 use super::udp::Dgram;
 use super::{InetSocket, Inner, State, sk_wait};
 use crate::dev;
+use crate::icmperr;
 use crate::stack::{self, DevStack, MAX_BUF};
 use smoltcp::iface::SocketHandle;
 use smoltcp::socket::{tcp, udp};
@@ -179,8 +180,35 @@ fn fill_tcp(i: &mut Inner, l: &mut TcpLink) {
         }
         moved += n;
     }
-    let st = s.state();
     use tcp::State as T;
+    for e in c.take_errs(l.h) {
+        let (errno, _) = icmperr::convert(&e);
+        let recverr = if e.v6 {
+            i.opts.recverr6
+        } else {
+            i.opts.recverr
+        };
+        if recverr {
+            queue_err(i, errno, e);
+        }
+        let s = c.tcp(l.h);
+        if l.connecting.is_some() && s.state() == T::SynSent {
+            // tcp_v4_err / tcp_v6_err in SYN-SENT: the connect fails now with the ICMP's
+            // errno (tcp_done_with_error), not after the SYN retries; no RST is sent.
+            s.close();
+            l.connecting = None;
+            l.seen = T::Closed;
+            i.err = Some(errno);
+            i.rcv_shutdown = true;
+            i.snd_shutdown = true;
+        } else if recverr {
+            // Established: a hard error only with IP_RECVERR, else a soft one (kept by Linux
+            // for a later timeout; smoltcp's timeout reports its own).
+            i.err = Some(errno);
+        }
+    }
+    let s = c.tcp(l.h);
+    let st = s.state();
     match st {
         T::SynSent | T::SynReceived | T::Listen => {}
         T::Closed => {
@@ -318,6 +346,24 @@ fn fill_udp(i: &mut Inner, v: &[(Arc<DevStack>, SocketHandle)]) {
         .flatten();
     for (stack, h) in v {
         let mut c = stack.core();
+        for e in c.take_errs(*h) {
+            // __udp4_lib_err / __udp6_lib_err: a connected socket hears only of its peer.
+            if connected.is_some_and(|r| !same_addr(r, e.dst)) {
+                continue;
+            }
+            let (errno, fatal) = icmperr::convert(&e);
+            let recverr = if e.v6 {
+                i.opts.recverr6
+            } else {
+                i.opts.recverr
+            };
+            if recverr {
+                queue_err(i, errno, e);
+            } else if !fatal || connected.is_none() {
+                continue;
+            }
+            i.err = Some(errno);
+        }
         let s = c.udp(*h);
         while let Ok((data, meta)) = s.recv() {
             let from = sa(meta.endpoint);
@@ -340,6 +386,25 @@ fn fill_udp(i: &mut Inner, v: &[(Arc<DevStack>, SocketHandle)]) {
                 0,
             ));
         }
+    }
+}
+
+/// Whether `a` and `b` are the same endpoint, IPv4-mapped IPv6 or not.
+fn same_addr(a: SocketAddr, b: SocketAddr) -> bool {
+    let canon = |x: SocketAddr| match x.ip() {
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or(x, |v4| SocketAddr::new(IpAddr::V4(v4), x.port())),
+        IpAddr::V4(_) => x,
+    };
+    canon(a) == canon(b)
+}
+
+/// Queues an ICMP error on `i`'s error queue (`ip_icmp_error` / `ipv6_icmp_error`), bounded
+/// by [`icmperr::ERRQ_MAX`].
+fn queue_err(i: &mut Inner, errno: Errno, err: icmperr::IcmpErr) {
+    if i.errq.len() < icmperr::ERRQ_MAX {
+        i.errq.push_back(icmperr::ErrEntry { errno, err });
     }
 }
 

@@ -12,6 +12,7 @@ use super::addr::match_score;
 use super::link::{self, Path};
 use super::opt::{self, Proto};
 use super::{Dest, InetSocket, Recv, State, UDP_MAX_V4, UDP_MAX_V6, ports, sk_wait};
+use crate::icmperr;
 use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
 use um_kernel::task::lock;
@@ -141,9 +142,29 @@ impl InetSocket {
                 r.wq.wake_all();
             }
             None => {
-                // ICMP port unreachable: a connected socket hears of it (ECONNREFUSED).
+                // ICMP port unreachable (__udp4_lib_err): a connected socket hears of it
+                // (ECONNREFUSED); with IP_RECVERR / IPV6_RECVERR any socket does, and the
+                // error queue gets the datagram's head (up to the 576-byte ICMP quote).
                 let mut i = lock(&self.inner);
-                if i.state == State::Established {
+                let v6 = dst.is_ipv6();
+                let recverr = if v6 { i.opts.recverr6 } else { i.opts.recverr };
+                if recverr && i.errq.len() < icmperr::ERRQ_MAX {
+                    let err = icmperr::IcmpErr {
+                        v6,
+                        ty: if v6 { 1 } else { 3 },
+                        code: if v6 { 4 } else { 3 },
+                        offender: dst.ip(),
+                        proto: icmperr::PROTO_UDP,
+                        src,
+                        dst,
+                        payload: data[..data.len().min(if v6 { 1184 } else { 520 })].to_vec(),
+                    };
+                    i.errq.push_back(icmperr::ErrEntry {
+                        errno: Errno::ECONNREFUSED,
+                        err,
+                    });
+                }
+                if recverr || i.state == State::Established {
                     i.err = Some(Errno::ECONNREFUSED);
                     drop(i);
                     self.wq.wake_all();

@@ -45,6 +45,12 @@ pub struct Key {
     pub remote: SocketAddr,
 }
 
+/// How much of an offending packet an ICMP error about it quotes: 576 - 28 bytes for ICMPv4
+/// (RFC 1812 4.3.2.3), 1280 - 48 for ICMPv6 (RFC 4443 2.4 (c)).
+fn quote_max(a: IpAddr) -> usize {
+    if a.is_ipv4() { 576 - 28 } else { 1280 - 48 }
+}
+
 /// Why a destination gets no host socket.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Deny {
@@ -69,6 +75,10 @@ struct UdpFlow {
     key: Key,
     side: UdpSide,
     idle_deadline: Instant,
+    /// The head of the guest's last datagram (IP header on, as much as an ICMP error
+    /// quotes): what a host ECONNREFUSED's port unreachable quotes back, so the guest's
+    /// error queue holds its own payload as on Linux (`ip_recv_error`).
+    last: Vec<u8>,
 }
 
 struct IcmpFlow {
@@ -262,14 +272,14 @@ impl Engine {
         match (from, to) {
             (IpAddr::V4(_), IpAddr::V4(_)) => {
                 // 1 host unreachable, 3 port unreachable, 13 communication administratively
-                // prohibited. Payload: the IP header + 8 bytes of the original (RFC 792).
+                // prohibited. Payload: as much of the original as keeps the error within 576
+                // bytes (RFC 1812 4.3.2.3; Linux icmp_send quotes the same).
                 let code = match why {
                     Deny::NoRoute => 1,
                     Deny::Prohibited => 13,
                     Deny::Refused | Deny::Drop => 3,
                 };
-                let ihl = usize::from(orig.first().copied().unwrap_or(0x45) & 0xf) * 4;
-                let n = orig.len().min(ihl + 8);
+                let n = orig.len().min(quote_max(from));
                 self.send_ip(
                     from,
                     to,
@@ -286,7 +296,7 @@ impl Engine {
                     Deny::Prohibited => 1,
                     Deny::Refused | Deny::Drop => 4,
                 };
-                let n = orig.len().min(1280 - 48);
+                let n = orig.len().min(quote_max(from));
                 self.send_ip(
                     from,
                     to,
@@ -704,6 +714,7 @@ impl Engine {
                         key,
                         side: UdpSide::Own(sock),
                         idle_deadline: now + UDP_IDLE,
+                        last: Vec::new(),
                     }),
                 );
                 fid
@@ -715,6 +726,9 @@ impl Engine {
             return;
         };
         f.idle_deadline = now + idle;
+        let quote = ip.packet.len().min(quote_max(ip.src));
+        f.last.clear();
+        f.last.extend_from_slice(&ip.packet[..quote]);
         let res = match &f.side {
             UdpSide::Own(s) => s.send(payload),
             UdpSide::Fwd(l, peer) => match self.listeners.get(*l) {
@@ -749,7 +763,10 @@ impl Engine {
                     l4[0..2].copy_from_slice(&key.guest.port().to_be_bytes());
                     l4[2..4].copy_from_slice(&key.remote.port().to_be_bytes());
                     l4[4..6].copy_from_slice(&8u16.to_be_bytes());
-                    let orig = Self::fake_orig(&key, l4);
+                    let orig = match self.flows.get(&fid) {
+                        Some(Flow::Udp(f)) if !f.last.is_empty() => f.last.clone(),
+                        _ => Self::fake_orig(&key, l4),
+                    };
                     self.unreachable(key.remote.ip(), key.guest.ip(), &orig, Deny::Refused);
                 }
                 Err(_) => break,
@@ -874,6 +891,7 @@ impl Engine {
                         key,
                         side: UdpSide::Fwd(idx, peer),
                         idle_deadline: now + UDP_IDLE,
+                        last: Vec::new(),
                     }),
                 );
                 self.udp_fwd_peers.insert((idx, peer), fid);

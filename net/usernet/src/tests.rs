@@ -769,8 +769,8 @@ fn restrict_loopback_refuses_other_destinations_without_a_host_call() {
     assert_eq!((src, ty, code), (far, 3, 13));
     assert_eq!(
         rest.len(),
-        4 + 20 + 8,
-        "unused + the original IP header + 8 bytes"
+        4 + 20 + 8 + 3,
+        "unused + the whole original (within the 576-byte quote of RFC 1812 4.3.2.3)"
     );
     g.ip(G4, far, wire::PROTO_ICMP, &[8, 0, 0, 0, 0, 1, 0, 1], b"p");
     let (_, _, ty, code, _) = g.recv_map(T, parse_icmp).unwrap();
@@ -907,6 +907,8 @@ fn udp_echo_keeps_datagram_boundaries_and_refused_is_icmp() {
         &rest[4 + 20..4 + 24],
         &[5353u16.to_be_bytes(), port.to_be_bytes()].concat()[..]
     );
+    // The guest's own datagram is quoted whole, so its error queue gets its payload.
+    assert_eq!(&rest[4 + 28..], b"?");
 }
 
 #[test]

@@ -305,6 +305,35 @@ crate::pod_struct! {
 }
 const_assert_eq!(core::mem::size_of::<In6Pktinfo>(), 20);
 
+/// `SO_EE_ORIGIN_ICMP` (`include/uapi/linux/errqueue.h`): an error-queue entry an ICMP error
+/// made.
+pub const SO_EE_ORIGIN_ICMP: u8 = 2;
+/// `SO_EE_ORIGIN_ICMP6`: the same for ICMPv6.
+pub const SO_EE_ORIGIN_ICMP6: u8 = 3;
+/// `MSG_ERRQUEUE` (`include/linux/socket.h`): receive from the error queue; also set in
+/// `msg_flags` of what it returns.
+pub const MSG_ERRQUEUE: u32 = 0x2000;
+
+crate::pod_struct! {
+    /// `struct sock_extended_err` (`include/uapi/linux/errqueue.h`): the head of an
+    /// `IP_RECVERR`/`IPV6_RECVERR` control message, followed by the offender's address
+    /// (`SO_EE_OFFENDER`): 16 bytes.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct SockExtendedErr {
+        pub ee_errno: u32,
+        /// `SO_EE_ORIGIN_*`.
+        pub ee_origin: u8,
+        /// The ICMP type and code.
+        pub ee_type: u8,
+        pub ee_code: u8,
+        pub ee_pad: u8,
+        /// The MTU of a "fragmentation needed", else 0.
+        pub ee_info: u32,
+        pub ee_data: u32,
+    }
+}
+const_assert_eq!(core::mem::size_of::<SockExtendedErr>(), 16);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,5 +343,23 @@ mod tests {
         // include/uapi/linux/in6.h IPPROTO_ICMPV6, include/uapi/linux/icmpv6.h ICMPV6_FILTER.
         assert_eq!((IPPROTO_ICMPV6, ICMPV6_FILTER), (58, 1));
         assert_eq!((ipv6::IPV6_RECVHOPLIMIT, ipv6::IPV6_HOPLIMIT), (51, 52));
+    }
+
+    #[test]
+    fn errqueue_numbers() {
+        use crate::abi::pod::Pod;
+        // include/uapi/linux/errqueue.h, include/linux/socket.h.
+        assert_eq!(
+            (SO_EE_ORIGIN_ICMP, SO_EE_ORIGIN_ICMP6, MSG_ERRQUEUE),
+            (2, 3, 0x2000)
+        );
+        let e = SockExtendedErr {
+            ee_errno: 111,
+            ee_origin: 2,
+            ee_type: 3,
+            ee_code: 3,
+            ..Default::default()
+        };
+        assert_eq!(&e.as_bytes()[..8], &[111, 0, 0, 0, 2, 3, 3, 0]);
     }
 }
