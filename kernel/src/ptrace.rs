@@ -44,6 +44,11 @@ pub struct PtraceSlot {
     /// A seized tracee must trap (PTRACE_INTERRUPT, a seize of a stopped task, a seized
     /// clone child: Linux JOBCTL_TRAP_STOP); also makes blocking syscalls return.
     trap: AtomicBool,
+    /// The last restart was PTRACE_SINGLESTEP (Linux TIF_SINGLESTEP).
+    stepping: AtomicBool,
+    /// The trap flag in the registers is ours, not the tracee's (Linux TIF_FORCED_TF): it is
+    /// hidden from the tracer and cleared at the next stop.
+    forced_tf: AtomicBool,
     inner: Mutex<Inner>,
 }
 
@@ -95,6 +100,8 @@ pub enum Why {
 pub struct Resume {
     /// Signal to deliver (signal-delivery stop) or send (other stops); 0 for none.
     pub sig: u32,
+    /// PTRACE_SINGLESTEP: trap after one instruction.
+    pub step: bool,
 }
 
 /// A tracee in a ptrace-stop.
@@ -103,6 +110,10 @@ struct Stop {
     /// The stop code: `status >> 8` of the wait status (`exit_code`).
     code: u32,
     regs: Regs,
+    /// The FP image (`GuestThread::get_fpregs`), taken at the stop (None if the engine had
+    /// none); written back at the restart if a tracer changed it.
+    fp: Option<Vec<u8>>,
+    fp_dirty: bool,
     info: Siginfo,
     reported: bool,
     resume: Option<Resume>,
@@ -191,10 +202,19 @@ fn stop(
         if killed(task) {
             return None;
         }
+        // A trap flag set for PTRACE_SINGLESTEP is not the tracee's: the tracer does not see
+        // it (arch/x86/kernel/ptrace.c `get_flags`), and it is off unless the restart asks
+        // again (`user_disable_single_step`).
+        let mut regs = th.regs;
+        if task.ptrace.forced_tf.swap(false, Ordering::AcqRel) {
+            crate::arch::set_single_step(&mut regs, false);
+        }
         g.stop = Some(Stop {
             why,
             code,
-            regs: th.regs,
+            regs,
+            fp: th.get_fpregs().ok(),
+            fp_dirty: false,
             info,
             reported: false,
             resume: None,
@@ -214,7 +234,19 @@ fn stop(
                     return Some((Resume::default(), info));
                 };
                 th.regs = s.regs;
-                return Some((s.resume.unwrap_or_default(), s.info));
+                if let Some(fp) = s.fp.as_ref().filter(|_| s.fp_dirty)
+                    && let Err(e) = th.set_fpregs(fp)
+                {
+                    log::warn!("ptrace: pid {}: FP registers not set: {e}", task.tid);
+                }
+                let r = s.resume.unwrap_or_default();
+                // arch/x86/kernel/step.c `enable_single_step`: TF in the saved context; a
+                // TF the tracee had set itself stays its own.
+                task.ptrace.stepping.store(r.step, Ordering::Release);
+                if r.step && !crate::arch::set_single_step(&mut th.regs, true) {
+                    task.ptrace.forced_tf.store(true, Ordering::Release);
+                }
+                return Some((r, s.info));
             }
         }
         task.waker.sleep(None);
@@ -299,6 +331,25 @@ pub fn syscall_exit(k: &Kernel, task: &Arc<Task>, th: &mut GuestThread) {
     if let Some((Some((r, _)), _)) = syscall_stop(k, task, th, true) {
         send_resume_signal(task, r);
     }
+}
+
+/// After a syscall made while single-stepping: the step's SIGTRAP now, for the caller to
+/// force (kernel/entry/common.c `syscall_exit_work` → `ptrace_report_syscall_exit` with
+/// `step`, x86 `user_single_step_report`: SIGTRAP with TRAP_BRKPT); the syscall-exit stop is
+/// not made then. Without it the trap would come one instruction later.
+pub fn syscall_step(task: &Task, th: &mut GuestThread) -> Option<Siginfo> {
+    if !task.ptrace.traced()
+        || !task.ptrace.stepping.load(Ordering::Acquire)
+        || !task.ptrace.forced_tf.swap(false, Ordering::AcqRel)
+    {
+        return None;
+    }
+    crate::arch::set_single_step(&mut th.regs, false);
+    Some(Siginfo::fault(
+        sig::SIGTRAP,
+        um_uapi::abi::signal::TRAP_BRKPT,
+        th.regs.pc(),
+    ))
 }
 
 /// An event stop (`ptrace_event`): `ev` with message `msg`, if the tracer asked for it.
@@ -532,7 +583,7 @@ fn unlink(t: &Arc<Task>, tracer: Option<&Arc<Process>>, sig: u32) -> bool {
     if let Some(s) = g.stop.as_mut()
         && s.resume.is_none()
     {
-        s.resume = Some(Resume { sig });
+        s.resume = Some(Resume { sig, step: false });
     }
     g.exit = None;
     let deferred = std::mem::take(&mut g.deferred_notify);
@@ -717,6 +768,23 @@ pub fn wait_scan(
     (any, None)
 }
 
+/// Whether `me` may read and write `target`'s memory through `/proc/PID/mem` (fs/proc/base.c
+/// `proc_mem_open`, `mm_access` with PTRACE_MODE_ATTACH): its own, its tracer's, or what
+/// [`may_attach`] allows.
+pub fn may_access_mem(me: &Arc<Process>, target: &Arc<Process>) -> SysResult<()> {
+    if Arc::ptr_eq(me, target) {
+        return Ok(());
+    }
+    let traced_by_me = lock(&target.threads)
+        .iter()
+        .filter_map(Weak::upgrade)
+        .any(|t| tracer_of(&t).is_some_and(|tr| Arc::ptr_eq(&tr, me)));
+    if traced_by_me {
+        return Ok(());
+    }
+    may_attach(me, target)
+}
+
 /// Linux `__ptrace_may_access` for attach, with Yama's scope 1 (security/yama/yama_lsm.c
 /// `YAMA_SCOPE_RELATIONAL`): the tracer has CAP_SYS_PTRACE, or it is an ancestor of the
 /// target and its credentials match the target's (uids and gids).
@@ -801,7 +869,7 @@ fn sys_ptrace(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if !is_stopped(&t) {
         return Err(Errno::ESRCH);
     }
-    let restart = |syscall: Option<bool>, listen: bool| -> SysResult {
+    let restart = |syscall: Option<bool>, listen: bool, step: bool| -> SysResult {
         if data > NSIG {
             return Err(Errno::EIO);
         }
@@ -825,7 +893,10 @@ fn sys_ptrace(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             if let Some(sc) = syscall {
                 l.syscall = sc;
             }
-            s.resume = Some(Resume { sig: data as u32 });
+            s.resume = Some(Resume {
+                sig: data as u32,
+                step,
+            });
         }
         drop(g);
         t.waker.wake();
@@ -861,6 +932,16 @@ fn sys_ptrace(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             let n = crate::arch::prstatus(&Regs::default()).len();
             let b = c.read_bytes(data, n)?;
             with_stop(&t, |s| crate::arch::set_prstatus(&mut s.regs, &b))??;
+            Ok(0)
+        }
+        PTRACE_GETFPREGS if cfg!(target_arch = "x86_64") => {
+            let b = with_stop(&t, |s| fp_get(s, NT_PRFPREG))??;
+            c.write_bytes(data, &b)?;
+            Ok(0)
+        }
+        PTRACE_SETFPREGS if cfg!(target_arch = "x86_64") => {
+            let b = c.read_bytes(data, 512)?;
+            with_stop(&t, |s| fp_set(s, NT_PRFPREG, &b))??;
             Ok(0)
         }
         PTRACE_GETREGSET | PTRACE_SETREGSET => regset(c, &t, req == PTRACE_SETREGSET, addr, data),
@@ -935,9 +1016,11 @@ fn sys_ptrace(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         um_uapi::abi::seccomp::PTRACE_SECCOMP_GET_FILTER => {
             crate::seccomp::ptrace_get_filter(c, &t, addr, data)
         }
-        PTRACE_CONT => restart(Some(false), false),
-        PTRACE_SYSCALL => restart(Some(true), false),
-        PTRACE_LISTEN => restart(None, true),
+        PTRACE_CONT => restart(Some(false), false, false),
+        PTRACE_SYSCALL => restart(Some(true), false, false),
+        // kernel/ptrace.c ptrace_resume: a step turns syscall stops off.
+        PTRACE_SINGLESTEP if crate::arch::HAS_SINGLE_STEP => restart(Some(false), false, true),
+        PTRACE_LISTEN => restart(None, true, false),
         PTRACE_DETACH => {
             if data > NSIG {
                 return Err(Errno::EIO);
@@ -1003,19 +1086,44 @@ fn poke_user(regs: &mut Regs, addr: u64, v: u64) -> SysResult {
 fn regset(c: &mut SyscallCtx<'_>, t: &Task, set: bool, note: u64, iov: u64) -> SysResult {
     let base = c.read_u64(iov)?;
     let len = c.read_u64(iov + 8)? as usize;
-    let cur = with_stop(t, |s| regset_bytes(&s.regs, note))??;
+    let fp = note == NT_PRFPREG || (cfg!(target_arch = "x86_64") && note == NT_X86_XSTATE);
+    let cur = with_stop(t, |s| {
+        if fp {
+            fp_get(s, note)
+        } else {
+            regset_bytes(&s.regs, note)
+        }
+    })??;
     if len % 4 != 0 || (note == NT_PRSTATUS && len % 8 != 0) {
         return Err(Errno::EINVAL);
     }
     let n = len.min(cur.len());
     if set {
         let b = c.read_bytes(base, n)?;
-        with_stop(t, |s| set_regset(&mut s.regs, note, &b))??;
+        with_stop(t, |s| {
+            if fp {
+                fp_set(s, note, &b)
+            } else {
+                set_regset(&mut s.regs, note, &b)
+            }
+        })??;
     } else {
         c.write_bytes(base, &cur[..n])?;
     }
     c.write_u64(iov + 8, n as u64)?;
     Ok(0)
+}
+
+/// The FP regset `note` of a stopped tracee (EIO if the engine gave no FP state).
+fn fp_get(s: &Stop, note: u64) -> SysResult<Vec<u8>> {
+    crate::arch::fp_regset(s.fp.as_deref().ok_or(Errno::EIO)?, note)
+}
+
+/// Changes the FP regset `note` of a stopped tracee; the restart writes it back.
+fn fp_set(s: &mut Stop, note: u64, b: &[u8]) -> SysResult<()> {
+    crate::arch::set_fp_regset(s.fp.as_deref_mut().ok_or(Errno::EIO)?, note, b)?;
+    s.fp_dirty = true;
+    Ok(())
 }
 
 /// The regsets offered: NT_PRSTATUS on both arches; arm64 also NT_ARM_TLS and
@@ -1265,6 +1373,8 @@ mod tests {
             why: Why::SyscallExit,
             code: 0x85,
             regs: r,
+            fp: None,
+            fp_dirty: false,
             info: Siginfo::default(),
             reported: false,
             resume: None,

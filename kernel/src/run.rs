@@ -289,7 +289,11 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
                     dispatch(k, task, th)
                 };
                 if traced && matches!(action, Action::Return | Action::Jump) {
-                    crate::ptrace::syscall_exit(k, task, th);
+                    if let Some(info) = crate::ptrace::syscall_step(task, th) {
+                        force_signal(task, info, th);
+                    } else {
+                        crate::ptrace::syscall_exit(k, task, th);
+                    }
                 }
                 match action {
                     Action::Return => syscall_ret = Some(th.regs.return_value()),

@@ -69,6 +69,8 @@ pub const PTRACE_SYSCALL_INFO_SECCOMP: u8 = 3;
 /// Regset note types (include/uapi/linux/elf.h).
 pub const NT_PRSTATUS: u64 = 1;
 pub const NT_PRFPREG: u64 = 2;
+/// x86's XSAVE area (include/uapi/linux/elf.h `NT_X86_XSTATE`).
+pub const NT_X86_XSTATE: u64 = 0x202;
 pub const NT_ARM_TLS: u64 = 0x401;
 pub const NT_ARM_SYSTEM_CALL: u64 = 0x404;
 
