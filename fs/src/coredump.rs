@@ -547,7 +547,7 @@ mod tests {
             // elf_prstatus is 336 bytes on x86_64 and 392 on arm64; elf_prpsinfo 136.
             let prstatus = 112 + nregs * 8 + 8;
             assert_eq!(prstatus, if machine == 62 { 336 } else { 392 });
-            assert_eq!(n.len(), 12 + 8 + prstatus + 12 + 8 + 136);
+            assert_eq!(n.len(), 12 + 8 + prstatus + 12 + 8 + 136 + 12 + 8 + 16);
             let segs = [
                 Segment {
                     start: 0x40_0000,

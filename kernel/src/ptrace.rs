@@ -12,9 +12,22 @@
 //! ([`signal_stop`], [`jobctl`]), clone/exec/exit events, and the exit path. Memory is the
 //! tracee's `Mm`, reached with the FOLL_FORCE accessors.
 //!
+//! Single-step (x86_64 only, [`crate::arch::HAS_SINGLE_STEP`]): PTRACE_SINGLESTEP sets the
+//! trap flag in the parked registers (arch/x86/kernel/step.c `enable_single_step`, Linux's
+//! TIF_FORCED_TF kept in `PtraceSlot::forced_tf`, so the tracer never sees a TF it did not
+//! set and the next stop clears it). The guest runs natively, so the host CPU traps after one
+//! instruction in every engine and the host's SIGTRAP (TRAP_TRACE) comes back as a guest
+//! signal, reported as a signal-delivery stop; a stepped `syscall` reports its SIGTRAP
+//! (TRAP_BRKPT) at syscall exit instead ([`syscall_step`]). `int3` breakpoints arrive the same
+//! way, SI_KERNEL with the pc after the int3. FP registers: each stop snapshots the engine's
+//! FP image (`GuestThread::get_fpregs`); GETFPREGS/SETFPREGS, NT_PRFPREG and NT_X86_XSTATE
+//! read and change the snapshot, and the restart writes a changed one back. Debug registers
+//! read as 0 and refuse any other value (EIO: gdb says "Couldn't write debug register" and
+//! software watchpoints still work); arm64 answers SINGLESTEP with EIO.
+//!
 //! Differences from Linux, on purpose for now: the tracer is a process (any of its threads
-//! may issue requests and wait, as if every tracer thread were the tracer); SINGLESTEP and
-//! SYSEMU answer EIO; no FP regsets (GETFPREGS, NT_PRFPREG) yet.
+//! may issue requests and wait, as if every tracer thread were the tracer); SYSEMU and
+//! PEEKSIGINFO answer EIO; no hardware breakpoints or watchpoints.
 
 use crate::arch::Regs;
 use crate::engine::GuestThread;
@@ -1315,7 +1328,7 @@ pub fn register(t: &mut SyscallTable) {
     t.register("process_vm_readv", process_vm_readv);
     t.register("process_vm_writev", process_vm_writev);
     t.register("ptrace", sys_ptrace).partial(
-        "no SINGLESTEP/SYSEMU, no FP regsets, no PEEKSIGINFO; the tracer is a whole process",
+        "no SYSEMU, PEEKSIGINFO or debug registers (hardware watchpoints: EIO); SINGLESTEP on x86_64 only; the tracer is a whole process",
     );
 }
 
@@ -1363,6 +1376,63 @@ mod tests {
             set_regset(&mut r2, NT_ARM_SYSTEM_CALL, &(-1i32).to_le_bytes()).unwrap();
             assert_eq!(r2.syscall_nr() as i64, -1);
         }
+    }
+
+    #[test]
+    fn single_step_flag_and_fp_regsets() {
+        let mut r = Regs::default();
+        if !crate::arch::HAS_SINGLE_STEP {
+            assert!(!crate::arch::set_single_step(&mut r, true));
+            return;
+        }
+        assert!(!crate::arch::set_single_step(&mut r, true), "TF was clear");
+        assert!(crate::arch::set_single_step(&mut r, false), "TF was set");
+        // An XSAVE image as the engines give it: FXSAVE area, frame description (magic1,
+        // extended size, xfeatures 0x7, size) at 464, header at 512.
+        let mut img = vec![0u8; 832];
+        img[24..28].copy_from_slice(&0x1f80u32.to_le_bytes());
+        img[464..468].copy_from_slice(&0x4650_5853u32.to_le_bytes());
+        img[472..480].copy_from_slice(&7u64.to_le_bytes());
+        img[512..520].copy_from_slice(&3u64.to_le_bytes());
+        let fx = crate::arch::fp_regset(&img, NT_PRFPREG).unwrap();
+        assert_eq!(fx.len(), 512);
+        let xs = crate::arch::fp_regset(&img, NT_X86_XSTATE).unwrap();
+        assert_eq!(xs.len(), 832);
+        assert_eq!(
+            u64::from_le_bytes(xs[464..472].try_into().unwrap()),
+            7,
+            "XCR0"
+        );
+        assert!(xs[472..512].iter().all(|&b| b == 0));
+        // xmm0 (offset 160) through NT_X86_XSTATE; the frame description stays.
+        let mut w = xs.clone();
+        w[160] = 0x42;
+        crate::arch::set_fp_regset(&mut img, NT_X86_XSTATE, &w).unwrap();
+        assert_eq!(img[160], 0x42);
+        assert_eq!(&img[464..468], &0x4650_5853u32.to_le_bytes());
+        // Linux's refusals: a partial XSAVE buffer, a feature outside XCR0, a reserved MXCSR bit.
+        let short = &w[..600];
+        assert_eq!(
+            crate::arch::set_fp_regset(&mut img, NT_X86_XSTATE, short),
+            Err(Errno::EFAULT)
+        );
+        let mut bad = w.clone();
+        bad[512] = 0x8f;
+        assert_eq!(
+            crate::arch::set_fp_regset(&mut img, NT_X86_XSTATE, &bad),
+            Err(Errno::EINVAL)
+        );
+        let mut fx2 = fx.clone();
+        fx2[24..28].copy_from_slice(&0xffff_0000u32.to_le_bytes());
+        assert_eq!(
+            crate::arch::set_fp_regset(&mut img, NT_PRFPREG, &fx2),
+            Err(Errno::EINVAL)
+        );
+        // A legacy-only image has no XSTATE regset.
+        assert_eq!(
+            crate::arch::fp_regset(&img[..512], NT_X86_XSTATE),
+            Err(Errno::ENODEV)
+        );
     }
 
     #[test]

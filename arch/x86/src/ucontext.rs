@@ -164,6 +164,10 @@ mod tests {
                 UC_FPSTATE_PTR
             );
             assert_eq!(&uc.uc_sigmask as *const _ as usize - base, UC_SIGMASK);
+            assert_eq!(
+                &uc.uc_mcontext.gregs[libc::REG_CSGSFS as usize] as *const _ as usize - base,
+                UC_CSGSFS
+            );
             // gregs[REG_RIP] is sigcontext's 17th word, as SC_ORDER has it.
             assert_eq!(SC_ORDER[libc::REG_RIP as usize], idx::RIP);
             assert_eq!(SC_ORDER[libc::REG_RAX as usize], idx::RAX);
