@@ -26,8 +26,8 @@
 //! software watchpoints still work); arm64 answers SINGLESTEP with EIO.
 //!
 //! Differences from Linux, on purpose for now: the tracer is a process (any of its threads
-//! may issue requests and wait, as if every tracer thread were the tracer); SYSEMU and
-//! PEEKSIGINFO answer EIO; no hardware breakpoints or watchpoints.
+//! may issue requests and wait, as if every tracer thread were the tracer); SYSEMU answers
+//! EIO; no hardware breakpoints or watchpoints.
 
 use crate::arch::Regs;
 use crate::engine::GuestThread;
@@ -977,6 +977,7 @@ fn sys_ptrace(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                 }
             })?
         }
+        PTRACE_PEEKSIGINFO => peek_siginfo(c, &t, addr, data),
         PTRACE_GETEVENTMSG => {
             let m = lock(&t.ptrace.inner)
                 .link
@@ -1045,6 +1046,42 @@ fn sys_ptrace(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         }
         _ => Err(Errno::EIO),
     }
+}
+
+/// PTRACE_PEEKSIGINFO (kernel/ptrace.c `ptrace_peek_siginfo`): `addr` is a
+/// `struct ptrace_peeksiginfo_args { u64 off; u32 flags; s32 nr; }`; copies up to `nr`
+/// queued siginfos, from the `off`-th, of the thread's queue (or with
+/// PTRACE_PEEKSIGINFO_SHARED the process's) to `data`, 128 bytes each, and returns how many
+/// it copied; EINVAL for unknown flags or a negative `off` or `nr`, EFAULT if the first copy
+/// faults (a later fault ends the copy early).
+fn peek_siginfo(c: &mut SyscallCtx<'_>, t: &Task, addr: u64, data: u64) -> SysResult {
+    let b = c.read_bytes(addr, 16)?;
+    let off = u64::from_le_bytes(b[0..8].try_into().map_err(|_| Errno::EFAULT)?);
+    let flags = u32::from_le_bytes(b[8..12].try_into().map_err(|_| Errno::EFAULT)?);
+    let nr = i32::from_le_bytes(b[12..16].try_into().map_err(|_| Errno::EFAULT)?);
+    if flags & !PTRACE_PEEKSIGINFO_SHARED != 0 || nr < 0 || (off as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let infos: Vec<Siginfo> = {
+        let q = if flags & PTRACE_PEEKSIGINFO_SHARED != 0 {
+            lock(&t.process.shared_pending)
+        } else {
+            lock(&t.pending)
+        };
+        q.infos()
+            .skip(off as usize)
+            .take(nr as usize)
+            .copied()
+            .collect()
+    };
+    let mut done = 0u64;
+    for info in &infos {
+        if let Err(e) = c.write_bytes(data + done * 128, &info.as_bytes()) {
+            return if done > 0 { Ok(done) } else { Err(e) };
+        }
+        done += 1;
+    }
+    Ok(done)
 }
 
 /// Runs `f` on the tracee's stop (ESRCH if it is not stopped any more).
@@ -1328,7 +1365,7 @@ pub fn register(t: &mut SyscallTable) {
     t.register("process_vm_readv", process_vm_readv);
     t.register("process_vm_writev", process_vm_writev);
     t.register("ptrace", sys_ptrace).partial(
-        "no SYSEMU, PEEKSIGINFO or debug registers (hardware watchpoints: EIO); SINGLESTEP on x86_64 only; the tracer is a whole process",
+        "no SYSEMU or debug registers (hardware watchpoints: EIO); SINGLESTEP on x86_64 only; the tracer is a whole process",
     );
 }
 

@@ -23,7 +23,9 @@
 //! * `attach`: `gdb -p` of a sleeping loop shows its frames, reads and changes a variable and
 //!   detaches; the program then ends with its own status (3);
 //! * `core`: a program killed by SIGSEGV leaves a core (fs/src/coredump.rs) that `gdb prog
-//!   core` reads: the signal, the faulting frame with its arguments and the caller.
+//!   core` reads: the signal, the faulting frame with its arguments and the caller;
+//! * `peeksiginfo`: PTRACE_PEEKSIGINFO (python3 ctypes) of a stopped tracee's thread and
+//!   process queues.
 
 use std::time::Duration;
 use um_tests::{Boot, for_each_engine};
@@ -142,6 +144,33 @@ ulimit -c unlimited
 ./cr
 echo "cr-rc=$?"
 gdb -nx -batch ./cr core -ex bt 2>&1
+echo === peeksiginfo
+cat > peek.py <<'X'
+import ctypes, os, signal, struct, threading
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.restype = ctypes.c_long
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+pid = os.fork()
+if pid == 0:
+    libc.ptrace(0, 0, None, None)
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1, signal.SIGUSR2])
+    os.kill(os.getpid(), signal.SIGUSR1)
+    signal.pthread_kill(threading.get_ident(), signal.SIGUSR2)
+    os.kill(os.getpid(), signal.SIGSTOP)
+    os._exit(0)
+os.waitpid(pid, 0)
+def peek(flags, off=0, nr=8):
+    args = ctypes.create_string_buffer(struct.pack("QIi", off, flags, nr), 16)
+    buf = ctypes.create_string_buffer(128 * 8)
+    n = libc.ptrace(0x4209, pid, args, buf)
+    if n < 0:
+        return "err%d" % ctypes.get_errno()
+    return [struct.unpack_from("iii", buf.raw, 128 * i)[0] for i in range(n)]
+print("peek thread", peek(0), "shared", peek(1), "off1", peek(1, 1), "badflag", peek(2))
+os.kill(pid, signal.SIGKILL)
+os.waitpid(pid, 0)
+X
+python3 peek.py 2>&1
 echo === end
 echo UM-GDB-OK"#;
 
@@ -267,6 +296,12 @@ fn gdb_breakpoints_steps_threads_fork_watch_attach_core() {
         );
         both("core", "#0  0x", " in crash_in (p=0x0, v=99) at cr.c:3");
         both("core", "#1  0x", " in main () at cr.c:8");
+        // The thread's queue has the tgkill'ed SIGUSR2, the process's the kill'ed SIGUSR1
+        // (as on Linux); an offset past the end gives none, an unknown flag EINVAL.
+        line(
+            "peeksiginfo",
+            "peek thread [12] shared [10] off1 [] badflag err22",
+        );
         out.assert_ok(MARKER);
     });
 }
