@@ -365,6 +365,39 @@ pub fn syscall_step(task: &Task, th: &mut GuestThread) -> Option<Siginfo> {
     ))
 }
 
+/// Before a signal handler's frame is written (arch/x86/kernel/signal.c `handle_signal`):
+/// a single-stepped thread has the step turned off (`user_disable_single_step`), so the frame
+/// saves the tracee's own flags, not our TF (else its sigreturn would trap again). Returns
+/// whether it was stepping, for [`signal_delivered`].
+pub fn signal_frame_step(task: &Task, th: &mut GuestThread) -> bool {
+    if !task.ptrace.traced() || !task.ptrace.stepping.swap(false, Ordering::AcqRel) {
+        return false;
+    }
+    if task.ptrace.forced_tf.swap(false, Ordering::AcqRel) {
+        crate::arch::set_single_step(&mut th.regs, false);
+    }
+    true
+}
+
+/// The handler's frame is set up (kernel/signal.c `signal_delivered`): a thread that was
+/// single-stepped stops now, at the handler's first instruction, with SIGTRAP
+/// (`ptrace_notify(SIGTRAP, 0)`: wait status code SIGTRAP, si_code SIGTRAP), so a debugger
+/// stepping into a signal keeps control.
+pub fn signal_delivered(k: &Kernel, task: &Arc<Task>, th: &mut GuestThread, stepping: bool) {
+    if !stepping || !task.ptrace.traced() {
+        return;
+    }
+    let info = Siginfo::kill(
+        sig::SIGTRAP,
+        sig::SIGTRAP as i32,
+        task.pids.own() as i32,
+        lock(&task.process.creds).uid,
+    );
+    if let Some((r, _)) = stop(k, task, th, Why::Event(0), sig::SIGTRAP, info) {
+        send_resume_signal(task, r);
+    }
+}
+
 /// An event stop (`ptrace_event`): `ev` with message `msg`, if the tracer asked for it.
 /// PTRACE_EVENT_STOP traps go through [`jobctl`].
 pub fn event_stop(k: &Kernel, task: &Arc<Task>, th: &mut GuestThread, ev: u32, msg: u64) {

@@ -544,6 +544,7 @@ fn deliver_signals(
                 // mask if there is one.
                 let cur = *lock(&task.sigmask);
                 let old_mask = lock(&task.saved_mask).take().unwrap_or(cur);
+                let stepping = crate::ptrace::signal_frame_step(task, th);
                 match setup_frame(task, th, signo, handler, &act, &info, old_mask) {
                     Ok(()) => {
                         let mut m = cur | act.mask;
@@ -556,6 +557,7 @@ fn deliver_signals(
                             // SIG_DFL and nothing else (the flags, SA_SIGINFO included, stay).
                             lock(&p.sigactions)[(signo - 1) as usize].handler = 0;
                         }
+                        crate::ptrace::signal_delivered(k, task, th, stepping);
                     }
                     Err(()) => {
                         // The frame could not be written (bad stack): SIGSEGV, uncatchable now.

@@ -14,6 +14,9 @@
 //!   `exited normally`;
 //! * `syscall`: `stepi` over glibc's `syscall` instruction in `getpid` stops right after it
 //!   (the step's SIGTRAP at syscall exit), at `<getpid+7>: ret`;
+//! * `signal`: `stepi` at a stop for SIGUSR1 delivers it and stops at the handler's first
+//!   instruction (`<h>`, below `<signal handler called>`), and `continue` then runs to the
+//!   end without a stray SIGTRAP (the handler's frame must not keep the step's trap flag);
 //! * `threads`: a breakpoint in a pthread worker hit in thread 2, `info threads` listing both
 //!   threads (libthread_db reading the tracee's memory), the worker's argument;
 //! * `fork`: `set follow-fork-mode child` stops in the child's function with its argument;
@@ -121,11 +124,29 @@ int main(void)
 	return crash_in(0, 99);
 }
 X
-for f in p th fk lp cr; do gcc -g -O0 -pthread -o $f $f.c || exit 1; done
+cat > sg.c <<'X'
+#include <signal.h>
+#include <stdio.h>
+volatile int got;
+void h(int s)
+{
+	got = s;
+}
+int main(void)
+{
+	signal(SIGUSR1, h);
+	raise(SIGUSR1);
+	printf("got=%d\n", got);
+	return 0;
+}
+X
+for f in p th fk lp cr sg; do gcc -g -O0 -pthread -o $f $f.c || exit 1; done
 echo === basic
 gdb -nx -batch -ex 'break main' -ex 'break add' -ex run -ex bt -ex stepi -ex 'info registers rip' -ex continue -ex bt -ex 'info registers' -ex 'p $mxcsr' -ex 'set var $xmm1.v4_int32[0] = 1234' -ex stepi -ex 'p $xmm1.v4_int32[0]' -ex finish -ex next -ex 'print x' -ex continue ./p 2>&1
 echo === syscall
 gdb -nx -batch -ex 'break getpid' -ex run -ex stepi -ex stepi -ex 'x/i $pc' -ex continue ./p 2>&1
+echo === signal
+gdb -nx -batch -ex run -ex stepi -ex 'info registers rip' -ex bt -ex continue ./sg 2>&1
 echo === threads
 gdb -nx -batch -ex 'break worker' -ex run -ex 'info threads' -ex 'print arg' -ex continue ./th 2>&1
 echo === fork
@@ -236,6 +257,16 @@ fn gdb_breakpoints_steps_threads_fork_watch_attach_core() {
         prefix("syscall", "Breakpoint 1, 0x");
         both("syscall", "=> 0x", "<getpid+7>:\tret");
         both("syscall", "[Inferior 1 (process ", ") exited normally]");
+
+        line(
+            "signal",
+            "Program received signal SIGUSR1, User defined signal 1.",
+        );
+        both("signal", "rip ", "<h>");
+        line("signal", "#1  <signal handler called>");
+        both("signal", "#4  0x", " in main () at sg.c:11");
+        line("signal", "got=10");
+        both("signal", "[Inferior 1 (process ", ") exited normally]");
 
         line(
             "threads",
