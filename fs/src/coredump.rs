@@ -3,7 +3,8 @@
 //! A process killed by a signal whose default action is "core" gets an ELF core file named by
 //! `/proc/sys/kernel/core_pattern` ("core", in its working directory) when its `RLIMIT_CORE`
 //! allows at least a page: an `ET_CORE` header, a `PT_NOTE` segment with `NT_PRSTATUS` (the
-//! signal and the dying thread's registers in `user_regs_struct` order) and `NT_PRPSINFO`, and
+//! signal and the dying thread's registers in `user_regs_struct` order), `NT_PRPSINFO` and
+//! `NT_AUXV` (the saved auxiliary vector, whose AT_ENTRY gives debuggers a PIE's load bias), and
 //! one `PT_LOAD` per vma. What is dumped follows the default `coredump_filter` (0x33): private
 //! and shared anonymous memory whole, private file mappings whole once written to (a page of
 //! them is anonymous), the first page of other file mappings that starts with an ELF header,
