@@ -3,7 +3,8 @@
 //! A process killed by a signal whose default action is "core" gets an ELF core file named by
 //! `/proc/sys/kernel/core_pattern` ("core", in its working directory) when its `RLIMIT_CORE`
 //! allows at least a page: an `ET_CORE` header, a `PT_NOTE` segment with `NT_PRSTATUS` (the
-//! signal and the dying thread's registers in `user_regs_struct` order) and `NT_PRPSINFO`, and
+//! signal and the dying thread's registers in `user_regs_struct` order), `NT_PRPSINFO` and
+//! `NT_AUXV` (the saved auxiliary vector, whose AT_ENTRY gives debuggers a PIE's load bias), and
 //! one `PT_LOAD` per vma. What is dumped follows the default `coredump_filter` (0x33): private
 //! and shared anonymous memory whole, private file mappings whole once written to (a page of
 //! them is anonymous), the first page of other file mappings that starts with an ELF header,
@@ -35,9 +36,10 @@ const ET_CORE: u16 = 4;
 /// `PT_LOAD`, `PT_NOTE`.
 const PT_LOAD: u32 = 1;
 const PT_NOTE: u32 = 4;
-/// `NT_PRSTATUS`, `NT_PRPSINFO`.
+/// `NT_PRSTATUS`, `NT_PRPSINFO`, `NT_AUXV` (include/uapi/linux/elf.h).
 const NT_PRSTATUS: u32 = 1;
 const NT_PRPSINFO: u32 = 3;
+const NT_AUXV: u32 = 6;
 /// Sizes of the ELF64 header and program header.
 const EHDR_SIZE: usize = 64;
 const PHDR_SIZE: usize = 56;
@@ -212,6 +214,8 @@ pub struct NoteInfo<'a> {
     pub gid: u32,
     pub fname: &'a [u8],
     pub args: &'a [u8],
+    /// The saved auxiliary vector as bytes (`mm->saved_auxv`): empty for none.
+    pub auxv: &'a [u8],
 }
 
 /// `NT_PRSTATUS` (`struct elf_prstatus`: 112 bytes before `pr_reg`, the registers, then
@@ -256,6 +260,11 @@ pub fn notes(n: &NoteInfo<'_>) -> Vec<u8> {
     let mut out = Vec::new();
     note(&mut out, NT_PRSTATUS, &st);
     note(&mut out, NT_PRPSINFO, &ps);
+    // fs/binfmt_elf.c fill_auxv_note: debuggers find a PIE's load bias from its AT_ENTRY
+    // (gdb `svr4_exec_displacement`), so without it a core of a PIE has no symbols.
+    if !n.auxv.is_empty() {
+        note(&mut out, NT_AUXV, n.auxv);
+    }
     out
 }
 
@@ -346,6 +355,10 @@ fn write_core(k: &Kernel, task: &Arc<Task>, regs: &Regs, info: &Siginfo) -> SysR
     let sighold = *lock(&task.sigmask);
     let sigpend = lock(&task.pending).bits() | lock(&p.shared_pending).bits();
     let ppid = p.ppid.load(std::sync::atomic::Ordering::Relaxed) as i32;
+    let auxv: Vec<u8> = lock(&p.auxv)
+        .iter()
+        .flat_map(|&(k, v)| k.to_le_bytes().into_iter().chain(v.to_le_bytes()))
+        .collect();
     let notes = notes(&NoteInfo {
         info,
         regs: &regs.w,
@@ -359,6 +372,7 @@ fn write_core(k: &Kernel, task: &Arc<Task>, regs: &Regs, info: &Siginfo) -> SysR
         gid: creds.gid,
         fname: &comm,
         args: &args,
+        auxv: &auxv,
     });
     let (head, offs) = layout(arch::ELF_MACHINE, &notes, &segs, page);
 
@@ -529,11 +543,12 @@ mod tests {
                 gid: 0,
                 fname: b"crash",
                 args: b"crash\0-x\0",
+                auxv: &[9, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x20, 0, 0, 0, 0, 0, 0],
             });
             // elf_prstatus is 336 bytes on x86_64 and 392 on arm64; elf_prpsinfo 136.
             let prstatus = 112 + nregs * 8 + 8;
             assert_eq!(prstatus, if machine == 62 { 336 } else { 392 });
-            assert_eq!(n.len(), 12 + 8 + prstatus + 12 + 8 + 136);
+            assert_eq!(n.len(), 12 + 8 + prstatus + 12 + 8 + 136 + 12 + 8 + 16);
             let segs = [
                 Segment {
                     start: 0x40_0000,
@@ -567,7 +582,9 @@ mod tests {
                 .expect("notes")
                 .map(|r| r.expect("a note"))
                 .collect();
-            assert_eq!(notes.len(), 2);
+            assert_eq!(notes.len(), 3);
+            assert_eq!(notes[2].n_type, NT_AUXV);
+            assert_eq!(notes[2].desc[8..10], [0x10, 0x20]);
             assert_eq!((notes[0].n_type, notes[0].name), (NT_PRSTATUS, "CORE"));
             let d = notes[0].desc;
             assert_eq!(i32::from_le_bytes(d[0..4].try_into().unwrap()), 11);

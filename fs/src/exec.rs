@@ -202,6 +202,7 @@ pub fn do_execve(
         deny: exe.deny.clone(),
     });
     *lock(&p.arg_range) = (img.argv_start, img.argv_end, img.env_start, img.env_end);
+    *lock(&p.auxv) = img.auxv.clone();
     *lock(&task.altstack) = (0, 0, 2);
     *lock(&task.robust_list) = (0, 0);
     // Saved ids and capabilities as exec sets them (security/commoncap.c).

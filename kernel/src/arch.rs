@@ -211,10 +211,44 @@ pub fn prstatus(regs: &Regs) -> Vec<u8> {
     }
 }
 
-/// The x86 EFLAGS bits a tracer may change (arch/x86/kernel/ptrace.c `FLAG_MASK`), less TF:
-/// single-stepping is not offered yet, so the trap flag stays as it is.
+/// The x86 EFLAGS bits a tracer may change (arch/x86/kernel/ptrace.c `FLAG_MASK`: CF PF AF
+/// ZF SF TF DF OF RF AC).
 #[cfg(target_arch = "x86_64")]
-const PTRACE_FLAG_MASK: u64 = 0x1 | 0x4 | 0x10 | 0x40 | 0x80 | 0x400 | 0x800 | 0x1_0000 | 0x4_0000;
+const PTRACE_FLAG_MASK: u64 =
+    0x1 | 0x4 | 0x10 | 0x40 | 0x80 | 0x100 | 0x400 | 0x800 | 0x1_0000 | 0x4_0000;
+
+/// x86 EFLAGS.TF, the trap flag.
+#[cfg(target_arch = "x86_64")]
+const X86_EFLAGS_TF: u64 = 0x100;
+
+/// Whether PTRACE_SINGLESTEP exists here. x86_64: by the trap flag in the saved context
+/// (arch/x86/kernel/step.c `enable_single_step`): the guest runs natively, so the host CPU
+/// traps after one instruction and the host's SIGTRAP (si_code TRAP_TRACE) reaches the
+/// engine like any fault, in the seccomp engine through the stub's handler, in the ptrace
+/// engines as a host signal stop. arm64: not offered (EIO); MDSCR_EL1.SS is not reachable
+/// from a host user process without host ptrace of the stub thread.
+pub const HAS_SINGLE_STEP: bool = cfg!(target_arch = "x86_64");
+
+/// Sets (`on`) or clears the single-step trap in `regs`; returns whether it was set before
+/// (x86_64 TF; elsewhere nothing, false).
+pub fn set_single_step(regs: &mut Regs, on: bool) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use native::regs::idx;
+        let was = regs.w[idx::EFLAGS] & X86_EFLAGS_TF != 0;
+        if on {
+            regs.w[idx::EFLAGS] |= X86_EFLAGS_TF;
+        } else {
+            regs.w[idx::EFLAGS] &= !X86_EFLAGS_TF;
+        }
+        was
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let _ = (regs, on);
+        false
+    }
+}
 
 /// Sets the registers from a tracer's `NT_PRSTATUS` bytes (a prefix of the regset: the rest
 /// keeps its value), with Linux's checks: x86_64 `putreg` keeps the segment selectors, lets
@@ -251,4 +285,112 @@ pub fn set_prstatus(regs: &mut Regs, b: &[u8]) -> Result<(), um_uapi::Errno> {
         *regs = new;
     }
     Ok(())
+}
+
+/// A tracer's FP regset from the FP image (`GuestThread::get_fpregs`: the XSAVE buffer with a
+/// signal frame's `sw_reserved` description, or the 512-byte FXSAVE area). x86_64
+/// (arch/x86/kernel/fpu/regset.c): `NT_PRFPREG` is the FXSAVE area (`xfpregs_get`);
+/// `NT_X86_XSTATE` the whole XSAVE buffer in ptrace's layout, XCR0 in the first
+/// `sw_reserved` word and the rest of it zero (`xstateregs_get`, asm/user.h
+/// `USER_XSTATE_XCR0_WORD`), ENODEV without XSAVE (the regset is not active). arm64:
+/// `NT_FPREGSET` (= 2) is the image itself (`user_fpsimd_state`).
+pub fn fp_regset(img: &[u8], note: u64) -> Result<Vec<u8>, um_uapi::Errno> {
+    use um_uapi::Errno;
+    use um_uapi::abi::ptrace::{NT_PRFPREG, NT_X86_XSTATE};
+    #[cfg(target_arch = "x86_64")]
+    {
+        const LEGACY: usize = 512;
+        match note {
+            NT_PRFPREG => img.get(..LEGACY).map(<[u8]>::to_vec).ok_or(Errno::EIO),
+            NT_X86_XSTATE if img.len() >= LEGACY + 64 => {
+                let mut b = img.to_vec();
+                let xcr0 = b[472..480].to_vec();
+                b[464..LEGACY].fill(0);
+                b[464..472].copy_from_slice(&xcr0);
+                Ok(b)
+            }
+            NT_X86_XSTATE => Err(Errno::ENODEV),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let _ = NT_X86_XSTATE;
+        match note {
+            NT_PRFPREG => Ok(img.to_vec()),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+}
+
+/// Writes a tracer's FP regset `b` into the FP image, with Linux's checks. x86_64
+/// `xfpregs_set`: a reserved MXCSR bit is EINVAL, and an XSAVE image then has x87 and SSE
+/// marked in use (`xfeatures |= XFEATURE_MASK_FPSSE`). `xstateregs_set`: only the whole
+/// buffer (EFAULT otherwise), a standard-format header whose features are within XCR0
+/// (EINVAL otherwise); the image keeps its frame description in `sw_reserved`.
+pub fn set_fp_regset(img: &mut [u8], note: u64, b: &[u8]) -> Result<(), um_uapi::Errno> {
+    use um_uapi::Errno;
+    use um_uapi::abi::ptrace::{NT_PRFPREG, NT_X86_XSTATE};
+    #[cfg(target_arch = "x86_64")]
+    {
+        const LEGACY: usize = 512;
+        let q = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]));
+        let mxcsr_ok = |b: &[u8]| {
+            let mask = match q(img, 24) >> 32 {
+                0 => 0xffbf,
+                m => m,
+            };
+            (q(b, 24) & 0xffff_ffff) & !mask == 0
+        };
+        match note {
+            NT_PRFPREG => {
+                if img.len() < LEGACY {
+                    return Err(Errno::EIO);
+                }
+                let mut new = img[..LEGACY].to_vec();
+                let n = b.len().min(LEGACY);
+                new[..n].copy_from_slice(&b[..n]);
+                if !mxcsr_ok(&new) {
+                    return Err(Errno::EINVAL);
+                }
+                new[464..LEGACY].copy_from_slice(&img[464..LEGACY]);
+                img[..LEGACY].copy_from_slice(&new);
+                if img.len() >= LEGACY + 64 {
+                    let xf = q(img, LEGACY) | 3;
+                    img[LEGACY..LEGACY + 8].copy_from_slice(&xf.to_le_bytes());
+                }
+                Ok(())
+            }
+            NT_X86_XSTATE if img.len() >= LEGACY + 64 => {
+                if b.len() != img.len() {
+                    return Err(Errno::EFAULT);
+                }
+                let xcr0 = q(img, 472);
+                let header_ok = q(b, LEGACY) & !xcr0 == 0
+                    && q(b, LEGACY + 8) == 0
+                    && b[LEGACY + 16..LEGACY + 64].iter().all(|&x| x == 0);
+                if !header_ok || !mxcsr_ok(b) {
+                    return Err(Errno::EINVAL);
+                }
+                let desc = img[464..LEGACY].to_vec();
+                img.copy_from_slice(b);
+                img[464..LEGACY].copy_from_slice(&desc);
+                Ok(())
+            }
+            NT_X86_XSTATE => Err(Errno::ENODEV),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let _ = NT_X86_XSTATE;
+        match note {
+            NT_PRFPREG if b.len() == img.len() => {
+                img.copy_from_slice(b);
+                Ok(())
+            }
+            NT_PRFPREG => Err(Errno::EINVAL),
+            _ => Err(Errno::EINVAL),
+        }
+    }
 }

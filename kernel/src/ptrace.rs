@@ -12,9 +12,22 @@
 //! ([`signal_stop`], [`jobctl`]), clone/exec/exit events, and the exit path. Memory is the
 //! tracee's `Mm`, reached with the FOLL_FORCE accessors.
 //!
+//! Single-step (x86_64 only, [`crate::arch::HAS_SINGLE_STEP`]): PTRACE_SINGLESTEP sets the
+//! trap flag in the parked registers (arch/x86/kernel/step.c `enable_single_step`, Linux's
+//! TIF_FORCED_TF kept in `PtraceSlot::forced_tf`, so the tracer never sees a TF it did not
+//! set and the next stop clears it). The guest runs natively, so the host CPU traps after one
+//! instruction in every engine and the host's SIGTRAP (TRAP_TRACE) comes back as a guest
+//! signal, reported as a signal-delivery stop; a stepped `syscall` reports its SIGTRAP
+//! (TRAP_BRKPT) at syscall exit instead ([`syscall_step`]). `int3` breakpoints arrive the same
+//! way, SI_KERNEL with the pc after the int3. FP registers: each stop snapshots the engine's
+//! FP image (`GuestThread::get_fpregs`); GETFPREGS/SETFPREGS, NT_PRFPREG and NT_X86_XSTATE
+//! read and change the snapshot, and the restart writes a changed one back. Debug registers
+//! read as 0 and refuse any other value (EIO: gdb says "Couldn't write debug register" and
+//! software watchpoints still work); arm64 answers SINGLESTEP with EIO.
+//!
 //! Differences from Linux, on purpose for now: the tracer is a process (any of its threads
-//! may issue requests and wait, as if every tracer thread were the tracer); SINGLESTEP and
-//! SYSEMU answer EIO; no FP regsets (GETFPREGS, NT_PRFPREG) yet.
+//! may issue requests and wait, as if every tracer thread were the tracer); SYSEMU answers
+//! EIO; no hardware breakpoints or watchpoints.
 
 use crate::arch::Regs;
 use crate::engine::GuestThread;
@@ -44,6 +57,11 @@ pub struct PtraceSlot {
     /// A seized tracee must trap (PTRACE_INTERRUPT, a seize of a stopped task, a seized
     /// clone child: Linux JOBCTL_TRAP_STOP); also makes blocking syscalls return.
     trap: AtomicBool,
+    /// The last restart was PTRACE_SINGLESTEP (Linux TIF_SINGLESTEP).
+    stepping: AtomicBool,
+    /// The trap flag in the registers is ours, not the tracee's (Linux TIF_FORCED_TF): it is
+    /// hidden from the tracer and cleared at the next stop.
+    forced_tf: AtomicBool,
     inner: Mutex<Inner>,
 }
 
@@ -95,6 +113,8 @@ pub enum Why {
 pub struct Resume {
     /// Signal to deliver (signal-delivery stop) or send (other stops); 0 for none.
     pub sig: u32,
+    /// PTRACE_SINGLESTEP: trap after one instruction.
+    pub step: bool,
 }
 
 /// A tracee in a ptrace-stop.
@@ -103,6 +123,10 @@ struct Stop {
     /// The stop code: `status >> 8` of the wait status (`exit_code`).
     code: u32,
     regs: Regs,
+    /// The FP image (`GuestThread::get_fpregs`), taken at the stop (None if the engine had
+    /// none); written back at the restart if a tracer changed it.
+    fp: Option<Vec<u8>>,
+    fp_dirty: bool,
     info: Siginfo,
     reported: bool,
     resume: Option<Resume>,
@@ -191,10 +215,19 @@ fn stop(
         if killed(task) {
             return None;
         }
+        // A trap flag set for PTRACE_SINGLESTEP is not the tracee's: the tracer does not see
+        // it (arch/x86/kernel/ptrace.c `get_flags`), and it is off unless the restart asks
+        // again (`user_disable_single_step`).
+        let mut regs = th.regs;
+        if task.ptrace.forced_tf.swap(false, Ordering::AcqRel) {
+            crate::arch::set_single_step(&mut regs, false);
+        }
         g.stop = Some(Stop {
             why,
             code,
-            regs: th.regs,
+            regs,
+            fp: th.get_fpregs().ok(),
+            fp_dirty: false,
             info,
             reported: false,
             resume: None,
@@ -214,7 +247,19 @@ fn stop(
                     return Some((Resume::default(), info));
                 };
                 th.regs = s.regs;
-                return Some((s.resume.unwrap_or_default(), s.info));
+                if let Some(fp) = s.fp.as_ref().filter(|_| s.fp_dirty)
+                    && let Err(e) = th.set_fpregs(fp)
+                {
+                    log::warn!("ptrace: pid {}: FP registers not set: {e}", task.tid);
+                }
+                let r = s.resume.unwrap_or_default();
+                // arch/x86/kernel/step.c `enable_single_step`: TF in the saved context; a
+                // TF the tracee had set itself stays its own.
+                task.ptrace.stepping.store(r.step, Ordering::Release);
+                if r.step && !crate::arch::set_single_step(&mut th.regs, true) {
+                    task.ptrace.forced_tf.store(true, Ordering::Release);
+                }
+                return Some((r, s.info));
             }
         }
         task.waker.sleep(None);
@@ -297,6 +342,58 @@ pub fn syscall_enter(k: &Kernel, task: &Arc<Task>, th: &mut GuestThread) -> Ente
 /// Syscall-exit stop (`ptrace_report_syscall_exit`).
 pub fn syscall_exit(k: &Kernel, task: &Arc<Task>, th: &mut GuestThread) {
     if let Some((Some((r, _)), _)) = syscall_stop(k, task, th, true) {
+        send_resume_signal(task, r);
+    }
+}
+
+/// After a syscall made while single-stepping: the step's SIGTRAP now, for the caller to
+/// force (kernel/entry/common.c `syscall_exit_work` → `ptrace_report_syscall_exit` with
+/// `step`, x86 `user_single_step_report`: SIGTRAP with TRAP_BRKPT); the syscall-exit stop is
+/// not made then. Without it the trap would come one instruction later.
+pub fn syscall_step(task: &Task, th: &mut GuestThread) -> Option<Siginfo> {
+    if !task.ptrace.traced()
+        || !task.ptrace.stepping.load(Ordering::Acquire)
+        || !task.ptrace.forced_tf.swap(false, Ordering::AcqRel)
+    {
+        return None;
+    }
+    crate::arch::set_single_step(&mut th.regs, false);
+    Some(Siginfo::fault(
+        sig::SIGTRAP,
+        um_uapi::abi::signal::TRAP_BRKPT,
+        th.regs.pc(),
+    ))
+}
+
+/// Before a signal handler's frame is written (arch/x86/kernel/signal.c `handle_signal`):
+/// a single-stepped thread has the step turned off (`user_disable_single_step`), so the frame
+/// saves the tracee's own flags, not our TF (else its sigreturn would trap again). Returns
+/// whether it was stepping, for [`signal_delivered`].
+pub fn signal_frame_step(task: &Task, th: &mut GuestThread) -> bool {
+    if !task.ptrace.traced() || !task.ptrace.stepping.swap(false, Ordering::AcqRel) {
+        return false;
+    }
+    if task.ptrace.forced_tf.swap(false, Ordering::AcqRel) {
+        crate::arch::set_single_step(&mut th.regs, false);
+    }
+    true
+}
+
+/// The handler's frame is set up (kernel/signal.c `signal_delivered`): a thread that was
+/// single-stepped stops now, at the handler's first instruction, with SIGTRAP
+/// (`ptrace_notify(SIGTRAP, 0)`: wait status code SIGTRAP, si_code SIGTRAP), so a debugger
+/// stepping into a signal keeps control.
+pub fn signal_delivered(k: &Kernel, task: &Arc<Task>, th: &mut GuestThread, stepping: bool) {
+    if !stepping || !task.ptrace.traced() {
+        return;
+    }
+    let info = Siginfo::kill(
+        sig::SIGTRAP,
+        sig::SIGTRAP as i32,
+        task.pids.own() as i32,
+        lock(&task.process.creds).uid,
+    );
+    if let Some((r, _)) = stop(k, task, th, Why::Event(0), sig::SIGTRAP, info) {
         send_resume_signal(task, r);
     }
 }
@@ -532,7 +629,7 @@ fn unlink(t: &Arc<Task>, tracer: Option<&Arc<Process>>, sig: u32) -> bool {
     if let Some(s) = g.stop.as_mut()
         && s.resume.is_none()
     {
-        s.resume = Some(Resume { sig });
+        s.resume = Some(Resume { sig, step: false });
     }
     g.exit = None;
     let deferred = std::mem::take(&mut g.deferred_notify);
@@ -717,6 +814,23 @@ pub fn wait_scan(
     (any, None)
 }
 
+/// Whether `me` may read and write `target`'s memory through `/proc/PID/mem` (fs/proc/base.c
+/// `proc_mem_open`, `mm_access` with PTRACE_MODE_ATTACH): its own, its tracer's, or what
+/// [`may_attach`] allows.
+pub fn may_access_mem(me: &Arc<Process>, target: &Arc<Process>) -> SysResult<()> {
+    if Arc::ptr_eq(me, target) {
+        return Ok(());
+    }
+    let traced_by_me = lock(&target.threads)
+        .iter()
+        .filter_map(Weak::upgrade)
+        .any(|t| tracer_of(&t).is_some_and(|tr| Arc::ptr_eq(&tr, me)));
+    if traced_by_me {
+        return Ok(());
+    }
+    may_attach(me, target)
+}
+
 /// Linux `ptrace_may_access` (kernel/ptrace.c `__ptrace_may_access`) with `PTRACE_MODE_*_REALCREDS`
 /// for the calls that borrow ptrace's check without tracing: the same thread group always
 /// may; otherwise CAP_SYS_PTRACE, or the caller's real ids match every uid and gid of the
@@ -823,7 +937,7 @@ fn sys_ptrace(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if !is_stopped(&t) {
         return Err(Errno::ESRCH);
     }
-    let restart = |syscall: Option<bool>, listen: bool| -> SysResult {
+    let restart = |syscall: Option<bool>, listen: bool, step: bool| -> SysResult {
         if data > NSIG {
             return Err(Errno::EIO);
         }
@@ -847,7 +961,10 @@ fn sys_ptrace(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             if let Some(sc) = syscall {
                 l.syscall = sc;
             }
-            s.resume = Some(Resume { sig: data as u32 });
+            s.resume = Some(Resume {
+                sig: data as u32,
+                step,
+            });
         }
         drop(g);
         t.waker.wake();
@@ -885,6 +1002,16 @@ fn sys_ptrace(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             with_stop(&t, |s| crate::arch::set_prstatus(&mut s.regs, &b))??;
             Ok(0)
         }
+        PTRACE_GETFPREGS if cfg!(target_arch = "x86_64") => {
+            let b = with_stop(&t, |s| fp_get(s, NT_PRFPREG))??;
+            c.write_bytes(data, &b)?;
+            Ok(0)
+        }
+        PTRACE_SETFPREGS if cfg!(target_arch = "x86_64") => {
+            let b = c.read_bytes(data, 512)?;
+            with_stop(&t, |s| fp_set(s, NT_PRFPREG, &b))??;
+            Ok(0)
+        }
         PTRACE_GETREGSET | PTRACE_SETREGSET => regset(c, &t, req == PTRACE_SETREGSET, addr, data),
         PTRACE_GETSIGINFO => {
             let info = with_stop(&t, |s| match s.why {
@@ -905,6 +1032,7 @@ fn sys_ptrace(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                 }
             })?
         }
+        PTRACE_PEEKSIGINFO => peek_siginfo(c, &t, addr, data),
         PTRACE_GETEVENTMSG => {
             let m = lock(&t.ptrace.inner)
                 .link
@@ -957,9 +1085,11 @@ fn sys_ptrace(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         um_uapi::abi::seccomp::PTRACE_SECCOMP_GET_FILTER => {
             crate::seccomp::ptrace_get_filter(c, &t, addr, data)
         }
-        PTRACE_CONT => restart(Some(false), false),
-        PTRACE_SYSCALL => restart(Some(true), false),
-        PTRACE_LISTEN => restart(None, true),
+        PTRACE_CONT => restart(Some(false), false, false),
+        PTRACE_SYSCALL => restart(Some(true), false, false),
+        // kernel/ptrace.c ptrace_resume: a step turns syscall stops off.
+        PTRACE_SINGLESTEP if crate::arch::HAS_SINGLE_STEP => restart(Some(false), false, true),
+        PTRACE_LISTEN => restart(None, true, false),
         PTRACE_DETACH => {
             if data > NSIG {
                 return Err(Errno::EIO);
@@ -971,6 +1101,42 @@ fn sys_ptrace(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         }
         _ => Err(Errno::EIO),
     }
+}
+
+/// PTRACE_PEEKSIGINFO (kernel/ptrace.c `ptrace_peek_siginfo`): `addr` is a
+/// `struct ptrace_peeksiginfo_args { u64 off; u32 flags; s32 nr; }`; copies up to `nr`
+/// queued siginfos, from the `off`-th, of the thread's queue (or with
+/// PTRACE_PEEKSIGINFO_SHARED the process's) to `data`, 128 bytes each, and returns how many
+/// it copied; EINVAL for unknown flags or a negative `off` or `nr`, EFAULT if the first copy
+/// faults (a later fault ends the copy early).
+fn peek_siginfo(c: &mut SyscallCtx<'_>, t: &Task, addr: u64, data: u64) -> SysResult {
+    let b = c.read_bytes(addr, 16)?;
+    let off = u64::from_le_bytes(b[0..8].try_into().map_err(|_| Errno::EFAULT)?);
+    let flags = u32::from_le_bytes(b[8..12].try_into().map_err(|_| Errno::EFAULT)?);
+    let nr = i32::from_le_bytes(b[12..16].try_into().map_err(|_| Errno::EFAULT)?);
+    if flags & !PTRACE_PEEKSIGINFO_SHARED != 0 || nr < 0 || (off as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let infos: Vec<Siginfo> = {
+        let q = if flags & PTRACE_PEEKSIGINFO_SHARED != 0 {
+            lock(&t.process.shared_pending)
+        } else {
+            lock(&t.pending)
+        };
+        q.infos()
+            .skip(off as usize)
+            .take(nr as usize)
+            .copied()
+            .collect()
+    };
+    let mut done = 0u64;
+    for info in &infos {
+        if let Err(e) = c.write_bytes(data + done * 128, &info.as_bytes()) {
+            return if done > 0 { Ok(done) } else { Err(e) };
+        }
+        done += 1;
+    }
+    Ok(done)
 }
 
 /// Runs `f` on the tracee's stop (ESRCH if it is not stopped any more).
@@ -1025,19 +1191,44 @@ fn poke_user(regs: &mut Regs, addr: u64, v: u64) -> SysResult {
 fn regset(c: &mut SyscallCtx<'_>, t: &Task, set: bool, note: u64, iov: u64) -> SysResult {
     let base = c.read_u64(iov)?;
     let len = c.read_u64(iov + 8)? as usize;
-    let cur = with_stop(t, |s| regset_bytes(&s.regs, note))??;
+    let fp = note == NT_PRFPREG || (cfg!(target_arch = "x86_64") && note == NT_X86_XSTATE);
+    let cur = with_stop(t, |s| {
+        if fp {
+            fp_get(s, note)
+        } else {
+            regset_bytes(&s.regs, note)
+        }
+    })??;
     if len % 4 != 0 || (note == NT_PRSTATUS && len % 8 != 0) {
         return Err(Errno::EINVAL);
     }
     let n = len.min(cur.len());
     if set {
         let b = c.read_bytes(base, n)?;
-        with_stop(t, |s| set_regset(&mut s.regs, note, &b))??;
+        with_stop(t, |s| {
+            if fp {
+                fp_set(s, note, &b)
+            } else {
+                set_regset(&mut s.regs, note, &b)
+            }
+        })??;
     } else {
         c.write_bytes(base, &cur[..n])?;
     }
     c.write_u64(iov + 8, n as u64)?;
     Ok(0)
+}
+
+/// The FP regset `note` of a stopped tracee (EIO if the engine gave no FP state).
+fn fp_get(s: &Stop, note: u64) -> SysResult<Vec<u8>> {
+    crate::arch::fp_regset(s.fp.as_deref().ok_or(Errno::EIO)?, note)
+}
+
+/// Changes the FP regset `note` of a stopped tracee; the restart writes it back.
+fn fp_set(s: &mut Stop, note: u64, b: &[u8]) -> SysResult<()> {
+    crate::arch::set_fp_regset(s.fp.as_deref_mut().ok_or(Errno::EIO)?, note, b)?;
+    s.fp_dirty = true;
+    Ok(())
 }
 
 /// The regsets offered: NT_PRSTATUS on both arches; arm64 also NT_ARM_TLS and
@@ -1229,7 +1420,7 @@ pub fn register(t: &mut SyscallTable) {
     t.register("process_vm_readv", process_vm_readv);
     t.register("process_vm_writev", process_vm_writev);
     t.register("ptrace", sys_ptrace).partial(
-        "no SINGLESTEP/SYSEMU, no FP regsets, no PEEKSIGINFO; the tracer is a whole process",
+        "no SYSEMU or debug registers (hardware watchpoints: EIO); SINGLESTEP on x86_64 only; the tracer is a whole process",
     );
 }
 
@@ -1280,6 +1471,63 @@ mod tests {
     }
 
     #[test]
+    fn single_step_flag_and_fp_regsets() {
+        let mut r = Regs::default();
+        if !crate::arch::HAS_SINGLE_STEP {
+            assert!(!crate::arch::set_single_step(&mut r, true));
+            return;
+        }
+        assert!(!crate::arch::set_single_step(&mut r, true), "TF was clear");
+        assert!(crate::arch::set_single_step(&mut r, false), "TF was set");
+        // An XSAVE image as the engines give it: FXSAVE area, frame description (magic1,
+        // extended size, xfeatures 0x7, size) at 464, header at 512.
+        let mut img = vec![0u8; 832];
+        img[24..28].copy_from_slice(&0x1f80u32.to_le_bytes());
+        img[464..468].copy_from_slice(&0x4650_5853u32.to_le_bytes());
+        img[472..480].copy_from_slice(&7u64.to_le_bytes());
+        img[512..520].copy_from_slice(&3u64.to_le_bytes());
+        let fx = crate::arch::fp_regset(&img, NT_PRFPREG).unwrap();
+        assert_eq!(fx.len(), 512);
+        let xs = crate::arch::fp_regset(&img, NT_X86_XSTATE).unwrap();
+        assert_eq!(xs.len(), 832);
+        assert_eq!(
+            u64::from_le_bytes(xs[464..472].try_into().unwrap()),
+            7,
+            "XCR0"
+        );
+        assert!(xs[472..512].iter().all(|&b| b == 0));
+        // xmm0 (offset 160) through NT_X86_XSTATE; the frame description stays.
+        let mut w = xs.clone();
+        w[160] = 0x42;
+        crate::arch::set_fp_regset(&mut img, NT_X86_XSTATE, &w).unwrap();
+        assert_eq!(img[160], 0x42);
+        assert_eq!(&img[464..468], &0x4650_5853u32.to_le_bytes());
+        // Linux's refusals: a partial XSAVE buffer, a feature outside XCR0, a reserved MXCSR bit.
+        let short = &w[..600];
+        assert_eq!(
+            crate::arch::set_fp_regset(&mut img, NT_X86_XSTATE, short),
+            Err(Errno::EFAULT)
+        );
+        let mut bad = w.clone();
+        bad[512] = 0x8f;
+        assert_eq!(
+            crate::arch::set_fp_regset(&mut img, NT_X86_XSTATE, &bad),
+            Err(Errno::EINVAL)
+        );
+        let mut fx2 = fx.clone();
+        fx2[24..28].copy_from_slice(&0xffff_0000u32.to_le_bytes());
+        assert_eq!(
+            crate::arch::set_fp_regset(&mut img, NT_PRFPREG, &fx2),
+            Err(Errno::EINVAL)
+        );
+        // A legacy-only image has no XSTATE regset.
+        assert_eq!(
+            crate::arch::fp_regset(&img[..512], NT_X86_XSTATE),
+            Err(Errno::ENODEV)
+        );
+    }
+
+    #[test]
     fn syscall_info_ops() {
         let mut r = Regs::default();
         r.set_return((-2i64) as u64);
@@ -1287,6 +1535,8 @@ mod tests {
             why: Why::SyscallExit,
             code: 0x85,
             regs: r,
+            fp: None,
+            fp_dirty: false,
             info: Siginfo::default(),
             reported: false,
             resume: None,

@@ -292,7 +292,11 @@ pub fn serve(k: &Arc<Kernel>, task: &Arc<Task>, th: &mut GuestThread) -> Exit {
                     dispatch(k, task, th)
                 };
                 if traced && matches!(action, Action::Return | Action::Jump) {
-                    crate::ptrace::syscall_exit(k, task, th);
+                    if let Some(info) = crate::ptrace::syscall_step(task, th) {
+                        force_signal(task, info, th);
+                    } else {
+                        crate::ptrace::syscall_exit(k, task, th);
+                    }
                 }
                 match action {
                     Action::Return => syscall_ret = Some(th.regs.return_value()),
@@ -551,6 +555,7 @@ fn deliver_signals(
                 // mask if there is one.
                 let cur = *lock(&task.sigmask);
                 let old_mask = lock(&task.saved_mask).take().unwrap_or(cur);
+                let stepping = crate::ptrace::signal_frame_step(task, th);
                 match setup_frame(task, th, signo, handler, &act, &info, old_mask) {
                     Ok(()) => {
                         let mut m = cur | act.mask;
@@ -563,6 +568,7 @@ fn deliver_signals(
                             // SIG_DFL and nothing else (the flags, SA_SIGINFO included, stay).
                             lock(&p.sigactions)[(signo - 1) as usize].handler = 0;
                         }
+                        crate::ptrace::signal_delivered(k, task, th, stepping);
                     }
                     Err(()) => {
                         // The frame could not be written (bad stack): SIGSEGV, uncatchable now.

@@ -109,6 +109,11 @@ impl SigQueue {
         self.infos.len()
     }
 
+    /// The queued signals in queue order (PTRACE_PEEKSIGINFO walks `pending->list`).
+    pub fn infos(&self) -> impl Iterator<Item = &Siginfo> {
+        self.infos.iter()
+    }
+
     /// Whether nothing is queued.
     pub fn is_empty(&self) -> bool {
         self.infos.is_empty()

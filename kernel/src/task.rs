@@ -167,6 +167,9 @@ pub struct Process {
     pub exit_signal: AtomicU32,
     /// Arguments and environment ranges in guest memory, for /proc/PID/cmdline and environ.
     pub arg_range: Mutex<(u64, u64, u64, u64)>,
+    /// The auxiliary vector exec gave the program, AT_NULL included (`mm->saved_auxv`, for
+    /// `/proc/PID/auxv`, which debuggers read for AT_ENTRY and the vDSO's address).
+    pub auxv: Mutex<Vec<(u64, u64)>>,
     /// Set by exec: the stub still holds the old program's mappings; the run loop removes
     /// them before the new program runs.
     pub exec_unmap: std::sync::atomic::AtomicBool,
@@ -317,6 +320,7 @@ impl Process {
             child_wait: WaitQueue::new(),
             exit_signal: AtomicU32::new(17),
             arg_range: Mutex::new((0, 0, 0, 0)),
+            auxv: Mutex::new(Vec::new()),
             exec_unmap: Default::default(),
             start: std::time::Instant::now(),
             zombie: AtomicBool::new(false),

@@ -45,12 +45,21 @@ fn put(b: &mut [u8], off: usize, v: u64) {
     b[off..off + 8].copy_from_slice(&v.to_le_bytes());
 }
 
-/// Loads the general registers, rip and eflags from `uc` (at least [`UC_SIZE`] bytes) into
-/// `r`; segment and base registers (not in the frame) keep their values.
+/// Offset of sigcontext's `cs, gs, fs, ss` (four u16) word.
+const UC_CSGSFS: usize = UC_MCONTEXT + 144;
+
+/// Loads the general registers, rip, eflags and the cs and ss selectors from `uc` (at least
+/// [`UC_SIZE`] bytes) into `r`; the other selectors and the bases (not in the frame) keep
+/// their values. cs matters to debuggers: gdb tells a 64-bit tracee from an i386 one by the
+/// cs it reads with PTRACE_PEEKUSER (gdb/nat/x86-linux.c `x86_linux_ptrace_get_arch`: 0x33
+/// is 64-bit), and the seccomp engine's exec template comes from here.
 pub fn load_regs(uc: &[u8], r: &mut Regs) {
     for (i, reg) in SC_ORDER.iter().enumerate() {
         r.w[*reg] = get(uc, UC_MCONTEXT + i * 8);
     }
+    let segs = get(uc, UC_CSGSFS);
+    r.w[idx::CS] = segs & 0xffff;
+    r.w[idx::SS] = segs >> 48;
 }
 
 /// Whether the page fault behind this frame's SIGSEGV was a write: the error code's write bit
@@ -168,6 +177,10 @@ mod tests {
                 UC_FPSTATE_PTR
             );
             assert_eq!(&uc.uc_sigmask as *const _ as usize - base, UC_SIGMASK);
+            assert_eq!(
+                &uc.uc_mcontext.gregs[libc::REG_CSGSFS as usize] as *const _ as usize - base,
+                UC_CSGSFS
+            );
             // gregs[REG_RIP] is sigcontext's 17th word, as SC_ORDER has it.
             assert_eq!(SC_ORDER[libc::REG_RIP as usize], idx::RIP);
             assert_eq!(SC_ORDER[libc::REG_RAX as usize], idx::RAX);

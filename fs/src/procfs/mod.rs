@@ -377,6 +377,9 @@ impl Inode for ProcInode {
         if let Node::Pid(t, pid::PidNode::File(pid::PidFile::Pagemap)) = &self.node {
             return Ok(Box::new(pid::PagemapFile::open(t, st)?));
         }
+        if let Node::Pid(t, pid::PidNode::File(pid::PidFile::Mem)) = &self.node {
+            return Ok(Box::new(pid::MemFile::open(t, st)?));
+        }
         let readable = flags & 3 != 1;
         let data = if !readable {
             Vec::new()

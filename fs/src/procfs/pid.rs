@@ -169,6 +169,10 @@ pub enum PidFile {
     Smaps,
     /// Served by [`PagemapFile`], not generated.
     Pagemap,
+    /// Served by [`MemFile`], not generated.
+    Mem,
+    /// The auxiliary vector exec gave the program (`mm->saved_auxv`).
+    Auxv,
     CoredumpFilter,
     /// The offsets of the time namespace for children (`um_kernel::timens`).
     TimensOffsets,
@@ -204,6 +208,10 @@ const ENTRIES: &[(&str, PidNode)] = &[
     ("coredump_filter", PidNode::File(PidFile::CoredumpFilter)),
     ("ns", PidNode::NsDir),
     ("timens_offsets", PidNode::File(PidFile::TimensOffsets)),
+    // Last, not in Linux's places (after environ and maps): the index is part of the inode
+    // numbers of the entries above.
+    ("auxv", PidNode::File(PidFile::Auxv)),
+    ("mem", PidNode::File(PidFile::Mem)),
 ];
 
 /// The entries of `/proc/PID/ns` (fs/proc/namespaces.c `ns_entries`, in its order; only
@@ -275,7 +283,11 @@ fn mode_of(n: PidNode, fd_flags: u32) -> u32 {
             m
         }
         PidNode::FdInfo(_) => mode::S_IFREG | 0o444,
-        PidNode::File(PidFile::Environ | PidFile::Io | PidFile::Pagemap) => mode::S_IFREG | 0o400,
+        PidNode::File(PidFile::Environ | PidFile::Io | PidFile::Pagemap | PidFile::Auxv) => {
+            mode::S_IFREG | 0o400
+        }
+        // fs/proc/base.c: `REG("mem", S_IRUSR|S_IWUSR, proc_mem_operations)`.
+        PidNode::File(PidFile::Mem) => mode::S_IFREG | 0o600,
         PidNode::File(
             PidFile::Comm
             | PidFile::OomAdj
@@ -1386,6 +1398,93 @@ impl FileOps for PagemapFile {
     }
 }
 
+/// `/proc/PID/mem` (fs/proc/base.c `mem_open`, `mem_rw`): the process's memory at the file
+/// offset, read and written as a tracer's PTRACE_PEEKDATA/POKEDATA do (FOLL_FORCE: a
+/// read-only text page takes a breakpoint, COW-broken). Opening needs ptrace attach rights
+/// (`proc_mem_open` with PTRACE_MODE_ATTACH); the address space is the one of the open, and
+/// once it is gone reads return 0 (Linux: `mmget_not_zero` fails). A transfer that copies
+/// nothing fails with EIO (`access_remote_vm` returned 0), a partial one returns its length.
+/// Debuggers (gdb's `linux_proc_xfer_memory_partial`) use it in preference to PEEKDATA.
+pub struct MemFile {
+    mm: Weak<Mutex<um_mm::Mm>>,
+    st: Kstat,
+}
+
+/// The largest chunk a `/proc/PID/mem` transfer copies under one mm lock (Linux copies a
+/// page at a time through a bounce page).
+const MEM_CHUNK: usize = 64 << 10;
+
+impl MemFile {
+    pub fn open(t: &Target, st: Kstat) -> SysResult<MemFile> {
+        let p = t.proc()?;
+        if let Some(cur) = um_kernel::current::current() {
+            um_kernel::ptrace::may_access_mem(&cur.process, &p).map_err(|_| Errno::EACCES)?;
+        }
+        let mm = Arc::downgrade(&lock(&p.mm).clone());
+        Ok(MemFile { mm, st })
+    }
+
+    /// Copies `len` bytes at `off` with `f(mm, addr, at, n)` (at: offset in the caller's
+    /// buffer), a chunk at a time; after a failed chunk, page by page up to the bad page.
+    fn rw(
+        &self,
+        len: usize,
+        off: u64,
+        mut f: impl FnMut(&mut um_mm::Mm, u64, usize, usize) -> SysResult<()>,
+    ) -> SysResult<usize> {
+        let Some(mm) = self.mm.upgrade() else {
+            return Ok(0);
+        };
+        let mut done = 0usize;
+        'chunks: while done < len {
+            let n = (len - done).min(MEM_CHUNK);
+            let Some(addr) = off.checked_add(done as u64) else {
+                break;
+            };
+            if f(&mut lock_mm(&mm), addr, done, n).is_ok() {
+                done += n;
+                continue;
+            }
+            let end = done + n;
+            while done < end {
+                let a = off + done as u64;
+                let n1 = (end - done).min(4096 - (a % 4096) as usize);
+                if f(&mut lock_mm(&mm), a, done, n1).is_err() {
+                    break 'chunks;
+                }
+                done += n1;
+            }
+        }
+        if done == 0 && len > 0 {
+            return Err(Errno::EIO);
+        }
+        Ok(done)
+    }
+}
+
+impl FileOps for MemFile {
+    fn read(&self, _io: &IoCtx<'_>, buf: &mut [u8], off: u64) -> SysResult<usize> {
+        let len = buf.len();
+        self.rw(len, off, |m, addr, at, n| {
+            m.read_bytes_force(addr, &mut buf[at..at + n])
+        })
+    }
+
+    fn write(&self, _io: &IoCtx<'_>, data: &[u8], off: u64) -> SysResult<usize> {
+        self.rw(data.len(), off, |m, addr, at, n| {
+            m.write_bytes_force(addr, &data[at..at + n])
+        })
+    }
+
+    fn stat(&self) -> SysResult<Kstat> {
+        Ok(self.st)
+    }
+
+    fn can_poll(&self) -> bool {
+        false
+    }
+}
+
 /// The mounts of `p`'s namespace seen from `p`'s root (fs/proc_namespace.c
 /// `mounts_open_common` takes the task's namespace and root).
 fn mounts_seen_by(p: &Process) -> Vec<crate::mount::MountInfo> {
@@ -1474,7 +1573,17 @@ pub fn generate(_fs: &Arc<ProcFs>, t: &Target, n: PidNode, _io: &IoCtx<'_>) -> S
                 maps(&p, true)
             }
             PidFile::Cmdline | PidFile::Environ | PidFile::Maps | PidFile::Smaps => Vec::new(),
-            PidFile::Pagemap => return Err(Errno::EINVAL),
+            PidFile::Pagemap | PidFile::Mem => return Err(Errno::EINVAL),
+            // fs/proc/base.c proc_pid_auxv: the saved vector, pairs of native words; a
+            // zombie's is empty (its mm is gone).
+            PidFile::Auxv if !zombie => {
+                may_access(&p)?;
+                lock(&p.auxv)
+                    .iter()
+                    .flat_map(|&(k, v)| k.to_le_bytes().into_iter().chain(v.to_le_bytes()))
+                    .collect()
+            }
+            PidFile::Auxv => Vec::new(),
             PidFile::Comm => {
                 let mut c = lock(&p.comm).clone();
                 c.push(b'\n');

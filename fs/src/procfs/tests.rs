@@ -271,6 +271,27 @@ fn process_files() {
     assert!(lim.contains(
         "\nMax open files            1024                 4096                 files     \n"
     ));
+    // auxv: the saved vector as native words.
+    *lock(&p.auxv) = vec![(9, 0x1234), (0, 0)];
+    let auxv = walk(&w, "self/auxv", Last::Follow).unwrap();
+    let f = auxv.inode.open(&io, 0).unwrap();
+    let mut b = [0u8; 64];
+    assert_eq!(f.read(&io, &mut b, 0), Ok(32));
+    assert_eq!(u64::from_le_bytes(b[0..8].try_into().unwrap()), 9);
+    assert_eq!(u64::from_le_bytes(b[8..16].try_into().unwrap()), 0x1234);
+    // mem: the address space at the file offset, read and written; an unmapped address EIO,
+    // a transfer running into one stops there.
+    let mem = walk(&w, "self/mem", Last::Follow).unwrap();
+    let f = mem.inode.open(&io, 2).unwrap();
+    let mut b = [0u8; 5];
+    assert_eq!(f.read(&io, &mut b, a + 6), Ok(5));
+    assert_eq!(&b, b"echo ");
+    assert_eq!(f.write(&io, b"ECHO", a + 6), Ok(4));
+    assert_eq!(f.read(&io, &mut b, a + 6), Ok(5));
+    assert_eq!(&b, b"ECHO ");
+    assert_eq!(f.read(&io, &mut b, a + 0x2000), Err(Errno::EIO));
+    let mut big = vec![0u8; 0x3000];
+    assert_eq!(f.read(&io, &mut big, a), Ok(0x2000));
     // The root lists the process.
     let ents = w.proc_root.inode.open(&io, 0).unwrap().readdir().unwrap();
     let names: Vec<String> = ents

@@ -201,6 +201,7 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
         let child = Arc::new(Process::new_in(pids.pid().clone(), Some(pp), mm, files, fs));
         *lock(&child.exe) = lock(&pp.exe).clone();
         *lock(&child.arg_range) = *lock(&pp.arg_range);
+        *lock(&child.auxv) = lock(&pp.auxv).clone();
         // Time namespaces: a new one with CLONE_NEWTIME; the child enters its parent's
         // namespace for children unless it shares the address space.
         crate::timens::on_fork(

@@ -32,6 +32,8 @@ pub const PTRACE_SEIZE: u64 = 0x4206;
 pub const PTRACE_INTERRUPT: u64 = 0x4207;
 pub const PTRACE_LISTEN: u64 = 0x4208;
 pub const PTRACE_PEEKSIGINFO: u64 = 0x4209;
+/// `ptrace_peeksiginfo_args.flags`: read the process-wide queue, not the thread's.
+pub const PTRACE_PEEKSIGINFO_SHARED: u32 = 1;
 pub const PTRACE_GETSIGMASK: u64 = 0x420a;
 pub const PTRACE_SETSIGMASK: u64 = 0x420b;
 pub const PTRACE_GET_SYSCALL_INFO: u64 = 0x420e;
@@ -69,6 +71,8 @@ pub const PTRACE_SYSCALL_INFO_SECCOMP: u8 = 3;
 /// Regset note types (include/uapi/linux/elf.h).
 pub const NT_PRSTATUS: u64 = 1;
 pub const NT_PRFPREG: u64 = 2;
+/// x86's XSAVE area (include/uapi/linux/elf.h `NT_X86_XSTATE`).
+pub const NT_X86_XSTATE: u64 = 0x202;
 pub const NT_ARM_TLS: u64 = 0x401;
 pub const NT_ARM_SYSTEM_CALL: u64 = 0x404;
 
