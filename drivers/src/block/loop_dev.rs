@@ -281,6 +281,44 @@ impl LoopClaim {
         Ok(LoopClaim { lo, write })
     }
 
+    /// One block transfer of `len` bytes at device offset `off` through the backing file, as
+    /// the task being served (a `BlockDevice` call has none of its own): `step(file, io, done,
+    /// file offset)` moves what it can from byte `done` on, until all `len` moved; `EIO` past
+    /// the end, with no task, on an error or a zero-length step; `EROFS` for a write to a
+    /// read-only claim or binding.
+    fn transfer(
+        &self,
+        off: u64,
+        len: usize,
+        write: bool,
+        mut step: impl FnMut(&OpenFile, &IoCtx<'_>, usize, u64) -> SysResult<usize>,
+    ) -> SysResult<()> {
+        let (file, base, cap, ro) = self.target().ok_or(Errno::EIO)?;
+        if write && (ro || !self.write) {
+            return Err(Errno::EROFS);
+        }
+        let end = off.checked_add(len as u64).ok_or(Errno::EIO)?;
+        if end > cap {
+            return Err(Errno::EIO);
+        }
+        let task = um_kernel::current::current().ok_or(Errno::EIO)?;
+        let io = IoCtx {
+            task: &task,
+            nonblock: false,
+            flags: 0,
+        };
+        let mut done = 0;
+        while done < len {
+            match step(&file, &io, done, base + off + done as u64) {
+                Ok(0) => return Err(Errno::EIO),
+                Ok(n) => done += n,
+                Err(Errno::EINTR) => {}
+                Err(_) => return Err(Errno::EIO),
+            }
+        }
+        Ok(())
+    }
+
     fn target(&self) -> Option<(Arc<OpenFile>, u64, u64, bool)> {
         let st = lock(&self.lo.state);
         st.binding.as_ref().map(|b| {
@@ -319,30 +357,10 @@ impl vfs::BlockDevice for LoopClaim {
     /// Reads the backing file at `lo_offset + off` as the task being served (its syscall or
     /// fault needs the data); `EIO` past the end, with no task, or on a short read.
     fn read_at(&self, off: u64, buf: &mut [u8]) -> SysResult<()> {
-        let (file, base, cap, _) = self.target().ok_or(Errno::EIO)?;
-        let end = off.checked_add(buf.len() as u64).ok_or(Errno::EIO)?;
-        if end > cap {
-            return Err(Errno::EIO);
-        }
-        let task = um_kernel::current::current().ok_or(Errno::EIO)?;
-        let io = IoCtx {
-            task: &task,
-            nonblock: false,
-            flags: 0,
-        };
-        let mut done = 0;
-        while done < buf.len() {
-            match file
-                .ops
-                .read(&io, &mut buf[done..], base + off + done as u64)
-            {
-                Ok(0) => return Err(Errno::EIO),
-                Ok(n) => done += n,
-                Err(Errno::EINTR) => {}
-                Err(_) => return Err(Errno::EIO),
-            }
-        }
-        Ok(())
+        let len = buf.len();
+        self.transfer(off, len, false, |file, io, done, at| {
+            file.ops.read(io, &mut buf[done..], at)
+        })
     }
 
     fn read_only(&self) -> bool {
@@ -352,30 +370,9 @@ impl vfs::BlockDevice for LoopClaim {
     /// Writes the backing file at `lo_offset + off` as the task being served; `EROFS` on a
     /// read-only claim or binding, `EIO` past the end, with no task, or on a short write.
     fn write_at(&self, off: u64, data: &[u8]) -> SysResult<()> {
-        let (file, base, cap, ro) = self.target().ok_or(Errno::EIO)?;
-        if ro || !self.write {
-            return Err(Errno::EROFS);
-        }
-        let end = off.checked_add(data.len() as u64).ok_or(Errno::EIO)?;
-        if end > cap {
-            return Err(Errno::EIO);
-        }
-        let task = um_kernel::current::current().ok_or(Errno::EIO)?;
-        let io = IoCtx {
-            task: &task,
-            nonblock: false,
-            flags: 0,
-        };
-        let mut done = 0;
-        while done < data.len() {
-            match file.ops.write(&io, &data[done..], base + off + done as u64) {
-                Ok(0) => return Err(Errno::EIO),
-                Ok(n) => done += n,
-                Err(Errno::EINTR) => {}
-                Err(_) => return Err(Errno::EIO),
-            }
-        }
-        Ok(())
+        self.transfer(off, data.len(), true, |file, io, done, at| {
+            file.ops.write(io, &data[done..], at)
+        })
     }
 
     /// `blkdev_issue_flush` on a loop device: the backing file's fsync (`lo_req_flush`,
