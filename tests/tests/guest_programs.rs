@@ -355,8 +355,7 @@ fn hostfs() {
 /// and `unpriv` when the native run is not root (the guest's init always is), so both leave
 /// out what needs root.
 fn xattr_args() -> Vec<&'static str> {
-    // SAFETY: plain geteuid.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = nix::unistd::geteuid().is_root();
     if root {
         vec!["/dev/shm"]
     } else {
@@ -476,8 +475,7 @@ impl Ramfs {
         // SAFETY: valid C strings; undoes an earlier run's mount if one was left.
         unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
         fresh_dir(&dir);
-        // SAFETY: plain geteuid.
-        let euid = unsafe { libc::geteuid() };
+        let euid = nix::unistd::geteuid().as_raw();
         assert_eq!(
             euid, 0,
             "this test mounts a host ramfs (a file system without user xattrs) and needs root"
@@ -636,8 +634,7 @@ fn int80_is_a_general_protection_fault() {
 /// queues (guest/termio).
 #[test]
 fn termio() {
-    // SAFETY: plain geteuid.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = nix::unistd::geteuid().is_root();
     differential_with("termio", if root { &[] } else { &["unpriv"] }, no_check);
 }
 
@@ -646,8 +643,7 @@ fn termio() {
 /// /proc/sys/kernel, setns back through /proc/self/ns/uts, EPERM unprivileged (guest/utsns).
 #[test]
 fn utsns() {
-    // SAFETY: plain geteuid.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = nix::unistd::geteuid().is_root();
     differential_with("utsns", if root { &[] } else { &["unpriv"] }, no_check);
 }
 
@@ -656,8 +652,7 @@ fn utsns() {
 /// mapped segment outliving its namespace, EPERM unprivileged (guest/ipcns).
 #[test]
 fn ipcns() {
-    // SAFETY: plain geteuid.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = nix::unistd::geteuid().is_root();
     differential_with("ipcns", if root { &[] } else { &["unpriv"] }, no_check);
 }
 
@@ -668,8 +663,7 @@ fn ipcns() {
 /// in the starting mask, so the guest's CPU count need not be the host's.
 #[test]
 fn sched() {
-    // SAFETY: plain geteuid.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = nix::unistd::geteuid().is_root();
     differential_with("sched", if root { &[] } else { &["unpriv"] }, no_check);
 }
 
@@ -680,8 +674,7 @@ fn sched() {
 /// mounts, takes real-time I/O priorities and becomes another user in a child.
 #[test]
 fn probecalls() {
-    // SAFETY: plain geteuid.
-    if unsafe { libc::geteuid() } != 0 {
+    if !nix::unistd::geteuid().is_root() {
         panic!("probecalls needs root natively (mount -t mqueue, RT ioprio, setresuid)");
     }
     differential("probecalls", no_check);

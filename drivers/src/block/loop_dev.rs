@@ -75,6 +75,22 @@ pub struct Loop {
     state: Mutex<LoopState>,
 }
 
+impl Loop {
+    /// The backing file, its offset, the device's size and whether it is read-only, for one
+    /// I/O call of an open device or a file system's claim; `None` while unbound.
+    fn io_target(&self) -> Option<(Arc<OpenFile>, u64, u64, bool)> {
+        let st = lock(&self.state);
+        st.binding.as_ref().map(|b| {
+            (
+                b.file.clone(),
+                b.offset,
+                b.capacity(),
+                b.flags & LO_FLAGS_READ_ONLY != 0,
+            )
+        })
+    }
+}
+
 #[derive(Default)]
 struct LoopState {
     binding: Option<Binding>,
@@ -320,15 +336,7 @@ impl LoopClaim {
     }
 
     fn target(&self) -> Option<(Arc<OpenFile>, u64, u64, bool)> {
-        let st = lock(&self.lo.state);
-        st.binding.as_ref().map(|b| {
-            (
-                b.file.clone(),
-                b.offset,
-                b.capacity(),
-                b.flags & LO_FLAGS_READ_ONLY != 0,
-            )
-        })
+        self.lo.io_target()
     }
 }
 
@@ -639,15 +647,7 @@ impl LoopFile {
 
     /// The backing file, its offset and the device's size, for one I/O call.
     fn io_target(&self) -> Option<(Arc<OpenFile>, u64, u64, bool)> {
-        let st = lock(&self.lo.state);
-        st.binding.as_ref().map(|b| {
-            (
-                b.file.clone(),
-                b.offset,
-                b.capacity(),
-                b.flags & LO_FLAGS_READ_ONLY != 0,
-            )
-        })
+        self.lo.io_target()
     }
 }
 
