@@ -2,7 +2,8 @@
 //! per-namespace network sysctls.
 //!
 //! The families: AF_UNIX ([`unix`]), AF_INET/AF_INET6 ([`inet`]: on the guest's own loopback
-//! network directly, over devices through the smoltcp-based IP stack [`stack`]), AF_PACKET
+//! network directly, over devices through the smoltcp-based IP stack [`stack`], whose failed ARP
+//! resolutions [`neigh`] turns into host-unreachable errors), AF_PACKET
 //! on every network device ([`packet`], with classic BPF filters) and AF_NETLINK ([`netlink`]:
 //! rtnetlink and sock_diag). [`dev`] is the per-namespace registry of devices, addresses and
 //! routes that rtnetlink, the interface ioctls ([`devioctl`]), `/proc/net` and
@@ -32,6 +33,7 @@ pub mod dev;
 pub mod devioctl;
 pub mod icmperr;
 pub mod inet;
+pub mod neigh;
 pub mod netlink;
 pub mod packet;
 pub mod procnet;

@@ -40,6 +40,7 @@
 use crate::dev::{self, Event, NetDevice};
 use crate::icmperr::{self, IcmpErr};
 use crate::inet::InetSocket;
+use crate::neigh::{self, NeighWatch};
 use smoltcp::iface::{Config, Interface, Route as SRoute, SocketHandle, SocketSet};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
 use smoltcp::socket::{icmp, tcp, udp};
@@ -97,6 +98,11 @@ pub struct Core {
     tx: Vec<Vec<u8>>,
     /// The IP MTU.
     mtu: usize,
+    /// ARP requests not answered yet (`crate::neigh`).
+    neigh: NeighWatch,
+    /// The gateway routes last mirrored from `crate::dev` (destination, router), for the next
+    /// hop of a failed neighbour.
+    gateways: Vec<(IpCidr, IpAddress)>,
 }
 
 impl Core {
@@ -267,6 +273,53 @@ impl Core {
         o.sock.as_ref()?.upgrade()
     }
 
+    /// The ICMP host unreachable errors Linux makes for the packets queued on neighbour
+    /// `ip` when its resolution fails (`arp_error_report` -> `ipv4_link_failure` ->
+    /// `icmp_send(ICMP_DEST_UNREACH, ICMP_HOST_UNREACH)`, sent by this host to itself): one for
+    /// each TCP socket still in SYN-SENT whose next hop is `ip`, so its connect fails with
+    /// `EHOSTUNREACH` (`tcp_v4_err`). Established connections keep retrying, as there (a host
+    /// unreachable is a soft error for them).
+    fn unreachable_via(&self, ip: std::net::Ipv4Addr) -> Vec<IcmpErr> {
+        let Some(me) = self.iface.ipv4_addr() else {
+            return Vec::new();
+        };
+        let hop = IpAddress::Ipv4(ip);
+        self.sockets
+            .iter()
+            .filter_map(|(_, s)| match s {
+                smoltcp::socket::Socket::Tcp(t) if t.state() == tcp::State::SynSent => {
+                    let (l, r) = (t.local_endpoint()?, t.remote_endpoint()?);
+                    (r.addr.version() == smoltcp::wire::IpVersion::Ipv4
+                        && self.next_hop(r.addr) == Some(hop))
+                    .then(|| IcmpErr {
+                        v6: false,
+                        ty: 3,
+                        code: 1,
+                        offender: IpAddr::V4(me),
+                        proto: icmperr::PROTO_TCP,
+                        src: std::net::SocketAddr::new(IpAddr::from(l.addr), l.port),
+                        dst: std::net::SocketAddr::new(IpAddr::from(r.addr), r.port),
+                        payload: Vec::new(),
+                    })
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Where a packet to `dst` goes first: `dst` itself when it is on a subnet of the device,
+    /// else the router of the longest matching gateway route.
+    fn next_hop(&self, dst: IpAddress) -> Option<IpAddress> {
+        if self.iface.ip_addrs().iter().any(|c| c.contains_addr(&dst)) {
+            return Some(dst);
+        }
+        self.gateways
+            .iter()
+            .filter(|(c, _)| c.contains_addr(&dst))
+            .max_by_key(|(c, _)| c.prefix_len())
+            .map(|&(_, via)| via)
+    }
+
     /// Removes `h` now.
     pub fn remove(&mut self, h: SocketHandle) {
         if self.owners.remove(&h).is_some() {
@@ -402,6 +455,8 @@ impl DevStack {
                 owners: HashMap::new(),
                 tx: Vec::new(),
                 mtu,
+                neigh: NeighWatch::default(),
+                gateways: Vec::new(),
             }),
             txlock: Mutex::new(()),
             busy: std::sync::atomic::AtomicBool::new(false),
@@ -444,6 +499,7 @@ impl DevStack {
             })
             .collect();
         let mut c = self.core();
+        c.gateways = routes.iter().map(|r| (r.cidr, r.via_router)).collect();
         c.iface.update_ip_addrs(|v| {
             v.clear();
             for a in addrs {
@@ -472,6 +528,7 @@ impl DevStack {
             sockets,
             tx,
             mtu,
+            neigh,
             ..
         } = &mut *c;
         let real_mtu = *mtu;
@@ -479,6 +536,9 @@ impl DevStack {
         for f in rx.iter() {
             if let Some(e) = f.get(ETH_HLEN..).and_then(icmperr::parse) {
                 errs.push(e);
+            }
+            if let Some(ip) = neigh::arp_sender(f) {
+                neigh.heard(ip);
             }
         }
         let mut phy = Phy {
@@ -495,6 +555,16 @@ impl DevStack {
                 self.dev.name()
             );
         }
+        let tnow = epoch().elapsed();
+        let Core { tx, neigh, .. } = &mut *c;
+        for f in tx.iter() {
+            if let Some(ip) = neigh::arp_request_target(f) {
+                neigh.asked(ip, tnow);
+            }
+        }
+        for ip in c.neigh.expired(tnow) {
+            errs.extend(c.unreachable_via(ip));
+        }
         for e in errs {
             if let Some(s) = c.deliver_err(e) {
                 woken.push(s);
@@ -505,6 +575,7 @@ impl DevStack {
             sockets,
             tx,
             owners,
+            neigh,
             ..
         } = &mut *c;
         let mut gone = Vec::new();
@@ -544,6 +615,11 @@ impl DevStack {
         let delay = iface
             .poll_delay(now(), sockets)
             .map(|d| Duration::from_micros(d.total_micros()));
+        // Come back when an unanswered ARP request fails, even if smoltcp has nothing due.
+        let delay = match (delay, neigh.next_deadline(epoch().elapsed())) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let mut frames = std::mem::take(tx);
         if frames
             .iter()

@@ -407,7 +407,9 @@ try:\n s.connect(('fd00::2',80))\nexcept OSError as e:\n print('CONNECT', errno.
 /// unreachable): connected UDP's ECONNREFUSED on send/recv and SO_ERROR, IP_RECVERR /
 /// IPV6_RECVERR's error queue (sock_extended_err, offender, payload, name), POLLERR. Then the
 /// guest-only lines: under `restrict=loopback` a connect to 192.0.2.1 is refused at once and a
-/// datagram there draws "administratively prohibited" (EHOSTUNREACH) in the error queue.
+/// datagram there draws "administratively prohibited" (EHOSTUNREACH) in the error queue; a
+/// connect to an on-link address nobody answers ARP for fails with EHOSTUNREACH after ~3 s
+/// (`um_net::neigh`).
 #[test]
 fn icmp_errors_differential() {
     let dir = scratch("neticmp", "script");
@@ -438,7 +440,7 @@ fn icmp_errors_differential() {
         let guest: Vec<&str> = text
             .lines()
             .filter(|l| {
-                ["udp", "tcp", "restricted", "ICMP-ERR"]
+                ["udp", "tcp", "restricted", "neigh", "ICMP-ERR"]
                     .iter()
                     .any(|p| l.starts_with(p))
             })
@@ -449,6 +451,7 @@ fn icmp_errors_differential() {
             "restricted-udp recverr poll ERR",
             "restricted-udp cmsg 0 11 EHOSTUNREACH origin 2 type 3 code 13 info 0 data 0 offender T",
             "restricted-udp data b'x' flags-errqueue True name T False",
+            "neigh-tcp connect EHOSTUNREACH after 2-5 s True",
             "ICMP-ERR-DONE",
         ]);
         assert_eq!(guest, want, "{engine:?}: guest vs native\n{text}");

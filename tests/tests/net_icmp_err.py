@@ -117,4 +117,14 @@ if GUEST:
     # restrict=loopback: TCP is reset at once, UDP "administratively prohibited".
     tcp(socket.AF_INET, "192.0.2.1", 80, "restricted-tcp")
     udp_refused("192.0.2.1", 9, "restricted-udp")
+    # An on-link address nobody answers ARP for: Linux fails the neighbour after 3 probes
+    # 1 s apart and the connect with EHOSTUNREACH (arp_error_report), not after the SYN retries.
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    t = time.time()
+    try:
+        s.connect(("10.0.2.77", 80))
+        print("neigh-tcp connect ok")
+    except OSError as e:
+        print("neigh-tcp connect", en(e.errno), "after 2-5 s", 2 <= time.time() - t <= 5)
+    s.close()
 print("ICMP-ERR-DONE")

@@ -496,7 +496,9 @@ impl InetSocket {
             i.snd_shutdown = false;
             i.fin = false;
         }
-        stack.service();
+        // Armed: the SYN's retransmission and a failed ARP resolution (`crate::neigh`) need
+        // the netstack thread to come back even if no frame arrives.
+        stack.service_armed();
         if io.nonblock {
             lock(&self.inner).connect_pending = true;
             return Err(Errno::EINPROGRESS);
