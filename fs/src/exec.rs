@@ -118,13 +118,32 @@ pub fn do_execve(
     argv: Vec<Vec<u8>>,
     envp: Vec<Vec<u8>>,
 ) -> SysResult<Exec> {
+    do_execve_file(k, task, path, None, argv, envp)
+}
+
+/// [`do_execve`] of an already resolved `file` (execveat of a descriptor with AT_EMPTY_PATH:
+/// a memfd, an O_PATH fd of a file unlinked or unmounted since, as runc and crun re-execute
+/// themselves), `path` being only its name for the new program (`/dev/fd/N`, fs/exec.c
+/// `alloc_bprm`). Without `file`, `path` is walked.
+pub fn do_execve_file(
+    k: &Arc<Kernel>,
+    task: &Arc<Task>,
+    path: &[u8],
+    file: Option<Arc<Dentry>>,
+    argv: Vec<Vec<u8>>,
+    envp: Vec<Vec<u8>>,
+) -> SysResult<Exec> {
+    let mut file = file;
     let fs = lock(&task.process.fs).clone();
     let creds = *lock(&task.process.creds);
     let mut argv = argv;
     let mut path = path.to_vec();
     let mut depth = 0;
     let (dentry, exe) = loop {
-        let d = namei::walk_with(&fs, &creds, &fs.cwd, &path, Last::Follow)?;
+        let d = match file.take() {
+            Some(d) => d,
+            None => namei::walk_with(&fs, &creds, &fs.cwd, &path, Last::Follow)?,
+        };
         let exe = open_exec(&d, task)?;
         let mut head = [0u8; 256];
         let n = exe.read_at(0, &mut head)?;

@@ -22,7 +22,8 @@
 #   tar        tar czf of TAR_DIRS and a file owned by nobody:nogroup, listing, extraction
 #              (owners kept), diff -r
 #   sort       `sort -S` of SORT_LINES lines, small enough to merge through temporary files
-#   python3    `python3 -c` with threads, subprocess, a thread pool running subprocesses, a pipe
+#   python3    `python3 -c` with threads, subprocess, a thread pool running subprocesses, a pipe,
+#              os.execve of a memfd and of an unlinked file's O_PATH fd (execveat AT_EMPTY_PATH)
 #   xattr      extended attributes (issue 24) on the hostfs root and on the tmpfs /dev/shm:
 #              python3's os.setxattr/getxattr/listxattr/removexattr (flags, errors),
 #              shutil.copystat copies them, cp -a and cp --preserve=xattr keep them (plain cp
@@ -288,12 +289,37 @@ with concurrent.futures.ThreadPoolExecutor(4) as ex:
     print("pool", " ".join(ex.map(square, range(8))))
 p = subprocess.Popen(["tr", "a-z", "A-Z"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 print("pipe", p.communicate(b"hello")[0].decode(), p.wait())
+import os, shutil
+def fdexec(tag, mk):
+    # os.execve of a descriptor: execveat(fd, "", AT_EMPTY_PATH), as fexecve, crun and runc
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(w, 1)
+        fd = mk()
+        os.execve(fd, ["echo", tag, "exec ok"], {})
+    os.close(w)
+    print(os.read(r, 100).decode().strip(), os.waitpid(pid, 0)[1])
+def memfd():
+    fd = os.memfd_create("um-echo")
+    os.write(fd, open("/bin/echo", "rb").read())
+    return fd
+def opath_unlinked():
+    # on tmpfs (/dev/shm): a hostfs inode is reached by its host path, gone once unlinked
+    shutil.copy("/bin/echo", "/dev/shm/um-echo")
+    fd = os.open("/dev/shm/um-echo", os.O_PATH)
+    os.unlink("/dev/shm/um-echo")
+    return fd
+fdexec("memfd", memfd)
+fdexec("O_PATH-unlinked", opath_unlinked)
 print("python", "%d.%d" % sys.version_info[:2])
 '
 PY_EXPECTED='threads [0, 2666466670000, 21332533340000, 71998200010000] 1
 subprocess child 42 3
 pool 0 1 4 9 16 25 36 49
 pipe HELLO 0
+memfd exec ok 0
+O_PATH-unlinked exec ok 0
 python 3.11'
 
 t_python3() {

@@ -1,11 +1,13 @@
 //! execve and execveat (Linux `fs/exec.c`): reading the argument vectors, and what the engine
 //! must do around [`crate::exec::do_execve`].
 
-use crate::exec::do_execve;
+use crate::exec::do_execve_file;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use um_kernel::engine::GuestThread;
 use um_kernel::syscall::{Action, SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
+use um_kernel::vfs::Dentry;
 use um_uapi::{Errno, SysResult};
 
 /// Reads a NULL-terminated array of string pointers (argv, envp) from the guest, with Linux's
@@ -39,12 +41,18 @@ fn read_strings(c: &SyscallCtx<'_>, mut addr: u64) -> SysResult<Vec<Vec<u8>>> {
     }
 }
 
-fn execve_common(c: &mut SyscallCtx<'_>, path: Vec<u8>, argv: u64, envp: u64) -> SysResult {
+fn execve_common(
+    c: &mut SyscallCtx<'_>,
+    path: Vec<u8>,
+    file: Option<Arc<Dentry>>,
+    argv: u64,
+    envp: u64,
+) -> SysResult {
     let argv = read_strings(c, argv)?;
     let envp = read_strings(c, envp)?;
     let k = c.kernel.clone();
     let task = c.task.clone();
-    let ex = do_execve(&k, &task, &path, argv, envp)?;
+    let ex = do_execve_file(&k, &task, &path, file, argv, envp)?;
     // Other threads of this process end (Linux `de_thread`).
     for t in task.process.live_threads(&k) {
         if t.tid != task.tid {
@@ -80,7 +88,7 @@ fn execve_common(c: &mut SyscallCtx<'_>, path: Vec<u8>, argv: u64, envp: u64) ->
 
 fn execve(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let path = c.read_path(a[0])?;
-    execve_common(c, path, a[1], a[2])
+    execve_common(c, path, None, a[1], a[2])
 }
 
 fn execveat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
@@ -90,11 +98,27 @@ fn execveat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let rel = c.read_cstr(a[1], 4096)?;
+    let fd = a[0] as i32;
+    if rel.is_empty() && a[4] & AT_EMPTY_PATH != 0 {
+        // The descriptor's own file, whatever has become of its name (fs/exec.c
+        // `do_open_execat` opens the fd's path, not a name): a memfd, or the O_PATH fd of a
+        // bind mount detached and unlinked since (crun's and runc's self re-exec). Its name
+        // for the new program is "/dev/fd/N" (`alloc_bprm`).
+        // AT_FDCWD names the working directory (EACCES, as any directory).
+        let d = if fd == super::AT_FDCWD {
+            lock(&c.task.process.fs).cwd.clone()
+        } else {
+            let f = lock(&c.task.process.files()).get(a[0] & 0xffff_ffff)?;
+            f.dentry.clone().ok_or(Errno::EACCES)?
+        };
+        let name = format!("/dev/fd/{fd}").into_bytes();
+        return execve_common(c, name, Some(d), a[2], a[3]);
+    }
     let path = if rel.first() == Some(&b'/') {
         rel
     } else {
-        // Name the directory (or, with AT_EMPTY_PATH, the file itself) by its path.
-        let d = if a[0] as i32 == super::AT_FDCWD {
+        // Name the directory by its path.
+        let d = if fd == super::AT_FDCWD {
             lock(&c.task.process.fs).cwd.clone()
         } else {
             let f = lock(&c.task.process.files()).get(a[0] & 0xffff_ffff)?;
@@ -102,13 +126,11 @@ fn execveat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         };
         let mut p = d.path();
         if rel.is_empty() {
-            if a[4] & AT_EMPTY_PATH == 0 {
-                return Err(Errno::ENOENT);
-            }
-        } else {
-            p.push(b'/');
-            p.extend_from_slice(&rel);
+            // An empty name without AT_EMPTY_PATH (getname_flags).
+            return Err(Errno::ENOENT);
         }
+        p.push(b'/');
+        p.extend_from_slice(&rel);
         p
     };
     if a[4] & AT_SYMLINK_NOFOLLOW != 0 {
@@ -120,7 +142,7 @@ fn execveat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             return Err(Errno::ELOOP);
         }
     }
-    execve_common(c, path, a[2], a[3])
+    execve_common(c, path, None, a[2], a[3])
 }
 
 /// Registers execve and execveat.
