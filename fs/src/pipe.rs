@@ -16,7 +16,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use um_kernel::task::{Task, lock};
-use um_kernel::vfs::{FileOps, GuestMem, Kstat, mode};
+use um_kernel::vfs::{FileOps, GuestMem, Kstat, SetAttr, mode};
 use um_kernel::wait::{IoCtx, PollTable, WaitQueue};
 use um_uapi::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use um_uapi::abi::signal::{SI_USER, SIGPIPE, Siginfo};
@@ -212,8 +212,9 @@ pub struct Pipe {
     ino: u64,
     /// The FIFO registry key, for named pipes.
     key: Option<u64>,
-    uid: u32,
-    gid: u32,
+    /// The pipefs inode's mode bits, owner and group: (mode & 07777, uid, gid); fchmod and
+    /// fchown of an anonymous pipe change them (`simple_setattr`).
+    attrs: Mutex<(u32, u32, u32)>,
 }
 
 impl Pipe {
@@ -231,8 +232,7 @@ impl Pipe {
             wr_wait: WaitQueue::new(),
             ino: key.unwrap_or_else(next_ino),
             key,
-            uid,
-            gid,
+            attrs: Mutex::new((0o600, uid, gid)),
         })
     }
 
@@ -624,13 +624,28 @@ impl FileOps for PipeEnd {
 
     fn stat(&self) -> SysResult<Kstat> {
         let p = &self.pipe;
+        let (m, uid, gid) = *lock(&p.attrs);
         Ok(anon_kstat(
-            mode::S_IFIFO | 0o600,
+            mode::S_IFIFO | m,
             p.ino,
             if p.key.is_some() { 0 } else { 0x0c },
-            p.uid,
-            p.gid,
+            uid,
+            gid,
         ))
+    }
+
+    fn setattr(&self, attr: &SetAttr) -> SysResult<()> {
+        let mut a = lock(&self.pipe.attrs);
+        if let Some(m) = attr.mode {
+            a.0 = m & 0o7777;
+        }
+        if let Some(u) = attr.uid {
+            a.1 = u;
+        }
+        if let Some(g) = attr.gid {
+            a.2 = g;
+        }
+        Ok(())
     }
 
     fn size(&self) -> SysResult<u64> {

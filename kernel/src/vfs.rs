@@ -524,6 +524,12 @@ pub trait FileOps: Send + Sync {
     }
     /// Metadata of the open file.
     fn stat(&self) -> SysResult<Kstat>;
+    /// fchmod/fchown of a file without a name (a pipe's pipefs inode, a socket's sockfs
+    /// one: `simple_setattr`, `sockfs_setattr`), after the caller's permission was checked
+    /// against [`FileOps::stat`]. Files that have a dentry change their inode instead.
+    fn setattr(&self, _attr: &SetAttr) -> SysResult<()> {
+        Err(Errno::EOPNOTSUPP)
+    }
     /// Current size, for `SEEK_END`.
     fn size(&self) -> SysResult<u64> {
         Ok(self.stat()?.size.max(0) as u64)

@@ -23,7 +23,8 @@
 #              (owners kept), diff -r
 #   sort       `sort -S` of SORT_LINES lines, small enough to merge through temporary files
 #   python3    `python3 -c` with threads, subprocess, a thread pool running subprocesses, a pipe,
-#              os.execve of a memfd and of an unlinked file's O_PATH fd (execveat AT_EMPTY_PATH)
+#              fchown/fchmod of a pipe (runc chowns its stdio pipes), os.execve of a memfd and
+#              of an unlinked file's O_PATH fd (execveat AT_EMPTY_PATH)
 #   xattr      extended attributes (issue 24) on the hostfs root and on the tmpfs /dev/shm:
 #              python3's os.setxattr/getxattr/listxattr/removexattr (flags, errors),
 #              shutil.copystat copies them, cp -a and cp --preserve=xattr keep them (plain cp
@@ -310,6 +311,10 @@ def opath_unlinked():
     fd = os.open("/dev/shm/um-echo", os.O_PATH)
     os.unlink("/dev/shm/um-echo")
     return fd
+r, w = os.pipe()
+os.fchown(r, 1234, 2345)
+os.fchmod(w, 0o640)
+print("pipe owner", os.fstat(w).st_uid, os.fstat(w).st_gid, oct(os.fstat(r).st_mode))
 fdexec("memfd", memfd)
 fdexec("O_PATH-unlinked", opath_unlinked)
 print("python", "%d.%d" % sys.version_info[:2])
@@ -318,6 +323,7 @@ PY_EXPECTED='threads [0, 2666466670000, 21332533340000, 71998200010000] 1
 subprocess child 42 3
 pool 0 1 4 9 16 25 36 49
 pipe HELLO 0
+pipe owner 1234 2345 0o10640
 memfd exec ok 0
 O_PATH-unlinked exec ok 0
 python 3.11'

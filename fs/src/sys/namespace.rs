@@ -410,10 +410,9 @@ fn target_dentry(c: &SyscallCtx<'_>, dirfd: u64, addr: u64, flags: u64) -> SysRe
     }
 }
 
-fn chmod_dentry(c: &SyscallCtx<'_>, d: &Dentry, m: u64) -> SysResult {
-    mount::check_writable(d)?;
-    check_attr_change(&*d.inode)?;
-    let st = d.inode.stat()?;
+/// What a chmod to `m` of a file with metadata `st` changes, if the caller may (fs/attr.c
+/// `setattr_prepare`).
+fn chmod_attr(c: &SyscallCtx<'_>, st: &Kstat, m: u64) -> SysResult<SetAttr> {
     let cr = creds(c);
     if cr.fsuid != 0 && cr.fsuid != st.uid {
         return Err(Errno::EPERM);
@@ -423,13 +422,17 @@ fn chmod_dentry(c: &SyscallCtx<'_>, d: &Dentry, m: u64) -> SysResult {
         // inode_change_ok: only group members may set S_ISGID.
         m &= !0o2000;
     }
-    crate::inotify::notify_change(
-        d,
-        &SetAttr {
-            mode: Some(m),
-            ..Default::default()
-        },
-    )?;
+    Ok(SetAttr {
+        mode: Some(m),
+        ..Default::default()
+    })
+}
+
+fn chmod_dentry(c: &SyscallCtx<'_>, d: &Dentry, m: u64) -> SysResult {
+    mount::check_writable(d)?;
+    check_attr_change(&*d.inode)?;
+    let attr = chmod_attr(c, &d.inode.stat()?, m)?;
+    crate::inotify::notify_change(d, &attr)?;
     Ok(0)
 }
 
@@ -464,17 +467,21 @@ fn chmod(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn fchmod(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (_, d) = fd_dentry(c, a[0])?;
-    let d = d.ok_or(Errno::EOPNOTSUPP)?;
-    chmod_dentry(c, &d, a[1])
+    match fd_dentry(c, a[0])? {
+        (_, Some(d)) => chmod_dentry(c, &d, a[1]),
+        // A pipe or socket: its pipefs/sockfs inode (FileOps::setattr).
+        (f, None) => {
+            let attr = chmod_attr(c, &f.ops.stat()?, a[1])?;
+            f.ops.setattr(&attr).map(|()| 0)
+        }
+    }
 }
 
-fn chown_dentry(c: &SyscallCtx<'_>, d: &Dentry, uid: u64, gid: u64) -> SysResult {
+/// What a chown to `uid:gid` (-1: unchanged) of a file with metadata `st` changes, if the
+/// caller may (fs/attr.c `chown_ok`/`chgrp_ok`, fs/open.c `chown_common`).
+fn chown_attr(c: &SyscallCtx<'_>, st: &Kstat, uid: u64, gid: u64) -> SysResult<SetAttr> {
     let uid = (uid as u32 != u32::MAX).then_some(uid as u32);
     let gid = (gid as u32 != u32::MAX).then_some(gid as u32);
-    mount::check_writable(d)?;
-    check_attr_change(&*d.inode)?;
-    let st = d.inode.stat()?;
     let cr = creds(c);
     if cr.fsuid != 0 {
         // chown_ok / chgrp_ok (fs/attr.c): only the owner, and only to itself and its group.
@@ -492,7 +499,7 @@ fn chown_dentry(c: &SyscallCtx<'_>, d: &Dentry, uid: u64, gid: u64) -> SysResult
         gid,
         ..Default::default()
     };
-    if (uid.is_some() || gid.is_some()) && !is_dir(&st) {
+    if (uid.is_some() || gid.is_some()) && !is_dir(st) {
         // chown_common sets ATTR_KILL_SUID | ATTR_KILL_SGID for non-directories: setuid goes,
         // setgid goes if group-executable.
         let old = st.mode & 0o7777;
@@ -504,6 +511,13 @@ fn chown_dentry(c: &SyscallCtx<'_>, d: &Dentry, uid: u64, gid: u64) -> SysResult
             attr.mode = Some(m);
         }
     }
+    Ok(attr)
+}
+
+fn chown_dentry(c: &SyscallCtx<'_>, d: &Dentry, uid: u64, gid: u64) -> SysResult {
+    mount::check_writable(d)?;
+    check_attr_change(&*d.inode)?;
+    let attr = chown_attr(c, &d.inode.stat()?, uid, gid)?;
     crate::inotify::notify_change(d, &attr)?;
     Ok(0)
 }
@@ -527,9 +541,15 @@ fn lchown(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn fchown(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (_, d) = fd_dentry(c, a[0])?;
-    let d = d.ok_or(Errno::EOPNOTSUPP)?;
-    chown_dentry(c, &d, a[1], a[2])
+    match fd_dentry(c, a[0])? {
+        (_, Some(d)) => chown_dentry(c, &d, a[1], a[2]),
+        // A pipe or socket: its pipefs/sockfs inode (runc chowns its stdio pipes to the
+        // container's root).
+        (f, None) => {
+            let attr = chown_attr(c, &f.ops.stat()?, a[1], a[2])?;
+            f.ops.setattr(&attr).map(|()| 0)
+        }
+    }
 }
 
 /// Sets times as `utimes_common` does: explicit times need ownership (or root); setting both
