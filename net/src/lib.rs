@@ -2,7 +2,7 @@
 //! per-namespace network sysctls.
 //!
 //! The families: AF_UNIX ([`unix`]), AF_INET/AF_INET6 ([`inet`]: on the guest's own loopback
-//! network directly, over devices through the smoltcp-based IP stack [`stack`], whose failed ARP
+//! network directly, over devices through the smoltcp-based IP stack [`stack`], whose failed ARP and NDP
 //! resolutions [`neigh`] turns into host-unreachable errors), AF_PACKET
 //! on every network device ([`packet`], with classic BPF filters) and AF_NETLINK ([`netlink`]:
 //! rtnetlink and sock_diag). [`dev`] is the per-namespace registry of devices, addresses and

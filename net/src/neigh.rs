@@ -14,10 +14,12 @@
 //! ([`arp_sender`]); an address asked for and unheard for [`FAIL_AFTER`] is reported once by
 //! [`NeighWatch::expired`], and the stack hands the connecting TCP sockets whose next hop it
 //! was an ICMP host unreachable through the same path as a received one (`crate::icmperr`).
-//! IPv6 (NDP) is not watched yet.
+//! IPv6 is the same with NDP (`net/ipv6/ndisc.c`, `ndisc_error_report` ->
+//! `ICMPV6_ADDR_UNREACH`): neighbour solicitations sent ([`ns_target`]) against neighbour
+//! advertisements and solicitations received ([`ndp_heard`]).
 
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 /// How long an unanswered ARP request takes to fail: `mcast_solicit` (3) x `retrans_time`
@@ -59,10 +61,52 @@ pub fn arp_sender(f: &[u8]) -> Option<Ipv4Addr> {
     arp(f).map(|(_, spa, _)| spa)
 }
 
+const ETHERTYPE_IPV6: [u8; 2] = [0x86, 0xdd];
+const IPPROTO_ICMPV6: u8 = 58;
+const NDISC_NEIGHBOUR_SOLICITATION: u8 = 135;
+const NDISC_NEIGHBOUR_ADVERTISEMENT: u8 = 136;
+
+/// The NDP message of Ethernet frame `f` (RFC 4861: ICMPv6 type 135/136 with hop limit 255,
+/// no extension headers): (type, IPv6 source, target address).
+fn ndp(f: &[u8]) -> Option<(u8, Ipv6Addr, Ipv6Addr)> {
+    if f.get(12..14)? != ETHERTYPE_IPV6 {
+        return None;
+    }
+    let ip = f.get(ETH_HLEN..ETH_HLEN + 40)?;
+    if ip[0] >> 4 != 6 || ip[6] != IPPROTO_ICMPV6 || ip[7] != 255 {
+        return None;
+    }
+    let icmp = f.get(ETH_HLEN + 40..ETH_HLEN + 40 + 24)?;
+    if icmp[0] != NDISC_NEIGHBOUR_SOLICITATION && icmp[0] != NDISC_NEIGHBOUR_ADVERTISEMENT {
+        return None;
+    }
+    let src = <[u8; 16]>::try_from(&ip[8..24]).ok()?;
+    let target = <[u8; 16]>::try_from(&icmp[8..24]).ok()?;
+    Some((icmp[0], Ipv6Addr::from(src), Ipv6Addr::from(target)))
+}
+
+/// The address an outgoing frame solicits, if it is a neighbour solicitation for resolution
+/// (not duplicate address detection, whose source is `::`).
+pub fn ns_target(f: &[u8]) -> Option<Ipv6Addr> {
+    let (ty, src, target) = ndp(f)?;
+    (ty == NDISC_NEIGHBOUR_SOLICITATION && !src.is_unspecified() && src != target).then_some(target)
+}
+
+/// The address a received NDP message proves present: an advertisement's target, a
+/// solicitation's (non-DAD) source.
+pub fn ndp_heard(f: &[u8]) -> Option<Ipv6Addr> {
+    let (ty, src, target) = ndp(f)?;
+    match ty {
+        NDISC_NEIGHBOUR_ADVERTISEMENT => Some(target),
+        _ if !src.is_unspecified() => Some(src),
+        _ => None,
+    }
+}
+
 /// Addresses asked for and not yet heard from, with when they were first asked for.
 #[derive(Debug, Default)]
 pub struct NeighWatch {
-    pending: HashMap<Ipv4Addr, Duration>,
+    pending: HashMap<IpAddr, Duration>,
 }
 
 /// Addresses pending at once; more requests are not watched (a guest scanning its subnet
@@ -71,21 +115,21 @@ const MAX_PENDING: usize = 256;
 
 impl NeighWatch {
     /// The stack sent an ARP request for `ip` at `now` (a clock with any origin).
-    pub fn asked(&mut self, ip: Ipv4Addr, now: Duration) {
+    pub fn asked(&mut self, ip: IpAddr, now: Duration) {
         if self.pending.len() < MAX_PENDING || self.pending.contains_key(&ip) {
             self.pending.entry(ip).or_insert(now);
         }
     }
 
     /// An ARP packet from `ip` arrived.
-    pub fn heard(&mut self, ip: Ipv4Addr) {
+    pub fn heard(&mut self, ip: IpAddr) {
         self.pending.remove(&ip);
     }
 
     /// The addresses that failed by `now`; each is reported once (a later request starts a
     /// new round, as a FAILED neighbour is probed again when used again).
-    pub fn expired(&mut self, now: Duration) -> Vec<Ipv4Addr> {
-        let failed: Vec<Ipv4Addr> = self
+    pub fn expired(&mut self, now: Duration) -> Vec<IpAddr> {
+        let failed: Vec<IpAddr> = self
             .pending
             .iter()
             .filter(|&(_, &t)| now.saturating_sub(t) >= FAIL_AFTER)
@@ -142,11 +186,46 @@ mod tests {
         assert_eq!(arp_sender(&ip), None);
     }
 
+    fn ndp_frame(ty: u8, src: Ipv6Addr, target: Ipv6Addr) -> Vec<u8> {
+        let mut f = vec![0x33, 0x33, 0xff, 0, 0, 0x77];
+        f.extend([0x52, 0x54, 0, 0x12, 0x34, 0x56]);
+        f.extend(ETHERTYPE_IPV6);
+        f.extend([0x60, 0, 0, 0, 0, 32, IPPROTO_ICMPV6, 255]);
+        f.extend(src.octets());
+        f.extend([0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0, 0, 0x77]);
+        f.extend([ty, 0, 0, 0, 0, 0, 0, 0]);
+        f.extend(target.octets());
+        f.extend([1, 1, 0x52, 0x54, 0, 0x12, 0x34, 0x56]);
+        f
+    }
+
+    #[test]
+    fn solicitations_and_advertisements_are_parsed() {
+        let me: Ipv6Addr = "fd00::5054:ff:fe12:3456".parse().unwrap();
+        let gw: Ipv6Addr = "fd00::2".parse().unwrap();
+        let nobody: Ipv6Addr = "fd00::77".parse().unwrap();
+        let ns = ndp_frame(135, me, nobody);
+        assert_eq!(ns_target(&ns), Some(nobody));
+        assert_eq!(ndp_heard(&ns), Some(me));
+        // Duplicate address detection solicits from :: and proves nobody present.
+        let dad = ndp_frame(135, Ipv6Addr::UNSPECIFIED, me);
+        assert_eq!(ns_target(&dad), None);
+        assert_eq!(ndp_heard(&dad), None);
+        let na = ndp_frame(136, gw, gw);
+        assert_eq!(ns_target(&na), None);
+        assert_eq!(ndp_heard(&na), Some(gw));
+        // A hop limit other than 255 is not NDP (RFC 4861 7.1.1).
+        let mut off = ns.clone();
+        off[ETH_HLEN + 7] = 64;
+        assert_eq!(ns_target(&off), None);
+        assert_eq!(ns_target(&ns[..60]), None);
+    }
+
     #[test]
     fn an_unanswered_address_fails_once_after_three_seconds() {
         let mut w = NeighWatch::default();
-        let a = Ipv4Addr::new(10, 0, 2, 77);
-        let b = Ipv4Addr::new(10, 0, 2, 2);
+        let a = IpAddr::V4(Ipv4Addr::new(10, 0, 2, 77));
+        let b = IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2));
         w.asked(a, Duration::from_millis(100));
         w.asked(b, Duration::from_millis(200));
         // A second request does not restart the clock.
@@ -166,7 +245,7 @@ mod tests {
     fn the_watch_is_bounded() {
         let mut w = NeighWatch::default();
         for i in 0..1000u32 {
-            w.asked(Ipv4Addr::from(0x0a00_0000 + i), Duration::ZERO);
+            w.asked(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i)), Duration::ZERO);
         }
         assert_eq!(w.expired(FAIL_AFTER).len(), MAX_PENDING);
     }

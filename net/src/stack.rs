@@ -275,27 +275,32 @@ impl Core {
 
     /// The ICMP host unreachable errors Linux makes for the packets queued on neighbour
     /// `ip` when its resolution fails (`arp_error_report` -> `ipv4_link_failure` ->
-    /// `icmp_send(ICMP_DEST_UNREACH, ICMP_HOST_UNREACH)`, sent by this host to itself): one for
-    /// each TCP socket still in SYN-SENT whose next hop is `ip`, so its connect fails with
-    /// `EHOSTUNREACH` (`tcp_v4_err`). Established connections keep retrying, as there (a host
-    /// unreachable is a soft error for them).
-    fn unreachable_via(&self, ip: std::net::Ipv4Addr) -> Vec<IcmpErr> {
-        let Some(me) = self.iface.ipv4_addr() else {
+    /// `icmp_send(ICMP_DEST_UNREACH, ICMP_HOST_UNREACH)`; IPv6 `ndisc_error_report` ->
+    /// `ip6_link_failure` -> `ICMPV6_DEST_UNREACH`/`ICMPV6_ADDR_UNREACH`; sent by this host to
+    /// itself): one for each TCP socket still in SYN-SENT whose next hop is `ip`, so its
+    /// connect fails with `EHOSTUNREACH` (`tcp_v4_err`, `tcp_v6_err`). Established
+    /// connections keep retrying, as there (a host unreachable is a soft error for them).
+    fn unreachable_via(&self, ip: IpAddr) -> Vec<IcmpErr> {
+        let v6 = ip.is_ipv6();
+        let me = if v6 {
+            self.iface.ipv6_addr().map(IpAddr::V6)
+        } else {
+            self.iface.ipv4_addr().map(IpAddr::V4)
+        };
+        let Some(me) = me else {
             return Vec::new();
         };
-        let hop = IpAddress::Ipv4(ip);
+        let hop = IpAddress::from(ip);
         self.sockets
             .iter()
             .filter_map(|(_, s)| match s {
                 smoltcp::socket::Socket::Tcp(t) if t.state() == tcp::State::SynSent => {
                     let (l, r) = (t.local_endpoint()?, t.remote_endpoint()?);
-                    (r.addr.version() == smoltcp::wire::IpVersion::Ipv4
-                        && self.next_hop(r.addr) == Some(hop))
-                    .then(|| IcmpErr {
-                        v6: false,
-                        ty: 3,
-                        code: 1,
-                        offender: IpAddr::V4(me),
+                    (self.next_hop(r.addr) == Some(hop)).then(|| IcmpErr {
+                        v6,
+                        ty: if v6 { 1 } else { 3 },
+                        code: if v6 { 3 } else { 1 },
+                        offender: me,
                         proto: icmperr::PROTO_TCP,
                         src: std::net::SocketAddr::new(IpAddr::from(l.addr), l.port),
                         dst: std::net::SocketAddr::new(IpAddr::from(r.addr), r.port),
@@ -538,7 +543,10 @@ impl DevStack {
                 errs.push(e);
             }
             if let Some(ip) = neigh::arp_sender(f) {
-                neigh.heard(ip);
+                neigh.heard(IpAddr::V4(ip));
+            }
+            if let Some(ip) = neigh::ndp_heard(f) {
+                neigh.heard(IpAddr::V6(ip));
             }
         }
         let mut phy = Phy {
@@ -559,7 +567,10 @@ impl DevStack {
         let Core { tx, neigh, .. } = &mut *c;
         for f in tx.iter() {
             if let Some(ip) = neigh::arp_request_target(f) {
-                neigh.asked(ip, tnow);
+                neigh.asked(IpAddr::V4(ip), tnow);
+            }
+            if let Some(ip) = neigh::ns_target(f) {
+                neigh.asked(IpAddr::V6(ip), tnow);
             }
         }
         for ip in c.neigh.expired(tnow) {

@@ -408,8 +408,8 @@ try:\n s.connect(('fd00::2',80))\nexcept OSError as e:\n print('CONNECT', errno.
 /// IPV6_RECVERR's error queue (sock_extended_err, offender, payload, name), POLLERR. Then the
 /// guest-only lines: under `restrict=loopback` a connect to 192.0.2.1 is refused at once and a
 /// datagram there draws "administratively prohibited" (EHOSTUNREACH) in the error queue; a
-/// connect to an on-link address nobody answers ARP for fails with EHOSTUNREACH after ~3 s
-/// (`um_net::neigh`).
+/// connect to an on-link address nobody answers ARP or NDP for fails with EHOSTUNREACH after
+/// ~3 s (`um_net::neigh`).
 #[test]
 fn icmp_errors_differential() {
     let dir = scratch("neticmp", "script");
@@ -452,6 +452,7 @@ fn icmp_errors_differential() {
             "restricted-udp cmsg 0 11 EHOSTUNREACH origin 2 type 3 code 13 info 0 data 0 offender T",
             "restricted-udp data b'x' flags-errqueue True name T False",
             "neigh-tcp connect EHOSTUNREACH after 2-5 s True",
+            "neigh-tcp6 connect EHOSTUNREACH after 2-5 s True",
             "ICMP-ERR-DONE",
         ]);
         assert_eq!(guest, want, "{engine:?}: guest vs native\n{text}");

@@ -119,12 +119,16 @@ if GUEST:
     udp_refused("192.0.2.1", 9, "restricted-udp")
     # An on-link address nobody answers ARP for: Linux fails the neighbour after 3 probes
     # 1 s apart and the connect with EHOSTUNREACH (arp_error_report), not after the SYN retries.
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    t = time.time()
-    try:
-        s.connect(("10.0.2.77", 80))
-        print("neigh-tcp connect ok")
-    except OSError as e:
-        print("neigh-tcp connect", en(e.errno), "after 2-5 s", 2 <= time.time() - t <= 5)
-    s.close()
+    # The same for IPv6 with NDP (ndisc_error_report: address unreachable).
+    for fam, addr, tag in ((socket.AF_INET, "10.0.2.77", "neigh-tcp"), (socket.AF_INET6, "fd00::77", "neigh-tcp6")):
+        if fam == socket.AF_INET6 and H6 == "-":
+            continue
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        t = time.time()
+        try:
+            s.connect((addr, 80))
+            print(tag, "connect ok")
+        except OSError as e:
+            print(tag, "connect", en(e.errno), "after 2-5 s", 2 <= time.time() - t <= 5)
+        s.close()
 print("ICMP-ERR-DONE")
