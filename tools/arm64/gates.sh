@@ -111,6 +111,9 @@ PROGS="threads futex signals procs pipes unixsock packetsock epoll timers mmapfi
 # ptrace and seccomp in the guest (issue 20), rtnetlink, xattrs and termio (issue 24), the UTS
 # and IPC namespaces, the scheduling calls.
 PROGS="$PROGS ptrace seccompf seccompn netlink xattr termio utsns ipcns sched"
+# Promoted after the lane run of 2026-12-03 00:25 (LANE-INFO PASS in every engine): the calls
+# programs probe for (issue 20 item 3: pidfd_getfd, kcmp, ioprio, readahead, POSIX mq, AIO).
+PROGS="$PROGS probecalls"
 for p in $PROGS; do
     add "$p"
 done
