@@ -13,6 +13,7 @@
 use crate::mqueue::{self, Creator, MqFile, Notify, check_attr, check_name, permitted};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use um_kernel::sysarg::args;
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
 use um_kernel::vfs::OpenFile;
@@ -52,7 +53,7 @@ fn queue_file(c: &SyscallCtx<'_>, fd: u64) -> SysResult<(Arc<OpenFile>, Arc<mque
 
 /// mq_open(2) (`do_mq_open`, `prepare_open`).
 fn mq_open(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (uname, oflag, perm, uattr) = (a[0], a[1] as u32, a[2] as u32, a[3]);
+    let (uname, oflag, perm, uattr): (u64, u32, u32, u64) = args(&a)?;
     let attr = if uattr != 0 {
         Some(MqAttr::from_bytes(&c.read_bytes(uattr, MqAttr::SIZE)?).ok_or(Errno::EFAULT)?)
     } else {
@@ -126,7 +127,7 @@ fn mq_unlink(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// bad timeout, `EBADF` unless open for writing, `EMSGSIZE` past `mq_msgsize`; a full queue
 /// is `EAGAIN` when non-blocking, else waits (`ETIMEDOUT` at the deadline).
 fn mq_timedsend(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (fd, ptr, len, prio) = (a[0], a[1], a[2], a[3] as u32);
+    let (fd, ptr, len, prio): (u64, u64, u64, u32) = args(&a)?;
     if prio >= MQ_PRIO_MAX {
         return Err(Errno::EINVAL);
     }
@@ -189,7 +190,7 @@ fn deliver(c: &SyscallCtx<'_>, n: Notify) {
 /// length returned and its priority stored; an empty queue is `EAGAIN` when non-blocking,
 /// else waits (`ETIMEDOUT`).
 fn mq_timedreceive(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (fd, ptr, len, uprio) = (a[0], a[1], a[2], a[3]);
+    let (fd, ptr, len, uprio): (u64, u64, u64, u64) = args(&a)?;
     let dl = deadline(c, a[4])?;
     let (f, q) = queue_file(c, fd)?;
     if f.flags() & O_ACCMODE == O_WRONLY {

@@ -29,6 +29,7 @@ pub mod seccomp;
 pub mod shootdown;
 pub mod signal;
 pub mod sys;
+pub mod sysarg;
 pub mod syscall;
 pub mod task;
 pub mod timens;

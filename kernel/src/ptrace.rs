@@ -35,6 +35,7 @@ use crate::kernel::Kernel;
 use crate::signal::{self as sig, sigbit};
 use crate::syscall::{SyscallCtx, SyscallTable, lock_mm};
 use crate::task::{ExitStatus, JobState, Process, Task, lock};
+use crate::uaccess::{import_iovec, iovec_from_user};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use um_uapi::abi::pod::Pod;
@@ -1329,23 +1330,6 @@ fn attach(c: &mut SyscallCtx<'_>, t: &Arc<Task>, seize: bool, addr: u64, data: u
     Ok(0)
 }
 
-/// `UIO_MAXIOV`.
-const UIO_MAXIOV: u64 = 1024;
-
-/// The (base, len) pairs of an iovec array in the caller's memory.
-fn read_iovecs(c: &SyscallCtx<'_>, addr: u64, n: u64) -> SysResult<Vec<(u64, u64)>> {
-    if n > UIO_MAXIOV {
-        return Err(Errno::EINVAL);
-    }
-    let b = c.read_bytes(addr, (n * 16) as usize)?;
-    Ok(b.chunks_exact(16)
-        .map(|v| {
-            let w = |o: usize| u64::from_le_bytes(v[o..o + 8].try_into().unwrap_or([0; 8]));
-            (w(0), w(8))
-        })
-        .collect())
-}
-
 /// process_vm_readv/writev (mm/process_vm_access.c): copies between the caller's iovecs and
 /// another process's, with ptrace's attach check (`mm_access`, PTRACE_MODE_ATTACH_REALCREDS);
 /// a partial transfer returns what was copied, nothing copied the error.
@@ -1354,8 +1338,15 @@ fn process_vm(c: &mut SyscallCtx<'_>, a: [u64; 6], write: bool) -> SysResult {
     if flags != 0 {
         return Err(Errno::EINVAL);
     }
-    let local = read_iovecs(c, lvec, lcnt)?;
-    let remote = read_iovecs(c, rvec, rcnt)?;
+    // `process_vm_rw`: the local vector is the caller's (`import_iovec`: access_ok, shortened
+    // to MAX_RW_COUNT) and nothing to copy ends the call before the remote one is read.
+    let local = import_iovec(c, lvec, lcnt)?;
+    if local.total == 0 {
+        return Ok(0);
+    }
+    let local: Vec<(u64, u64)> = local.segs.iter().map(|s| (s.base, s.len)).collect();
+    let remote = iovec_from_user(c, rvec, rcnt)?;
+    let remote = remote.iter().map(|s| (s.base, s.len));
     if pid <= 0 {
         return Err(Errno::ESRCH);
     }
@@ -1373,7 +1364,7 @@ fn process_vm(c: &mut SyscallCtx<'_>, a: [u64; 6], write: bool) -> SysResult {
     let mut li = local.into_iter().filter(|v| v.1 > 0);
     let mut cur = li.next();
     let mut off = 0u64;
-    for (rbase, rlen) in remote.into_iter().filter(|v| v.1 > 0) {
+    for (rbase, rlen) in remote.filter(|v| v.1 > 0) {
         let mut roff = 0u64;
         while roff < rlen {
             let Some((lbase, llen)) = cur else {

@@ -246,6 +246,24 @@ pub fn import_iovec(c: &SyscallCtx<'_>, uvec: u64, nr_segs: u64) -> SysResult<Io
     check_iovecs(&b, c.kernel.layout.task_size, max_rw_count())
 }
 
+/// Copies an iovec array that names another address space (process_vm_readv/writev's remote
+/// vector), as Linux's `iovec_from_user` (`lib/iov_iter.c`) does for
+/// `mm/process_vm_access.c` `process_vm_rw`: more than `UIO_MAXIOV` is `EINVAL` (the count is
+/// an `unsigned long` there, not truncated), the array unreadable `EFAULT`, a length negative
+/// as `ssize_t` `EINVAL`; no `access_ok` and no `MAX_RW_COUNT` shortening, which are the
+/// caller's own address space's checks.
+pub fn iovec_from_user(c: &SyscallCtx<'_>, uvec: u64, nr_segs: u64) -> SysResult<Vec<Iovec>> {
+    if nr_segs > UIO_MAXIOV as u64 {
+        return Err(Errno::EINVAL);
+    }
+    let b = c.read_bytes(uvec, nr_segs as usize * Iovec::SIZE)?;
+    let segs: Vec<Iovec> = b.chunks_exact(Iovec::SIZE).map(Iovec::read_le).collect();
+    if segs.iter().any(|s| (s.len as i64) < 0) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(segs)
+}
+
 /// The checks of [`import_iovec`] on the copied array `b`: `task_size` bounds `access_ok`,
 /// `max` is `MAX_RW_COUNT`.
 fn check_iovecs(b: &[u8], task_size: u64, max: u64) -> SysResult<IoVecs> {

@@ -16,6 +16,7 @@ use super::poll::{restore_sigmask, set_temp_sigmask};
 use crate::aio::{self, Kioctx, PendingPoll};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use um_kernel::sysarg::args;
 use um_kernel::syscall::{SyscallCtx, SyscallTable, lock_mm};
 use um_kernel::task::lock;
 use um_kernel::wait::PollTable;
@@ -43,7 +44,7 @@ const RWF_OK: u32 = 0x1f;
 /// if `*ctxp` is not 0, `nr_events` is 0 or the ring would be too large, `EAGAIN` past
 /// `aio-max-nr`; stores the new context's id.
 fn io_setup(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (nr, ctxp) = (a[0] as u32, a[1]);
+    let (nr, ctxp): (u32, u64) = args(&a)?;
     let cur = c.read_u64(ctxp)?;
     if cur != 0 || nr == 0 {
         return Err(Errno::EINVAL);
@@ -372,7 +373,7 @@ fn io_pgetevents(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// `KIOCB_KEY`, `EINVAL` for no such context or no such pending request; a pending poll is
 /// cancelled (`EINPROGRESS`; its event follows with `res` 0).
 fn io_cancel(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (id, uiocb) = (a[0], a[1]);
+    let (id, uiocb): (u64, u64) = args(&a)?;
     let key = u32::from_le_bytes(
         c.read_bytes(uiocb + 8, 4)?
             .try_into()

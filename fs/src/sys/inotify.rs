@@ -8,6 +8,7 @@ use crate::inotify::{
 };
 use crate::namei::{Last, MAY_READ, permission};
 use std::sync::Arc;
+use um_kernel::sysarg::args;
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
 use um_kernel::vfs::{OpenFile, mode};
@@ -49,7 +50,7 @@ fn instance(c: &SyscallCtx<'_>, fd: u64) -> SysResult<Arc<Inotify>> {
 }
 
 fn inotify_add_watch(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (fd, path, mask) = (a[0], a[1], a[2] as u32);
+    let (fd, path, mask): (u64, u64, u32) = args(&a)?;
     if mask & ALL_INOTIFY_BITS == 0 {
         return Err(Errno::EINVAL);
     }

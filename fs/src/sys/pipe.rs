@@ -1,6 +1,7 @@
 //! pipe and pipe2 (Linux `fs/pipe.c`: `do_pipe2`). The pipe itself is [`crate::pipe`].
 
 use crate::pipe::new_pipe;
+use um_kernel::sysarg::args;
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
 use um_kernel::vfs::OpenFile;
@@ -41,11 +42,12 @@ pub fn make_pipe(c: &SyscallCtx<'_>, flags: u32) -> SysResult<(u32, u32)> {
 }
 
 fn pipe2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (r, w) = make_pipe(c, a[1] as u32)?;
+    let (fds, flags): (u64, u32) = args(&a)?;
+    let (r, w) = make_pipe(c, flags)?;
     let mut b = Vec::with_capacity(8);
     b.extend_from_slice(&(r as i32).to_le_bytes());
     b.extend_from_slice(&(w as i32).to_le_bytes());
-    if let Err(e) = c.write_bytes(a[0], &b) {
+    if let Err(e) = c.write_bytes(fds, &b) {
         let table = c.task.process.files();
         let mut files = lock(&table);
         let _ = files.remove(r as u64);
@@ -56,7 +58,8 @@ fn pipe2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn pipe(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    pipe2(c, [a[0], 0, 0, 0, 0, 0])
+    let (fds,): (u64,) = args(&a)?;
+    pipe2(c, [fds, 0, 0, 0, 0, 0])
 }
 
 /// Registers this family.

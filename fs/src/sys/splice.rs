@@ -14,6 +14,7 @@
 
 use crate::pipe::{PipeEnd, pipe_of};
 use std::sync::Arc;
+use um_kernel::sysarg::args;
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
 use um_kernel::uaccess::{IoVecs, import_iovec, max_rw_count};
@@ -124,7 +125,7 @@ fn end_pos(c: &SyscallCtx<'_>, f: &OpenFile, addr: u64, pos: i64) -> SysResult<(
 }
 
 fn splice(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (fd_in, off_in, fd_out, off_out, len, flags) = (a[0], a[1], a[2], a[3], a[4], a[5]);
+    let (fd_in, off_in, fd_out, off_out, len, flags): (u64, u64, u64, u64, u64, u64) = args(&a)?;
     if len == 0 {
         return Ok(0);
     }
@@ -212,7 +213,7 @@ fn file_to_pipe(
 }
 
 fn tee(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (fd_in, fd_out, len, flags) = (a[0], a[1], a[2], a[3]);
+    let (fd_in, fd_out, len, flags): (u64, u64, u64, u64) = args(&a)?;
     if flags & !SPLICE_F_ALL != 0 {
         return Err(Errno::EINVAL);
     }
@@ -236,7 +237,7 @@ fn tee(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn vmsplice(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (fd, iov, nr, flags) = (a[0], a[1], a[2], a[3]);
+    let (fd, iov, nr, flags): (u64, u64, u64, u64) = args(&a)?;
     if flags & !SPLICE_F_ALL != 0 {
         return Err(Errno::EINVAL);
     }
@@ -347,7 +348,7 @@ fn copy_checks(
 }
 
 fn copy_file_range(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (fd_in, off_in, fd_out, off_out, len, flags) = (a[0], a[1], a[2], a[3], a[4], a[5]);
+    let (fd_in, off_in, fd_out, off_out, len, flags): (u64, u64, u64, u64, u64, u64) = args(&a)?;
     let fin = fdget(c, fd_in)?;
     let fout = fdget(c, fd_out)?;
     let pos_in = match read_off(c, off_in)? {

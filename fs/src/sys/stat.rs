@@ -2,6 +2,7 @@
 //! common one.
 
 use super::{AT_EMPTY_PATH, AT_FDCWD, Target, resolve_at};
+use um_kernel::sysarg::args;
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
 use um_kernel::vfs::Kstat;
@@ -61,7 +62,7 @@ fn lstat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn statx(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (dirfd, path, flags, mask, buf) = (a[0], a[1], a[2], a[3] as u32, a[4]);
+    let (dirfd, path, flags, mask, buf): (u64, u64, u64, u32, u64) = args(&a)?;
     // AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH | AT_STATX_SYNC_TYPE
     if flags & !(0x100 | 0x800 | 0x1000 | 0x6000) != 0 || flags & 0x6000 == 0x6000 {
         return Err(Errno::EINVAL);

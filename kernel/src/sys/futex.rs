@@ -17,6 +17,7 @@
 //! Neighbours: [`crate::wait`] (sleeping), `um_mm::Mm` (guest words, `cmpxchg_u32`),
 //! [`super::time`] (timeouts); the exit path calls [`mm_release`].
 
+use crate::sysarg::args;
 use crate::syscall::{SyscallCtx, SyscallTable, lock_mm};
 use crate::task::{Task, lock};
 use crate::wait::{WaitError, Waker, wait_event};
@@ -436,7 +437,7 @@ fn has_timeout(cmd: u32) -> bool {
 
 /// futex(uaddr, op, val, timeout/val2, uaddr2, val3) (kernel/futex/syscalls.c).
 fn futex(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (uaddr, op, val, utime, uaddr2, val3) = (a[0], a[1] as u32, a[2] as u32, a[3], a[4], a[5]);
+    let (uaddr, op, val, utime, uaddr2, val3): (u64, u32, u32, u64, u64, u64) = args(&a)?;
     let val3 = val3 as u32;
     let cmd = op & FUTEX_CMD_MASK;
     let private = op & FUTEX_PRIVATE_FLAG != 0;
@@ -491,7 +492,7 @@ const FUTEX2_PRIVATE: u32 = FUTEX_PRIVATE_FLAG;
 /// waitwake.c `futex_wait_multiple`): sleeps until any of the futexes is woken; returns its
 /// index. The timeout is absolute on `clockid` (REALTIME or MONOTONIC).
 fn futex_waitv(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (uwaiters, nr, flags, utime, clockid) = (a[0], a[1] as u32, a[2] as u32, a[3], a[4]);
+    let (uwaiters, nr, flags, utime, clockid): (u64, u32, u32, u64, u64) = args(&a)?;
     if flags != 0 || nr == 0 || nr as usize > FUTEX_WAITV_MAX || uwaiters == 0 {
         return Err(Errno::EINVAL);
     }

@@ -9,6 +9,7 @@
 //! Who may set what (`ioprio_check_cap`, `set_task_ioprio`) and which threads `which`/`who`
 //! name (the ones of setpriority(2), [`super::sched::prio_targets`]) follow Linux.
 
+use crate::sysarg::args;
 use crate::syscall::{SyscallCtx, SyscallTable};
 use crate::task::{Task, lock};
 use std::sync::atomic::Ordering;
@@ -45,15 +46,13 @@ fn check_cap(c: &SyscallCtx<'_>, ioprio: u32) -> SysResult<()> {
 }
 
 /// setpriority's `which` for an `IOPRIO_WHO_*` one.
-fn which(w: u64) -> SysResult<u64> {
-    Ok(u64::from(
-        match u32::try_from(w).map_err(|_| Errno::EINVAL)? {
-            IOPRIO_WHO_PROCESS => PRIO_PROCESS,
-            IOPRIO_WHO_PGRP => PRIO_PGRP,
-            IOPRIO_WHO_USER => PRIO_USER,
-            _ => return Err(Errno::EINVAL),
-        },
-    ))
+fn which(w: u32) -> SysResult<u64> {
+    Ok(u64::from(match w {
+        IOPRIO_WHO_PROCESS => PRIO_PROCESS,
+        IOPRIO_WHO_PGRP => PRIO_PGRP,
+        IOPRIO_WHO_USER => PRIO_USER,
+        _ => return Err(Errno::EINVAL),
+    }))
 }
 
 /// `__get_task_ioprio`: the value in effect; one never set (class NONE) follows the
@@ -77,10 +76,11 @@ fn effective(t: &Task) -> u32 {
 /// (`set_task_ioprio`: the caller's uid or euid must be the thread's uid, or CAP_SYS_NICE;
 /// `EPERM` stops the walk); `ESRCH` if none is named.
 fn ioprio_set(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let ioprio = a[2] as u32;
+    // SYSCALL_DEFINE3(ioprio_set, int, which, int, who, int, ioprio)
+    let (which_, who, ioprio): (u32, u32, u32) = args(&a)?;
     check_cap(c, ioprio)?;
-    let w = which(a[0])?;
-    let targets = if w == u64::from(PRIO_USER) && a[1] as u32 == 0 {
+    let w = which(which_)?;
+    let targets = if w == u64::from(PRIO_USER) && who == 0 {
         // `make_kuid(current_user_ns(), who)`: for ioprio_set, who 0 is uid 0 whoever
         // calls (ioprio_get compares with the caller's uid instead, as setpriority does).
         c.kernel
@@ -94,7 +94,7 @@ fn ioprio_set(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             })
             .collect()
     } else {
-        super::sched::prio_targets(c, w, a[1] as u32)?
+        super::sched::prio_targets(c, w, who)?
     };
     if targets.is_empty() {
         return Err(Errno::ESRCH);
@@ -114,8 +114,10 @@ fn ioprio_set(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// set), or for a group or user the best (numerically lowest) value in effect among their
 /// threads (`get_task_ioprio`, `ioprio_best`); `ESRCH` if none.
 fn ioprio_get(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let w = which(a[0])?;
-    let targets = super::sched::prio_targets(c, w, a[1] as u32)?;
+    // SYSCALL_DEFINE2(ioprio_get, int, which, int, who)
+    let (which_, who): (u32, u32) = args(&a)?;
+    let w = which(which_)?;
+    let targets = super::sched::prio_targets(c, w, who)?;
     let v = if w == u64::from(PRIO_PROCESS) {
         targets.first().map(|t| t.ioprio.load(Ordering::Relaxed))
     } else {

@@ -16,6 +16,7 @@
 //! ([`set_epoll_target_hook`]: epoll lives in the file layer).
 
 use crate::ptrace::may_access;
+use crate::sysarg::args;
 use crate::syscall::{SyscallCtx, SyscallTable};
 use crate::task::{Task, lock};
 use crate::vfs::OpenFile;
@@ -54,7 +55,9 @@ fn file_of(t: &Task, fd: u64) -> SysResult<Arc<OpenFile>> {
 }
 
 fn kcmp(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (pid1, pid2, kind, idx1, idx2) = (a[0] as i32, a[1] as i32, a[2], a[3], a[4]);
+    // SYSCALL_DEFINE5(kcmp, pid_t, pid1, pid_t, pid2, int, type, unsigned long, idx1,
+    // unsigned long, idx2)
+    let (pid1, pid2, kind, idx1, idx2): (i32, i32, u32, u64, u64) = args(&a)?;
     let find = |pid: i32| {
         u32::try_from(pid)
             .ok()
@@ -67,7 +70,7 @@ fn kcmp(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     may_access(&c.task.process, &t1.process, false)?;
     may_access(&c.task.process, &t2.process, false)?;
     let ptr = |p: &Arc<crate::task::Process>| Arc::as_ptr(p) as usize;
-    match u32::try_from(kind).map_err(|_| Errno::EINVAL)? {
+    match kind {
         KCMP_FILE => {
             let (f1, f2) = (file_of(&t1, idx1), file_of(&t2, idx2));
             match (f1, f2) {

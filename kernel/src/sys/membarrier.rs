@@ -16,6 +16,7 @@
 //! `QUERY` reports no commands and every other command is `EINVAL`, which is what programs
 //! fall back from.
 
+use crate::sysarg::args;
 use crate::syscall::{SyscallCtx, SyscallTable};
 use crate::task::lock;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -87,7 +88,10 @@ fn barrier() -> SysResult {
 }
 
 fn membarrier(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (cmd, flags) = (a[0] as i32 as i64 as u64, a[1] as u32 as u64);
+    // SYSCALL_DEFINE3(membarrier, int, cmd, unsigned int, flags, int, cpu_id); `cmd` is
+    // compared sign-extended, as Linux's `int` is against the `MEMBARRIER_CMD_*` values.
+    let (cmd, flags): (i32, u32) = args(&a)?;
+    let (cmd, flags) = (cmd as i64 as u64, u64::from(flags));
     let flags_ok = if cmd == CMD_PRIVATE_EXPEDITED_RSEQ {
         flags == 0 || flags == CMD_FLAG_CPU
     } else {

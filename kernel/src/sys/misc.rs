@@ -1,11 +1,13 @@
 //! Small syscalls without a better home: getrandom, arch_prctl (x86_64 TLS), robust lists
 //! and rseq registration.
 
+use crate::sysarg::args;
 use crate::syscall::{SyscallCtx, SyscallTable};
 use um_uapi::{Errno, SysResult};
 
 fn getrandom(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (buf, len, flags) = (a[0], a[1].min(33_554_431), a[2]);
+    let (buf, len, flags): (u64, u64, u64) = args(&a)?;
+    let len = len.min(33_554_431);
     // GRND_NONBLOCK | GRND_RANDOM | GRND_INSECURE
     if flags & !0x7 != 0 {
         return Err(Errno::EINVAL);
@@ -23,14 +25,15 @@ const ARCH_GET_GS: u64 = 0x1004;
 
 /// x86_64 only (arm64 has no such syscall, so the name does not register there).
 fn arch_prctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    match a[0] {
+    let (code, addr): (u64, u64) = args(&a)?;
+    match code {
         ARCH_SET_FS => {
-            c.regs().set_tls(a[1]);
+            c.regs().set_tls(addr);
             Ok(0)
         }
         ARCH_GET_FS => {
             let v = c.regs().tls();
-            c.write_u64(a[1], v)?;
+            c.write_u64(addr, v)?;
             Ok(0)
         }
         ARCH_SET_GS | ARCH_GET_GS => Err(Errno::EPERM),
@@ -56,7 +59,8 @@ fn sysinfo(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         mem_unit: 1,
         ..Default::default()
     };
-    c.write_bytes(a[0], &info.as_bytes())?;
+    let (uinfo,): (u64,) = args(&a)?;
+    c.write_bytes(uinfo, &info.as_bytes())?;
     Ok(0)
 }
 

@@ -3,6 +3,7 @@
 
 use crate::pidfd::{O_NONBLOCK, PidFd, pid_of_fd, signal_target_of_fd};
 use crate::signal as sigs;
+use crate::sysarg::args;
 use crate::syscall::{SyscallCtx, SyscallTable};
 use crate::task::lock;
 use crate::vfs::OpenFile;
@@ -19,7 +20,7 @@ use um_uapi::abi::signal::SI_USER;
 /// pidfd_open(2): `EINVAL` for unknown flags (only `PIDFD_NONBLOCK`), a pid <= 0, or a thread
 /// that does not lead a thread group; `ESRCH` if no such pid exists (a zombie still does).
 fn pidfd_open(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (pid, flags) = (a[0] as i32, a[1]);
+    let (pid, flags): (i32, u64) = args(&a)?;
     if flags & !u64::from(O_NONBLOCK) != 0 || pid <= 0 {
         return Err(Errno::EINVAL);
     }
@@ -47,7 +48,7 @@ fn pidfd_open(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// [`crate::ptrace::may_access`]; `EPERM`); `fd` must be open there (`EBADF`); a full table
 /// is `EMFILE`.
 fn pidfd_getfd(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (pidfd, fd, flags) = (a[0], a[1] as u32, a[2]);
+    let (pidfd, fd, flags): (u64, u32, u64) = args(&a)?;
     if flags != 0 {
         return Err(Errno::EINVAL);
     }
@@ -73,7 +74,7 @@ fn pidfd_getfd(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// or an open `/proc/PID` directory (`EBADF`); a given siginfo must carry the same signal (`EINVAL`) and may claim a kernel or
 /// `kill()` origin only when sent to oneself (`EPERM`); a process already reaped is `ESRCH`.
 fn pidfd_send_signal(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (fd, sig, uinfo, flags) = (a[0], a[1], a[2], a[3]);
+    let (fd, sig, uinfo, flags): (u64, u64, u64, u64) = args(&a)?;
     if flags != 0 {
         return Err(Errno::EINVAL);
     }

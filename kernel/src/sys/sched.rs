@@ -17,6 +17,7 @@
 //! yields to the others on the host as on Linux); a negative one is not (it would take time
 //! from the host).
 
+use crate::sysarg::args;
 use crate::syscall::{SyscallCtx, SyscallTable};
 use crate::task::{Task, lock};
 use std::sync::Arc;
@@ -215,7 +216,7 @@ fn read_param(c: &SyscallCtx<'_>, addr: u64) -> SysResult<u32> {
 }
 
 fn sched_setscheduler(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (pid, policy) = (a[0] as i32, a[1] as i32);
+    let (pid, policy): (i32, i32) = args(&a)?;
     if policy < 0 || pid < 0 {
         return Err(Errno::EINVAL);
     }
@@ -358,7 +359,7 @@ fn sched_getattr(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// priority, nice value (clamped to -20..=19) and SCHED_FLAG_RESET_ON_FORK; KEEP_POLICY and
 /// KEEP_PARAMS; no SCHED_DEADLINE.
 fn sched_setattr(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (pid, uattr, flags) = (a[0] as i32, a[1], a[2]);
+    let (pid, uattr, flags): (i32, u64, u64) = args(&a)?;
     if uattr == 0 || pid < 0 || flags != 0 {
         return Err(Errno::EINVAL);
     }
@@ -532,7 +533,7 @@ pub fn pin_host(t: &Task, release: bool) {
 /// sched_getaffinity(2): the thread's mask (of the online CPUs), in `cpumask_size()` = 8
 /// bytes; EINVAL for a buffer shorter than that or not a multiple of 8.
 fn sched_getaffinity(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (pid, len) = (a[0] as i32, a[1] as usize);
+    let (pid, len): (i32, usize) = args(&a)?;
     if len < 8 || len % 8 != 0 {
         return Err(Errno::EINVAL);
     }

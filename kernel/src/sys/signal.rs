@@ -2,6 +2,7 @@
 //! handler. Delivery itself happens in the run loop ([`crate::run`]).
 
 use crate::signal as sigs;
+use crate::sysarg::args;
 use crate::syscall::{Action, SyscallCtx, SyscallTable};
 use crate::task::{ExitStatus, Process, SigAction, lock};
 use std::sync::Arc;
@@ -16,7 +17,7 @@ const SIGSTOP: u64 = 19;
 const UNBLOCKABLE: u64 = (1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1));
 
 fn rt_sigaction(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (sig, act, oact, size) = (a[0], a[1], a[2], a[3]);
+    let (sig, act, oact, size): (u64, u64, u64, u64) = args(&a)?;
     if size != 8 || sig == 0 || sig > 64 {
         return Err(Errno::EINVAL);
     }
@@ -51,7 +52,7 @@ fn rt_sigaction(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn rt_sigprocmask(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (how, set, oset, size) = (a[0], a[1], a[2], a[3]);
+    let (how, set, oset, size): (u64, u64, u64, u64) = args(&a)?;
     if size != 8 {
         return Err(Errno::EINVAL);
     }
@@ -82,7 +83,7 @@ fn sigaltstack(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     use um_uapi::abi::signal::SS_DISABLE;
     use um_uapi::abi::signal::SS_ONSTACK;
     const MINSIGSTKSZ: u64 = 2048;
-    let (ss, oss) = (a[0], a[1]);
+    let (ss, oss): (u64, u64) = args(&a)?;
     let cur = *lock(&c.task.altstack);
     let sp = c.regs().sp();
     let on = cur.2 & SS_DISABLE == 0 && sp > cur.0 && sp <= cur.0 + cur.1;
@@ -174,7 +175,7 @@ fn send_group(c: &SyscallCtx<'_>, p: &Arc<Process>, sig: u64, info: Siginfo) -> 
 /// kill(2): to a process, a process group, or everyone (kernel/signal.c `kill_something_info`).
 fn kill(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     check_sig(a[1])?;
-    let (pid, sig) = (a[0] as i32, a[1]);
+    let (pid, sig): (i32, u64) = args(&a)?;
     let info = sender_info(c, sig, 0 /* SI_USER */);
     let k = c.kernel;
     match pid {
@@ -385,7 +386,7 @@ fn pause(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
 }
 
 fn rt_sigtimedwait(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (set, info, ts, size) = (a[0], a[1], a[2], a[3]);
+    let (set, info, ts, size): (u64, u64, u64, u64) = args(&a)?;
     if size != 8 {
         return Err(Errno::EINVAL);
     }

@@ -6,6 +6,7 @@
 //! as `<level>[seconds.micros] text\n`.
 
 use crate::printk::{self, LOG_BUF_LEN, Record};
+use crate::sysarg::args;
 use crate::syscall::{SyscallCtx, SyscallTable};
 use crate::wait::{WaitError, wait_event};
 use um_uapi::abi::capability::{CAP_SYS_ADMIN, CAP_SYSLOG};
@@ -41,7 +42,7 @@ fn newest_fitting<'a>(recs: impl DoubleEndedIterator<Item = &'a Record>, size: u
 }
 
 fn syslog(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (kind, buf, len) = (a[0] as i32, a[1], a[2] as i32);
+    let (kind, buf, len): (i32, u64, i32) = args(&a)?;
     let open = matches!(kind, SYSLOG_ACTION_READ_ALL | SYSLOG_ACTION_SIZE_BUFFER);
     let p = &c.task.process;
     if !open && !p.capable(CAP_SYSLOG) && !p.capable(CAP_SYS_ADMIN) {

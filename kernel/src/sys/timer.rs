@@ -26,6 +26,7 @@
 
 use crate::kernel::Kernel;
 use crate::signal::{send_to_process, send_to_task};
+use crate::sysarg::args;
 use crate::syscall::{SyscallCtx, SyscallTable};
 use crate::task::{Process, Task, lock};
 use std::cmp::Reverse;
@@ -705,7 +706,7 @@ fn itimerspec_bytes((value, interval): (Duration, Duration)) -> Vec<u8> {
 
 /// timer_settime(id, flags, new, old).
 fn timer_settime(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (id, flags, new, old_addr) = (a[0] as i32, a[1] as u32, a[2], a[3]);
+    let (id, flags, new, old_addr): (i32, u32, u64, u64) = args(&a)?;
     if new == 0 {
         return Err(Errno::EINVAL);
     }

@@ -5,6 +5,7 @@
 //! into kernel-wide ids before the search; the pid reported is the child's number there
 //! ([`crate::pidns`]).
 
+use crate::sysarg::args;
 use crate::syscall::{SyscallCtx, SyscallTable};
 use crate::task::{ExitStatus, JobState, Process, lock};
 use crate::wait::{WaitError, wait_event};
@@ -210,7 +211,7 @@ fn child_rusage(ch: &Process) -> Rusage {
 }
 
 fn wait4(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (pid, status, opts, rusage) = (a[0] as i32, a[1], a[2], a[3]);
+    let (pid, status, opts, rusage): (i32, u64, u64, u64) = args(&a)?;
     if opts & !(WNOHANG | WUNTRACED | WCONTINUED | WNOTHREAD | WALL | WCLONE) != 0 {
         return Err(Errno::EINVAL);
     }
@@ -233,7 +234,7 @@ fn wait4(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 }
 
 fn waitid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (idtype, id, infop, opts) = (a[0], a[1] as u32, a[2], a[3]);
+    let (idtype, id, infop, opts): (u64, u32, u64, u64) = args(&a)?;
     if opts & !(WNOHANG | WUNTRACED | WEXITED | WCONTINUED | WNOWAIT | WNOTHREAD | WALL | WCLONE)
         != 0
     {
