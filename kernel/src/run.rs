@@ -714,9 +714,6 @@ pub fn exit_task(k: &Arc<Kernel>, task: &Arc<Task>, mut th: Option<GuestThread>,
             }
         }
     }
-    // Robust futexes and CLONE_CHILD_CLEARTID (what pthread_join waits for), while the
-    // thread's address space is still its own.
-    crate::sys::futex::mm_release(task);
     for hook in lock(&k.thread_exit_hooks).iter() {
         hook(task);
     }
@@ -743,6 +740,13 @@ pub fn exit_task(k: &Arc<Kernel>, task: &Arc<Task>, mut th: Option<GuestThread>,
         crate::ptrace::thread_exited(k, task, st);
         k.tasks.remove(task.tid);
     }
+    // Robust futexes and CLONE_CHILD_CLEARTID (what pthread_join waits for), while the
+    // process's address space is still the one the thread ran in. After the tid left the
+    // task table and the host thread is gone: Linux wakes the joiner from `exit_mm`, only
+    // microseconds before `release_task` frees the tid, and programs count on a joined
+    // thread's tid being ESRCH; our host-thread teardown (a ptrace kill and wait) would
+    // otherwise stretch that window to milliseconds.
+    crate::sys::futex::mm_release(task);
     if !last {
         return;
     }

@@ -789,7 +789,7 @@ pub fn wake_clear_child_tid(task: &Task) {
 }
 
 /// Everything futex-related a thread leaves behind, in Linux's order (`mm_release`): the
-/// robust list, then `clear_child_tid`. Call at thread exit (before the thread is marked
+/// robust list, then `clear_child_tid`. Call at thread exit (once the thread is marked
 /// exited and while `task.mm()` is still the address space it ran in) and at exec (before
 /// the old address space is replaced).
 pub fn mm_release(task: &Task) {
