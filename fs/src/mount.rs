@@ -298,7 +298,7 @@ fn cur_ns() -> Arc<MntNs> {
 /// `copy_mnt_ns`: a new namespace with a copy of every mount of `from` (new ids, the same
 /// places); copies of shared mounts are peers of the originals, slaves stay slaves of the
 /// same master, private and unbindable ones stay so.
-fn copy_ns(from: &MntNs) -> SysResult<Arc<MntNs>> {
+fn copy_ns(from: &MntNs, owner: Arc<um_kernel::userns::UserNs>) -> SysResult<Arc<MntNs>> {
     let t = lock(table_of(from));
     let mut ids = BTreeMap::new();
     ids.insert(ROOTFS_ID, ROOTFS_ID);
@@ -320,7 +320,7 @@ fn copy_ns(from: &MntNs) -> SysResult<Arc<MntNs>> {
     }
     drop(t);
     let root = lock(&from.root).clone();
-    let ns = MntNs::with_table(Box::new(Mutex::new(copy)), root);
+    let ns = MntNs::with_table(Box::new(Mutex::new(copy)), root, owner);
     lock(namespaces()).push(Arc::downgrade(&ns));
     mounts_changed();
     Ok(ns)
@@ -1522,7 +1522,11 @@ mod tests {
     /// A registered namespace with a tmpfs root mount; returns it, the root inode and the
     /// root mount.
     fn ns_with_root() -> (Arc<MntNs>, Arc<dyn Inode>, Arc<Mount>) {
-        let ns = MntNs::with_table(Box::new(Mutex::new(Table::default())), None);
+        let ns = MntNs::with_table(
+            Box::new(Mutex::new(Table::default())),
+            None,
+            um_kernel::userns::root().clone(),
+        );
         lock(namespaces()).push(Arc::downgrade(&ns));
         let r = tmp();
         let m = mount_in(&ns, ROOTFS_ID, None, r.clone(), b"/", Prop::default());

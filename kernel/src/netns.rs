@@ -57,6 +57,8 @@ fn copy_slot<T: PerNet>(init: &(dyn Any + Send + Sync)) -> Option<Arc<dyn Any + 
 pub struct NetNs {
     inum: u64,
     generic: Mutex<HashMap<TypeId, Slot>>,
+    /// The user namespace that owns it (`ns.user_ns`): its capability checks are made there.
+    owner: Arc<crate::userns::UserNs>,
 }
 
 /// The initial namespace (`init_net`).
@@ -66,6 +68,7 @@ pub fn root() -> &'static Arc<NetNs> {
         Arc::new(NetNs {
             inum: INIT_INO,
             generic: Mutex::default(),
+            owner: crate::userns::root().clone(),
         })
     })
 }
@@ -77,6 +80,11 @@ impl NetNs {
     /// `proc_inum_ida` base (time namespaces count from 0xF0000000, pid namespaces from
     /// 0xF8000000).
     pub fn new() -> Arc<NetNs> {
+        Self::new_owned(crate::userns::current())
+    }
+
+    /// [`NetNs::new`] owned by user namespace `owner`.
+    pub fn new_owned(owner: Arc<crate::userns::UserNs>) -> Arc<NetNs> {
         static NEXT: AtomicU64 = AtomicU64::new(0xF400_0000);
         let generic = {
             let init = lock(&root().generic);
@@ -96,6 +104,7 @@ impl NetNs {
         Arc::new(NetNs {
             inum: NEXT.fetch_add(1, Ordering::Relaxed),
             generic: Mutex::new(generic),
+            owner,
         })
     }
 
@@ -161,19 +170,19 @@ pub fn current() -> Arc<NetNs> {
 /// `child`, which inherited its parent's namespace, gets a new one. The caller has checked
 /// CAP_SYS_ADMIN.
 pub fn on_fork(child: &Process) {
-    *lock(&child.netns) = NetNs::new();
+    *lock(&child.netns) = NetNs::new_owned(crate::userns::of(child));
 }
 
 /// unshare(CLONE_NEWNET): the caller moves into a new namespace at once (unlike time and pid
 /// namespaces, which only its children enter). The caller has checked CAP_SYS_ADMIN.
 pub fn unshare(p: &Process) {
-    *lock(&p.netns) = NetNs::new();
+    *lock(&p.netns) = NetNs::new_owned(crate::userns::of(p));
 }
 
 /// setns(2) into `ns` (`netns_install`): CAP_SYS_ADMIN (`EPERM`); the caller moves.
 /// Sockets it already has stay in the namespace they were made in, as on Linux.
 pub fn setns(p: &Process, ns: &Arc<NetNs>) -> SysResult<()> {
-    if !p.capable(crate::timens::CAP_SYS_ADMIN) {
+    if !crate::userns::may_install(p, &ns.owner) {
         return Err(Errno::EPERM);
     }
     *lock(&p.netns) = ns.clone();
@@ -181,6 +190,9 @@ pub fn setns(p: &Process, ns: &Arc<NetNs>) -> SysResult<()> {
 }
 
 impl crate::nsfs::Namespace for NetNs {
+    fn owner(&self) -> Option<Arc<crate::userns::UserNs>> {
+        Some(self.owner.clone())
+    }
     const KIND: &'static str = "net";
     fn inum(&self) -> u64 {
         self.inum

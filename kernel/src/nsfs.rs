@@ -1,5 +1,5 @@
 //! nsfs: the inodes that `/proc/PID/ns/*` links lead to (Linux `fs/nsfs.c`), for every
-//! namespace kind this kernel has (time, pid, net).
+//! namespace kind this kernel has (time, pid, net, uts, ipc, mnt, user).
 //!
 //! A namespace type implements [`Namespace`] (its kind, as `ns_get_name` prints it, and its
 //! inode number); [`dentry`] gives the dentry a magic link resolves to, [`link_name`] the
@@ -23,6 +23,9 @@ pub trait Namespace: Send + Sync + 'static {
     const KIND: &'static str;
     /// Its inode number (`ns_common.inum`).
     fn inum(&self) -> u64;
+    /// The user namespace that owns it (NS_GET_USERNS); for a user namespace its parent
+    /// (none for the initial one).
+    fn owner(&self) -> Option<Arc<crate::userns::UserNs>>;
 }
 
 /// The nsfs inode of namespace `ns`.
