@@ -892,6 +892,19 @@ fn mount_at_in(t: &Table, d: &Dentry) -> SysResult<Arc<Mount>> {
         .ok_or(Errno::EINVAL)
 }
 
+/// The mount whose root inode `d` is, when `d`'s path no longer leads there: a directory
+/// held open (or as cwd) across a pivot_root that moved its mount, as bwrap's
+/// `pivot_root(".", ".")` then `fchdir(old root)` and `umount2(".", MNT_DETACH)` does. The
+/// newest such mount (the one on top).
+fn moved_root_in(t: &Table, d: &Dentry) -> Option<Arc<Mount>> {
+    let key = (d.inode.fs_id(), d.inode.id());
+    t.mounts
+        .iter()
+        .filter(|m| m.root_key() == key)
+        .max_by_key(|m| m.seq)
+        .cloned()
+}
+
 /// `mount(2)` after the paths are walked: `source` is the source string (and for a bind
 /// mount or a move, `bind_src` the walked source), `target` the walked mount point. The
 /// caller checked CAP_SYS_ADMIN. The cases in Linux `path_mount`'s order: bind remount,
@@ -1246,7 +1259,7 @@ pub fn do_umount(
     let ns = cur_ns();
     let table = table_of(&ns);
     let t = lock(table);
-    let m = mount_at_in(&t, target)?;
+    let m = mount_at_in(&t, target).or_else(|e| moved_root_in(&t, target).ok_or(e))?;
     if m.point.is_none() {
         return Err(Errno::EBUSY);
     }

@@ -114,6 +114,11 @@ impl NetNs {
         self.inum
     }
 
+    /// The user namespace that owns it (`net->user_ns`).
+    pub fn owner(&self) -> &Arc<crate::userns::UserNs> {
+        &self.owner
+    }
+
     /// Whether this is the initial namespace.
     pub fn is_root(&self) -> bool {
         self.inum == INIT_INO

@@ -239,6 +239,14 @@ impl Process {
         lock(&self.caps).has(cap)
     }
 
+    /// Whether the process holds `cap` over its network namespace
+    /// (`ns_capable(net->user_ns, ..)`): what raw sockets, low ports and rtnetlink changes
+    /// check.
+    pub fn net_capable(&self, cap: u32) -> bool {
+        let owner = lock(&self.netns).owner().clone();
+        crate::userns::ns_capable(self, &owner, cap)
+    }
+
     /// Whether the process holds `cap` in user namespace `ns` (`ns_capable`).
     pub fn ns_capable(&self, ns: &Arc<crate::userns::UserNs>, cap: u32) -> bool {
         crate::userns::ns_capable(self, ns, cap)

@@ -114,10 +114,11 @@ fn uname(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 use um_uapi::abi::capability::CAP_SYS_ADMIN;
 
 /// sethostname(2) and setdomainname(2) (kernel/sys.c), in the caller's UTS namespace:
-/// CAP_SYS_ADMIN, at most
+/// CAP_SYS_ADMIN over the namespace (`ns_capable(uts_ns->user_ns, ..)`), at most
 /// `__NEW_UTS_LEN` bytes (`EINVAL` for more or a negative length), copied as given.
 fn set_uts_name(c: &SyscallCtx<'_>, addr: u64, len: u64, domain: bool) -> SysResult {
-    if !c.task.process.capable(CAP_SYS_ADMIN) {
+    let owner = crate::nsfs::Namespace::owner(&*crate::utsns::of(&c.task.process));
+    if !owner.is_some_and(|o| c.task.process.ns_capable(&o, CAP_SYS_ADMIN)) {
         return Err(Errno::EPERM);
     }
     let len = usize::try_from(len as i64).map_err(|_| Errno::EINVAL)?;
