@@ -17,9 +17,9 @@
 //! [`PerNet::for_new_ns`].
 //!
 //! Simplifications: namespaces are per process, not per thread (as time namespaces here);
-//! the only device of every namespace is the loopback `lo` that the socket layer provides,
-//! and it is up in a new namespace too (Linux brings it up down); devices cannot be moved
-//! between namespaces.
+//! the only device of every namespace is the loopback `lo` that the socket layer provides
+//! (in a new namespace down and without addresses, as Linux registers it, until brought
+//! up); devices cannot be moved between namespaces.
 
 use crate::task::{Process, lock};
 use crate::vfs::Dentry;
