@@ -1153,8 +1153,6 @@ fn status_info(k: &Kernel, t: &Target, p: &Process) -> fmt::StatusInfo {
         .unwrap_or_default();
     let shared = lock(&p.shared_pending).bits();
     let (ign, cgt) = sig_sets(p);
-    let root = creds.euid == 0;
-    let full = fmt::CAP_FULL;
     let ids = Ids::of(k, t, p);
     fmt::StatusInfo {
         name: lock(&p.comm).clone(),
@@ -1186,10 +1184,11 @@ fn status_info(k: &Kernel, t: &Target, p: &Process) -> fmt::StatusInfo {
         sigblk: blocked,
         sigign: ign,
         sigcgt: cgt,
-        caps: if root {
-            [0, full, full, full, 0]
-        } else {
-            [0, 0, 0, full, 0]
+        // The sets themselves (fs/proc/array.c render_cap_t); they hold in the process's
+        // user namespace.
+        caps: {
+            let c = *lock(&p.caps);
+            [c.inheritable, c.permitted, c.effective, c.bset, 0]
         },
         no_new_privs: lock(&p.caps).no_new_privs,
         seccomp: main
