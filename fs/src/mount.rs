@@ -1631,7 +1631,7 @@ mod tests {
         let g = xm.prop().shared;
         assert_ne!(g, 0);
         // A copy of the namespace: /a's copy is a peer.
-        let peer_ns = copy_ns(&ns).unwrap();
+        let peer_ns = copy_ns(&ns, um_kernel::userns::root().clone()).unwrap();
         lock(namespaces()).push(Arc::downgrade(&peer_ns));
         let pm = lock(table_of(&peer_ns))
             .mounts

@@ -82,7 +82,7 @@ impl IdMap {
         let last = u64::from(id) + u64::from(count.max(1)) - 1;
         self.extents
             .iter()
-            .find(|e| id >= e.first && last <= u64::from(e.first) + u64::from(e.count) - 1)
+            .find(|e| id >= e.first && last < u64::from(e.first) + u64::from(e.count))
             .map(|e| id - e.first + e.lower)
     }
 

@@ -1032,6 +1032,17 @@ impl NetDevices {
     }
 }
 
+/// A new namespace with its lo brought up (what a test of the socket layer wants; a new
+/// namespace's lo starts down, as on Linux).
+#[cfg(test)]
+pub fn test_ns() -> Arc<NetNs> {
+    let ns = NetNs::new();
+    devices(&ns)
+        .set_flags(&ns, LO_IFINDEX, IFF_UP)
+        .expect("lo up");
+    ns
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1064,7 +1075,7 @@ mod tests {
 
     #[test]
     fn address_brings_prefix_route_and_down_takes_it() {
-        let ns = NetNs::new();
+        let ns = test_ns();
         let d = devices(&ns);
         let eth = d
             .register(&ns, "eth0", 1, [2, 0, 0, 0, 0, 1], 1500, 0, Arc::new(Null))
