@@ -113,6 +113,7 @@ impl crate::nsfs::Namespace for IpcNs {
         Some(self.owner.clone())
     }
     const KIND: &'static str = "ipc";
+    const NSTYPE: u64 = um_uapi::abi::sched::CloneFlags::NEWIPC.bits();
     fn inum(&self) -> u64 {
         self.inum
     }

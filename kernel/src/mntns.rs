@@ -147,6 +147,7 @@ impl crate::nsfs::Namespace for MntNs {
         Some(self.owner.clone())
     }
     const KIND: &'static str = "mnt";
+    const NSTYPE: u64 = um_uapi::abi::sched::CloneFlags::NEWNS.bits();
     fn inum(&self) -> u64 {
         self.inum
     }

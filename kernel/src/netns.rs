@@ -199,6 +199,7 @@ impl crate::nsfs::Namespace for NetNs {
         Some(self.owner.clone())
     }
     const KIND: &'static str = "net";
+    const NSTYPE: u64 = um_uapi::abi::sched::CloneFlags::NEWNET.bits();
     fn inum(&self) -> u64 {
         self.inum
     }

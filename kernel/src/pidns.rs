@@ -376,6 +376,10 @@ impl crate::nsfs::Namespace for PidNs {
         Some(self.owner.clone())
     }
     const KIND: &'static str = "pid";
+    const NSTYPE: u64 = um_uapi::abi::sched::CloneFlags::NEWPID.bits();
+    fn parent_ns(&self) -> Option<Arc<Self>> {
+        self.parent.clone()
+    }
     fn inum(&self) -> u64 {
         self.inum
     }

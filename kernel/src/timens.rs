@@ -449,6 +449,7 @@ impl crate::nsfs::Namespace for TimeNs {
         Some(self.owner.clone())
     }
     const KIND: &'static str = "time";
+    const NSTYPE: u64 = um_uapi::abi::sched::CloneFlags::NEWTIME.bits();
     fn inum(&self) -> u64 {
         self.inum
     }

@@ -664,6 +664,10 @@ pub fn write_setgroups(ns: &Arc<UserNs>, w: &Process, data: &[u8]) -> SysResult<
 
 impl crate::nsfs::Namespace for UserNs {
     const KIND: &'static str = "user";
+    const NSTYPE: u64 = um_uapi::abi::sched::CloneFlags::NEWUSER.bits();
+    fn parent_ns(&self) -> Option<Arc<Self>> {
+        self.parent.clone()
+    }
     fn inum(&self) -> u64 {
         self.inum
     }

@@ -118,6 +118,7 @@ impl crate::nsfs::Namespace for UtsNs {
         Some(self.owner.clone())
     }
     const KIND: &'static str = "uts";
+    const NSTYPE: u64 = um_uapi::abi::sched::CloneFlags::NEWUTS.bits();
     fn inum(&self) -> u64 {
         self.inum
     }

@@ -41,6 +41,27 @@ $U unshare -Ur sleep 5 &
 SLEEPER=$!
 sleep 1
 echo "SETNS-ID $($U nsenter -U -t $SLEEPER --preserve-credentials id -u)"
+# The nsfs ioctls (ioctl_ns(2)) on its user namespace file, from outside and from inside:
+# type, owner uid, parent (EPERM when outside the caller's view), NS_GET_USERNS of the
+# initial namespace (EPERM: it has no owner).
+cat > /tmp/nsioctl.py <<'EOF'
+import errno, fcntl, os, struct, sys
+def call(fd, req, arg=0):
+    try:
+        return fcntl.ioctl(fd, req, arg)
+    except OSError as e:
+        return errno.errorcode[e.errno]
+fd = os.open(sys.argv[1], os.O_RDONLY)
+r = call(fd, 0xb702)
+parent = os.readlink("/proc/self/fd/%d" % r) if isinstance(r, int) else r
+owner = call(fd, 0xb704, b"\0" * 4)
+owner = struct.unpack("I", owner)[0] if isinstance(owner, bytes) else owner
+u = call(fd, 0xb701)
+print(sys.argv[2], hex(call(fd, 0xb703)), owner, parent, "fd" if isinstance(u, int) else u)
+EOF
+$U python3 /tmp/nsioctl.py /proc/$SLEEPER/ns/user NSIOCTL-OUT
+$U nsenter -U -t $SLEEPER --preserve-credentials python3 /tmp/nsioctl.py /proc/self/ns/user NSIOCTL-IN
+$U python3 /tmp/nsioctl.py /proc/self/ns/user NSIOCTL-INIT
 kill $SLEEPER 2>/dev/null
 wait 2>/dev/null
 

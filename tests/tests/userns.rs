@@ -14,6 +14,8 @@
 //!   refused (they belong to the initial user namespace); with `-u` sethostname works and
 //!   the initial name is unchanged; `-n` gives a new namespace whose lo is down.
 //! - setns(2) into a user namespace (`nsenter -U`) as its owner: uid 0 there.
+//! - The nsfs ioctls (NS_GET_NSTYPE, NS_GET_OWNER_UID, NS_GET_PARENT, NS_GET_USERNS) from
+//!   outside and inside a namespace, and `/proc/self/fd/N` of the descriptor they return.
 //! - The map rules with raw errnos: junk and zero counts `EINVAL`; another uid or a range
 //!   `EPERM` unprivileged; one write only (`EPERM`); gid_map before setgroups "deny" `EPERM`;
 //!   "allow" after "deny" and "deny" after a gid map `EPERM`; setgroups(2) then `EPERM`,
@@ -82,6 +84,11 @@ fn unprivileged_user_namespaces_and_bwrap() {
             ("HOSTNAME-AFTER", "debian"),
             ("NET", "1: lo: <LOOPBACK> DOWN"),
             ("SETNS-ID", "0"),
+            // ioctl_ns(2): type, owner uid, parent, owning namespace; from inside, the
+            // initial namespace is out of view (EPERM), and it has no parent or owner.
+            ("NSIOCTL-OUT", "0x10000000 1000 user:[4026531837] fd"),
+            ("NSIOCTL-IN", "0x10000000 0 EPERM EPERM"),
+            ("NSIOCTL-INIT", "0x10000000 0 EPERM EPERM"),
             ("THREADED", "EINVAL"),
             ("UNSHARE", "ok"),
             ("UID-BEFORE", "65534"),

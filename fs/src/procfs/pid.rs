@@ -632,6 +632,15 @@ fn fd_file(p: &Process, fd: u32) -> SysResult<Arc<OpenFile>> {
 /// sockets and anonymous inodes).
 pub fn fd_name(f: &OpenFile) -> Vec<u8> {
     if let Some(d) = &f.dentry {
+        // A namespace file lives in the internal nsfs mount: its `d_dname` is the name
+        // `/proc/PID/ns` links show (`user:[4026531837]`).
+        if d.parent.is_none()
+            && d.inode
+                .stat()
+                .is_ok_and(|st| st.dev == um_kernel::nsfs::NSFS_DEV)
+        {
+            return d.name.clone();
+        }
         return seen_path(d);
     }
     let st = f.ops.stat().unwrap_or_default();
