@@ -298,7 +298,7 @@ fn cur_ns() -> Arc<MntNs> {
 /// `copy_mnt_ns`: a new namespace with a copy of every mount of `from` (new ids, the same
 /// places); copies of shared mounts are peers of the originals, slaves stay slaves of the
 /// same master, private and unbindable ones stay so.
-fn copy_ns(from: &MntNs) -> SysResult<Arc<MntNs>> {
+fn copy_ns(from: &MntNs, owner: Arc<um_kernel::userns::UserNs>) -> SysResult<Arc<MntNs>> {
     let t = lock(table_of(from));
     let mut ids = BTreeMap::new();
     ids.insert(ROOTFS_ID, ROOTFS_ID);
@@ -320,7 +320,7 @@ fn copy_ns(from: &MntNs) -> SysResult<Arc<MntNs>> {
     }
     drop(t);
     let root = lock(&from.root).clone();
-    let ns = MntNs::with_table(Box::new(Mutex::new(copy)), root);
+    let ns = MntNs::with_table(Box::new(Mutex::new(copy)), root, owner);
     lock(namespaces()).push(Arc::downgrade(&ns));
     mounts_changed();
     Ok(ns)
@@ -892,6 +892,19 @@ fn mount_at_in(t: &Table, d: &Dentry) -> SysResult<Arc<Mount>> {
         .ok_or(Errno::EINVAL)
 }
 
+/// The mount whose root inode `d` is, when `d`'s path no longer leads there: a directory
+/// held open (or as cwd) across a pivot_root that moved its mount, as bwrap's
+/// `pivot_root(".", ".")` then `fchdir(old root)` and `umount2(".", MNT_DETACH)` does. The
+/// newest such mount (the one on top).
+fn moved_root_in(t: &Table, d: &Dentry) -> Option<Arc<Mount>> {
+    let key = (d.inode.fs_id(), d.inode.id());
+    t.mounts
+        .iter()
+        .filter(|m| m.root_key() == key)
+        .max_by_key(|m| m.seq)
+        .cloned()
+}
+
 /// `mount(2)` after the paths are walked: `source` is the source string (and for a bind
 /// mount or a move, `bind_src` the walked source), `target` the walked mount point. The
 /// caller checked CAP_SYS_ADMIN. The cases in Linux `path_mount`'s order: bind remount,
@@ -1246,7 +1259,7 @@ pub fn do_umount(
     let ns = cur_ns();
     let table = table_of(&ns);
     let t = lock(table);
-    let m = mount_at_in(&t, target)?;
+    let m = mount_at_in(&t, target).or_else(|e| moved_root_in(&t, target).ok_or(e))?;
     if m.point.is_none() {
         return Err(Errno::EBUSY);
     }
@@ -1522,7 +1535,11 @@ mod tests {
     /// A registered namespace with a tmpfs root mount; returns it, the root inode and the
     /// root mount.
     fn ns_with_root() -> (Arc<MntNs>, Arc<dyn Inode>, Arc<Mount>) {
-        let ns = MntNs::with_table(Box::new(Mutex::new(Table::default())), None);
+        let ns = MntNs::with_table(
+            Box::new(Mutex::new(Table::default())),
+            None,
+            um_kernel::userns::root().clone(),
+        );
         lock(namespaces()).push(Arc::downgrade(&ns));
         let r = tmp();
         let m = mount_in(&ns, ROOTFS_ID, None, r.clone(), b"/", Prop::default());
@@ -1614,7 +1631,7 @@ mod tests {
         let g = xm.prop().shared;
         assert_ne!(g, 0);
         // A copy of the namespace: /a's copy is a peer.
-        let peer_ns = copy_ns(&ns).unwrap();
+        let peer_ns = copy_ns(&ns, um_kernel::userns::root().clone()).unwrap();
         lock(namespaces()).push(Arc::downgrade(&peer_ns));
         let pm = lock(table_of(&peer_ns))
             .mounts

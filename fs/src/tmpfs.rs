@@ -154,7 +154,18 @@ pub(crate) fn memparse(v: &str) -> SysResult<u64> {
 /// (`shmem_parse_one`). The default limit is half of the `ram_pages` (at least one page);
 /// `size=0` / `nr_blocks=0` mean unlimited, as in Linux.
 fn parse_options(data: &[u8], default_mode: u32, ram_pages: u64) -> SysResult<Options> {
-    let (mut m, mut uid, mut gid) = (default_mode, 0, 0);
+    // shmem_init_fs_context: the root belongs to the mounter's fs ids; `uid=`/`gid=` are
+    // ids of its user namespace (`make_kuid`, `EINVAL` when unmapped).
+    let cur = um_kernel::current::current();
+    let (fsuid, fsgid) = cur.as_ref().map_or((0, 0), |t| {
+        let c = *um_kernel::task::lock(&t.process.creds);
+        (c.fsuid, c.fsgid)
+    });
+    let ns = cur.as_ref().map_or_else(
+        || um_kernel::userns::root().clone(),
+        |t| um_kernel::userns::of(&t.process),
+    );
+    let (mut m, mut uid, mut gid) = (default_mode, fsuid, fsgid);
     let mut limit = (ram_pages / 2).max(1);
     let pg = um_mm::page_size();
     let text = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
@@ -166,8 +177,14 @@ fn parse_options(data: &[u8], default_mode: u32, ram_pages: u64) -> SysResult<Op
         let (k, v) = opt.split_once('=').unwrap_or((opt, ""));
         match k {
             "mode" => m = u32::from_str_radix(v, 8).map_err(|_| Errno::EINVAL)? & 0o7777,
-            "uid" => uid = v.parse().map_err(|_| Errno::EINVAL)?,
-            "gid" => gid = v.parse().map_err(|_| Errno::EINVAL)?,
+            "uid" => {
+                let id = v.parse().map_err(|_| Errno::EINVAL)?;
+                uid = um_kernel::userns::make_kuid(&ns, id).ok_or(Errno::EINVAL)?;
+            }
+            "gid" => {
+                let id = v.parse().map_err(|_| Errno::EINVAL)?;
+                gid = um_kernel::userns::make_kgid(&ns, id).ok_or(Errno::EINVAL)?;
+            }
             // `ctx->blocks = DIV_ROUND_UP(size, PAGE_SIZE)`.
             "size" => {
                 limit = match parse_size(v, ram_pages, pg)? {

@@ -28,6 +28,8 @@ pub const INIT_INO: u64 = 0xEFFF_FFFF;
 pub struct IpcNs {
     inum: u64,
     generic: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    /// The user namespace that owns it (`ns.user_ns`): its capability checks are made there.
+    owner: Arc<crate::userns::UserNs>,
 }
 
 /// The initial namespace (`init_ipc_ns`).
@@ -37,6 +39,7 @@ pub fn root() -> &'static Arc<IpcNs> {
         Arc::new(IpcNs {
             inum: INIT_INO,
             generic: Mutex::default(),
+            owner: crate::userns::root().clone(),
         })
     })
 }
@@ -44,11 +47,12 @@ pub fn root() -> &'static Arc<IpcNs> {
 impl IpcNs {
     /// A new, empty namespace (`create_ipc_ns`). Inode numbers come from a range of their
     /// own (UTS namespaces count from 0xF6000000).
-    pub fn new() -> Arc<IpcNs> {
+    pub fn new(owner: Arc<crate::userns::UserNs>) -> Arc<IpcNs> {
         static NEXT: AtomicU64 = AtomicU64::new(0xF700_0000);
         Arc::new(IpcNs {
             inum: NEXT.fetch_add(1, Ordering::Relaxed),
             generic: Mutex::default(),
+            owner,
         })
     }
 
@@ -86,18 +90,18 @@ pub fn current() -> Arc<IpcNs> {
 /// clone(CLONE_NEWIPC)'s part (`copy_ipcs`): the new process `child` gets a new namespace.
 /// The caller has checked CAP_SYS_ADMIN.
 pub fn on_fork(child: &Process) {
-    *lock(&child.ipcns) = IpcNs::new();
+    *lock(&child.ipcns) = IpcNs::new(crate::userns::of(child));
 }
 
 /// unshare(CLONE_NEWIPC): the caller moves into a new namespace at once. The caller has
 /// checked CAP_SYS_ADMIN.
 pub fn unshare(p: &Process) {
-    *lock(&p.ipcns) = IpcNs::new();
+    *lock(&p.ipcns) = IpcNs::new(crate::userns::of(p));
 }
 
 /// setns(2) into `ns` (`ipcns_install`): CAP_SYS_ADMIN (`EPERM`); the caller moves.
 pub fn setns(p: &Process, ns: &Arc<IpcNs>) -> SysResult<()> {
-    if !p.capable(crate::timens::CAP_SYS_ADMIN) {
+    if !crate::userns::may_install(p, &ns.owner) {
         return Err(Errno::EPERM);
     }
     *lock(&p.ipcns) = ns.clone();
@@ -105,7 +109,11 @@ pub fn setns(p: &Process, ns: &Arc<IpcNs>) -> SysResult<()> {
 }
 
 impl crate::nsfs::Namespace for IpcNs {
+    fn owner(&self) -> Option<Arc<crate::userns::UserNs>> {
+        Some(self.owner.clone())
+    }
     const KIND: &'static str = "ipc";
+    const NSTYPE: u64 = um_uapi::abi::sched::CloneFlags::NEWIPC.bits();
     fn inum(&self) -> u64 {
         self.inum
     }

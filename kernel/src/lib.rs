@@ -34,6 +34,7 @@ pub mod syscall;
 pub mod task;
 pub mod timens;
 pub mod uaccess;
+pub mod userns;
 pub mod utsns;
 pub mod vfs;
 pub mod wait;

@@ -36,12 +36,18 @@ pub struct MntNs {
     /// The root of the namespace (its root mount's root, where setns(2) puts the caller's
     /// root and cwd): the boot root, or the `new_root` of the last pivot_root(2).
     pub root: Mutex<Option<Arc<Dentry>>>,
+    /// The user namespace that owns it (`ns.user_ns`): its capability checks are made there.
+    owner: Arc<crate::userns::UserNs>,
 }
 
 impl MntNs {
     /// A namespace with `table` (a copy the fs crate made), numbered from a range of its
     /// own (UTS namespaces count from 0xF6000000).
-    pub fn with_table(table: Table, root: Option<Arc<Dentry>>) -> Arc<MntNs> {
+    pub fn with_table(
+        table: Table,
+        root: Option<Arc<Dentry>>,
+        owner: Arc<crate::userns::UserNs>,
+    ) -> Arc<MntNs> {
         static NEXT: AtomicU64 = AtomicU64::new(0xF700_0000);
         let t = OnceLock::new();
         let _ = t.set(table);
@@ -49,7 +55,13 @@ impl MntNs {
             inum: NEXT.fetch_add(1, Ordering::Relaxed),
             table: t,
             root: Mutex::new(root),
+            owner,
         })
+    }
+
+    /// The user namespace that owns it: mount(2) and friends check CAP_SYS_ADMIN there.
+    pub fn owner(&self) -> &Arc<crate::userns::UserNs> {
+        &self.owner
     }
 
     /// The namespace's inode number (`ns.inum`), shown in `mnt:[N]`.
@@ -66,6 +78,7 @@ pub fn root() -> &'static Arc<MntNs> {
             inum: INIT_INO,
             table: OnceLock::new(),
             root: Mutex::new(None),
+            owner: crate::userns::root().clone(),
         })
     })
 }
@@ -82,7 +95,7 @@ pub fn current() -> Arc<MntNs> {
 }
 
 /// Copies a namespace's table for a new namespace (`copy_mnt_ns`): set by the fs crate.
-pub type CopyHook = fn(&MntNs) -> SysResult<Arc<MntNs>>;
+pub type CopyHook = fn(&MntNs, Arc<crate::userns::UserNs>) -> SysResult<Arc<MntNs>>;
 
 static COPY: OnceLock<CopyHook> = OnceLock::new();
 
@@ -91,20 +104,20 @@ pub fn set_copy_hook(f: CopyHook) {
     let _ = COPY.set(f);
 }
 
-fn copy(from: &MntNs) -> SysResult<Arc<MntNs>> {
-    COPY.get().ok_or(Errno::EINVAL)?(from)
+fn copy(from: &MntNs, owner: Arc<crate::userns::UserNs>) -> SysResult<Arc<MntNs>> {
+    COPY.get().ok_or(Errno::EINVAL)?(from, owner)
 }
 
 /// clone(CLONE_NEWNS)'s part (`copy_namespaces`): a copy of `parent`'s namespace for the
 /// new child. The caller has checked CAP_SYS_ADMIN.
-pub fn copy_of(parent: &Process) -> SysResult<Arc<MntNs>> {
-    copy(&of(parent))
+pub fn copy_of(parent: &Process, owner: Arc<crate::userns::UserNs>) -> SysResult<Arc<MntNs>> {
+    copy(&of(parent), owner)
 }
 
 /// unshare(CLONE_NEWNS): the caller moves into a copy of its namespace at once. The caller
 /// has checked CAP_SYS_ADMIN.
 pub fn unshare(p: &Process) -> SysResult<()> {
-    let ns = copy(&of(p))?;
+    let ns = copy(&of(p), crate::userns::of(p))?;
     *lock(&p.mntns) = ns;
     Ok(())
 }
@@ -112,7 +125,13 @@ pub fn unshare(p: &Process) -> SysResult<()> {
 /// setns(2) into `ns` (`mntns_install`): CAP_SYS_ADMIN (`EPERM`); the caller moves, its
 /// root and working directory become the namespace's root.
 pub fn setns(p: &Process, ns: &Arc<MntNs>) -> SysResult<()> {
-    if !p.capable(crate::timens::CAP_SYS_ADMIN) {
+    if !crate::userns::may_install(p, &ns.owner)
+        || !crate::userns::ns_capable(
+            p,
+            &crate::userns::of(p),
+            um_uapi::abi::capability::CAP_SYS_CHROOT,
+        )
+    {
         return Err(Errno::EPERM);
     }
     let root = lock(&ns.root).clone().ok_or(Errno::EINVAL)?;
@@ -124,7 +143,11 @@ pub fn setns(p: &Process, ns: &Arc<MntNs>) -> SysResult<()> {
 }
 
 impl crate::nsfs::Namespace for MntNs {
+    fn owner(&self) -> Option<Arc<crate::userns::UserNs>> {
+        Some(self.owner.clone())
+    }
     const KIND: &'static str = "mnt";
+    const NSTYPE: u64 = um_uapi::abi::sched::CloneFlags::NEWNS.bits();
     fn inum(&self) -> u64 {
         self.inum
     }

@@ -17,9 +17,9 @@
 //! [`PerNet::for_new_ns`].
 //!
 //! Simplifications: namespaces are per process, not per thread (as time namespaces here);
-//! the only device of every namespace is the loopback `lo` that the socket layer provides,
-//! and it is up in a new namespace too (Linux brings it up down); devices cannot be moved
-//! between namespaces.
+//! the only device of every namespace is the loopback `lo` that the socket layer provides
+//! (in a new namespace down and without addresses, as Linux registers it, until brought
+//! up); devices cannot be moved between namespaces.
 
 use crate::task::{Process, lock};
 use crate::vfs::Dentry;
@@ -57,6 +57,8 @@ fn copy_slot<T: PerNet>(init: &(dyn Any + Send + Sync)) -> Option<Arc<dyn Any + 
 pub struct NetNs {
     inum: u64,
     generic: Mutex<HashMap<TypeId, Slot>>,
+    /// The user namespace that owns it (`ns.user_ns`): its capability checks are made there.
+    owner: Arc<crate::userns::UserNs>,
 }
 
 /// The initial namespace (`init_net`).
@@ -66,6 +68,7 @@ pub fn root() -> &'static Arc<NetNs> {
         Arc::new(NetNs {
             inum: INIT_INO,
             generic: Mutex::default(),
+            owner: crate::userns::root().clone(),
         })
     })
 }
@@ -77,6 +80,11 @@ impl NetNs {
     /// `proc_inum_ida` base (time namespaces count from 0xF0000000, pid namespaces from
     /// 0xF8000000).
     pub fn new() -> Arc<NetNs> {
+        Self::new_owned(crate::userns::current())
+    }
+
+    /// [`NetNs::new`] owned by user namespace `owner`.
+    pub fn new_owned(owner: Arc<crate::userns::UserNs>) -> Arc<NetNs> {
         static NEXT: AtomicU64 = AtomicU64::new(0xF400_0000);
         let generic = {
             let init = lock(&root().generic);
@@ -96,6 +104,7 @@ impl NetNs {
         Arc::new(NetNs {
             inum: NEXT.fetch_add(1, Ordering::Relaxed),
             generic: Mutex::new(generic),
+            owner,
         })
     }
 
@@ -103,6 +112,11 @@ impl NetNs {
     /// also keys per-namespace tables.
     pub fn inum(&self) -> u64 {
         self.inum
+    }
+
+    /// The user namespace that owns it (`net->user_ns`).
+    pub fn owner(&self) -> &Arc<crate::userns::UserNs> {
+        &self.owner
     }
 
     /// Whether this is the initial namespace.
@@ -161,19 +175,19 @@ pub fn current() -> Arc<NetNs> {
 /// `child`, which inherited its parent's namespace, gets a new one. The caller has checked
 /// CAP_SYS_ADMIN.
 pub fn on_fork(child: &Process) {
-    *lock(&child.netns) = NetNs::new();
+    *lock(&child.netns) = NetNs::new_owned(crate::userns::of(child));
 }
 
 /// unshare(CLONE_NEWNET): the caller moves into a new namespace at once (unlike time and pid
 /// namespaces, which only its children enter). The caller has checked CAP_SYS_ADMIN.
 pub fn unshare(p: &Process) {
-    *lock(&p.netns) = NetNs::new();
+    *lock(&p.netns) = NetNs::new_owned(crate::userns::of(p));
 }
 
 /// setns(2) into `ns` (`netns_install`): CAP_SYS_ADMIN (`EPERM`); the caller moves.
 /// Sockets it already has stay in the namespace they were made in, as on Linux.
 pub fn setns(p: &Process, ns: &Arc<NetNs>) -> SysResult<()> {
-    if !p.capable(crate::timens::CAP_SYS_ADMIN) {
+    if !crate::userns::may_install(p, &ns.owner) {
         return Err(Errno::EPERM);
     }
     *lock(&p.netns) = ns.clone();
@@ -181,7 +195,11 @@ pub fn setns(p: &Process, ns: &Arc<NetNs>) -> SysResult<()> {
 }
 
 impl crate::nsfs::Namespace for NetNs {
+    fn owner(&self) -> Option<Arc<crate::userns::UserNs>> {
+        Some(self.owner.clone())
+    }
     const KIND: &'static str = "net";
+    const NSTYPE: u64 = um_uapi::abi::sched::CloneFlags::NEWNET.bits();
     fn inum(&self) -> u64 {
         self.inum
     }

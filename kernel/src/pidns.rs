@@ -55,6 +55,8 @@ pub struct PidNs {
     st: Mutex<NsState>,
     /// The namespace's init (`child_reaper`), once it exists.
     reaper: Mutex<Weak<Process>>,
+    /// The user namespace that owns it (`ns.user_ns`): its capability checks are made there.
+    owner: Arc<crate::userns::UserNs>,
 }
 
 /// The initial namespace (`init_pid_ns`).
@@ -67,6 +69,7 @@ pub fn root() -> &'static Arc<PidNs> {
             inum: INIT_INO,
             st: Mutex::default(),
             reaper: Mutex::new(Weak::new()),
+            owner: crate::userns::root().clone(),
         })
     })
 }
@@ -75,6 +78,15 @@ impl PidNs {
     /// A new namespace below `parent` (`create_pid_namespace`): `ENOSPC` past 32 levels.
     /// Inode numbers come from a range of their own above Linux's `proc_inum_ida` base.
     pub fn new_child(parent: &Arc<PidNs>) -> SysResult<Arc<PidNs>> {
+        Self::new_child_owned(parent, crate::userns::current())
+    }
+
+    /// [`PidNs::new_child`] owned by user namespace `owner` (clone with CLONE_NEWUSER
+    /// makes the child's before the child exists).
+    pub fn new_child_owned(
+        parent: &Arc<PidNs>,
+        owner: Arc<crate::userns::UserNs>,
+    ) -> SysResult<Arc<PidNs>> {
         static NEXT: AtomicU64 = AtomicU64::new(0xF800_0000);
         let level = parent.level + 1;
         if level > MAX_PID_NS_LEVEL {
@@ -86,6 +98,7 @@ impl PidNs {
             inum: NEXT.fetch_add(1, Ordering::Relaxed),
             st: Mutex::default(),
             reaper: Mutex::new(Weak::new()),
+            owner,
         }))
     }
 
@@ -359,7 +372,14 @@ pub fn tgid_seen_by(p: &Process, to: &Process) -> u32 {
 }
 
 impl crate::nsfs::Namespace for PidNs {
+    fn owner(&self) -> Option<Arc<crate::userns::UserNs>> {
+        Some(self.owner.clone())
+    }
     const KIND: &'static str = "pid";
+    const NSTYPE: u64 = um_uapi::abi::sched::CloneFlags::NEWPID.bits();
+    fn parent_ns(&self) -> Option<Arc<Self>> {
+        self.parent.clone()
+    }
     fn inum(&self) -> u64 {
         self.inum
     }
@@ -382,7 +402,7 @@ pub fn ns_dentry(ns: &Arc<PidNs>) -> Arc<Dentry> {
 /// children changes, to `ns`, which must be the caller's own namespace or below it
 /// (`EINVAL`); CAP_SYS_ADMIN (`EPERM`).
 pub fn setns(p: &Process, ns: &Arc<PidNs>) -> SysResult<()> {
-    if !p.capable(crate::timens::CAP_SYS_ADMIN) {
+    if !crate::userns::may_install(p, &ns.owner) {
         return Err(Errno::EPERM);
     }
     if !p.pids.ns().is_ancestor_of(ns) {

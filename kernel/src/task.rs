@@ -218,14 +218,38 @@ pub struct Process {
     /// The mount namespace ([`crate::mntns`], Linux `nsproxy->mnt_ns`): the parent's at
     /// fork, where `mntns::on_fork` may give the child a copy.
     pub mntns: Mutex<Arc<crate::mntns::MntNs>>,
+    /// The user namespace of the credentials ([`crate::userns`], Linux `cred->user_ns`):
+    /// `caps` hold there; the parent's at fork.
+    pub userns: Mutex<Arc<crate::userns::UserNs>>,
     /// The threads this process traces ([`crate::ptrace`]).
     pub tracees: Mutex<Vec<Arc<Task>>>,
 }
 
 impl Process {
-    /// Whether the process holds capability `cap` (effective set).
+    /// Whether the process holds capability `cap` in the initial user namespace (Linux
+    /// `capable()`): its effective set there, none inside another user namespace
+    /// ([`crate::userns::ns_capable`]).
     pub fn capable(&self, cap: u32) -> bool {
+        crate::userns::ns_capable(self, crate::userns::root(), cap)
+    }
+
+    /// Whether the process holds `cap` in its own user namespace (`ns_capable(
+    /// current_user_ns(), ..)`): what setuid(2), chown(2) and the like check.
+    pub fn capable_own(&self, cap: u32) -> bool {
         lock(&self.caps).has(cap)
+    }
+
+    /// Whether the process holds `cap` over its network namespace
+    /// (`ns_capable(net->user_ns, ..)`): what raw sockets, low ports and rtnetlink changes
+    /// check.
+    pub fn net_capable(&self, cap: u32) -> bool {
+        let owner = lock(&self.netns).owner().clone();
+        crate::userns::ns_capable(self, &owner, cap)
+    }
+
+    /// Whether the process holds `cap` in user namespace `ns` (`ns_capable`).
+    pub fn ns_capable(&self, ns: &Arc<crate::userns::UserNs>, cap: u32) -> bool {
+        crate::userns::ns_capable(self, ns, cap)
     }
 
     /// The process's largest resident size so far in KiB: what it left behind and the current
@@ -346,6 +370,10 @@ impl Process {
             ipcns: Mutex::new(
                 parent.map_or_else(|| crate::ipcns::root().clone(), |p| lock(&p.ipcns).clone()),
             ),
+            userns: Mutex::new(parent.map_or_else(
+                || crate::userns::root().clone(),
+                |p| lock(&p.userns).clone(),
+            )),
             mntns: Mutex::new(
                 parent.map_or_else(|| crate::mntns::root().clone(), |p| lock(&p.mntns).clone()),
             ),

@@ -121,6 +121,8 @@ pub struct TimeNs {
     offsets: Mutex<Offsets>,
     /// Set once a process entered: the offsets can no longer change.
     frozen: AtomicBool,
+    /// The user namespace that owns it (`ns.user_ns`): its capability checks are made there.
+    owner: Arc<crate::userns::UserNs>,
 }
 
 /// The initial namespace (`init_time_ns`): zero offsets, frozen from the start.
@@ -131,6 +133,7 @@ pub fn root() -> &'static Arc<TimeNs> {
             inum: INIT_INO,
             offsets: Mutex::new(Offsets::default()),
             frozen: AtomicBool::new(true),
+            owner: crate::userns::root().clone(),
         })
     })
 }
@@ -139,11 +142,17 @@ impl TimeNs {
     /// A new namespace with `old`'s offsets, not yet frozen (`clone_time_ns`). Inode numbers
     /// come after Linux's `proc_inum_ida` base, 0xF0000000.
     pub fn clone_of(old: &TimeNs) -> Arc<TimeNs> {
+        Self::clone_owned(old, crate::userns::current())
+    }
+
+    /// [`TimeNs::clone_of`] owned by user namespace `owner`.
+    pub fn clone_owned(old: &TimeNs, owner: Arc<crate::userns::UserNs>) -> Arc<TimeNs> {
         static NEXT: AtomicU64 = AtomicU64::new(0xF000_0000);
         Arc::new(TimeNs {
             inum: NEXT.fetch_add(1, Ordering::Relaxed),
             offsets: Mutex::new(old.offsets()),
             frozen: AtomicBool::new(false),
+            owner,
         })
     }
 
@@ -380,7 +389,7 @@ pub fn on_fork(child: &Process, new_time: bool, vm: bool) {
     let enter = {
         let mut pair = lock(&child.timens);
         if new_time {
-            pair.for_children = TimeNs::clone_of(&pair.for_children);
+            pair.for_children = TimeNs::clone_owned(&pair.for_children, crate::userns::of(child));
         }
         if !vm && !Arc::ptr_eq(&pair.active, &pair.for_children) {
             pair.active = pair.for_children.clone();
@@ -414,7 +423,7 @@ pub fn on_exec(p: &Process) {
 /// (`copy_time_ns`); `p` itself stays.
 pub fn unshare(p: &Process) {
     let mut pair = lock(&p.timens);
-    pair.for_children = TimeNs::clone_of(&pair.for_children);
+    pair.for_children = TimeNs::clone_owned(&pair.for_children, crate::userns::of(p));
 }
 
 /// setns into `ns` (`timens_install` + `timens_commit`): both of `p`'s namespaces become
@@ -423,7 +432,7 @@ pub fn setns(p: &Process, ns: &Arc<TimeNs>, threads: usize) -> SysResult<()> {
     if threads > 1 {
         return Err(Errno::EUSERS);
     }
-    if !p.capable(CAP_SYS_ADMIN) {
+    if !crate::userns::may_install(p, &ns.owner) {
         return Err(Errno::EPERM);
     }
     {
@@ -436,7 +445,11 @@ pub fn setns(p: &Process, ns: &Arc<TimeNs>, threads: usize) -> SysResult<()> {
 }
 
 impl crate::nsfs::Namespace for TimeNs {
+    fn owner(&self) -> Option<Arc<crate::userns::UserNs>> {
+        Some(self.owner.clone())
+    }
     const KIND: &'static str = "time";
+    const NSTYPE: u64 = um_uapi::abi::sched::CloneFlags::NEWTIME.bits();
     fn inum(&self) -> u64 {
         self.inum
     }

@@ -32,6 +32,8 @@ pub struct UtsNs {
     /// The names of a namespace other than the initial one: (nodename, domainname). The
     /// initial namespace's are `Kernel::uts`'s.
     names: Option<(Mutex<String>, Mutex<String>)>,
+    /// The user namespace that owns it (`ns.user_ns`): its capability checks are made there.
+    owner: Arc<crate::userns::UserNs>,
 }
 
 /// The initial namespace (`init_uts_ns`).
@@ -41,6 +43,7 @@ pub fn root() -> &'static Arc<UtsNs> {
         Arc::new(UtsNs {
             inum: INIT_INO,
             names: None,
+            owner: crate::userns::root().clone(),
         })
     })
 }
@@ -49,13 +52,14 @@ impl UtsNs {
     /// A new namespace with a copy of `from`'s names (`clone_uts_ns`). Inode numbers come
     /// from a range of their own (time namespaces count from 0xF0000000, network ones from
     /// 0xF4000000, pid ones from 0xF8000000).
-    pub fn new_from(k: &Kernel, from: &UtsNs) -> Arc<UtsNs> {
+    pub fn new_from(k: &Kernel, from: &UtsNs, owner: Arc<crate::userns::UserNs>) -> Arc<UtsNs> {
         static NEXT: AtomicU64 = AtomicU64::new(0xF600_0000);
         let node = lock(from.nodename(k)).clone();
         let domain = lock(from.domainname(k)).clone();
         Arc::new(UtsNs {
             inum: NEXT.fetch_add(1, Ordering::Relaxed),
             names: Some((Mutex::new(node), Mutex::new(domain))),
+            owner,
         })
     }
 
@@ -89,20 +93,20 @@ pub fn current() -> Arc<UtsNs> {
 /// clone(CLONE_NEWUTS)'s part (`copy_namespaces`): the new process `child`, which inherited
 /// its parent's namespace, gets a copy of it. The caller has checked CAP_SYS_ADMIN.
 pub fn on_fork(k: &Kernel, child: &Process) {
-    let ns = UtsNs::new_from(k, &of(child));
+    let ns = UtsNs::new_from(k, &of(child), crate::userns::of(child));
     *lock(&child.utsns) = ns;
 }
 
 /// unshare(CLONE_NEWUTS): the caller moves into a copy of its namespace at once. The caller
 /// has checked CAP_SYS_ADMIN.
 pub fn unshare(k: &Kernel, p: &Process) {
-    let ns = UtsNs::new_from(k, &of(p));
+    let ns = UtsNs::new_from(k, &of(p), crate::userns::of(p));
     *lock(&p.utsns) = ns;
 }
 
 /// setns(2) into `ns` (`utsns_install`): CAP_SYS_ADMIN (`EPERM`); the caller moves.
 pub fn setns(p: &Process, ns: &Arc<UtsNs>) -> SysResult<()> {
-    if !p.capable(crate::timens::CAP_SYS_ADMIN) {
+    if !crate::userns::may_install(p, &ns.owner) {
         return Err(Errno::EPERM);
     }
     *lock(&p.utsns) = ns.clone();
@@ -110,7 +114,11 @@ pub fn setns(p: &Process, ns: &Arc<UtsNs>) -> SysResult<()> {
 }
 
 impl crate::nsfs::Namespace for UtsNs {
+    fn owner(&self) -> Option<Arc<crate::userns::UserNs>> {
+        Some(self.owner.clone())
+    }
     const KIND: &'static str = "uts";
+    const NSTYPE: u64 = um_uapi::abi::sched::CloneFlags::NEWUTS.bits();
     fn inum(&self) -> u64 {
         self.inum
     }

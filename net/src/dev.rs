@@ -407,7 +407,23 @@ impl Default for NetDevices {
     }
 }
 
-impl PerNet for NetDevices {}
+impl PerNet for NetDevices {
+    /// A namespace made later (`loopback_net_init`): `lo` down and without addresses, as
+    /// Linux registers it; bringing it up gives it 127.0.0.1/8 and ::1/128 (see
+    /// [`NetDevices::set_flags`]). Sandboxes such as bwrap add the address themselves first.
+    fn for_new_ns(_init: &Self) -> Self {
+        let d = NetDevices::default();
+        {
+            let mut i = lock(&d.inner);
+            i.addrs.clear();
+            i.routes.clear();
+            for dev in &i.devs {
+                dev.flags.store(IFF_LOOPBACK, Ordering::Relaxed);
+            }
+        }
+        d
+    }
+}
 
 /// The routes an address brings while its device is up (Linux `fib_add_ifaddr` for IPv4: a
 /// local route for the address, a broadcast route for an explicit broadcast address and,
@@ -616,6 +632,23 @@ impl NetDevices {
         dev.flags.store(new, Ordering::Relaxed);
         if up_changed {
             let mut i = lock(&self.inner);
+            if new & IFF_UP != 0 && dev.is_loopback() {
+                // inetdev_event / addrconf_notify NETDEV_UP on a loopback device: 127.0.0.1/8
+                // and ::1/128, unless it has them already.
+                for a in [
+                    IfAddr::new(ifindex, IpAddr::V4(Ipv4Addr::LOCALHOST), 8, &dev.name()),
+                    IfAddr::new(ifindex, IpAddr::V6(Ipv6Addr::LOCALHOST), 128, &dev.name()),
+                ] {
+                    if !i
+                        .addrs
+                        .iter()
+                        .any(|b| b.ifindex == ifindex && b.addr == a.addr)
+                    {
+                        i.addrs.push(a.clone());
+                        events.push(Event::NewAddr(a));
+                    }
+                }
+            }
             if new & IFF_UP != 0 {
                 let addrs: Vec<IfAddr> = i
                     .addrs
@@ -999,6 +1032,17 @@ impl NetDevices {
     }
 }
 
+/// A new namespace with its lo brought up (what a test of the socket layer wants; a new
+/// namespace's lo starts down, as on Linux).
+#[cfg(test)]
+pub fn test_ns() -> Arc<NetNs> {
+    let ns = NetNs::new();
+    devices(&ns)
+        .set_flags(&ns, LO_IFINDEX, IFF_UP)
+        .expect("lo up");
+    ns
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1031,7 +1075,7 @@ mod tests {
 
     #[test]
     fn address_brings_prefix_route_and_down_takes_it() {
-        let ns = NetNs::new();
+        let ns = test_ns();
         let d = devices(&ns);
         let eth = d
             .register(&ns, "eth0", 1, [2, 0, 0, 0, 0, 1], 1500, 0, Arc::new(Null))

@@ -120,7 +120,7 @@ pub fn dev_ioctl(
     inet: bool,
 ) -> SysResult<u64> {
     let net = netns::of(&io.task.process);
-    let admin = io.task.process.capable(CAP_NET_ADMIN);
+    let admin = io.task.process.net_capable(CAP_NET_ADMIN);
     match cmd {
         SIOCGIFCONF => ifconf(&net, arg, mem),
         SIOCADDRT | SIOCDELRT if inet => route_ioctl(&net, cmd, arg, mem, admin),

@@ -1390,7 +1390,7 @@ mod tests {
         assert_eq!(o.bind(&un, false), Err(Errno::EAFNOSUPPORT));
         // Another network namespace has its own ports: the same port binds there, and the
         // listener of the initial namespace is not reachable from it.
-        let net = um_kernel::netns::NetNs::new();
+        let net = crate::dev::test_ns();
         let n = InetSocket::with_opts(Proto::Tcp, AF_INET, (0, 0), Opts::new(Proto::Tcp), net);
         assert!(n.find_listener(dst).is_none());
         n.bind(&same, false).unwrap();

@@ -588,7 +588,7 @@ mod tests {
 
     #[test]
     fn files_of_lo_and_a_dummy_ethernet() {
-        let ns = NetNs::new();
+        let ns = crate::dev::test_ns();
         let d = dev::devices(&ns);
         let eth = d
             .register(

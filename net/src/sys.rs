@@ -169,7 +169,7 @@ fn check_socket_args(domain: u64, ty: u64, protocol: u64) -> SysResult<(Kind, u3
 /// `packet_create`: `CAP_NET_RAW` (`EPERM`), then the type: `SOCK_RAW` and `SOCK_DGRAM`
 /// (`SOCK_PACKET` is not supported here), else `ESOCKTNOSUPPORT`.
 fn packet_create(c: &SyscallCtx<'_>, ty: u32) -> SysResult<()> {
-    if !c.task.process.capable(CAP_NET_RAW) {
+    if !c.task.process.net_capable(CAP_NET_RAW) {
         return Err(Errno::EPERM);
     }
     if ty != SOCK_RAW && ty != SOCK_DGRAM {
@@ -183,7 +183,7 @@ fn packet_create(c: &SyscallCtx<'_>, ty: u32) -> SysResult<()> {
 /// supplementary one; `EACCES`).
 fn inet_create(c: &SyscallCtx<'_>, proto: Proto) -> SysResult<()> {
     match proto {
-        Proto::Raw if !c.task.process.capable(CAP_NET_RAW) => Err(Errno::EPERM),
+        Proto::Raw if !c.task.process.net_capable(CAP_NET_RAW) => Err(Errno::EPERM),
         Proto::Ping => {
             let (low, high) =
                 crate::sysctl::ping_group_range(&um_kernel::netns::of(&c.task.process));
@@ -322,7 +322,7 @@ fn bind(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         Sock::Unix(s) => s,
         Sock::Inet(s) => {
             let b = read_addr_bytes(c, a[1], a[2])?;
-            s.bind(&b, c.task.process.capable(CAP_NET_BIND_SERVICE))?;
+            s.bind(&b, c.task.process.net_capable(CAP_NET_BIND_SERVICE))?;
             return Ok(0);
         }
         Sock::Packet(s) => {
@@ -433,7 +433,7 @@ fn connect(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         Sock::Packet(_) => return Err(Errno::EOPNOTSUPP),
         Sock::Netlink(s) => {
             let b = read_addr_bytes(c, a[1], a[2])?;
-            s.connect(&b, tgid(c), c.task.process.capable(CAP_NET_ADMIN))?;
+            s.connect(&b, tgid(c), c.task.process.net_capable(CAP_NET_ADMIN))?;
             return Ok(0);
         }
     };
@@ -611,7 +611,7 @@ fn sendto(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             } else {
                 None
             };
-            let admin = c.task.process.capable(CAP_NET_ADMIN);
+            let admin = c.task.process.net_capable(CAP_NET_ADMIN);
             Ok(s.send(&data, to.as_deref(), tgid(c), admin, a[3] as u32)? as u64)
         }
     }
@@ -682,7 +682,7 @@ fn do_sendmsg(c: &SyscallCtx<'_>, fd: u64, msg: u64, flags: u32) -> SysResult<(u
         }
         Sock::Netlink(s) => {
             check_inet_control(&control)?;
-            let admin = c.task.process.capable(CAP_NET_ADMIN);
+            let admin = c.task.process.net_capable(CAP_NET_ADMIN);
             Ok(s.send(&data, name.as_deref(), tgid(c), admin, flags)? as u64)
         }
     }?;
@@ -1080,7 +1080,7 @@ fn setsockopt(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             } else {
                 Vec::new()
             };
-            let admin = c.task.process.capable(CAP_NET_ADMIN);
+            let admin = c.task.process.net_capable(CAP_NET_ADMIN);
             s.setsockopt(level, name, &val, optlen as usize, admin)?;
             return Ok(0);
         }
@@ -1251,7 +1251,7 @@ fn setsockopt_packet(
         // sock_setbindtodevice: CAP_NET_RAW; the name is at most IFNAMSIZ - 1 bytes, up to
         // its NUL; an empty one unbinds.
         SO_BINDTODEVICE => {
-            if !c.task.process.capable(CAP_NET_RAW) {
+            if !c.task.process.net_capable(CAP_NET_RAW) {
                 return Err(Errno::EPERM);
             }
             let n = optlen.min(IFNAMSIZ - 1);
@@ -1268,7 +1268,7 @@ fn setsockopt_packet(
         SO_RCVBUF => s.set_buf(false, int()?, false),
         SO_SNDBUFFORCE | SO_RCVBUFFORCE => {
             let v = int()?;
-            if !c.task.process.capable(CAP_NET_ADMIN) {
+            if !c.task.process.net_capable(CAP_NET_ADMIN) {
                 return Err(Errno::EPERM);
             }
             s.set_buf(name == SO_SNDBUFFORCE, v, true);
@@ -1345,7 +1345,7 @@ fn setsockopt_netlink(
     use so::*;
     use um_uapi::abi::netlink::SOL_NETLINK;
     let (level, name) = (a[1] as i32, a[2] as i32);
-    let admin = c.task.process.capable(CAP_NET_ADMIN);
+    let admin = c.task.process.net_capable(CAP_NET_ADMIN);
     let val = if optlen >= 4 {
         let b = c.read_bytes(a[3], 4)?;
         Some(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))

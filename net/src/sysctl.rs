@@ -367,7 +367,7 @@ fn knob(
             Ok(format!("{v}\n").into_bytes())
         },
         move |_: &Arc<Kernel>, io: &IoCtx<'_>, data: &[u8]| {
-            if !io.task.process.capable(CAP_NET_ADMIN) {
+            if !io.task.process.net_capable(CAP_NET_ADMIN) {
                 return Err(Errno::EPERM);
             }
             let v = parse_int(data)?;
@@ -438,7 +438,7 @@ fn ping_group_range_file(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
             Ok(format!("{a}\t{b}\n").into_bytes())
         },
         |_: &Arc<Kernel>, io: &IoCtx<'_>, data: &[u8]| {
-            if !io.task.process.capable(CAP_NET_ADMIN) {
+            if !io.task.process.net_capable(CAP_NET_ADMIN) {
                 return Err(Errno::EPERM);
             }
             let r = parse_ping_group_range(data)?;

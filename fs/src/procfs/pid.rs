@@ -144,6 +144,8 @@ pub enum PidNode {
     IpcNs,
     /// `ns/mnt`.
     MntNs,
+    /// `ns/user`: the user namespace of the credentials (`um_kernel::userns`).
+    UserNs,
     File(PidFile),
 }
 
@@ -176,6 +178,10 @@ pub enum PidFile {
     CoredumpFilter,
     /// The offsets of the time namespace for children (`um_kernel::timens`).
     TimensOffsets,
+    /// The id maps and setgroups flag of the process's user namespace (`um_kernel::userns`).
+    UidMap,
+    GidMap,
+    Setgroups,
 }
 
 /// The entries of `/proc/PID`, in Linux's order (`tgid_base_stuff`); the index is part of the
@@ -212,6 +218,9 @@ const ENTRIES: &[(&str, PidNode)] = &[
     // numbers of the entries above.
     ("auxv", PidNode::File(PidFile::Auxv)),
     ("mem", PidNode::File(PidFile::Mem)),
+    ("uid_map", PidNode::File(PidFile::UidMap)),
+    ("gid_map", PidNode::File(PidFile::GidMap)),
+    ("setgroups", PidNode::File(PidFile::Setgroups)),
 ];
 
 /// The entries of `/proc/PID/ns` (fs/proc/namespaces.c `ns_entries`, in its order; only
@@ -223,6 +232,7 @@ const NS_ENTRIES: &[(&str, PidNode)] = &[
     ("pid", PidNode::PidNs(false)),
     ("pid_for_children", PidNode::PidNs(true)),
     ("mnt", PidNode::MntNs),
+    ("user", PidNode::UserNs),
     ("time", PidNode::TimeNs(false)),
     ("time_for_children", PidNode::TimeNs(true)),
 ];
@@ -241,6 +251,7 @@ fn ino(t: &Target, n: PidNode) -> u64 {
         PidNode::UtsNs => (215, 0),
         PidNode::IpcNs => (216, 0),
         PidNode::MntNs => (217, 0),
+        PidNode::UserNs => (218, 0),
         other => (
             ENTRIES
                 .iter()
@@ -268,7 +279,8 @@ fn mode_of(n: PidNode, fd_flags: u32) -> u32 {
         | PidNode::NetNs
         | PidNode::UtsNs
         | PidNode::IpcNs
-        | PidNode::MntNs => mode::S_IFLNK | 0o777,
+        | PidNode::MntNs
+        | PidNode::UserNs => mode::S_IFLNK | 0o777,
         PidNode::FdDir => mode::S_IFDIR | 0o500,
         PidNode::Cwd | PidNode::Root | PidNode::Exe => mode::S_IFLNK | 0o777,
         // fs/proc/fd.c tid_fd_update_inode: r-x for reading, -wx for writing, per owner.
@@ -293,7 +305,10 @@ fn mode_of(n: PidNode, fd_flags: u32) -> u32 {
             | PidFile::OomAdj
             | PidFile::OomScoreAdj
             | PidFile::CoredumpFilter
-            | PidFile::TimensOffsets,
+            | PidFile::TimensOffsets
+            | PidFile::UidMap
+            | PidFile::GidMap
+            | PidFile::Setgroups,
         ) => mode::S_IFREG | 0o644,
         PidNode::File(_) => mode::S_IFREG | 0o444,
     }
@@ -558,6 +573,13 @@ fn mnt_ns(t: &Target) -> SysResult<Arc<um_kernel::mntns::MntNs>> {
     Ok(um_kernel::mntns::of(&p))
 }
 
+/// The user namespace `/proc/PID/ns/user` names (ptrace access needed).
+fn user_ns(t: &Target) -> SysResult<Arc<um_kernel::userns::UserNs>> {
+    let p = t.proc()?;
+    may_access(&p)?;
+    Ok(um_kernel::userns::of(&p))
+}
+
 /// The pid namespace a `/proc/PID/ns/pid*` link names (fs/proc/namespaces.c, ptrace access
 /// needed): the process's own, or the one for its children, which exists for the link only
 /// once its init does (`pidns_for_children_get`: ENOENT before).
@@ -610,6 +632,15 @@ fn fd_file(p: &Process, fd: u32) -> SysResult<Arc<OpenFile>> {
 /// sockets and anonymous inodes).
 pub fn fd_name(f: &OpenFile) -> Vec<u8> {
     if let Some(d) = &f.dentry {
+        // A namespace file lives in the internal nsfs mount: its `d_dname` is the name
+        // `/proc/PID/ns` links show (`user:[4026531837]`).
+        if d.parent.is_none()
+            && d.inode
+                .stat()
+                .is_ok_and(|st| st.dev == um_kernel::nsfs::NSFS_DEV)
+        {
+            return d.name.clone();
+        }
         return seen_path(d);
     }
     let st = f.ops.stat().unwrap_or_default();
@@ -655,6 +686,9 @@ pub fn readlink(t: &Target, n: PidNode) -> SysResult<Vec<u8>> {
     if let PidNode::IpcNs = n {
         return Ok(um_kernel::ipcns::link_name(&*ipc_ns(t)?));
     }
+    if let PidNode::UserNs = n {
+        return Ok(um_kernel::userns::link_name(&*user_ns(t)?));
+    }
     if let PidNode::PidNs(c) = n {
         return Ok(um_kernel::pidns::link_name(&*pid_ns(t, c)?));
     }
@@ -690,6 +724,7 @@ pub fn magic_link(t: &Target, n: PidNode) -> Option<Arc<Dentry>> {
         PidNode::UtsNs => uts_ns(t).ok().map(|ns| um_kernel::utsns::ns_dentry(&ns)),
         PidNode::IpcNs => ipc_ns(t).ok().map(|ns| um_kernel::ipcns::ns_dentry(&ns)),
         PidNode::MntNs => mnt_ns(t).ok().map(|ns| um_kernel::mntns::ns_dentry(&ns)),
+        PidNode::UserNs => user_ns(t).ok().map(|ns| um_kernel::userns::ns_dentry(&ns)),
         _ => None,
     }
 }
@@ -779,6 +814,23 @@ pub fn write(
             Ok(data.len())
         }
         PidNode::File(PidFile::TimensOffsets) => write_timens_offsets(&p, io, data),
+        // kernel/user_namespace.c proc_uid_map_write, proc_gid_map_write and
+        // proc_setgroups_write, on the target's user namespace.
+        PidNode::File(PidFile::UidMap) => um_kernel::userns::write_map(
+            &um_kernel::userns::of(&p),
+            um_kernel::userns::MapKind::Uid,
+            &io.task.process,
+            data,
+        ),
+        PidNode::File(PidFile::GidMap) => um_kernel::userns::write_map(
+            &um_kernel::userns::of(&p),
+            um_kernel::userns::MapKind::Gid,
+            &io.task.process,
+            data,
+        ),
+        PidNode::File(PidFile::Setgroups) => {
+            um_kernel::userns::write_setgroups(&um_kernel::userns::of(&p), &io.task.process, data)
+        }
         _ => Err(Errno::EINVAL),
     }
 }
@@ -1110,8 +1162,6 @@ fn status_info(k: &Kernel, t: &Target, p: &Process) -> fmt::StatusInfo {
         .unwrap_or_default();
     let shared = lock(&p.shared_pending).bits();
     let (ign, cgt) = sig_sets(p);
-    let root = creds.euid == 0;
-    let full = fmt::CAP_FULL;
     let ids = Ids::of(k, t, p);
     fmt::StatusInfo {
         name: lock(&p.comm).clone(),
@@ -1125,8 +1175,9 @@ fn status_info(k: &Kernel, t: &Target, p: &Process) -> fmt::StatusInfo {
             .map(|m| um_kernel::ptrace::tracer_pid(m))
             .filter(|&g| g != 0)
             .map_or(0, |g| vnr(k, &viewer_ns(), g)),
-        uids: [creds.uid, creds.euid, creds.suid, creds.fsuid],
-        gids: [creds.gid, creds.egid, creds.sgid, creds.fsgid],
+        // fs/proc/array.c task_state: ids through the reader's user namespace.
+        uids: [creds.uid, creds.euid, creds.suid, creds.fsuid].map(um_kernel::userns::uid_out),
+        gids: [creds.gid, creds.egid, creds.sgid, creds.fsgid].map(um_kernel::userns::gid_out),
         fdsize: fd_size(max_fd),
         groups: Vec::new(),
         pgid: ids.pgid,
@@ -1142,10 +1193,11 @@ fn status_info(k: &Kernel, t: &Target, p: &Process) -> fmt::StatusInfo {
         sigblk: blocked,
         sigign: ign,
         sigcgt: cgt,
-        caps: if root {
-            [0, full, full, full, 0]
-        } else {
-            [0, 0, 0, full, 0]
+        // The sets themselves (fs/proc/array.c render_cap_t); they hold in the process's
+        // user namespace.
+        caps: {
+            let c = *lock(&p.caps);
+            [c.inheritable, c.permitted, c.effective, c.bset, 0]
         },
         no_new_privs: lock(&p.caps).no_new_privs,
         seccomp: main
@@ -1609,6 +1661,22 @@ pub fn generate(_fs: &Arc<ProcFs>, t: &Target, n: PidNode, _io: &IoCtx<'_>) -> S
             PidFile::TimensOffsets => {
                 let ns = lock(&p.timens).for_children.clone();
                 um_kernel::timens::format_offsets(&ns.offsets()).into_bytes()
+            }
+            // uid_m_show / gid_m_show: lower ids relative to the reader's namespace.
+            PidFile::UidMap | PidFile::GidMap => {
+                let kind = if f == PidFile::UidMap {
+                    um_kernel::userns::MapKind::Uid
+                } else {
+                    um_kernel::userns::MapKind::Gid
+                };
+                let reader = um_kernel::userns::current();
+                um_kernel::userns::format_map(&um_kernel::userns::of(&p), kind, &reader)
+                    .into_bytes()
+            }
+            PidFile::Setgroups => {
+                um_kernel::userns::setgroups_text(&um_kernel::userns::of(&p))
+                    .as_bytes()
+                    .to_vec()
             }
             PidFile::Io => b"rchar: 0\nwchar: 0\nsyscr: 0\nsyscw: 0\nread_bytes: 0\nwrite_bytes: 0\ncancelled_write_bytes: 0\n".to_vec(),
         },

@@ -466,8 +466,15 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
             ("ns_last_pid", super::pid::ns_last_pid(fs)),
             ("osrelease", uts(fs, |k| &k.uts.release)),
             ("ostype", uts(fs, |k| &k.uts.sysname)),
-            ("overflowgid", ProcInode::text(fs, "65534\n")),
-            ("overflowuid", ProcInode::text(fs, "65534\n")),
+            // kernel/sysctl.c: 0..65535, what unmapped ids show as (um_kernel::userns).
+            (
+                "overflowgid",
+                id_knob(fs, &um_kernel::userns::OVERFLOW_GID, 65535),
+            ),
+            (
+                "overflowuid",
+                id_knob(fs, &um_kernel::userns::OVERFLOW_UID, 65535),
+            ),
             ("panic", int_knob(fs, 0)),
             ("pid_max", ProcInode::text(fs, "4194304\n")),
             ("printk", ProcInode::text(fs, "7\t4\t1\t7\n")),
@@ -627,10 +634,69 @@ fn sys_tree(fs: &Arc<ProcFs>) -> Arc<ProcInode> {
     // Registered by other subsystems: `mqueue` of um-ipc.
     super::registry::insert_in_order(fs, "sys/fs", &mut fs_entries);
     let fsdir = ProcInode::dir(fs, fs_entries);
-    let mut v = vec![("fs", fsdir), ("kernel", kernel), ("vm", vm)];
+    // kernel/ucount.c user_table: the namespace limits (um_kernel::userns::limits).
+    let user = ProcInode::dir(
+        fs,
+        um_kernel::userns::limits::LIMITS
+            .iter()
+            .map(|(name, v)| (*name, limit_knob(fs, v)))
+            .collect(),
+    );
+    let mut v = vec![
+        ("fs", fsdir),
+        ("kernel", kernel),
+        ("user", user),
+        ("vm", vm),
+    ];
     // Registered by other subsystems (procfs/registry.rs): `net` of um-net.
     super::registry::insert_in_order(fs, "sys", &mut v);
     ProcInode::dir(fs, v)
+}
+
+/// An id sysctl kept in `v`, written by root only (`EPERM`), `0..=max` (`EINVAL`,
+/// `proc_dointvec_minmax`).
+fn id_knob(fs: &Arc<ProcFs>, v: &'static std::sync::atomic::AtomicU32, max: u32) -> Arc<ProcInode> {
+    use std::sync::atomic::Ordering::Relaxed;
+    ProcInode::file_rw(
+        fs,
+        move |_, _| Ok(format!("{}\n", v.load(Relaxed)).into_bytes()),
+        move |_, io, data| {
+            if lock(&io.task.process.creds).euid != 0 {
+                return Err(Errno::EPERM);
+            }
+            let s = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
+            let n = s.trim().parse::<u32>().map_err(|_| Errno::EINVAL)?;
+            if n > max {
+                return Err(Errno::EINVAL);
+            }
+            v.store(n, Relaxed);
+            Ok(data.len())
+        },
+    )
+}
+
+/// A `/proc/sys/user` limit: `0..=INT_MAX` (`EINVAL`), written by root of the initial user
+/// namespace only (`EPERM`).
+fn limit_knob(fs: &Arc<ProcFs>, v: &'static std::sync::atomic::AtomicU64) -> Arc<ProcInode> {
+    use std::sync::atomic::Ordering::Relaxed;
+    ProcInode::file_rw(
+        fs,
+        move |_, _| Ok(format!("{}\n", v.load(Relaxed)).into_bytes()),
+        move |_, io, data| {
+            if lock(&io.task.process.creds).euid != 0
+                || !um_kernel::userns::of(&io.task.process).is_root()
+            {
+                return Err(Errno::EPERM);
+            }
+            let s = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
+            let n = s.trim().parse::<u64>().map_err(|_| Errno::EINVAL)?;
+            if n > i32::MAX as u64 {
+                return Err(Errno::EINVAL);
+            }
+            v.store(n, Relaxed);
+            Ok(data.len())
+        },
+    )
 }
 
 /// The fixed entries of the procfs root.

@@ -1,19 +1,43 @@
 //! mount, umount2, pivot_root (Linux fs/namespace.c): argument copying, the CAP_SYS_ADMIN
-//! check (euid 0) and path walks; the tables themselves are [`crate::mount`].
+//! check (in the user namespace that owns the caller's mount namespace, `may_mount`) and
+//! path walks; the tables themselves are [`crate::mount`]. Inside a user namespace other
+//! than the initial one only the file systems Linux marks `FS_USERNS_MOUNT` may be mounted
+//! anew ([`userns_mountable`]); binds, moves, remounts and propagation changes are allowed.
 
 use super::{AT_FDCWD, lookup};
 use crate::mount::{self, MS_BIND, MS_REMOUNT, UMOUNT_NOFOLLOW};
 use crate::namei::Last;
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
-use um_kernel::task::lock;
 use um_uapi::{Errno, SysResult};
 
+/// `may_mount`: CAP_SYS_ADMIN in the user namespace owning the caller's mount namespace.
 fn capable_sys_admin(c: &SyscallCtx<'_>) -> SysResult<()> {
-    if lock(&c.task.process.creds).euid == 0 {
+    let p = &c.task.process;
+    let ns = um_kernel::mntns::of(p);
+    if p.ns_capable(ns.owner(), um_uapi::abi::capability::CAP_SYS_ADMIN) {
         Ok(())
     } else {
         Err(Errno::EPERM)
     }
+}
+
+/// The file systems with `FS_USERNS_MOUNT` in Linux (mm/shmem.c tmpfs, fs/ramfs,
+/// fs/proc/root.c, fs/sysfs, fs/devpts, ipc/mqueue.c, kernel/cgroup, fs/overlayfs,
+/// fs/fuse): the only ones a user namespace's root may mount.
+pub fn userns_mountable(fstype: &[u8]) -> bool {
+    matches!(
+        fstype,
+        b"tmpfs"
+            | b"ramfs"
+            | b"proc"
+            | b"sysfs"
+            | b"devpts"
+            | b"mqueue"
+            | b"cgroup"
+            | b"cgroup2"
+            | b"overlay"
+            | b"fuse"
+    )
 }
 
 /// An optional string argument (NULL is empty), at most a page.
@@ -53,6 +77,17 @@ fn sys_mount(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         && fstype.is_empty()
     {
         return Err(Errno::EINVAL);
+    }
+    // mount_capable / fs_context: a new mount of a file system without FS_USERNS_MOUNT
+    // needs CAP_SYS_ADMIN in the initial user namespace.
+    if flags & (MS_BIND | MS_REMOUNT | mount::MS_MOVE | mount::MS_PROPAGATION) == 0
+        && !userns_mountable(&fstype)
+        && !c
+            .task
+            .process
+            .capable(um_uapi::abi::capability::CAP_SYS_ADMIN)
+    {
+        return Err(Errno::EPERM);
     }
     mount::do_mount(c.kernel, &source, bind.as_ref(), &t, &fstype, flags, &data)?;
     Ok(0)

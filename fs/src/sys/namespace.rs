@@ -480,10 +480,28 @@ fn fchmod(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// What a chown to `uid:gid` (-1: unchanged) of a file with metadata `st` changes, if the
 /// caller may (fs/attr.c `chown_ok`/`chgrp_ok`, fs/open.c `chown_common`).
 fn chown_attr(c: &SyscallCtx<'_>, st: &Kstat, uid: u64, gid: u64) -> SysResult<SetAttr> {
-    let uid = (uid as u32 != u32::MAX).then_some(uid as u32);
-    let gid = (gid as u32 != u32::MAX).then_some(gid as u32);
+    // The ids are the caller's user namespace's (`make_kuid`); an unmapped one is EINVAL.
+    let ns = um_kernel::userns::of(&c.task.process);
+    let uid = match uid as u32 {
+        u32::MAX => None,
+        u => Some(um_kernel::userns::make_kuid(&ns, u).ok_or(Errno::EINVAL)?),
+    };
+    let gid = match gid as u32 {
+        u32::MAX => None,
+        g => Some(um_kernel::userns::make_kgid(&ns, g).ok_or(Errno::EINVAL)?),
+    };
     let cr = creds(c);
-    if cr.fsuid != 0 {
+    // capable_wrt_inode_uidgid(CAP_CHOWN): root, or CAP_CHOWN in a user namespace where the
+    // file's owner and group are mapped.
+    let in_ns_cap = !ns.is_root()
+        && c.task
+            .process
+            .capable_own(um_uapi::abi::capability::CAP_CHOWN)
+        && um_kernel::userns::from_kuid(&ns, st.uid).is_some()
+        && um_kernel::userns::from_kgid(&ns, st.gid).is_some()
+        && uid.is_none_or(|u| um_kernel::userns::from_kuid(&ns, u).is_some())
+        && gid.is_none_or(|g| um_kernel::userns::from_kgid(&ns, g).is_some());
+    if cr.fsuid != 0 && !in_ns_cap {
         // chown_ok / chgrp_ok (fs/attr.c): only the owner, and only to itself and its group.
         if uid.is_some_and(|u| u != st.uid)
             || (uid.is_some() || gid.is_some()) && cr.fsuid != st.uid

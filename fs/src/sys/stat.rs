@@ -10,11 +10,20 @@ use um_uapi::abi::fcntl::STATX_ATTR_MOUNT_ROOT;
 use um_uapi::abi::pod::Pod;
 use um_uapi::{Errno, SysResult};
 
+/// The metadata as the caller sees it: owner and group through its user namespace
+/// (fs/stat.c `cp_new_stat`, `from_kuid_munged(current_user_ns(), ..)`).
 fn stat_of(t: Target) -> SysResult<Kstat> {
-    match t {
+    let st = match t {
         Target::Dentry(d) => d.inode.stat(),
         Target::File(f) => f.ops.stat(),
-    }
+    }?;
+    Ok(seen(st))
+}
+
+fn seen(mut st: Kstat) -> Kstat {
+    st.uid = um_kernel::userns::uid_out(st.uid);
+    st.gid = um_kernel::userns::gid_out(st.gid);
+    st
 }
 
 /// The metadata `(dirfd, path, flags)` names. An empty path with `AT_EMPTY_PATH` on a
@@ -48,7 +57,7 @@ fn newfstatat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 fn fstat(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let f = lock(&c.task.process.files()).get(a[0])?;
-    let st = f.ops.stat()?;
+    let st = seen(f.ops.stat()?);
     c.write_bytes(a[1], &um_kernel::arch::stat_bytes(&st))?;
     Ok(0)
 }

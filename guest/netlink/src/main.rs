@@ -1253,6 +1253,33 @@ fn mounts() {
     }
 }
 
+/// A new namespace's lo is down without addresses, as on Linux; bringing it up gives it
+/// 127.0.0.1/8 and ::1/128 (net/ipv4/devinet.c inetdev_event, NETDEV_UP).
+fn lo_up() {
+    // SAFETY: plain socket call.
+    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
+    ok(s as i64, "socket for SIOCSIFFLAGS");
+    let mut r = ifreq("lo");
+    // SAFETY: `r` is a valid ifreq.
+    ok(
+        unsafe { libc::ioctl(s, libc::SIOCGIFFLAGS as _, &mut r) } as i64,
+        "SIOCGIFFLAGS lo",
+    );
+    // SAFETY: the flags member of the union, just filled in.
+    let flags = unsafe { r.ifr_ifru.ifru_flags };
+    check(
+        flags & libc::IFF_UP as i16 == 0,
+        "lo of a new namespace starts down",
+    );
+    r.ifr_ifru.ifru_flags = flags | libc::IFF_UP as i16;
+    // SAFETY: as above.
+    ok(
+        unsafe { libc::ioctl(s, libc::SIOCSIFFLAGS as _, &r) } as i64,
+        "SIOCSIFFLAGS lo up",
+    );
+    umt::close(s);
+}
+
 fn main() {
     umt::init("netlink");
     let _ = umt::workdir();
@@ -1262,6 +1289,7 @@ fn main() {
         unsafe { libc::unshare(libc::CLONE_NEWNET) } as i64,
         "unshare(CLONE_NEWNET)",
     );
+    lo_up();
     let fd = rtnetlink();
     no_admin();
     ioctls();

@@ -32,6 +32,7 @@ pub mod mman;
 pub mod mount;
 pub mod netdevice;
 pub mod netlink;
+pub mod nsfs;
 pub mod packet;
 pub mod pod;
 pub mod poll;

@@ -138,9 +138,27 @@ const CAP_FS_MASK: u64 = 0x1f | 1 << 9 | 1 << 27 | 1 << 32;
 /// and saved drops everything (unless SECBIT_KEEP_CAPS keeps the permitted set); an effective
 /// uid leaving 0 clears the effective set, one returning to 0 refills it from the permitted.
 pub fn fix_setuid(old: IdSet, new: IdSet, caps: &mut Caps) {
+    fix_setuid_root(old, new, caps, 0);
+}
+
+/// [`fix_setuid`] in a user namespace whose uid 0 is kernel uid `root` (`u32::MAX` when
+/// unmapped: no id is root then).
+pub fn fix_setuid_root(old: IdSet, new: IdSet, caps: &mut Caps, root: u32) {
     if caps.securebits & SECBIT_NO_SETUID_FIXUP != 0 {
         return;
     }
+    // Shift so that `root` is 0 for the tests below.
+    let sh = |s: IdSet| IdSet {
+        r: s.r.wrapping_sub(root),
+        e: s.e.wrapping_sub(root),
+        s: s.s.wrapping_sub(root),
+        fs: s.fs.wrapping_sub(root),
+    };
+    if root == u32::MAX {
+        // Nobody is root: no transition to or from it (every `uid_eq(.., root_uid)` fails).
+        return;
+    }
+    let (old, new) = (sh(old), sh(new));
     if (old.r == 0 || old.e == 0 || old.s == 0) && new.r != 0 && new.e != 0 && new.s != 0 {
         if caps.securebits & SECBIT_KEEP_CAPS == 0 {
             caps.permitted = 0;
@@ -171,22 +189,24 @@ pub fn fix_setfsuid(old_fs: u32, new_fs: u32, caps: &mut Caps) {
 
 /// What exec does to credentials (fs/exec.c, security/commoncap.c `cap_bprm_creds_from_file`,
 /// for files without set-id bits or file capabilities): the saved and fs ids become the
-/// effective ones; root (real or effective uid 0, without SECBIT_NOROOT) gets the bounding
-/// and inheritable sets as permitted, effective if its euid is 0; anyone else loses every
-/// capability; SECBIT_KEEP_CAPS is cleared.
-pub fn exec_creds(cr: &mut Creds, caps: &mut Caps) {
+/// effective ones; root (real or effective uid `root`, the kernel id of uid 0 of the user
+/// namespace, `None` when unmapped; without SECBIT_NOROOT) gets the bounding and inheritable
+/// sets as permitted, effective if its euid is root; anyone else loses every capability;
+/// SECBIT_KEEP_CAPS is cleared.
+pub fn exec_creds(cr: &mut Creds, caps: &mut Caps, root_uid: Option<u32>) {
     const SECBIT_NOROOT: u32 = 1;
     cr.suid = cr.euid;
     cr.fsuid = cr.euid;
     cr.sgid = cr.egid;
     cr.fsgid = cr.egid;
-    let root = caps.securebits & SECBIT_NOROOT == 0 && (cr.uid == 0 || cr.euid == 0);
+    let is_root = |id: u32| root_uid == Some(id);
+    let root = caps.securebits & SECBIT_NOROOT == 0 && (is_root(cr.uid) || is_root(cr.euid));
     caps.permitted = if root {
         (caps.bset | caps.inheritable) & CAP_FULL
     } else {
         0
     };
-    caps.effective = if root && cr.euid == 0 {
+    caps.effective = if root && is_root(cr.euid) {
         caps.permitted
     } else {
         0
@@ -196,9 +216,10 @@ pub fn exec_creds(cr: &mut Creds, caps: &mut Caps) {
 
 /// Applies [`exec_creds`] to a process that has just exec'd (called by fs/src/exec.rs).
 pub fn exec_process(p: &Process) {
+    let root_uid = crate::userns::make_kuid(&crate::userns::of(p), 0);
     let mut cr = lock(&p.creds);
     let mut caps = lock(&p.caps);
-    exec_creds(&mut cr, &mut caps);
+    exec_creds(&mut cr, &mut caps, root_uid);
 }
 
 /// Applies `f` to the user (`group` false) or group ids of the caller's credentials; `f`
@@ -218,56 +239,98 @@ fn change(
         let old = uids(&cr);
         let n = f(old, caps.has(CAP_SETUID))?;
         put_uids(&mut cr, n);
-        fix_setuid(old, n, &mut caps);
+        let root = crate::userns::make_kuid(&crate::userns::of(p), 0).unwrap_or(UNCHANGED);
+        fix_setuid_root(old, n, &mut caps, root);
     }
     Ok(0)
 }
 
+/// An id argument as a kernel id (`make_kuid`/`make_kgid` in the caller's user namespace):
+/// `-1` stays "unchanged"; an id without a mapping is `EINVAL` (kernel/sys.c `uid_valid`).
+fn kid(c: &SyscallCtx<'_>, group: bool, v: u64) -> SysResult<u32> {
+    let id = arg(v);
+    if id == UNCHANGED {
+        return Ok(UNCHANGED);
+    }
+    let ns = crate::userns::of(&c.task.process);
+    let k = if group {
+        crate::userns::make_kgid(&ns, id)
+    } else {
+        crate::userns::make_kuid(&ns, id)
+    };
+    k.ok_or(Errno::EINVAL)
+}
+
 fn setuid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    change(c, false, |o, cap| set_id(o, arg(a[0]), cap))
+    if arg(a[0]) == UNCHANGED {
+        return Err(Errno::EINVAL);
+    }
+    let id = kid(c, false, a[0])?;
+    change(c, false, |o, cap| set_id(o, id, cap))
 }
 
 fn setgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    change(c, true, |o, cap| set_id(o, arg(a[0]), cap))
+    if arg(a[0]) == UNCHANGED {
+        return Err(Errno::EINVAL);
+    }
+    let id = kid(c, true, a[0])?;
+    change(c, true, |o, cap| set_id(o, id, cap))
 }
 
 fn setreuid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    change(c, false, |o, cap| set_re_id(o, arg(a[0]), arg(a[1]), cap))
+    let (r, e) = (kid(c, false, a[0])?, kid(c, false, a[1])?);
+    change(c, false, |o, cap| set_re_id(o, r, e, cap))
 }
 
 fn setregid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    change(c, true, |o, cap| set_re_id(o, arg(a[0]), arg(a[1]), cap))
+    let (r, e) = (kid(c, true, a[0])?, kid(c, true, a[1])?);
+    change(c, true, |o, cap| set_re_id(o, r, e, cap))
 }
 
 fn setresuid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    change(c, false, |o, cap| {
-        set_res_id(o, arg(a[0]), arg(a[1]), arg(a[2]), cap)
-    })
+    let (r, e, s) = (
+        kid(c, false, a[0])?,
+        kid(c, false, a[1])?,
+        kid(c, false, a[2])?,
+    );
+    change(c, false, |o, cap| set_res_id(o, r, e, s, cap))
 }
 
 fn setresgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    change(c, true, |o, cap| {
-        set_res_id(o, arg(a[0]), arg(a[1]), arg(a[2]), cap)
-    })
+    let (r, e, s) = (
+        kid(c, true, a[0])?,
+        kid(c, true, a[1])?,
+        kid(c, true, a[2])?,
+    );
+    change(c, true, |o, cap| set_res_id(o, r, e, s, cap))
 }
 
+/// setfsuid(2): an id without a mapping changes nothing (`uid_valid`); the old fsuid goes
+/// out as the caller's namespace sees it.
 fn setfsuid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let p = &c.task.process;
+    let ns = crate::userns::of(p);
+    let id = crate::userns::make_kuid(&ns, arg(a[0])).unwrap_or(UNCHANGED);
+    let root = crate::userns::make_kuid(&ns, 0).unwrap_or(UNCHANGED);
     let mut cr = lock(&p.creds);
     let mut caps = lock(&p.caps);
-    let (n, old) = set_fs_id(uids(&cr), arg(a[0]), caps.has(CAP_SETUID));
+    let (n, old) = set_fs_id(uids(&cr), id, caps.has(CAP_SETUID));
     put_uids(&mut cr, n);
-    fix_setfsuid(old, n.fs, &mut caps);
-    Ok(old as u64)
+    if root != UNCHANGED {
+        fix_setfsuid(old.wrapping_sub(root), n.fs.wrapping_sub(root), &mut caps);
+    }
+    Ok(u64::from(crate::userns::from_kuid_munged(&ns, old)))
 }
 
 fn setfsgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let p = &c.task.process;
+    let ns = crate::userns::of(p);
+    let id = crate::userns::make_kgid(&ns, arg(a[0])).unwrap_or(UNCHANGED);
     let mut cr = lock(&p.creds);
     let cap = lock(&p.caps).has(CAP_SETGID);
-    let (n, old) = set_fs_id(gids(&cr), arg(a[0]), cap);
+    let (n, old) = set_fs_id(gids(&cr), id, cap);
     put_gids(&mut cr, n);
-    Ok(old as u64)
+    Ok(u64::from(crate::userns::from_kgid_munged(&ns, old)))
 }
 
 /// `_LINUX_CAPABILITY_VERSION_1` (one 32-bit word per set), `_2` and `_3` (two words).
@@ -513,7 +576,7 @@ mod tests {
         let mut caps = Caps::init();
         caps.effective = 0;
         caps.securebits = SECBIT_KEEP_CAPS;
-        exec_creds(&mut cr, &mut caps);
+        exec_creds(&mut cr, &mut caps, Some(0));
         assert_eq!(
             (caps.effective, caps.permitted, caps.securebits),
             (CAP_FULL, CAP_FULL, 0)
@@ -524,7 +587,7 @@ mod tests {
             suid: 0,
             ..Creds::default()
         };
-        exec_creds(&mut cr, &mut caps);
+        exec_creds(&mut cr, &mut caps, Some(0));
         assert_eq!((cr.suid, caps.effective, caps.permitted), (5, 0, 0));
     }
 }

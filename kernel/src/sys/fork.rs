@@ -74,13 +74,19 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
         | CloneFlags::NEWIPC
         | CloneFlags::NEWCGROUP
         | CloneFlags::NEWTIME;
-    // Every new namespace needs CAP_SYS_ADMIN (kernel/nsproxy.c copy_namespaces). Only pid,
-    // time, network, UTS, IPC and mount namespaces exist; the others are refused as before.
-    if f.intersects(namespaces) && !c.task.process.capable(crate::timens::CAP_SYS_ADMIN) {
+    // A new user namespace needs no privilege (copy_creds, create_user_ns); it is made
+    // first, and the child, which has every capability in it, owns the other new ones.
+    // Without one, every new namespace needs CAP_SYS_ADMIN in the caller's user namespace
+    // (kernel/nsproxy.c copy_namespaces). The cgroup namespace is refused as before.
+    if f.intersects(namespaces - CloneFlags::NEWUSER)
+        && !f.contains(CloneFlags::NEWUSER)
+        && !c.task.process.capable_own(crate::timens::CAP_SYS_ADMIN)
+    {
         return Err(Errno::EPERM);
     }
     if f.intersects(
         namespaces
+            - CloneFlags::NEWUSER
             - CloneFlags::NEWNS
             - CloneFlags::NEWPID
             - CloneFlags::NEWTIME
@@ -114,6 +120,12 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
     let k = c.kernel;
     let parent_task = c.task.clone();
     let pp = &parent_task.process;
+    let new_user = if f.contains(CloneFlags::NEWUSER) {
+        Some(crate::userns::create(pp)?)
+    } else {
+        None
+    };
+    let owner = new_user.clone().unwrap_or_else(|| crate::userns::of(pp));
     // The child's pid namespace: the process's own for a thread, else its namespace for
     // children, or a new one below that with CLONE_NEWPID (copy_pid_ns).
     let ns = if f.contains(CloneFlags::THREAD) {
@@ -121,7 +133,7 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
     } else {
         let nsc = lock(&pp.pid_ns_children).clone();
         if f.contains(CloneFlags::NEWPID) {
-            crate::pidns::PidNs::new_child(&nsc)?
+            crate::pidns::PidNs::new_child_owned(&nsc, owner.clone())?
         } else {
             nsc
         }
@@ -193,7 +205,7 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
         let fs = lock(&pp.fs).clone();
         // CLONE_NEWNS: the copy is made before the child exists, so a failure leaves nothing.
         let new_mntns = if f.contains(CloneFlags::NEWNS) {
-            Some(crate::mntns::copy_of(pp)?)
+            Some(crate::mntns::copy_of(pp, owner.clone())?)
         } else {
             None
         };
@@ -201,6 +213,11 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
         *lock(&child.exe) = lock(&pp.exe).clone();
         *lock(&child.arg_range) = *lock(&pp.arg_range);
         *lock(&child.auxv) = lock(&pp.auxv).clone();
+        // CLONE_NEWUSER: the child lives in the new user namespace, with every capability
+        // there, before its other new namespaces are made (they take it as owner).
+        if let Some(ns) = new_user {
+            crate::userns::enter(&child, ns);
+        }
         // Time namespaces: a new one with CLONE_NEWTIME; the child enters its parent's
         // namespace for children unless it shares the address space.
         crate::timens::on_fork(

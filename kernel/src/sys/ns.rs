@@ -1,18 +1,21 @@
 //! unshare(2) and setns(2) (Linux `kernel/fork.c` `ksys_unshare`, `kernel/nsproxy.c` `setns`).
 //!
-//! Of the namespaces, only time, pid, network, UTS, IPC and mount namespaces exist here
+//! Of the namespaces, time, pid, network, UTS, IPC, mount and user namespaces exist here
 //! ([`crate::timens`], [`crate::pidns`], [`crate::netns`], [`crate::utsns`],
-//! [`crate::ipcns`], [`crate::mntns`]); every process shares the one user and cgroup
-//! namespace. So `unshare` creates time and pid namespaces (`CLONE_NEWTIME`, `CLONE_NEWPID`:
-//! both for the caller's future children) and network, UTS, IPC and mount namespaces
-//! (`CLONE_NEWNET`, `CLONE_NEWUTS`, `CLONE_NEWIPC`, `CLONE_NEWNS`: the caller moves at once),
+//! [`crate::ipcns`], [`crate::mntns`], [`crate::userns`]); every process shares the one
+//! cgroup namespace. So `unshare` creates time and pid namespaces (`CLONE_NEWTIME`,
+//! `CLONE_NEWPID`: both for the caller's future children) and network, UTS, IPC, mount and
+//! user namespaces (`CLONE_NEWNET`, `CLONE_NEWUTS`, `CLONE_NEWIPC`, `CLONE_NEWNS`,
+//! `CLONE_NEWUSER`: the caller moves at once; a new user namespace first, so the others
+//! are owned by it and checked in it),
 //! unshares the descriptor table (`CLONE_FILES`), accepts what
 //! is already unshared (`CLONE_FS`: each process has its own; `CLONE_SYSVSEM`; and
 //! `CLONE_THREAD`/`CLONE_SIGHAND`/`CLONE_VM` in a single-threaded process, as Linux does),
-//! and refuses the other namespaces as a kernel built without them does (`EINVAL`); every
-//! new namespace needs CAP_SYS_ADMIN (`EPERM`). `setns` enters a time namespace, or makes a
-//! pid namespace the one for children, or enters a network, UTS, IPC or mount namespace,
-//! from a `/proc/PID/ns/{time,pid,net,uts,ipc,mnt}*` descriptor or a pidfd.
+//! and refuses the cgroup namespace as a kernel built without it does (`EINVAL`); every new
+//! namespace but a user namespace needs CAP_SYS_ADMIN in the (new) user namespace
+//! (`EPERM`). `setns` enters a time namespace, or makes a pid namespace the one for
+//! children, or enters a network, UTS, IPC, mount or user namespace, from a
+//! `/proc/PID/ns/{time,pid,net,uts,ipc,mnt,user}*` descriptor or a pidfd.
 
 use crate::pidfd::PidFd;
 use crate::syscall::{SyscallCtx, SyscallTable};
@@ -48,29 +51,46 @@ fn unshare(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if raw & !allowed.bits() != 0 {
         return Err(Errno::EINVAL);
     }
-    let f = CloneFlags::from_bits_truncate(raw);
+    let mut f = CloneFlags::from_bits_truncate(raw);
+    // check_unshare_flags: a new user namespace implies CLONE_THREAD and CLONE_FS (each
+    // process has its own fs context here, so only the thread rule bites).
+    if f.contains(CloneFlags::NEWUSER) {
+        f |= CloneFlags::THREAD | CloneFlags::FS;
+    }
     let p = c.task.process.clone();
     if f.intersects(CloneFlags::THREAD | CloneFlags::SIGHAND | CloneFlags::VM)
         && p.live_threads(c.kernel).len() > 1
     {
         return Err(Errno::EINVAL);
     }
-    // unshare_nsproxy_namespaces: CAP_SYS_ADMIN, then each namespace type.
-    if f.intersects(ns_flags()) {
-        if !p.capable(CAP_SYS_ADMIN) {
-            return Err(Errno::EPERM);
-        }
-        if f.intersects(
-            ns_flags()
-                - CloneFlags::NEWNS
-                - CloneFlags::NEWTIME
-                - CloneFlags::NEWPID
-                - CloneFlags::NEWNET
-                - CloneFlags::NEWUTS
-                - CloneFlags::NEWIPC,
-        ) {
-            return Err(Errno::EINVAL);
-        }
+    let others = ns_flags() - CloneFlags::NEWUSER;
+    if f.intersects(
+        others
+            - CloneFlags::NEWNS
+            - CloneFlags::NEWTIME
+            - CloneFlags::NEWPID
+            - CloneFlags::NEWNET
+            - CloneFlags::NEWUTS
+            - CloneFlags::NEWIPC,
+    ) {
+        return Err(Errno::EINVAL);
+    }
+    // unshare_userns first: the other namespaces are checked against, and owned by, the
+    // new one, where the caller has every capability.
+    let new_user = if f.contains(CloneFlags::NEWUSER) {
+        Some(crate::userns::create(&p)?)
+    } else {
+        None
+    };
+    // unshare_nsproxy_namespaces: CAP_SYS_ADMIN in the caller's user namespace.
+    if f.intersects(others)
+        && new_user.is_none()
+        && !p.ns_capable(&crate::userns::of(&p), CAP_SYS_ADMIN)
+    {
+        return Err(Errno::EPERM);
+    }
+    if let Some(ns) = new_user {
+        crate::userns::enter(&p, ns);
     }
     if f.contains(CloneFlags::FILES) {
         // unshare_fd: a private copy of the table.
@@ -152,6 +172,13 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         crate::mntns::setns(&p, &nf.ns)?;
         return Ok(0);
     }
+    if let Some(nf) = any.and_then(|x| x.downcast_ref::<crate::userns::UserNsFile>()) {
+        if nstype != 0 && nstype != CloneFlags::NEWUSER.bits() {
+            return Err(Errno::EINVAL);
+        }
+        crate::userns::setns(&p, &nf.ns, threads)?;
+        return Ok(0);
+    }
     if let Some(pf) = any.and_then(|x| x.downcast_ref::<PidFd>()) {
         // A pidfd: the namespaces `nstype` names, of that process (check_setns_flags).
         if nstype == 0 || nstype & !ns_flags().bits() != 0 {
@@ -162,12 +189,13 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             return Err(Errno::ESRCH);
         }
         let f = CloneFlags::from_bits_truncate(nstype);
-        // userns_install: a process cannot enter the user namespace it is in.
+        // validate_nsset: the user namespace first (skipped when it is the caller's own),
+        // so the others are checked with the credentials it gives.
         if f.contains(CloneFlags::NEWUSER) {
-            return Err(Errno::EINVAL);
-        }
-        if !p.capable(CAP_SYS_ADMIN) {
-            return Err(Errno::EPERM);
+            let ns = crate::userns::of(&target);
+            if !Arc::ptr_eq(&ns, &crate::userns::of(&p)) {
+                crate::userns::setns(&p, &ns, threads)?;
+            }
         }
         if f.contains(CloneFlags::NEWPID) {
             crate::pidns::setns(&p, target.pids.ns())?;
@@ -197,7 +225,6 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
     t.register("unshare", unshare)
-        .partial("time, pid, network, UTS, IPC and mount namespaces only; user and cgroup namespaces are refused");
-    t.register("setns", setns)
-        .partial("time, pid, network, UTS, IPC and mount namespaces only");
+        .partial("no cgroup namespaces");
+    t.register("setns", setns).partial("no cgroup namespaces");
 }

@@ -27,35 +27,49 @@ fn getppid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
     Ok(u64::from(c.kernel.tasks.vnr(c.task, ppid)))
 }
 
+// Ids go out as the caller's user namespace sees them (`from_kuid_munged`: an unmapped one
+// is the overflow id).
+fn uid_out(c: &SyscallCtx<'_>, kuid: u32) -> u32 {
+    crate::userns::from_kuid_munged(&crate::userns::of(&c.task.process), kuid)
+}
+
+fn gid_out(c: &SyscallCtx<'_>, kgid: u32) -> u32 {
+    crate::userns::from_kgid_munged(&crate::userns::of(&c.task.process), kgid)
+}
+
 fn getuid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
-    Ok(lock(&c.task.process.creds).uid as u64)
+    let id = lock(&c.task.process.creds).uid;
+    Ok(u64::from(uid_out(c, id)))
 }
 
 fn geteuid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
-    Ok(lock(&c.task.process.creds).euid as u64)
+    let id = lock(&c.task.process.creds).euid;
+    Ok(u64::from(uid_out(c, id)))
 }
 
 fn getgid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
-    Ok(lock(&c.task.process.creds).gid as u64)
+    let id = lock(&c.task.process.creds).gid;
+    Ok(u64::from(gid_out(c, id)))
 }
 
 fn getegid(c: &mut SyscallCtx<'_>, _: [u64; 6]) -> SysResult {
-    Ok(lock(&c.task.process.creds).egid as u64)
+    let id = lock(&c.task.process.creds).egid;
+    Ok(u64::from(gid_out(c, id)))
 }
 
 fn getresuid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let cr = *lock(&c.task.process.creds);
-    c.write_u32(a[0], cr.uid)?;
-    c.write_u32(a[1], cr.euid)?;
-    c.write_u32(a[2], cr.suid)?;
+    c.write_u32(a[0], uid_out(c, cr.uid))?;
+    c.write_u32(a[1], uid_out(c, cr.euid))?;
+    c.write_u32(a[2], uid_out(c, cr.suid))?;
     Ok(0)
 }
 
 fn getresgid(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let cr = *lock(&c.task.process.creds);
-    c.write_u32(a[0], cr.gid)?;
-    c.write_u32(a[1], cr.egid)?;
-    c.write_u32(a[2], cr.sgid)?;
+    c.write_u32(a[0], gid_out(c, cr.gid))?;
+    c.write_u32(a[1], gid_out(c, cr.egid))?;
+    c.write_u32(a[2], gid_out(c, cr.sgid))?;
     Ok(0)
 }
 
@@ -100,10 +114,11 @@ fn uname(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 use um_uapi::abi::capability::CAP_SYS_ADMIN;
 
 /// sethostname(2) and setdomainname(2) (kernel/sys.c), in the caller's UTS namespace:
-/// CAP_SYS_ADMIN, at most
+/// CAP_SYS_ADMIN over the namespace (`ns_capable(uts_ns->user_ns, ..)`), at most
 /// `__NEW_UTS_LEN` bytes (`EINVAL` for more or a negative length), copied as given.
 fn set_uts_name(c: &SyscallCtx<'_>, addr: u64, len: u64, domain: bool) -> SysResult {
-    if !c.task.process.capable(CAP_SYS_ADMIN) {
+    let owner = crate::nsfs::Namespace::owner(&*crate::utsns::of(&c.task.process));
+    if !owner.is_some_and(|o| c.task.process.ns_capable(&o, CAP_SYS_ADMIN)) {
         return Err(Errno::EPERM);
     }
     let len = usize::try_from(len as i64).map_err(|_| Errno::EINVAL)?;
@@ -407,14 +422,22 @@ fn setgroups(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if a[0] > 65536 {
         return Err(Errno::EINVAL);
     }
-    if !c.task.process.capable(um_uapi::abi::capability::CAP_SETGID) {
+    // may_setgroups: CAP_SETGID in the caller's user namespace, and the namespace allows
+    // setgroups ("allow" in /proc/PID/setgroups and a gid map written).
+    let p = &c.task.process;
+    let ns = crate::userns::of(p);
+    if !p.capable_own(um_uapi::abi::capability::CAP_SETGID) || !ns.may_setgroups() {
         return Err(Errno::EPERM);
     }
     let b = c.read_bytes(a[1], a[0] as usize * 4)?;
-    *lock(&c.task.process.groups) = b
+    let groups = b
         .chunks(4)
-        .map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]))
-        .collect();
+        .map(|x| {
+            let g = u32::from_le_bytes([x[0], x[1], x[2], x[3]]);
+            crate::userns::make_kgid(&ns, g).ok_or(Errno::EINVAL)
+        })
+        .collect::<SysResult<Vec<u32>>>()?;
+    *lock(&p.groups) = groups;
     Ok(0)
 }
 
@@ -430,7 +453,10 @@ fn getgroups2(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if (n as usize) < g.len() {
         return Err(Errno::EINVAL);
     }
-    let b: Vec<u8> = g.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let b: Vec<u8> = g
+        .iter()
+        .flat_map(|&x| gid_out(c, x).to_le_bytes())
+        .collect();
     c.write_bytes(a[1], &b)?;
     Ok(g.len() as u64)
 }

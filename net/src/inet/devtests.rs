@@ -46,8 +46,8 @@ const B_IP: &str = "10.9.0.2";
 /// Two namespaces wired back to back: A has 10.9.0.1/24, B 10.9.0.2/24, both up.
 fn net() -> Net {
     crate::stack::init();
-    let a = NetNs::new();
-    let b = NetNs::new();
+    let a = crate::dev::test_ns();
+    let b = crate::dev::test_ns();
     let ca = Arc::new(Cable {
         peer: OnceLock::new(),
         cut: AtomicBool::new(false),

@@ -835,7 +835,7 @@ impl FileOps for NetlinkFile {
 
     fn write(&self, io: &IoCtx<'_>, data: &[u8], _off: u64) -> SysResult<usize> {
         let tgid = io.task.process.pids.own();
-        let admin = io.task.process.capable(crate::inet::opt::CAP_NET_ADMIN);
+        let admin = io.task.process.net_capable(crate::inet::opt::CAP_NET_ADMIN);
         self.sock.send(data, None, tgid, admin, 0)
     }
 

@@ -271,9 +271,12 @@ fn parse_ip(family: u32, b: &[u8]) -> Result<IpAddr, NlError> {
     }
 }
 
-/// The operational state (`IF_OPER_*`): lo has none it tracks ("unknown"), as on Linux.
+/// The operational state (`IF_OPER_*`): lo has none it tracks ("unknown") while up, as on
+/// Linux; a device that is not running (lo of a new namespace too) is down.
 pub fn operstate(dv: &NetDevice) -> u8 {
-    if dv.is_loopback() {
+    if dv.flags() & IFF_RUNNING == 0 {
+        IF_OPER_DOWN
+    } else if dv.is_loopback() {
         IF_OPER_UNKNOWN
     } else if dv.flags() & IFF_RUNNING != 0 {
         IF_OPER_UP

@@ -23,7 +23,7 @@ impl NetDevOps for Null {
 fn setup() -> Arc<NetNs> {
     static ONCE: Once = Once::new();
     ONCE.call_once(init);
-    NetNs::new()
+    crate::dev::test_ns()
 }
 
 fn sock(ns: &Arc<NetNs>, proto: u32) -> Arc<NetlinkSocket> {
