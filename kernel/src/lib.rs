@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod arch;
+pub mod cgroupns;
 pub mod cpus;
 pub mod cputime;
 pub mod current;

@@ -215,6 +215,9 @@ pub struct Process {
     /// The IPC namespace ([`crate::ipcns`], Linux `nsproxy->ipc_ns`): the parent's at fork,
     /// where `ipcns::on_fork` may give the child a new one.
     pub ipcns: Mutex<Arc<crate::ipcns::IpcNs>>,
+    /// The cgroup namespace ([`crate::cgroupns`], Linux `nsproxy->cgroup_ns`): the parent's
+    /// at fork, where `cgroupns::on_fork` may give the child a new one.
+    pub cgroupns: Mutex<Arc<crate::cgroupns::CgroupNs>>,
     /// The mount namespace ([`crate::mntns`], Linux `nsproxy->mnt_ns`): the parent's at
     /// fork, where `mntns::on_fork` may give the child a copy.
     pub mntns: Mutex<Arc<crate::mntns::MntNs>>,
@@ -370,6 +373,10 @@ impl Process {
             ipcns: Mutex::new(
                 parent.map_or_else(|| crate::ipcns::root().clone(), |p| lock(&p.ipcns).clone()),
             ),
+            cgroupns: Mutex::new(parent.map_or_else(
+                || crate::cgroupns::root().clone(),
+                |p| lock(&p.cgroupns).clone(),
+            )),
             userns: Mutex::new(parent.map_or_else(
                 || crate::userns::root().clone(),
                 |p| lock(&p.userns).clone(),

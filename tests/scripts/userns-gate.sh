@@ -155,7 +155,32 @@ echo "LIMIT-ZERO $($U unshare -U true 2>&1 | sed 's/.*: //')"
 echo "$OLD" > /proc/sys/user/max_user_namespaces
 echo "OVERFLOWUID $(cat /proc/sys/kernel/overflowuid)"
 
-# 6. bubblewrap, as an unprivileged user (issue 23, test 3).
+# 6. cgroup namespaces (cgroup_namespaces(7)): paths relative to the namespace root, a group
+# outside it as /.., moves out of it ENOENT, a cgroup2 mount inside rooted at its group, and
+# unprivileged with a user namespace (cgroup2 is FS_USERNS_MOUNT).
+mkdir -p /sys && mount -t sysfs sys /sys && mount -t cgroup2 none /sys/fs/cgroup
+mkdir -p /sys/fs/cgroup/a/b /sys/fs/cgroup/c
+sleep 30 &
+ROOTSLEEPER=$!
+echo $$ > /sys/fs/cgroup/a/cgroup.procs
+echo "CG-OUTSIDE $(cat /proc/self/cgroup)"
+echo "CG-INITNS $(readlink /proc/self/ns/cgroup)"
+unshare -C sh -c '
+echo "CG-INSIDE $(cat /proc/self/cgroup)"
+echo "CG-NEWNS $(readlink /proc/self/ns/cgroup)"
+echo "CG-ROOTPROC $(cat /proc/'$ROOTSLEEPER'/cgroup)"
+echo "CG-MOVE-OUT $(/bin/echo $$ 2>&1 > /sys/fs/cgroup/c/cgroup.procs | sed "s/.*: //")"
+echo $$ > /sys/fs/cgroup/a/b/cgroup.procs && echo "CG-MOVED $(cat /proc/self/cgroup)"
+unshare -m sh -c "mount -t cgroup2 none /mnt && echo CG-MNT \$(ls -d /mnt/b) \$(grep -c -x \$\$ /mnt/b/cgroup.procs) \$(awk \"\\\$5 == \\\"/mnt\\\" {print \\\$4}\" /proc/self/mountinfo)"
+'
+kill $ROOTSLEEPER
+echo "CG-UNPRIV $($U unshare -UrmC sh -c 'cat /proc/self/cgroup; mount -t cgroup2 none /mnt && test -e /mnt/cgroup.procs && echo mounted')" | tr '\n' ' '
+echo
+echo "CG-NOPRIV $($U unshare -C true 2>&1 | sed 's/.*: //')"
+echo "CG-SETNS $(unshare -C sh -c 'readlink /proc/self/ns/cgroup > /tmp/cgns; sleep 5' & sleep 1; nsenter -C -t $! sh -c 'test "$(readlink /proc/self/ns/cgroup)" = "$(cat /tmp/cgns)" && cat /proc/self/cgroup')"
+echo $$ > /sys/fs/cgroup/cgroup.procs
+
+# 7. bubblewrap, as an unprivileged user (issue 23, test 3).
 $U bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp true && echo BWRAP-TRUE-OK
 echo "BWRAP-IN $($U bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp \
   sh -c 'echo $(id -u) $(ls -A /tmp | wc -l) $(readlink /proc/self/ns/user) $(cat /proc/self/uid_map | tr -s " ")')"

@@ -22,6 +22,10 @@
 //!   setuid to an unmapped uid `EINVAL`; unshare with a second thread `EINVAL`; 33 nested
 //!   namespaces, the next `ENOSPC`.
 //! - `/proc/sys/user/max_user_namespaces`: root only, and 0 makes unshare `ENOSPC`.
+//! - cgroup namespaces (cgroup_namespaces(7)): `/proc/PID/cgroup` relative to the reader's
+//!   namespace root (`/` inside, a group outside as `/..`), a move to a group outside it
+//!   `ENOENT`, a cgroup2 mount inside rooted at the namespace's group, `unshare -UrmC` with
+//!   a cgroup2 mount unprivileged, `unshare -C` without a user namespace `EPERM`, `nsenter -C`.
 //! - `bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp true` as the
 //!   unprivileged user, and a command inside it seeing its own uid, an empty /tmp and a map.
 //!
@@ -112,6 +116,17 @@ fn unprivileged_user_namespaces_and_bwrap() {
             ("LIMIT-USER", "Permission denied"),
             ("LIMIT-ZERO", "No space left on device"),
             ("OVERFLOWUID", "65534"),
+            // cgroup namespaces.
+            ("CG-OUTSIDE", "0::/a"),
+            ("CG-INITNS", "cgroup:[4026531835]"),
+            ("CG-INSIDE", "0::/"),
+            ("CG-ROOTPROC", "0::/.."),
+            ("CG-MOVE-OUT", "No such file or directory"),
+            ("CG-MOVED", "0::/b"),
+            ("CG-MNT", "/mnt/b 1 /"),
+            ("CG-UNPRIV", "0::/ mounted"),
+            ("CG-NOPRIV", "Operation not permitted"),
+            ("CG-SETNS", "0::/"),
         ] {
             assert_eq!(value(key), want, "`{key}`: {}", ctx());
         }
@@ -119,6 +134,12 @@ fn unprivileged_user_namespaces_and_bwrap() {
         // Namespaces: the initial one has Linux's fixed number, the children others.
         let init = value("INIT-NS");
         assert_eq!(init, "user:[4026531837]", "{}", ctx());
+        let cgns = value("CG-NEWNS");
+        assert!(
+            cgns.starts_with("cgroup:[") && cgns != "cgroup:[4026531835]",
+            "{}",
+            ctx()
+        );
         let child = value("CHILD-NS");
         assert!(child.starts_with("user:[") && child != init, "{}", ctx());
         let limit: u64 = value("LIMIT").parse().expect("max_user_namespaces");

@@ -144,6 +144,8 @@ pub enum PidNode {
     IpcNs,
     /// `ns/mnt`.
     MntNs,
+    /// `ns/cgroup`: the cgroup namespace (`um_kernel::cgroupns`).
+    CgroupNs,
     /// `ns/user`: the user namespace of the credentials (`um_kernel::userns`).
     UserNs,
     File(PidFile),
@@ -224,7 +226,7 @@ const ENTRIES: &[(&str, PidNode)] = &[
 ];
 
 /// The entries of `/proc/PID/ns` (fs/proc/namespaces.c `ns_entries`, in its order; only
-/// net, uts, ipc, pid, mnt and time namespaces exist here).
+/// net, uts, ipc, pid, mnt, user, cgroup and time namespaces exist here).
 const NS_ENTRIES: &[(&str, PidNode)] = &[
     ("net", PidNode::NetNs),
     ("uts", PidNode::UtsNs),
@@ -233,6 +235,7 @@ const NS_ENTRIES: &[(&str, PidNode)] = &[
     ("pid_for_children", PidNode::PidNs(true)),
     ("mnt", PidNode::MntNs),
     ("user", PidNode::UserNs),
+    ("cgroup", PidNode::CgroupNs),
     ("time", PidNode::TimeNs(false)),
     ("time_for_children", PidNode::TimeNs(true)),
 ];
@@ -252,6 +255,7 @@ fn ino(t: &Target, n: PidNode) -> u64 {
         PidNode::IpcNs => (216, 0),
         PidNode::MntNs => (217, 0),
         PidNode::UserNs => (218, 0),
+        PidNode::CgroupNs => (219, 0),
         other => (
             ENTRIES
                 .iter()
@@ -280,6 +284,7 @@ fn mode_of(n: PidNode, fd_flags: u32) -> u32 {
         | PidNode::UtsNs
         | PidNode::IpcNs
         | PidNode::MntNs
+        | PidNode::CgroupNs
         | PidNode::UserNs => mode::S_IFLNK | 0o777,
         PidNode::FdDir => mode::S_IFDIR | 0o500,
         PidNode::Cwd | PidNode::Root | PidNode::Exe => mode::S_IFLNK | 0o777,
@@ -565,6 +570,14 @@ fn ipc_ns(t: &Target) -> SysResult<Arc<um_kernel::ipcns::IpcNs>> {
     Ok(um_kernel::ipcns::of(&p))
 }
 
+/// The cgroup namespace `/proc/PID/ns/cgroup` names (fs/proc/namespaces.c, ptrace access
+/// needed).
+fn cgroup_ns(t: &Target) -> SysResult<Arc<um_kernel::cgroupns::CgroupNs>> {
+    let p = t.proc()?;
+    may_access(&p)?;
+    Ok(um_kernel::cgroupns::of(&p))
+}
+
 /// The mount namespace `/proc/PID/ns/mnt` names (fs/proc/namespaces.c, ptrace access
 /// needed).
 fn mnt_ns(t: &Target) -> SysResult<Arc<um_kernel::mntns::MntNs>> {
@@ -686,6 +699,9 @@ pub fn readlink(t: &Target, n: PidNode) -> SysResult<Vec<u8>> {
     if let PidNode::IpcNs = n {
         return Ok(um_kernel::ipcns::link_name(&*ipc_ns(t)?));
     }
+    if let PidNode::CgroupNs = n {
+        return Ok(um_kernel::cgroupns::link_name(&*cgroup_ns(t)?));
+    }
     if let PidNode::UserNs = n {
         return Ok(um_kernel::userns::link_name(&*user_ns(t)?));
     }
@@ -723,6 +739,9 @@ pub fn magic_link(t: &Target, n: PidNode) -> Option<Arc<Dentry>> {
         PidNode::NetNs => net_ns(t).ok().map(|ns| um_kernel::netns::ns_dentry(&ns)),
         PidNode::UtsNs => uts_ns(t).ok().map(|ns| um_kernel::utsns::ns_dentry(&ns)),
         PidNode::IpcNs => ipc_ns(t).ok().map(|ns| um_kernel::ipcns::ns_dentry(&ns)),
+        PidNode::CgroupNs => cgroup_ns(t)
+            .ok()
+            .map(|ns| um_kernel::cgroupns::ns_dentry(&ns)),
         PidNode::MntNs => mnt_ns(t).ok().map(|ns| um_kernel::mntns::ns_dentry(&ns)),
         PidNode::UserNs => user_ns(t).ok().map(|ns| um_kernel::userns::ns_dentry(&ns)),
         _ => None,

@@ -183,11 +183,12 @@ fn cgfs(k: &Arc<Kernel>) -> Arc<CgFs> {
     .clone()
 }
 
-/// The root directory, for a new mount.
+/// The root directory, for a new mount: the mounter's cgroup namespace root (in a
+/// namespace other than the initial one `cgroup_get_tree` roots the mount there).
 pub fn root(k: &Arc<Kernel>) -> Arc<dyn Inode> {
     Arc::new(CgInode {
         fs: cgfs(k),
-        cg: ROOT,
+        cg: crate::ns_root(),
         file: None,
     })
 }
@@ -388,9 +389,15 @@ impl CgInode {
                     let c = lock(&io.task.process.creds);
                     (c.fsuid, c.fsgid)
                 };
+                let ns_root = crate::ns_root();
                 let mut h = hierarchy();
                 h.get(self.cg)?;
                 let src = h.group_of(p.pid);
+                // cgroup_procs_write_permission: both groups must be inside the writer's
+                // cgroup namespace (`ENOENT`).
+                if !h.is_descendant(src, ns_root) || !h.is_descendant(self.cg, ns_root) {
+                    return Err(Errno::ENOENT);
+                }
                 may_write(&h, h.common_ancestor(src, self.cg), fsuid, fsgid)?;
                 if file == File::Threads {
                     // cgroup_attach_permissions: a thread may only move within its domain;

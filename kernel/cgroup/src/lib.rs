@@ -46,6 +46,8 @@ pub fn init(k: &Arc<Kernel>) {
         um_fs::procfs::ProcInode::file(fs, |_, _| Ok(proc_cgroups()))
     });
     um_fs::procfs::registry::register_pid_cgroup(proc_pid_cgroup);
+    // A new cgroup namespace is rooted at its creator's group (um_kernel::cgroupns).
+    um_kernel::cgroupns::set_group_of(|pid| hierarchy().group_of(pid));
     let weak = Arc::downgrade(k);
     um_fs::mount::register_fs(
         "cgroup2",
@@ -112,11 +114,18 @@ pub fn on_fork(
     Ok(())
 }
 
-/// `/proc/PID/cgroup` (kernel/cgroup/cgroup.c `proc_cgroup_show`): the v2 line only.
+/// The group at the root of the reader's cgroup namespace (`current->nsproxy->cgroup_ns`).
+pub fn ns_root() -> CgId {
+    um_kernel::cgroupns::root_group(&um_kernel::cgroupns::current()).unwrap_or(tree::ROOT)
+}
+
+/// `/proc/PID/cgroup` (kernel/cgroup/cgroup.c `proc_cgroup_show`): the v2 line only, the
+/// path relative to the reader's cgroup namespace (`cgroup_path_ns`).
 pub fn proc_pid_cgroup(pid: u32) -> Vec<u8> {
+    let from = ns_root();
     let h = hierarchy();
     let mut out = b"0::".to_vec();
-    out.extend_from_slice(&h.path(h.group_of(pid)));
+    out.extend_from_slice(&h.path_from(h.group_of(pid), from));
     out.push(b'\n');
     out
 }

@@ -370,6 +370,52 @@ impl Hierarchy {
         Ok(())
     }
 
+    /// Whether `c` is `of` or below it (`cgroup_is_descendant`).
+    pub fn is_descendant(&self, c: CgId, of: CgId) -> bool {
+        let mut cur = Some(c);
+        while let Some(x) = cur {
+            if x == of {
+                return true;
+            }
+            cur = self.groups.get(&x).and_then(|g| g.parent);
+        }
+        false
+    }
+
+    /// The path of `to` as seen from `from` (a cgroup namespace's root), as
+    /// `kernfs_path_from_node` writes it: `/` for `from` itself, one `/..` per level from
+    /// `from` up to the common ancestor, then the names down to `to`.
+    pub fn path_from(&self, to: CgId, from: CgId) -> Vec<u8> {
+        if to == from {
+            return b"/".to_vec();
+        }
+        let common = self.common_ancestor(to, from);
+        let mut out = Vec::new();
+        for _ in 0..self.level(from).saturating_sub(self.level(common)) {
+            out.extend_from_slice(b"/..");
+        }
+        let mut names = Vec::new();
+        let mut cur = to;
+        while cur != common {
+            let Some(g) = self.groups.get(&cur) else {
+                break;
+            };
+            names.push(g.name.clone());
+            match g.parent {
+                Some(p) => cur = p,
+                None => break,
+            }
+        }
+        for n in names.iter().rev() {
+            out.push(b'/');
+            out.extend_from_slice(n);
+        }
+        if out.is_empty() {
+            out.push(b'/');
+        }
+        out
+    }
+
     /// The lowest common ancestor of `a` and `b` (for the migration permission check).
     pub fn common_ancestor(&self, a: CgId, b: CgId) -> CgId {
         let chain = |mut c: CgId| {
@@ -392,6 +438,23 @@ mod tests {
 
     fn none(_: &[u8]) -> bool {
         false
+    }
+
+    #[test]
+    fn paths_from_a_namespace_root() {
+        let mut h = Hierarchy::default();
+        let a = h.mkdir(ROOT, b"a", 0, 0, 0o755, none).unwrap();
+        let b = h.mkdir(a, b"b", 0, 0, 0o755, none).unwrap();
+        let c = h.mkdir(ROOT, b"c", 0, 0, 0o755, none).unwrap();
+        let d = h.mkdir(c, b"d", 0, 0, 0o755, none).unwrap();
+        assert_eq!(h.path_from(a, a), b"/");
+        assert_eq!(h.path_from(b, a), b"/b");
+        assert_eq!(h.path_from(ROOT, a), b"/..");
+        assert_eq!(h.path_from(c, b), b"/../../c");
+        assert_eq!(h.path_from(d, b), b"/../../c/d");
+        assert_eq!(h.path_from(d, ROOT), h.path(d));
+        assert!(h.is_descendant(b, a) && h.is_descendant(a, a) && !h.is_descendant(a, b));
+        assert!(!h.is_descendant(c, a) && h.is_descendant(d, ROOT));
     }
 
     #[test]

@@ -77,7 +77,7 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
     // A new user namespace needs no privilege (copy_creds, create_user_ns); it is made
     // first, and the child, which has every capability in it, owns the other new ones.
     // Without one, every new namespace needs CAP_SYS_ADMIN in the caller's user namespace
-    // (kernel/nsproxy.c copy_namespaces). The cgroup namespace is refused as before.
+    // (kernel/nsproxy.c copy_namespaces).
     if f.intersects(namespaces - CloneFlags::NEWUSER)
         && !f.contains(CloneFlags::NEWUSER)
         && !c.task.process.capable_own(crate::timens::CAP_SYS_ADMIN)
@@ -92,16 +92,21 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
             - CloneFlags::NEWTIME
             - CloneFlags::NEWNET
             - CloneFlags::NEWUTS
-            - CloneFlags::NEWIPC,
+            - CloneFlags::NEWIPC
+            - CloneFlags::NEWCGROUP,
     ) {
         return Err(Errno::EPERM);
     }
-    // Network, UTS, IPC and mount namespaces are per process here (crate::netns,
-    // crate::utsns, crate::ipcns, crate::mntns), so a thread cannot have its own (Linux
-    // allows it).
+    // Network, UTS, IPC, mount and cgroup namespaces are per process here (crate::netns,
+    // crate::utsns, crate::ipcns, crate::mntns, crate::cgroupns), so a thread cannot have its
+    // own (Linux allows it).
     if f.contains(CloneFlags::THREAD)
         && f.intersects(
-            CloneFlags::NEWNET | CloneFlags::NEWUTS | CloneFlags::NEWIPC | CloneFlags::NEWNS,
+            CloneFlags::NEWNET
+                | CloneFlags::NEWUTS
+                | CloneFlags::NEWIPC
+                | CloneFlags::NEWNS
+                | CloneFlags::NEWCGROUP,
         )
     {
         return Err(Errno::EINVAL);
@@ -291,6 +296,11 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
     // group or the CLONE_INTO_CGROUP one; a refusal (EBADF, EACCES ...) fails the clone.
     for hook in lock(&k.fork_hooks).iter() {
         hook(pp, &task.process, f.contains(CloneFlags::THREAD), cgroup)?;
+    }
+    // CLONE_NEWCGROUP: a namespace rooted at the group the child just joined (the
+    // CLONE_INTO_CGROUP one if given, as cgroup_post_fork re-roots it).
+    if f.contains(CloneFlags::NEWCGROUP) {
+        crate::cgroupns::on_fork(&task.process);
     }
     if f.contains(CloneFlags::PIDFD) {
         // pidfd_prepare: O_RDWR | O_CLOEXEC in the parent, its number stored as an int.

@@ -1,21 +1,19 @@
 //! unshare(2) and setns(2) (Linux `kernel/fork.c` `ksys_unshare`, `kernel/nsproxy.c` `setns`).
 //!
-//! Of the namespaces, time, pid, network, UTS, IPC, mount and user namespaces exist here
-//! ([`crate::timens`], [`crate::pidns`], [`crate::netns`], [`crate::utsns`],
-//! [`crate::ipcns`], [`crate::mntns`], [`crate::userns`]); every process shares the one
-//! cgroup namespace. So `unshare` creates time and pid namespaces (`CLONE_NEWTIME`,
-//! `CLONE_NEWPID`: both for the caller's future children) and network, UTS, IPC, mount and
-//! user namespaces (`CLONE_NEWNET`, `CLONE_NEWUTS`, `CLONE_NEWIPC`, `CLONE_NEWNS`,
+//! Every kind of namespace exists here: time, pid, network, UTS, IPC, mount, cgroup and
+//! user ([`crate::timens`], [`crate::pidns`], [`crate::netns`], [`crate::utsns`],
+//! [`crate::ipcns`], [`crate::mntns`], [`crate::cgroupns`], [`crate::userns`]). So
+//! `unshare` creates time and pid namespaces (`CLONE_NEWTIME`, `CLONE_NEWPID`: both for the
+//! caller's future children) and network, UTS, IPC, mount, cgroup and user namespaces
+//! (`CLONE_NEWNET`, `CLONE_NEWUTS`, `CLONE_NEWIPC`, `CLONE_NEWNS`, `CLONE_NEWCGROUP`,
 //! `CLONE_NEWUSER`: the caller moves at once; a new user namespace first, so the others
-//! are owned by it and checked in it),
-//! unshares the descriptor table (`CLONE_FILES`), accepts what
-//! is already unshared (`CLONE_FS`: each process has its own; `CLONE_SYSVSEM`; and
-//! `CLONE_THREAD`/`CLONE_SIGHAND`/`CLONE_VM` in a single-threaded process, as Linux does),
-//! and refuses the cgroup namespace as a kernel built without it does (`EINVAL`); every new
-//! namespace but a user namespace needs CAP_SYS_ADMIN in the (new) user namespace
-//! (`EPERM`). `setns` enters a time namespace, or makes a pid namespace the one for
-//! children, or enters a network, UTS, IPC, mount or user namespace, from a
-//! `/proc/PID/ns/{time,pid,net,uts,ipc,mnt,user}*` descriptor or a pidfd.
+//! are owned by it and checked in it), unshares the descriptor table (`CLONE_FILES`),
+//! accepts what is already unshared (`CLONE_FS`: each process has its own; `CLONE_SYSVSEM`;
+//! and `CLONE_THREAD`/`CLONE_SIGHAND`/`CLONE_VM` in a single-threaded process, as Linux
+//! does); every new namespace but a user namespace needs CAP_SYS_ADMIN in the (new) user
+//! namespace (`EPERM`). `setns` enters a time namespace, or makes a pid namespace the one
+//! for children, or enters a network, UTS, IPC, mount, cgroup or user namespace, from a
+//! `/proc/PID/ns/{time,pid,net,uts,ipc,mnt,cgroup,user}*` descriptor or a pidfd.
 
 use crate::pidfd::PidFd;
 use crate::syscall::{SyscallCtx, SyscallTable};
@@ -71,7 +69,8 @@ fn unshare(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             - CloneFlags::NEWPID
             - CloneFlags::NEWNET
             - CloneFlags::NEWUTS
-            - CloneFlags::NEWIPC,
+            - CloneFlags::NEWIPC
+            - CloneFlags::NEWCGROUP,
     ) {
         return Err(Errno::EINVAL);
     }
@@ -119,6 +118,10 @@ fn unshare(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if f.contains(CloneFlags::NEWIPC) {
         // The caller moves into a new, empty namespace (crate::ipcns).
         crate::ipcns::unshare(&p);
+    }
+    if f.contains(CloneFlags::NEWCGROUP) {
+        // A namespace rooted at the caller's group (crate::cgroupns).
+        crate::cgroupns::unshare(&p);
     }
     Ok(0)
 }
@@ -172,6 +175,13 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         crate::mntns::setns(&p, &nf.ns)?;
         return Ok(0);
     }
+    if let Some(nf) = any.and_then(|x| x.downcast_ref::<crate::cgroupns::CgroupNsFile>()) {
+        if nstype != 0 && nstype != CloneFlags::NEWCGROUP.bits() {
+            return Err(Errno::EINVAL);
+        }
+        crate::cgroupns::setns(&p, &nf.ns)?;
+        return Ok(0);
+    }
     if let Some(nf) = any.and_then(|x| x.downcast_ref::<crate::userns::UserNsFile>()) {
         if nstype != 0 && nstype != CloneFlags::NEWUSER.bits() {
             return Err(Errno::EINVAL);
@@ -216,7 +226,9 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         if f.contains(CloneFlags::NEWNS) {
             crate::mntns::setns(&p, &crate::mntns::of(&target))?;
         }
-        // The other namespaces are the ones everybody is in: nothing changes.
+        if f.contains(CloneFlags::NEWCGROUP) {
+            crate::cgroupns::setns(&p, &crate::cgroupns::of(&target))?;
+        }
         return Ok(0);
     }
     Err(Errno::EINVAL)
@@ -224,7 +236,6 @@ fn setns(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 
 /// Registers this family.
 pub fn register(t: &mut SyscallTable) {
-    t.register("unshare", unshare)
-        .partial("no cgroup namespaces");
-    t.register("setns", setns).partial("no cgroup namespaces");
+    t.register("unshare", unshare);
+    t.register("setns", setns);
 }
