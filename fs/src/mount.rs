@@ -152,6 +152,9 @@ pub struct Mount {
     /// `MNT_EXPIRE`'s mark (`mnt_expiry_mark`): set by the first `umount2(MNT_EXPIRE)`,
     /// cleared when the mount is used.
     pub expiry_mark: std::sync::atomic::AtomicBool,
+    /// Unmounted (`umount2`, lazily or not): in no table any more, but the dentries and
+    /// files under it still carry it (`Dentry::mnt`) and see its flags.
+    pub detached: std::sync::atomic::AtomicBool,
 }
 
 impl Mount {
@@ -198,6 +201,7 @@ impl Mount {
             data: self.data.clone(),
             prop: Mutex::new(prop),
             expiry_mark: Default::default(),
+            detached: Default::default(),
         }
     }
 }
@@ -427,21 +431,32 @@ pub fn same_place(a: &Arc<Dentry>, b: &Arc<Dentry>) -> bool {
 /// its parent mount (`mnt_parent`, `mnt_mountpoint`), so the same directory seen through
 /// another mount (a private bind of it) is not crossed.
 pub fn cross(dir: &Dentry, inode: Arc<dyn Inode>) -> Arc<dyn Inode> {
+    cross_mnt(dir, inode).0
+}
+
+/// [`cross`], also giving the mount crossed into (the topmost), if any: the walk makes the
+/// dentry of its root carry it ([`Dentry::mount_root`]).
+pub fn cross_mnt(dir: &Dentry, inode: Arc<dyn Inode>) -> (Arc<dyn Inode>, Option<Arc<Mount>>) {
     let ns = cur_ns();
     let t = lock(table_of(&ns));
     let key = (inode.fs_id(), inode.id());
     if !t.mounts.iter().any(|m| m.point == Some(key)) {
-        return inode;
+        return (inode, None);
     }
     let Some(parent) = mount_of_in(&t, dir) else {
-        return inode;
+        return (inode, None);
     };
     cross_from(&t, parent.id, inode)
 }
 
 /// Crosses from mount `pid`'s `inode` into what is stacked there.
-fn cross_from(t: &Table, mut pid: u64, inode: Arc<dyn Inode>) -> Arc<dyn Inode> {
+fn cross_from(
+    t: &Table,
+    mut pid: u64,
+    inode: Arc<dyn Inode>,
+) -> (Arc<dyn Inode>, Option<Arc<Mount>>) {
     let mut cur = inode;
+    let mut top = None;
     for _ in 0..=t.mounts.len() {
         let key = (cur.fs_id(), cur.id());
         match t
@@ -453,11 +468,12 @@ fn cross_from(t: &Table, mut pid: u64, inode: Arc<dyn Inode>) -> Arc<dyn Inode> 
             Some(m) => {
                 pid = m.id;
                 cur = m.root.clone();
+                top = Some(m.clone());
             }
             None => break,
         }
     }
-    cur
+    (cur, top)
 }
 
 /// `LOOKUP_MOUNTPOINT` (umount2's walk): the last component crosses into what is mounted on
@@ -468,16 +484,13 @@ pub fn cross_last(d: &Arc<Dentry>) -> Arc<Dentry> {
     let Some(m) = mount_of_in(&t, d) else {
         return d.clone();
     };
-    let top = cross_from(&t, m.id, d.inode.clone());
-    if Arc::ptr_eq(&top, &d.inode) {
-        return d.clone();
+    let (top, mnt) = cross_from(&t, m.id, d.inode.clone());
+    match mnt {
+        Some(mnt) if !Arc::ptr_eq(&top, &d.inode) => {
+            Dentry::mount_root(d.parent.clone(), &d.name, top, mnt)
+        }
+        _ => d.clone(),
     }
-    Arc::new(Dentry {
-        name: d.name.clone(),
-        parent: d.parent.clone(),
-        inode: top,
-        mounted: Mutex::new(None),
-    })
 }
 
 /// Whether something is mounted on `inode` (unlink, rmdir and rename of it are `EBUSY`).
@@ -530,6 +543,17 @@ pub fn relative_to(path: &[u8], root: &[u8]) -> Option<Vec<u8>> {
 /// of its path; of mounts stacked on that place, the one whose root the dentry is, else the
 /// topmost.
 fn mount_of_in(t: &Table, d: &Dentry) -> Option<Arc<Mount>> {
+    // The mount the walk crossed into above `d` (Linux's `path.mnt`), if it still is in
+    // this table or was unmounted since (a detached mount lives on in what was opened
+    // under it). A mount of another namespace (the caller unshared since) is looked up by
+    // path here instead.
+    if let Some(m) = d
+        .pinned_mount()
+        .and_then(|m| m.clone().downcast::<Mount>().ok())
+        && (m.detached.load(Ordering::Relaxed) || t.mounts.iter().any(|x| Arc::ptr_eq(x, &m)))
+    {
+        return Some(m);
+    }
     let path = d.path();
     let key = (d.inode.fs_id(), d.inode.id());
     let mut best: Option<&Arc<Mount>> = None;
@@ -731,6 +755,7 @@ fn add_to(t: &mut Table, n: NewMount<'_>) -> Arc<Mount> {
         data: n.data.to_string(),
         prop: Mutex::new(n.prop),
         expiry_mark: Default::default(),
+        detached: Default::default(),
     });
     t.mounts.push(m.clone());
     mounts_changed();
@@ -851,6 +876,9 @@ fn propagate_umount(parent: &Mount, m: &Mount) {
                 .filter(|x| !t.descends(x, g))
                 .cloned()
                 .collect();
+            for x in t.mounts.iter().filter(|x| t.descends(x, g)) {
+                x.detached.store(true, Ordering::Relaxed);
+            }
             t.mounts = keep;
         }
     }
@@ -881,7 +909,13 @@ fn new_instance(
 
 /// Whether `d` is the root of mount `m` (`path_mounted`).
 fn is_root_of(m: &Mount, d: &Dentry) -> bool {
-    m.target == d.path() && m.root_key() == (d.inode.fs_id(), d.inode.id())
+    // The root dentry the walk made on crossing into `m` carries it.
+    let pinned = d
+        .mnt
+        .as_ref()
+        .and_then(|x| x.downcast_ref::<Mount>())
+        .is_some_and(|x| std::ptr::eq(x, m));
+    pinned || m.target == d.path() && m.root_key() == (d.inode.fs_id(), d.inode.id())
 }
 
 /// The mount whose root `d` is (the target of umount, remount, a propagation change), or
@@ -1069,7 +1103,9 @@ fn do_mount_in(
             return Err(Errno::EINVAL);
         }
         let t = lock(table);
-        let m = mount_at_in(&t, target)?;
+        // The old root held open across pivot_root(".", ".") (crun makes it private before
+        // it detaches it) is found by its root inode, as umount2 finds it.
+        let m = mount_at_in(&t, target).or_else(|e| moved_root_in(&t, target).ok_or(e))?;
         let ids: Vec<Arc<Mount>> = if flags & MS_REC != 0 {
             t.mounts
                 .iter()
@@ -1299,6 +1335,9 @@ pub fn do_umount(
         .filter(|x| !t.descends(x, m.id))
         .cloned()
         .collect();
+    for x in t.mounts.iter().filter(|x| t.descends(x, m.id)) {
+        x.detached.store(true, Ordering::Relaxed);
+    }
     t.mounts = keep;
     let parent = t.by_id(m.parent).cloned();
     drop(t);
@@ -1606,8 +1645,8 @@ mod tests {
         propagate_mount(&xm, &ym);
         let t = lock(table_of(&ns));
         // /a/sub crosses into y, /b/sub (the same inode through the bind) does not.
-        assert_eq!(key(&cross_from(&t, xm.id, sub.clone())), key(&y));
-        assert_eq!(key(&cross_from(&t, bm.id, sub.clone())), key(&sub));
+        assert_eq!(key(&cross_from(&t, xm.id, sub.clone()).0), key(&y));
+        assert_eq!(key(&cross_from(&t, bm.id, sub.clone()).0), key(&sub));
         assert_eq!(t.mounts.len(), 4);
         assert!(t.descends(&ym, root.id) && !t.descends(&bm, xm.id));
     }
@@ -1653,7 +1692,7 @@ mod tests {
         );
         propagate_mount(&pm, &ym);
         let t = lock(table_of(&ns));
-        assert_eq!(key(&cross_from(&t, xm.id, sub.clone())), key(&y));
+        assert_eq!(key(&cross_from(&t, xm.id, sub.clone()).0), key(&y));
         let got = t.mounts.iter().find(|m| m.target == b"/a/sub").unwrap();
         assert_eq!(got.prop().shared, ym.prop().shared);
         drop(t);
@@ -1678,7 +1717,7 @@ mod tests {
         );
         propagate_mount(&pm, &zm);
         assert_eq!(
-            key(&cross_from(&lock(table_of(&ns)), xm.id, sub2.clone())),
+            key(&cross_from(&lock(table_of(&ns)), xm.id, sub2.clone()).0),
             key(&sub2)
         );
         let w = tmp();

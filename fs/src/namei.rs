@@ -319,8 +319,11 @@ fn walk_inner(
         if res.no_xdev && crate::mount::is_mountpoint(&*found) {
             return Err(Errno::EXDEV);
         }
-        let inode = crate::mount::cross(&cur, found);
-        let mut next = Dentry::child(&cur, comp, inode);
+        let mut next = match crate::mount::cross_mnt(&cur, found) {
+            (inode, None) => Dentry::child(&cur, comp, inode),
+            // The root of a mount: its dentry carries the mount (`struct path`'s `mnt`).
+            (inode, Some(m)) => Dentry::mount_root(Some(cur.clone()), comp, inode, m),
+        };
         let mounted = um_kernel::task::lock(&next.mounted).clone();
         if let Some(m) = mounted {
             if res.no_xdev {

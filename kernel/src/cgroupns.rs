@@ -21,7 +21,6 @@
 
 use crate::task::{Process, lock};
 use crate::vfs::Dentry;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use um_uapi::{Errno, SysResult};
 
@@ -65,12 +64,11 @@ fn group_of(pid: u32) -> Option<u64> {
 }
 
 impl CgroupNs {
-    /// A new namespace rooted at group `root` (`copy_cgroup_ns`). Inode numbers come from a
-    /// range of their own (IPC namespaces count from 0xF7000000).
+    /// A new namespace rooted at group `root` (`copy_cgroup_ns`). Its inode number comes from
+    /// [`crate::nsfs::alloc_inum`].
     fn new(root: Option<u64>, owner: Arc<crate::userns::UserNs>) -> Arc<CgroupNs> {
-        static NEXT: AtomicU64 = AtomicU64::new(0xF900_0000);
         Arc::new(CgroupNs {
-            inum: NEXT.fetch_add(1, Ordering::Relaxed),
+            inum: crate::nsfs::alloc_inum(),
             root,
             owner,
         })

@@ -17,7 +17,6 @@ use crate::task::{Process, lock};
 use crate::vfs::Dentry;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use um_uapi::{Errno, SysResult};
 
@@ -45,12 +44,11 @@ pub fn root() -> &'static Arc<IpcNs> {
 }
 
 impl IpcNs {
-    /// A new, empty namespace (`create_ipc_ns`). Inode numbers come from a range of their
-    /// own (UTS namespaces count from 0xF6000000).
+    /// A new, empty namespace (`create_ipc_ns`). Its inode number comes from
+    /// [`crate::nsfs::alloc_inum`].
     pub fn new(owner: Arc<crate::userns::UserNs>) -> Arc<IpcNs> {
-        static NEXT: AtomicU64 = AtomicU64::new(0xF700_0000);
         Arc::new(IpcNs {
-            inum: NEXT.fetch_add(1, Ordering::Relaxed),
+            inum: crate::nsfs::alloc_inum(),
             generic: Mutex::default(),
             owner,
         })

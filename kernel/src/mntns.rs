@@ -17,7 +17,6 @@
 use crate::task::{Process, lock};
 use crate::vfs::Dentry;
 use std::any::Any;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use um_uapi::{Errno, SysResult};
 
@@ -41,18 +40,17 @@ pub struct MntNs {
 }
 
 impl MntNs {
-    /// A namespace with `table` (a copy the fs crate made), numbered from a range of its
-    /// own (UTS namespaces count from 0xF6000000).
+    /// A namespace with `table` (a copy the fs crate made), numbered by
+    /// [`crate::nsfs::alloc_inum`].
     pub fn with_table(
         table: Table,
         root: Option<Arc<Dentry>>,
         owner: Arc<crate::userns::UserNs>,
     ) -> Arc<MntNs> {
-        static NEXT: AtomicU64 = AtomicU64::new(0xF700_0000);
         let t = OnceLock::new();
         let _ = t.set(table);
         Arc::new(MntNs {
-            inum: NEXT.fetch_add(1, Ordering::Relaxed),
+            inum: crate::nsfs::alloc_inum(),
             table: t,
             root: Mutex::new(root),
             owner,

@@ -25,7 +25,6 @@ use crate::task::{Process, lock};
 use crate::vfs::Dentry;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use um_uapi::{Errno, SysResult};
 
@@ -76,16 +75,14 @@ pub fn root() -> &'static Arc<NetNs> {
 impl NetNs {
     /// A new namespace (`copy_net_ns`, `setup_net`): every subsystem the initial namespace
     /// has state for gets its [`PerNet::for_new_ns`] copy now, the others start at their
-    /// default when first used. Inode numbers come from a range of their own above Linux's
-    /// `proc_inum_ida` base (time namespaces count from 0xF0000000, pid namespaces from
-    /// 0xF8000000).
+    /// default when first used. Its inode number comes from
+    /// [`crate::nsfs::alloc_inum`].
     pub fn new() -> Arc<NetNs> {
         Self::new_owned(crate::userns::current())
     }
 
     /// [`NetNs::new`] owned by user namespace `owner`.
     pub fn new_owned(owner: Arc<crate::userns::UserNs>) -> Arc<NetNs> {
-        static NEXT: AtomicU64 = AtomicU64::new(0xF400_0000);
         let generic = {
             let init = lock(&root().generic);
             init.iter()
@@ -102,7 +99,7 @@ impl NetNs {
                 .collect()
         };
         Arc::new(NetNs {
-            inum: NEXT.fetch_add(1, Ordering::Relaxed),
+            inum: crate::nsfs::alloc_inum(),
             generic: Mutex::new(generic),
             owner,
         })
@@ -222,7 +219,7 @@ pub fn ns_dentry(ns: &Arc<NetNs>) -> Arc<Dentry> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicI32;
+    use std::sync::atomic::{AtomicI32, Ordering};
 
     /// A subsystem whose new namespaces copy the initial one's value.
     #[derive(Default)]

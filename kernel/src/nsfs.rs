@@ -17,6 +17,14 @@ use um_uapi::{Errno, SysResult};
 const CLONE_NEWPID: u64 = um_uapi::abi::sched::CloneFlags::NEWPID.bits();
 const CLONE_NEWUSER: u64 = um_uapi::abi::sched::CloneFlags::NEWUSER.bits();
 
+/// A new namespace's inode number (fs/proc/generic.c `proc_alloc_inum`): one allocator for
+/// every kind, from `PROC_DYNAMIC_FIRST`, so no two namespaces share a number (the fixed
+/// numbers of the initial namespaces lie just below).
+pub fn alloc_inum() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0xF000_0000);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The nsfs device number (Linux mounts nsfs internally; its `st_dev` is an anonymous one).
 pub const NSFS_DEV: u64 = 4;
 
@@ -175,5 +183,6 @@ pub fn dentry<T: Namespace>(ns: &Arc<T>) -> Arc<Dentry> {
         parent: None,
         inode: Arc::new(NsInode { ns: ns.clone() }),
         mounted: Mutex::new(None),
+        mnt: None,
     })
 }

@@ -23,7 +23,6 @@
 use crate::task::{Process, lock};
 use crate::vfs::Dentry;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use um_uapi::{Errno, SysResult};
 
@@ -87,7 +86,6 @@ impl PidNs {
         parent: &Arc<PidNs>,
         owner: Arc<crate::userns::UserNs>,
     ) -> SysResult<Arc<PidNs>> {
-        static NEXT: AtomicU64 = AtomicU64::new(0xF800_0000);
         let level = parent.level + 1;
         if level > MAX_PID_NS_LEVEL {
             return Err(Errno::ENOSPC);
@@ -95,7 +93,7 @@ impl PidNs {
         Ok(Arc::new(PidNs {
             parent: Some(parent.clone()),
             level,
-            inum: NEXT.fetch_add(1, Ordering::Relaxed),
+            inum: crate::nsfs::alloc_inum(),
             st: Mutex::default(),
             reaper: Mutex::new(Weak::new()),
             owner,

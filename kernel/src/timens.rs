@@ -29,7 +29,7 @@
 
 use crate::task::{Process, lock};
 use crate::vfs::Dentry;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use um_mm::Mm;
 use um_uapi::{Errno, SysResult};
@@ -139,17 +139,16 @@ pub fn root() -> &'static Arc<TimeNs> {
 }
 
 impl TimeNs {
-    /// A new namespace with `old`'s offsets, not yet frozen (`clone_time_ns`). Inode numbers
-    /// come after Linux's `proc_inum_ida` base, 0xF0000000.
+    /// A new namespace with `old`'s offsets, not yet frozen (`clone_time_ns`). Its inode
+    /// number comes from [`crate::nsfs::alloc_inum`].
     pub fn clone_of(old: &TimeNs) -> Arc<TimeNs> {
         Self::clone_owned(old, crate::userns::current())
     }
 
     /// [`TimeNs::clone_of`] owned by user namespace `owner`.
     pub fn clone_owned(old: &TimeNs, owner: Arc<crate::userns::UserNs>) -> Arc<TimeNs> {
-        static NEXT: AtomicU64 = AtomicU64::new(0xF000_0000);
         Arc::new(TimeNs {
-            inum: NEXT.fetch_add(1, Ordering::Relaxed),
+            inum: crate::nsfs::alloc_inum(),
             offsets: Mutex::new(old.offsets()),
             frozen: AtomicBool::new(false),
             owner,

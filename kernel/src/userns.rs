@@ -384,11 +384,10 @@ pub fn create(p: &Process) -> SysResult<Arc<UserNs>> {
         LIVE.fetch_sub(1, Ordering::Relaxed);
         return Err(Errno::ENOSPC);
     }
-    static NEXT: AtomicU64 = AtomicU64::new(0xF500_0000);
     let setgroups_allowed = lock(&parent.st).setgroups_allowed;
     let could_setfcap = ns_capable(p, &parent, CAP_SETFCAP);
     Ok(Arc::new(UserNs {
-        inum: NEXT.fetch_add(1, Ordering::Relaxed),
+        inum: crate::nsfs::alloc_inum(),
         level: parent.level + 1,
         parent: Some(parent),
         owner: cr.euid,

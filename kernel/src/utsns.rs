@@ -19,7 +19,6 @@
 use crate::kernel::Kernel;
 use crate::task::{Process, lock};
 use crate::vfs::Dentry;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use um_uapi::{Errno, SysResult};
 
@@ -49,15 +48,13 @@ pub fn root() -> &'static Arc<UtsNs> {
 }
 
 impl UtsNs {
-    /// A new namespace with a copy of `from`'s names (`clone_uts_ns`). Inode numbers come
-    /// from a range of their own (time namespaces count from 0xF0000000, network ones from
-    /// 0xF4000000, pid ones from 0xF8000000).
+    /// A new namespace with a copy of `from`'s names (`clone_uts_ns`). Its inode number
+    /// comes from [`crate::nsfs::alloc_inum`].
     pub fn new_from(k: &Kernel, from: &UtsNs, owner: Arc<crate::userns::UserNs>) -> Arc<UtsNs> {
-        static NEXT: AtomicU64 = AtomicU64::new(0xF600_0000);
         let node = lock(from.nodename(k)).clone();
         let domain = lock(from.domainname(k)).clone();
         Arc::new(UtsNs {
-            inum: NEXT.fetch_add(1, Ordering::Relaxed),
+            inum: crate::nsfs::alloc_inum(),
             names: Some((Mutex::new(node), Mutex::new(domain))),
             owner,
         })

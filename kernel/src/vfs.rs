@@ -462,6 +462,11 @@ pub struct Dentry {
     pub inode: Arc<dyn Inode>,
     /// A file system mounted on this dentry, if any: the walk crosses into its root.
     pub mounted: Mutex<Option<Arc<Dentry>>>,
+    /// For the root of a mount reached by crossing into it: that mount (`um_fs::mount::Mount`,
+    /// type-erased because the mount table lives above this crate). The dentries below point
+    /// up to it, so a dentry carries its mount as Linux's `struct path` does: a file opened
+    /// under a mount that is later detached (`umount2(MNT_DETACH)`) keeps that mount's flags.
+    pub mnt: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl Dentry {
@@ -472,6 +477,7 @@ impl Dentry {
             parent: None,
             inode,
             mounted: Mutex::new(None),
+            mnt: None,
         })
     }
 
@@ -482,7 +488,36 @@ impl Dentry {
             parent: Some(parent.clone()),
             inode,
             mounted: Mutex::new(None),
+            mnt: None,
         })
+    }
+
+    /// The root dentry of mount `mnt`, reached by crossing from `parent`'s child `name`.
+    pub fn mount_root(
+        parent: Option<Arc<Dentry>>,
+        name: &[u8],
+        inode: Arc<dyn Inode>,
+        mnt: Arc<dyn Any + Send + Sync>,
+    ) -> Arc<Dentry> {
+        Arc::new(Dentry {
+            name: name.to_vec(),
+            parent,
+            inode,
+            mounted: Mutex::new(None),
+            mnt: Some(mnt),
+        })
+    }
+
+    /// The nearest mount root at or above this dentry that knows its mount, and that mount.
+    pub fn pinned_mount(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+        let mut cur: Option<&Dentry> = Some(self);
+        while let Some(d) = cur {
+            if let Some(m) = &d.mnt {
+                return Some(m);
+            }
+            cur = d.parent.as_deref();
+        }
+        None
     }
 
     /// The absolute path of this dentry, for `getcwd`, `/proc/PID/exe` and logs.
