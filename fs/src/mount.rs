@@ -1203,6 +1203,200 @@ fn do_mount_in(
     Ok(())
 }
 
+/// A mount tree attached nowhere: what open_tree(`OPEN_TREE_CLONE`) and fsmount(2) give
+/// (Linux keeps it in an anonymous mount namespace). `mounts[0]` is the top; the others'
+/// `parent` fields are ids inside the tree, their targets lie under `base`. Every one is
+/// [`Mount::detached`], so what is reached through the descriptor (its dentry carries the top)
+/// sees the tree's flags, and mount_setattr(2) on the descriptor changes them.
+pub struct Detached {
+    mounts: Vec<Arc<Mount>>,
+    base: Vec<u8>,
+}
+
+impl Detached {
+    /// The top mount, which the descriptor's dentry carries.
+    pub fn top(&self) -> Arc<Mount> {
+        self.mounts[0].clone()
+    }
+}
+
+fn detach_copy(mut m: Mount) -> Arc<Mount> {
+    m.detached = std::sync::atomic::AtomicBool::new(true);
+    Arc::new(m)
+}
+
+/// open_tree(`OPEN_TREE_CLONE`) after the walk (fs/namespace.c `open_detached_copy`,
+/// `copy_tree` with `CL_PRIVATE`): a private copy of the mount `s` is on, from `s` down, and
+/// with `recursive` of the mounts below it (unbindable ones skipped; an unbindable source is
+/// `EINVAL`, as a mount of no namespace of the caller's).
+pub fn clone_tree(s: &Dentry, recursive: bool) -> SysResult<Detached> {
+    let ns = cur_ns();
+    let t = lock(table_of(&ns));
+    let sm = mount_of_in(&t, s).ok_or(Errno::EINVAL)?;
+    if sm.prop().unbindable {
+        return Err(Errno::EINVAL);
+    }
+    let spath = s.path();
+    let mut top = sm.clone_as(
+        next_mount_id(),
+        next_seq(),
+        0,
+        None,
+        spath.clone(),
+        Prop::default(),
+    );
+    top.root = s.inode.clone();
+    top.root_path = rebase(&spath, &sm.target, &sm.root_path);
+    let mut mounts = vec![detach_copy(top)];
+    if recursive {
+        let mut ids = BTreeMap::new();
+        ids.insert(sm.id, mounts[0].id);
+        let below: Vec<Arc<Mount>> = t
+            .mounts
+            .iter()
+            .filter(|x| x.id != sm.id && t.descends(x, sm.id) && under(&x.target, &spath))
+            .cloned()
+            .collect();
+        for x in below {
+            let Some(&parent) = ids.get(&x.parent) else {
+                continue;
+            };
+            if x.prop().unbindable {
+                continue;
+            }
+            let id = next_mount_id();
+            ids.insert(x.id, id);
+            let c = x.clone_as(
+                id,
+                next_seq(),
+                parent,
+                x.point,
+                x.target.clone(),
+                Prop::default(),
+            );
+            mounts.push(detach_copy(c));
+        }
+    }
+    Ok(Detached {
+        mounts,
+        base: spath,
+    })
+}
+
+/// fsmount(2) (fs/namespace.c): a detached mount of the file system instance `root` a
+/// configured context made, with per-mount flags `flags` (`MS_*`).
+pub fn new_detached(
+    root: Arc<dyn Inode>,
+    source: &str,
+    fstype: &str,
+    flags: u64,
+    data: &str,
+) -> Detached {
+    let m = Mount {
+        id: next_mount_id(),
+        seq: next_seq(),
+        parent: 0,
+        point: None,
+        root,
+        root_path: b"/".to_vec(),
+        source: source.to_string(),
+        target: b"/".to_vec(),
+        fstype: fstype.to_string(),
+        flags: AtomicU64::new(flags & MNT_FLAGS),
+        data: data.to_string(),
+        prop: Mutex::new(Prop::default()),
+        expiry_mark: Default::default(),
+        detached: std::sync::atomic::AtomicBool::new(true),
+    };
+    Detached {
+        mounts: vec![Arc::new(m)],
+        base: b"/".to_vec(),
+    }
+}
+
+/// A new file system instance of type `fstype` for fsconfig(`FSCONFIG_CMD_CREATE`): `ENODEV`
+/// for an unknown type; a block-device type needs `bdev` (the walked source).
+pub fn create_instance(
+    k: &Arc<Kernel>,
+    fstype: &str,
+    bdev: Option<&Dentry>,
+    flags: u64,
+    data: &[u8],
+) -> SysResult<Arc<dyn Inode>> {
+    if is_bdev_fs(fstype.as_bytes()) {
+        let s = bdev.ok_or(Errno::EINVAL)?;
+        let st = s.inode.stat()?;
+        if st.mode & mode::S_IFMT != mode::S_IFBLK {
+            return Err(Errno::ENOTBLK);
+        }
+        if is_nodev(s) {
+            return Err(Errno::EACCES);
+        }
+        return mount_bdev(fstype, st.rdev, flags, data);
+    }
+    new_instance(k, fstype, flags, data)
+}
+
+/// Whether `fstype` is a file system type this kernel has (fsopen's `get_fs_type`).
+pub fn fs_type_known(fstype: &str) -> bool {
+    matches!(fstype, "tmpfs" | "devtmpfs" | "proc" | "sysfs")
+        || lock(factories()).contains_key(fstype)
+        || is_bdev_fs(fstype.as_bytes())
+}
+
+/// move_mount(2) of a detached tree (`attach_recursive_mnt`): its top goes on `target` (a
+/// directory for a directory, `ENOTDIR`/`EISDIR` otherwise), the rest below it with their
+/// paths rebased, and the new mounts propagate as a mount there would.
+pub fn attach_tree(tree: &Detached, target: &Dentry) -> SysResult<Arc<Mount>> {
+    let top = &tree.mounts[0];
+    let dir = |m: u32| m & mode::S_IFMT == mode::S_IFDIR;
+    let (tst, sst) = (target.inode.stat()?, top.root.stat()?);
+    if dir(sst.mode) != dir(tst.mode) {
+        return Err(if dir(tst.mode) {
+            Errno::ENOTDIR
+        } else {
+            Errno::EISDIR
+        });
+    }
+    if target.parent.is_none() {
+        return Err(Errno::EBUSY);
+    }
+    let ns = cur_ns();
+    let mut t = lock(table_of(&ns));
+    let parent = mount_of_in(&t, target).ok_or(Errno::EINVAL)?;
+    let tpath = target.path();
+    let tkey = Some((target.inode.fs_id(), target.inode.id()));
+    let mut ids = BTreeMap::new();
+    let mut first = None;
+    for (i, m) in tree.mounts.iter().enumerate() {
+        let (par, point) = if i == 0 {
+            (parent.id, tkey)
+        } else {
+            match ids.get(&m.parent) {
+                Some(&p) => (p, m.point),
+                None => continue,
+            }
+        };
+        let id = next_mount_id();
+        ids.insert(m.id, id);
+        let c = Arc::new(m.clone_as(
+            id,
+            next_seq(),
+            par,
+            point,
+            rebase(&m.target, &tree.base, &tpath),
+            m.prop(),
+        ));
+        first.get_or_insert_with(|| c.clone());
+        t.mounts.push(c);
+    }
+    drop(t);
+    mounts_changed();
+    let top = first.ok_or(Errno::EINVAL)?;
+    propagate_mount(&parent, &top);
+    Ok(top)
+}
+
 /// mount_setattr(2) after the path is walked (fs/namespace.c `do_mount_setattr`): `target`
 /// must be a mount's root (`EINVAL`); that mount, or with `recursive` it and every mount below
 /// it, loses the `MS_*` per-mount flags `clr` and gains `set`, then takes `propagation` (0 or

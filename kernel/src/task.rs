@@ -41,6 +41,9 @@ pub struct Caps {
     pub effective: u64,
     /// The bounding set.
     pub bset: u64,
+    /// The ambient set (`cap_ambient`): kept over exec of an unprivileged program; always
+    /// within permitted and inheritable.
+    pub ambient: u64,
     pub securebits: u32,
     pub no_new_privs: bool,
 }
@@ -58,6 +61,7 @@ impl Caps {
             permitted: CAP_FULL,
             effective: CAP_FULL,
             bset: CAP_FULL,
+            ambient: 0,
             securebits: 0,
             no_new_privs: false,
         }

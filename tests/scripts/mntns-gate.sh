@@ -125,4 +125,76 @@ python3 /tmp/errnos.py unbindable
 unshare -m --propagation private python3 /tmp/errnos.py root
 setpriv --reuid=65534 --regid=65534 --clear-groups python3 /tmp/errnos.py nobody
 setpriv --reuid=65534 --regid=65534 --clear-groups unshare -m true 2>&1 | sed 's/^/UNPRIV /'
+# The new mount API (open_tree, move_mount, fsopen, fsconfig, fsmount; mount_setattr on a
+# detached mount), with raw errnos: in a private namespace as root, and refused for nobody.
+cat > /tmp/newapi.py <<'PY'
+import ctypes, os, stat, sys
+libc = ctypes.CDLL(None, use_errno=True)
+OPEN_TREE, MOVE_MOUNT, FSOPEN, FSCONFIG, FSMOUNT, SETATTR = 428, 429, 430, 431, 432, 442
+AT_FDCWD, AT_EMPTY_PATH, AT_RECURSIVE = -100, 0x1000, 0x8000
+CLONE, F_EMPTY = 1, 4
+def res(name, r):
+    print("NEWAPI", name, r if r >= 0 else os.strerror(ctypes.get_errno()))
+    return r
+def sc(*a):
+    return libc.syscall(*a)
+def mountinfo(path):
+    for l in open("/proc/self/mountinfo"):
+        f = l.split()
+        if f[4] == path:
+            return f[3] + " " + f[5].split(",")[0] + ("," + ",".join(o for o in f[5].split(",")[1:] if o in ("nodev", "nosuid", "noexec")) if any(o in f[5] for o in ("nodev","nosuid","noexec")) else "")
+    return "none"
+if sys.argv[1] == "nobody":
+    res("clone-nobody", sc(OPEN_TREE, AT_FDCWD, b"/tmp", CLONE))
+    res("fsopen-nobody", sc(FSOPEN, b"tmpfs", 0))
+    sys.exit(0)
+# A tree on tmpfs with a submount, cloned recursively and attached elsewhere.
+os.makedirs("/tmp/N/src", exist_ok=True)
+libc.mount(b"n", b"/tmp/N/src", b"tmpfs", ctypes.c_ulong(0), None)
+os.mkdir("/tmp/N/src/sub"); os.mkdir("/tmp/N/a"); os.mkdir("/tmp/N/b"); os.mkdir("/tmp/N/c")
+libc.mount(b"nsub", b"/tmp/N/src/sub", b"tmpfs", ctypes.c_ulong(0), None)
+open("/tmp/N/src/sub/f", "w").write("in-sub")
+fd = sc(OPEN_TREE, AT_FDCWD, b"/tmp/N/src", CLONE | AT_RECURSIVE)
+res("clone", 0 if fd >= 0 else fd)
+print("NEWAPI clone-fd-link", os.readlink("/proc/self/fd/%d" % fd))
+print("NEWAPI clone-unattached", mountinfo("/tmp/N/a"))
+res("move-clone", sc(MOVE_MOUNT, fd, b"", AT_FDCWD, b"/tmp/N/a", F_EMPTY))
+print("NEWAPI attached", mountinfo("/tmp/N/a") != "none", open("/tmp/N/a/sub/f").read())
+open("/tmp/N/src/new", "w").write("shared")
+print("NEWAPI same-fs", open("/tmp/N/a/new").read())
+res("move-again", sc(MOVE_MOUNT, fd, b"", AT_FDCWD, b"/tmp/N/b", F_EMPTY))
+print("NEWAPI moved", mountinfo("/tmp/N/a"), mountinfo("/tmp/N/b") != "none")
+# fsopen/fsconfig/fsmount: a tmpfs with mode 0700, nodev, made read-only by mount_setattr
+# on the detached descriptor before it is attached.
+cfd = sc(FSOPEN, b"tmpfs", 0)
+res("fsopen", 0 if cfd >= 0 else cfd)
+print("NEWAPI fsopen-link", os.readlink("/proc/self/fd/%d" % cfd))
+res("fsmount-early", sc(FSMOUNT, cfd, 0, 0))
+res("fsconfig-mode", sc(FSCONFIG, cfd, 1, b"mode", b"0700", 0))
+res("fsconfig-flag-value", sc(FSCONFIG, cfd, 0, b"ro", b"x", 0))
+res("fsconfig-create", sc(FSCONFIG, cfd, 6, None, None, 0))
+res("fsconfig-create-again", sc(FSCONFIG, cfd, 6, None, None, 0))
+mfd = sc(FSMOUNT, cfd, 0, 4)
+res("fsmount", 0 if mfd >= 0 else mfd)
+res("fsmount-again", sc(FSMOUNT, cfd, 0, 4))
+attr = (ctypes.c_uint64 * 4)(1, 0, 0, 0)
+res("setattr-detached", sc(SETATTR, mfd, b"", AT_EMPTY_PATH, attr, 32))
+res("move-fsmount", sc(MOVE_MOUNT, mfd, b"", AT_FDCWD, b"/tmp/N/c", F_EMPTY))
+print("NEWAPI fsmount-mode", oct(stat.S_IMODE(os.stat("/tmp/N/c").st_mode)), mountinfo("/tmp/N/c"))
+try:
+    open("/tmp/N/c/x", "w")
+    print("NEWAPI fsmount-write ok")
+except OSError as e:
+    print("NEWAPI fsmount-write", os.strerror(e.errno))
+# Refusals.
+res("recursive-without-clone", sc(OPEN_TREE, AT_FDCWD, b"/tmp", AT_RECURSIVE))
+res("open-tree-bad-flag", sc(OPEN_TREE, AT_FDCWD, b"/tmp", 0x40))
+res("fsopen-unknown", sc(FSOPEN, b"nosuchfs", 0))
+res("fsconfig-not-context", sc(FSCONFIG, 0, 6, None, None, 0))
+res("move-bad-flag", sc(MOVE_MOUNT, AT_FDCWD, b"/tmp/N/b", AT_FDCWD, b"/tmp/N/a", 0x1000))
+plain = sc(OPEN_TREE, AT_FDCWD, b"/tmp/N/b", 0)
+print("NEWAPI plain-is-path", plain >= 0 and os.readlink("/proc/self/fd/%d" % plain))
+PY
+unshare -m --propagation private python3 /tmp/newapi.py root
+setpriv --reuid=65534 --regid=65534 --clear-groups python3 /tmp/newapi.py nobody
 echo UM-MNTNS-DONE

@@ -11,6 +11,9 @@
 //! the network namespace has only `lo`; `/dev/null` and `/dev/pts/ptmx` are there; the
 //! capability set is the spec's three (AUDIT_WRITE, KILL, NET_BIND_SERVICE); its own tmpfs
 //! is writable. Outside: crun's exit status is the container's, and no container is left.
+//! Then rootless: uid 1000 runs `crun spec --rootless`'s container (a user namespace besides
+//! the six), which is pid 1 and root inside, with its uid map `0 1000 1` (crun falls back from
+//! the missing setuid `newuidmap` to writing the map itself) and its own hostname.
 //!
 //! Before the kernel carried a file's mount with it (`Dentry::mnt`), crun re-executed itself
 //! forever here: its self-clone check binds /proc/self/exe read-only, opens it, detaches the
@@ -61,9 +64,21 @@ fn crun_runs_a_container_with_every_namespace() {
             ("CT-TMP", "writable"),
             ("CRUN-RC", "0"),
             ("CRUN-LEFT", "0"),
+            ("RL-NAMESPACES", "cgroup ipc mount network pid user uts"),
+            ("RL-PID", "1"),
+            ("RL-ID", "0 0"),
+            ("RL-MAP", "0 1000 1"),
+            ("RL-HOST", "rbox"),
+            ("ROOTLESS-RC", "0"),
         ] {
             assert_eq!(value(key), want, "`{key}`: {}", ctx());
         }
+        let (host_user, rl_user) = (value("HOST-USERNS"), value("RL-USERNS"));
+        assert!(
+            rl_user.starts_with("user:[") && rl_user != host_user,
+            "{}",
+            ctx()
+        );
         let mut seen = BTreeSet::new();
         for kind in KINDS {
             let host = value(&format!("HOST-NS {kind}"));

@@ -25,6 +25,11 @@
 //!   `CLONE_NEWNS` as nobody `EPERM` (raw and through util-linux); mount_setattr(2) makes a
 //!   mount read-only (`EROFS` after) and shared, refuses an atime mode without clearing
 //!   `MOUNT_ATTR__ATIME`, a short struct and a path that is not a mount root (`EINVAL`).
+//! - The new mount API with raw errnos: open_tree(OPEN_TREE_CLONE | AT_RECURSIVE) of a tree
+//!   with a submount, attached by move_mount (the submount comes along, the file system is
+//!   shared) and moved again through the same descriptor; fsopen/fsconfig/fsmount of a tmpfs
+//!   (`mode=0700`, nodev) made read-only by mount_setattr on the detached descriptor before
+//!   move_mount; the refusals (`EINVAL`, `EBUSY`, `ENODEV`, `EPERM` for nobody).
 //!
 //! The kernel log must be clean and show no unimplemented syscall.
 
@@ -233,6 +238,41 @@ fn unshare_pivot_root_propagation() {
             "mount_setattr's mount: {sa:?}: {}",
             ctx()
         );
+        // The new mount API.
+        for (name, want) in [
+            ("clone", "0"),
+            ("clone-fd-link", "/tmp/N/src"),
+            ("clone-unattached", "none"),
+            ("move-clone", "0"),
+            ("attached", "True in-sub"),
+            ("same-fs", "shared"),
+            ("move-again", "0"),
+            ("moved", "none True"),
+            ("fsopen", "0"),
+            ("fsopen-link", "anon_inode:[fscontext]"),
+            ("fsmount-early", "Invalid argument"),
+            ("fsconfig-mode", "0"),
+            ("fsconfig-flag-value", "Invalid argument"),
+            ("fsconfig-create", "0"),
+            ("fsconfig-create-again", "Device or resource busy"),
+            ("fsmount", "0"),
+            ("fsmount-again", "Device or resource busy"),
+            ("setattr-detached", "0"),
+            ("move-fsmount", "0"),
+            ("fsmount-mode", "0o700 / ro,nodev"),
+            ("fsmount-write", "Read-only file system"),
+            ("recursive-without-clone", "Invalid argument"),
+            ("open-tree-bad-flag", "Invalid argument"),
+            ("fsopen-unknown", "No such device"),
+            ("fsconfig-not-context", "Invalid argument"),
+            ("move-bad-flag", "Invalid argument"),
+            ("plain-is-path", "/tmp/N/b"),
+            ("clone-nobody", "Operation not permitted"),
+            ("fsopen-nobody", "Operation not permitted"),
+        ] {
+            let line = format!("NEWAPI {name} {want}");
+            assert!(has(&line), "no line `{line}`: {}", ctx());
+        }
         assert!(
             has("UNPRIV unshare: unshare failed: Operation not permitted"),
             "{}",

@@ -1216,7 +1216,7 @@ fn status_info(k: &Kernel, t: &Target, p: &Process) -> fmt::StatusInfo {
         // user namespace.
         caps: {
             let c = *lock(&p.caps);
-            [c.inheritable, c.permitted, c.effective, c.bset, 0]
+            [c.inheritable, c.permitted, c.effective, c.bset, c.ambient]
         },
         no_new_privs: lock(&p.caps).no_new_privs,
         seccomp: main

@@ -164,6 +164,9 @@ pub fn fix_setuid_root(old: IdSet, new: IdSet, caps: &mut Caps, root: u32) {
             caps.permitted = 0;
         }
         caps.effective = 0;
+        // Programs older than ambient capabilities expect a setresuid away from root and an
+        // exec to drop every capability (cap_emulate_setxuid).
+        caps.ambient = 0;
     }
     if old.e == 0 && new.e != 0 {
         caps.effective = 0;
@@ -191,8 +194,9 @@ pub fn fix_setfsuid(old_fs: u32, new_fs: u32, caps: &mut Caps) {
 /// for files without set-id bits or file capabilities): the saved and fs ids become the
 /// effective ones; root (real or effective uid `root`, the kernel id of uid 0 of the user
 /// namespace, `None` when unmapped; without SECBIT_NOROOT) gets the bounding and inheritable
-/// sets as permitted, effective if its euid is root; anyone else loses every capability;
-/// SECBIT_KEEP_CAPS is cleared.
+/// sets as permitted, effective if its euid is root, and loses its ambient set (root is
+/// treated as a privileged file); anyone else keeps only the ambient set, as permitted and
+/// effective; SECBIT_KEEP_CAPS is cleared.
 pub fn exec_creds(cr: &mut Creds, caps: &mut Caps, root_uid: Option<u32>) {
     const SECBIT_NOROOT: u32 = 1;
     cr.suid = cr.euid;
@@ -201,15 +205,18 @@ pub fn exec_creds(cr: &mut Creds, caps: &mut Caps, root_uid: Option<u32>) {
     cr.fsgid = cr.egid;
     let is_root = |id: u32| root_uid == Some(id);
     let root = caps.securebits & SECBIT_NOROOT == 0 && (is_root(cr.uid) || is_root(cr.euid));
+    if root {
+        caps.ambient = 0;
+    }
     caps.permitted = if root {
         (caps.bset | caps.inheritable) & CAP_FULL
     } else {
-        0
+        caps.ambient
     };
     caps.effective = if root && is_root(cr.euid) {
         caps.permitted
     } else {
-        0
+        caps.ambient
     };
     caps.securebits &= !SECBIT_KEEP_CAPS;
 }
@@ -428,6 +435,8 @@ fn capset(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     caps.effective = e;
     caps.permitted = p;
     caps.inheritable = i;
+    // The ambient set stays within permitted and inheritable (cap_capset).
+    caps.ambient &= p & i;
     Ok(0)
 }
 
@@ -589,5 +598,41 @@ mod tests {
         };
         exec_creds(&mut cr, &mut caps, Some(0));
         assert_eq!((cr.suid, caps.effective, caps.permitted), (5, 0, 0));
+    }
+
+    #[test]
+    fn ambient_caps_survive_an_unprivileged_exec_only() {
+        const NET_BIND: u64 = 1 << 10;
+        let mut caps = Caps {
+            inheritable: NET_BIND,
+            permitted: NET_BIND | 1,
+            effective: NET_BIND,
+            ambient: NET_BIND,
+            ..Caps::init()
+        };
+        let mut cr = Creds {
+            uid: 1000,
+            euid: 1000,
+            ..Creds::default()
+        };
+        exec_creds(&mut cr, &mut caps, Some(0));
+        assert_eq!(
+            (caps.permitted, caps.effective, caps.ambient),
+            (NET_BIND, NET_BIND, NET_BIND)
+        );
+        // Root is a privileged exec: the ambient set goes.
+        let mut root = Creds::default();
+        exec_creds(&mut root, &mut caps, Some(0));
+        assert_eq!(caps.ambient, 0);
+        // Leaving root drops it too (cap_emulate_setxuid).
+        caps.ambient = NET_BIND;
+        let ids = |u| IdSet {
+            r: u,
+            e: u,
+            s: u,
+            fs: u,
+        };
+        fix_setuid(ids(0), ids(1000), &mut caps);
+        assert_eq!(caps.ambient, 0);
     }
 }

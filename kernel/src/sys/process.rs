@@ -240,6 +240,13 @@ const PR_SET_CHILD_SUBREAPER: u64 = 36;
 const PR_GET_CHILD_SUBREAPER: u64 = 37;
 const PR_SET_NO_NEW_PRIVS: u64 = 38;
 const PR_GET_NO_NEW_PRIVS: u64 = 39;
+const PR_CAP_AMBIENT: u64 = 47;
+const PR_CAP_AMBIENT_IS_SET: u64 = 1;
+const PR_CAP_AMBIENT_RAISE: u64 = 2;
+const PR_CAP_AMBIENT_LOWER: u64 = 3;
+const PR_CAP_AMBIENT_CLEAR_ALL: u64 = 4;
+/// include/uapi/linux/securebits.h `SECBIT_NO_CAP_AMBIENT_RAISE`.
+const SECBIT_NO_CAP_AMBIENT_RAISE: u32 = 1 << 6;
 const PR_SET_VMA: u64 = 0x53564d41;
 /// PR_SET_TSC's modes "rdtsc allowed" and "rdtsc raises SIGSEGV" (include/uapi/linux/prctl.h).
 const PR_TSC_ENABLE: u64 = 1;
@@ -309,6 +316,40 @@ fn prctl(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
                 return Err(Errno::EINVAL);
             }
             Ok(lock(&p.caps).bset >> a[1] & 1)
+        }
+        // The ambient set (security/commoncap.c cap_task_prctl): a capability may be raised
+        // only while permitted and inheritable and SECBIT_NO_CAP_AMBIENT_RAISE is clear.
+        PR_CAP_AMBIENT => {
+            let mut caps = lock(&p.caps);
+            if a[1] == PR_CAP_AMBIENT_CLEAR_ALL {
+                if a[2] | a[3] | a[4] != 0 {
+                    return Err(Errno::EINVAL);
+                }
+                caps.ambient = 0;
+                return Ok(0);
+            }
+            if a[2] > u64::from(CAP_LAST_CAP) || a[3] | a[4] != 0 {
+                return Err(Errno::EINVAL);
+            }
+            let bit = 1u64 << a[2];
+            match a[1] {
+                PR_CAP_AMBIENT_IS_SET => Ok(u64::from(caps.ambient & bit != 0)),
+                PR_CAP_AMBIENT_RAISE => {
+                    if caps.permitted & bit == 0
+                        || caps.inheritable & bit == 0
+                        || caps.securebits & SECBIT_NO_CAP_AMBIENT_RAISE != 0
+                    {
+                        return Err(Errno::EPERM);
+                    }
+                    caps.ambient |= bit;
+                    Ok(0)
+                }
+                PR_CAP_AMBIENT_LOWER => {
+                    caps.ambient &= !bit;
+                    Ok(0)
+                }
+                _ => Err(Errno::EINVAL),
+            }
         }
         // cap_prctl_drop: CAP_SETPCAP first, then a valid capability.
         PR_CAPBSET_DROP => {

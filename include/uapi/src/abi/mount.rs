@@ -64,9 +64,66 @@ impl MountAttr {
     }
 }
 
+/// open_tree(2): make a detached copy of the mount (include/uapi/linux/mount.h).
+pub const OPEN_TREE_CLONE: u64 = 1;
+/// open_tree(2): close-on-exec (`O_CLOEXEC`).
+pub const OPEN_TREE_CLOEXEC: u64 = 0o2000000;
+/// move_mount(2) flags: follow symlinks / automounts on the source, an empty source path
+/// names the descriptor; the same for the target (`MOVE_MOUNT_T_*`).
+pub const MOVE_MOUNT_F_SYMLINKS: u64 = 0x01;
+pub const MOVE_MOUNT_F_AUTOMOUNTS: u64 = 0x02;
+pub const MOVE_MOUNT_F_EMPTY_PATH: u64 = 0x04;
+pub const MOVE_MOUNT_T_SYMLINKS: u64 = 0x10;
+pub const MOVE_MOUNT_T_AUTOMOUNTS: u64 = 0x20;
+pub const MOVE_MOUNT_T_EMPTY_PATH: u64 = 0x40;
+/// fsopen(2): close-on-exec.
+pub const FSOPEN_CLOEXEC: u64 = 1;
+/// fsmount(2): close-on-exec.
+pub const FSMOUNT_CLOEXEC: u64 = 1;
+/// fsconfig(2) commands (`enum fsconfig_command`).
+pub const FSCONFIG_SET_FLAG: u64 = 0;
+pub const FSCONFIG_SET_STRING: u64 = 1;
+pub const FSCONFIG_SET_BINARY: u64 = 2;
+pub const FSCONFIG_SET_PATH: u64 = 3;
+pub const FSCONFIG_SET_PATH_EMPTY: u64 = 4;
+pub const FSCONFIG_SET_FD: u64 = 5;
+pub const FSCONFIG_CMD_CREATE: u64 = 6;
+pub const FSCONFIG_CMD_RECONFIGURE: u64 = 7;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn new_mount_api_values_match_linux() {
+        // include/uapi/linux/mount.h.
+        assert_eq!((OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC), (1, 0o2000000));
+        assert_eq!(
+            [
+                MOVE_MOUNT_F_SYMLINKS,
+                MOVE_MOUNT_F_AUTOMOUNTS,
+                MOVE_MOUNT_F_EMPTY_PATH,
+                MOVE_MOUNT_T_SYMLINKS,
+                MOVE_MOUNT_T_AUTOMOUNTS,
+                MOVE_MOUNT_T_EMPTY_PATH,
+            ],
+            [1, 2, 4, 0x10, 0x20, 0x40]
+        );
+        assert_eq!((FSOPEN_CLOEXEC, FSMOUNT_CLOEXEC), (1, 1));
+        assert_eq!(
+            [
+                FSCONFIG_SET_FLAG,
+                FSCONFIG_SET_STRING,
+                FSCONFIG_SET_BINARY,
+                FSCONFIG_SET_PATH,
+                FSCONFIG_SET_PATH_EMPTY,
+                FSCONFIG_SET_FD,
+                FSCONFIG_CMD_CREATE,
+                FSCONFIG_CMD_RECONFIGURE,
+            ],
+            [0, 1, 2, 3, 4, 5, 6, 7]
+        );
+    }
 
     #[test]
     fn values_match_linux() {
