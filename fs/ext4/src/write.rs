@@ -87,6 +87,9 @@ pub struct WState {
     free_blocks: u64,
     free_inodes: u32,
     generation: u32,
+    /// The whole block that holds the superblock (block 0 with the boot sector and padding
+    /// on 2K+ blocks, block 1 on 1K blocks), journaled as Linux journals `s_sbh`.
+    sb_block: Vec<u8>,
 }
 
 /// One extent of a file: `len` blocks from file block `lblk` at disk block `pblk`.
@@ -286,6 +289,14 @@ impl Drop for WGuard<'_> {
                 );
             }
         }
+        // Between operations: commit a transaction that has grown to a quarter of the log
+        // or stayed open for the commit interval (kjournald2's two reasons).
+        if let Some(j) = &self.fs.j {
+            let mut j = um_kernel::task::lock(j);
+            if j.full() || j.age().is_some_and(|a| a >= self.fs.commit_interval) {
+                self.fs.commit_locked(&mut j);
+            }
+        }
     }
 }
 
@@ -301,11 +312,34 @@ impl Ext4 {
         self.dev
             .write_at(disk::SB_OFFSET, &sb_raw)
             .map_err(|e| format!("write access unavailable ({e:?}), mount it read-only"))?;
+        let bs = self.bs() as usize;
+        let mut sb_block = vec![0u8; bs];
+        self.dev
+            .read_at(disk::SB_OFFSET / bs as u64 * bs as u64, &mut sb_block)
+            .map_err(|e| format!("unable to read superblock: {e}"))?;
+        if self.sb.compat & disk::compat::HAS_JOURNAL != 0 && !self.noload {
+            let j = crate::jbd2::Journal::open(self)
+                .map_err(|e| format!("error loading journal: {e}"))?;
+            self.j = Some(std::sync::Mutex::new(j));
+            // A live journal: needs_recovery is on until a clean unmount (ext4_setup_super
+            // and jbd2 leave it set while the file system is mounted read-write).
+            let v = le32(&sb_raw, 0x60) | incompat::RECOVER;
+            put32(&mut sb_raw, 0x60, v);
+            if self.sb.metadata_csum() {
+                let c = crate::crc::crc32c(!0, &sb_raw[..0x3FC]);
+                put32(&mut sb_raw, 0x3FC, c);
+            }
+            self.dev
+                .write_at(disk::SB_OFFSET, &sb_raw)
+                .and_then(|_| self.dev.flush())
+                .map_err(|e| format!("unable to write superblock: {e}"))?;
+        }
         let total_free: u64 = self.groups.iter().map(|g| g.free_blocks as u64).sum();
         let total_ifree: u64 = self.groups.iter().map(|g| g.free_inodes as u64).sum();
         self.w = Some(std::sync::Mutex::new(WState {
             pending: Vec::new(),
             sb_raw,
+            sb_block,
             gds: self.groups.clone(),
             free_blocks: total_free,
             free_inodes: total_ifree.min(u32::MAX as u64) as u32,
@@ -352,9 +386,72 @@ impl Ext4 {
         }
     }
 
-    /// Flushes the device (`ext4_sync_fs` without a journal: `blkdev_issue_flush`).
+    /// Flushes the device (`ext4_sync_fs`): with a journal, commits the running
+    /// transaction (`jbd2_journal_start_commit` and wait; the commit flushes the data
+    /// before it), else `blkdev_issue_flush`. fsync does the same (`ext4_sync_file` waits
+    /// for the commit of the transaction that holds the inode: here, the running one).
     pub fn sync(&self) -> SysResult<()> {
+        if let Some(j) = &self.j {
+            let _g = self.wlock()?;
+            let mut j = um_kernel::task::lock(j);
+            return j
+                .commit(&*self.dev)
+                .map(|_| ())
+                .map_err(|e| self.dev_err(e));
+        }
         self.dev.flush()
+    }
+
+    /// Commits the running transaction (the caller holds the change lock); a failure is
+    /// logged (Linux aborts the journal; here the next commit tries again).
+    pub(crate) fn commit_locked(&self, j: &mut crate::jbd2::Journal) {
+        if let Err(e) = j.commit(&*self.dev) {
+            log::error!("JBD2: commit on {} failed: {e}", self.dev.name());
+        }
+    }
+
+    /// The commit timer (kjournald2): commits a transaction open for `commit=` seconds.
+    pub fn journal_tick(&self) {
+        let Some(j) = &self.j else { return };
+        let due = um_kernel::task::lock(j)
+            .age()
+            .is_some_and(|a| a >= self.commit_interval);
+        if due && let Ok(_g) = self.wlock() {
+            self.commit_locked(&mut um_kernel::task::lock(j));
+        }
+    }
+
+    /// Transactions committed by this mount (0 without a journal).
+    pub fn commits(&self) -> u64 {
+        self.j
+            .as_ref()
+            .map_or(0, |j| um_kernel::task::lock(j).commits)
+    }
+
+    /// A clean unmount of the journal (`jbd2_journal_destroy`, `ext4_put_super`): the
+    /// running transaction commits, everything is checkpointed, the log is left empty and
+    /// the superblock loses `needs_recovery`.
+    fn close_journal(&mut self) {
+        let Some(j) = self.j.take() else { return };
+        let mut j = j.into_inner().unwrap_or_else(|e| e.into_inner());
+        let Some(w) = self.w.take() else { return };
+        let mut w = w.into_inner().unwrap_or_else(|e| e.into_inner());
+        let w = &mut w;
+        let dev = &*self.dev;
+        let r = j.commit(dev).and_then(|_| j.checkpoint(dev));
+        if let Err(e) = r {
+            log::error!("JBD2: journal of {} not closed cleanly: {e}", dev.name());
+            return;
+        }
+        let v = le32(&w.sb_raw, 0x60) & !incompat::RECOVER;
+        put32(&mut w.sb_raw, 0x60, v);
+        let r = self.write_super(w).and_then(|_| dev.flush());
+        if let Err(e) = r {
+            log::error!(
+                "EXT4-fs ({}): superblock not written at unmount: {e}",
+                dev.name()
+            );
+        }
     }
 
     fn dev_err(&self, e: Errno) -> Errno {
@@ -365,13 +462,19 @@ impl Ext4 {
         Errno::EIO
     }
 
-    /// Writes a metadata block through the cache.
+    /// Writes a metadata block through the cache: into the running transaction with a
+    /// journal, else to the device at once.
     fn write_meta(&self, pblk: u64, data: Vec<u8>) -> SysResult<()> {
         self.check_range(0, pblk, 1)?;
-        self.dev
-            .write_at(pblk * self.bs(), &data)
-            .map_err(|e| self.dev_err(e))?;
-        um_kernel::task::lock(&self.cache).insert(pblk, Arc::new(data));
+        let data = Arc::new(data);
+        if let Some(j) = &self.j {
+            um_kernel::task::lock(j).add(pblk, data.clone());
+        } else {
+            self.dev
+                .write_at(pblk * self.bs(), &data)
+                .map_err(|e| self.dev_err(e))?;
+        }
+        um_kernel::task::lock(&self.cache).insert(pblk, data);
         Ok(())
     }
 
@@ -402,6 +505,13 @@ impl Ext4 {
         if self.sb.metadata_csum() {
             let c = crate::crc::crc32c(!0, &b[..0x3FC]);
             put32(b, 0x3FC, c);
+        }
+        if let Some(j) = &self.j {
+            let bs = self.bs();
+            let o = (disk::SB_OFFSET % bs) as usize;
+            w.sb_block[o..o + 1024].copy_from_slice(&w.sb_raw);
+            um_kernel::task::lock(j).add(disk::SB_OFFSET / bs, Arc::new(w.sb_block.clone()));
+            return Ok(());
         }
         self.dev
             .write_at(disk::SB_OFFSET, &w.sb_raw)
@@ -550,7 +660,21 @@ impl Ext4 {
             } else {
                 0
             };
-            let used = |bm: &[u8], i: usize| bm[i / 8] & (1 << (i % 8)) != 0;
+            // Blocks the running transaction freed are not reused before it commits.
+            let busy: Vec<(usize, usize)> = match &self.j {
+                Some(j) => {
+                    let gf = self.group_first(g);
+                    um_kernel::task::lock(j)
+                        .busy(gf, gf + n as u64)
+                        .into_iter()
+                        .map(|(a, b)| ((a - gf) as usize, (b - gf) as usize))
+                        .collect()
+                }
+                None => Vec::new(),
+            };
+            let used = |bm: &[u8], i: usize| {
+                bm[i / 8] & (1 << (i % 8)) != 0 || busy.iter().any(|&(a, b)| (a..b).contains(&i))
+            };
             let Some(i0) = (start..n).find(|&i| !used(&bm, i)) else {
                 continue;
             };
@@ -584,6 +708,9 @@ impl Ext4 {
     fn free_blocks_now(&self, w: &mut WState, pblk: u64, n: u64) -> SysResult<()> {
         self.check_range(0, pblk, n)?;
         self.forget(pblk, n);
+        if let Some(j) = &self.j {
+            um_kernel::task::lock(j).freed(pblk, n);
+        }
         let bpg = self.sb.blocks_per_group as u64;
         let mut b = pblk;
         let end = pblk + n;
@@ -2323,4 +2450,11 @@ fn pack_xattrs(region: &mut [u8], xs: &[Xattr], base: usize, _inbody: bool) -> u
         eo += entry_size(x);
     }
     bh
+}
+
+impl Drop for Ext4 {
+    /// Unmount (`ext4_put_super`): a journaled mount closes its journal cleanly.
+    fn drop(&mut self) {
+        self.close_journal();
+    }
 }
