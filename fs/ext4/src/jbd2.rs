@@ -577,7 +577,7 @@ pub fn recover(fs: &Ext4) -> Result<Recovery, String> {
                                 continue;
                             }
                         }
-                        if t.blocknr == 0 || t.blocknr >= fs.sb.blocks_count {
+                        if t.blocknr >= fs.sb.blocks_count {
                             log::error!(
                                 "JBD2: block {} in transaction {id} is outside the file system",
                                 t.blocknr
@@ -661,6 +661,10 @@ pub struct Journal {
     started: Option<Instant>,
     /// Transactions committed by this mount.
     pub commits: u64,
+    /// Times the log head went from the end of the log back to `s_first`.
+    pub wraps: u64,
+    /// Checkpoints done (the log emptied).
+    pub checkpoints: u64,
     /// Whether an oversized transaction was written home without the log (logged once).
     warned: bool,
 }
@@ -713,6 +717,8 @@ impl Journal {
             logged: HashSet::new(),
             started: None,
             commits: 0,
+            wraps: 0,
+            checkpoints: 0,
             warned: false,
         })
     }
@@ -960,7 +966,7 @@ impl Journal {
             let mut lb = start;
             for b in &blocks {
                 self.log.write(dev, lb, b)?;
-                lb = self.log.next(lb);
+                lb = self.next_counted(lb);
             }
             if self.tail.is_none() {
                 // The log was empty: the superblock now names this transaction's start.
@@ -973,7 +979,7 @@ impl Journal {
             let c = self.commit_block();
             self.log.write(dev, lb, &c)?;
             dev.flush()?;
-            self.head = self.log.next(lb);
+            self.head = self.next_counted(lb);
             self.tail.get_or_insert(start);
             for b in self.freed_dirty.drain(..) {
                 self.dirty.remove(&b);
@@ -1013,7 +1019,16 @@ impl Journal {
         self.dirty.clear();
         self.logged.clear();
         self.tail = None;
+        self.checkpoints += 1;
         Ok(())
+    }
+
+    fn next_counted(&mut self, lb: u32) -> u32 {
+        let n = self.log.next(lb);
+        if n < lb {
+            self.wraps += 1;
+        }
+        n
     }
 
     /// The decoded journal superblock as this writer keeps it.

@@ -31,6 +31,8 @@ pub mod vfs;
 pub mod write;
 
 #[cfg(test)]
+mod jtests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod wtests;

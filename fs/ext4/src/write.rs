@@ -421,11 +421,13 @@ impl Ext4 {
         }
     }
 
-    /// Transactions committed by this mount (0 without a journal).
-    pub fn commits(&self) -> u64 {
-        self.j
-            .as_ref()
-            .map_or(0, |j| um_kernel::task::lock(j).commits)
+    /// Transactions committed, log wraps and checkpoints of this mount (zeros without a
+    /// journal).
+    pub fn journal_stats(&self) -> (u64, u64, u64) {
+        self.j.as_ref().map_or((0, 0, 0), |j| {
+            let j = um_kernel::task::lock(j);
+            (j.commits, j.wraps, j.checkpoints)
+        })
     }
 
     /// A clean unmount of the journal (`jbd2_journal_destroy`, `ext4_put_super`): the
@@ -1924,7 +1926,7 @@ impl Ext4 {
         if name == b"." || name == b".." {
             return Err(if rmdir { Errno::EINVAL } else { Errno::EISDIR });
         }
-        let _w = self.wlock()?;
+        let mut w = self.wlock()?;
         let mut d = self.inode_buf(dir)?;
         let (_, _, _, ino) = self.find_entry(&d, name)?.ok_or(Errno::ENOENT)?;
         let mut ib = self.inode_buf(ino)?;
@@ -1948,6 +1950,12 @@ impl Ext4 {
         self.store_inode(&mut d)?;
         ib.set_time(Time::C, now());
         self.store_inode(&mut ib)?;
+        if ib.links() == 0 {
+            // The inode goes on the orphan list in the same transaction that drops its
+            // last link (`__ext4_unlink`, `ext4_rmdir`: `ext4_orphan_add`), so a crash
+            // before it is freed leaves it for orphan cleanup, not for e2fsck.
+            self.orphan_add_locked(&mut w, ino)?;
+        }
         Ok((ino, ib.links() == 0))
     }
 
@@ -1979,14 +1987,18 @@ impl Ext4 {
     /// crash before the last close leaves it for the next mount to free.
     pub fn orphan_add(&self, ino: u32) -> SysResult<()> {
         let mut w = self.wlock()?;
-        if self.orphan_chain(&w)?.contains(&ino) {
+        self.orphan_add_locked(&mut w, ino)
+    }
+
+    fn orphan_add_locked(&self, w: &mut WState, ino: u32) -> SysResult<()> {
+        if self.orphan_chain(w)?.contains(&ino) {
             return Ok(());
         }
         let mut ib = self.inode_buf(ino)?;
-        put32(&mut ib.b, off::DTIME, Self::last_orphan(&w));
+        put32(&mut ib.b, off::DTIME, Self::last_orphan(w));
         self.store_inode(&mut ib)?;
         put32(&mut w.sb_raw, 0xE8, ino);
-        self.write_super(&mut w)
+        self.write_super(w)
     }
 
     /// The orphan list, head first; a number out of range or a loop ends it with a line.
@@ -2164,6 +2176,8 @@ impl Ext4 {
             self.store_inode(&mut ti)?;
             if ti.links() == 0 {
                 gone = Some(t);
+                // In the same transaction as the last link (ext4_rename: ext4_orphan_add).
+                self.orphan_add_locked(&mut w, t)?;
             }
         } else {
             self.add_entry(&mut w, &mut nd, new, src, file_type(s.mode()))?;
