@@ -123,13 +123,25 @@ impl Ext4 {
             r.revokes
         );
         drop(fs);
-        // ext4_clear_journal_err / ext4_mark_recovery_complete: the superblock (as the
-        // replay left it) without RECOVER.
+        // ext4_mark_recovery_complete: the superblock (as the replay left it) without
+        // RECOVER, and with the free counts of the replayed group descriptors, which
+        // Linux does not journal but recounts at every mount (`__ext4_fill_super`:
+        // `ext4_count_free_clusters`, `ext4_count_free_inodes`).
+        let fs = Self::open_raw(dev.clone(), noload).map_err(einval)?;
+        let free_blocks: u64 = fs.groups.iter().map(|g| g.free_blocks as u64).sum();
+        let free_inodes: u64 = fs.groups.iter().map(|g| g.free_inodes as u64).sum();
+        let bit64 = fs.sb.has(incompat::BIT64);
+        drop(fs);
         let mut sb = vec![0u8; 1024];
         dev.read_at(disk::SB_OFFSET, &mut sb)
             .map_err(|e| einval(format!("unable to read superblock: {e}")))?;
         let v = disk::le32(&sb, 0x60) & !incompat::RECOVER;
         disk::put32(&mut sb, 0x60, v);
+        disk::put32(&mut sb, 0x0C, free_blocks as u32);
+        if bit64 {
+            disk::put32(&mut sb, 0x158, (free_blocks >> 32) as u32);
+        }
+        disk::put32(&mut sb, 0x10, free_inodes.min(u32::MAX as u64) as u32);
         if disk::le32(&sb, 0x64) & disk::ro_compat::METADATA_CSUM != 0 {
             let c = crate::crc::crc32c(!0, &sb[..0x3FC]);
             disk::put32(&mut sb, 0x3FC, c);

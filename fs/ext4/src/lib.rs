@@ -9,14 +9,15 @@
 //! all verified. Features are gated as Linux's `ext4_feature_set_ok` does: an incompatible
 //! feature this driver does not know refuses the mount with one log line, an unknown
 //! read-only-compatible one would force read-only. Writing ([`write`]): read-write mounts
-//! of ext4 with extents, without a journal or with a clean one left unused (other images
-//! are `EROFS` for `rw` with a log line). Not yet: JBD2 replay (a journal that needs recovery refuses the mount
-//! unless `-o noload`), EA inodes, encryption,
-//! casefolding.
+//! of ext4 with extents (other images are `EROFS` for `rw` with a log line), journaled
+//! with JBD2 ([`jbd2`]) when the image has a journal; a journal that needs recovery is
+//! replayed at mount (unless `-o noload`). Not yet: EA inodes, encryption, casefolding.
 //!
 //! Modules: [`crc`] (crc32c, crc16), [`disk`] (on-disk structures), [`fs`] (the mounted file
 //! system: maps, data, directories, xattrs), [`hash`] (the htree name hashes), [`vfs`] (the kernel's inode and file objects),
-//! [`write`] (allocation, extents, directories, xattrs on a read-write mount).
+//! [`write`] (allocation, extents, directories, xattrs on a read-write mount), [`jbd2`]
+//! (journal replay and the journal of a read-write mount; its commit thread and `sync(2)`
+//! hook are here).
 //! [`register`] adds the `ext4`, `ext3` and `ext2` types to `um_fs::mount` (which also mounts
 //! the boot's `root=/dev/...` through them).
 

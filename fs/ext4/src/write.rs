@@ -1,4 +1,4 @@
-//! The write side of a mounted ext4 without journaling (Linux `fs/ext4/balloc.c`,
+//! The write side of a mounted ext4 (Linux `fs/ext4/balloc.c`,
 //! `ialloc.c`, `extents.c`, `namei.c`, `inode.c`, `xattr.c`, `orphan.c`, `super.c`): block
 //! and inode allocation from the bitmaps (flex_bg aware: any group's bitmap is searched),
 //! with the bitmap checksums, group descriptor checksums and free counts and the
@@ -9,12 +9,15 @@
 //! is turned into a valid linear one); inodes with checksums and extended timestamps; extended attributes
 //! in the inode or in one block; the orphan list for files unlinked while open.
 //!
-//! Every change is written through to the device at once, metadata through the block cache
-//! (so reads see it); `fsync`/`sync` flush the device. Blocks an operation frees go back to
-//! the bitmaps only when it ends, after the inodes that pointed at them are written, so a
-//! crash can leak blocks but never leave one both free and in use. There is no journal: a
-//! crash in the middle of an operation can leave work for `e2fsck`, as on ext2. The mount allows writing only on
-//! images whose features this module keeps right ([`write_refusal`]).
+//! Metadata goes through the block cache (so reads see it) and, with a journal, into the
+//! running JBD2 transaction ([`crate::jbd2`]: committed on fsync/sync/timer/unmount, so a
+//! crash at any point replays to a consistent image); without one (or with `noload`) it is
+//! written through at once and `fsync`/`sync` flush the device. File data goes straight to
+//! its blocks (before the commit that points at it: `data=ordered`). Blocks an operation
+//! frees go back to the bitmaps only when it ends, after the inodes that pointed at them
+//! are written, so even without a journal a crash can leak blocks but never leave one both
+//! free and in use. The mount allows writing only on images whose features this module
+//! keeps right ([`write_refusal`]).
 //!
 //! Key types: [`WState`] (the allocator's counters, behind one lock that serializes every
 //! change), [`Ext`] (one extent). Neighbours: [`crate::fs`] (reading), [`crate::vfs`] (the
