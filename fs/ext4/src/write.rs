@@ -397,10 +397,11 @@ impl Ext4 {
         if let Some(j) = &self.j {
             let _g = self.wlock()?;
             let mut j = um_kernel::task::lock(j);
-            return j
-                .commit(&*self.dev)
-                .map(|_| ())
-                .map_err(|e| self.dev_err(e));
+            // Nothing to commit: data written in place still has to reach the disk.
+            if !j.commit(&*self.dev).map_err(|e| self.dev_err(e))? {
+                self.dev.flush()?;
+            }
+            return Ok(());
         }
         self.dev.flush()
     }
@@ -665,26 +666,23 @@ impl Ext4 {
             } else {
                 0
             };
-            // Blocks the running transaction freed are not reused before it commits.
-            let busy: Vec<(usize, usize)> = match &self.j {
-                Some(j) => {
-                    let gf = self.group_first(g);
-                    um_kernel::task::lock(j)
-                        .busy(gf, gf + n as u64)
-                        .into_iter()
-                        .map(|(a, b)| ((a - gf) as usize, (b - gf) as usize))
-                        .collect()
+            // Blocks the running transaction freed are not reused before it commits: the
+            // search runs on a copy of the bitmap with them marked.
+            let mut search = bm.clone();
+            if let Some(j) = &self.j {
+                let gf = self.group_first(g);
+                for (a, b) in um_kernel::task::lock(j).busy(gf, gf + n as u64) {
+                    for i in (a - gf) as usize..(b - gf) as usize {
+                        search[i / 8] |= 1 << (i % 8);
+                    }
                 }
-                None => Vec::new(),
-            };
-            let used = |bm: &[u8], i: usize| {
-                bm[i / 8] & (1 << (i % 8)) != 0 || busy.iter().any(|&(a, b)| (a..b).contains(&i))
-            };
-            let Some(i0) = (start..n).find(|&i| !used(&bm, i)) else {
+            }
+            let used = |bm: &[u8], i: usize| bm[i / 8] & (1 << (i % 8)) != 0;
+            let Some(i0) = (start..n).find(|&i| !used(&search, i)) else {
                 continue;
             };
             let mut len = 0usize;
-            while i0 + len < n && len < want as usize && !used(&bm, i0 + len) {
+            while i0 + len < n && len < want as usize && !used(&search, i0 + len) {
                 let i = i0 + len;
                 bm[i / 8] |= 1 << (i % 8);
                 len += 1;
