@@ -647,14 +647,15 @@ fn ext4_replays_linux_journal() {
     assert!(want.len() >= 60, "{uml_text}");
     let s = |p: &Path| p.display().to_string();
     let script = "mount -t proc proc /proc\n\
-         mkdir -p /tmp/a /tmp/b\n\
-         if mount -t ext4 -o ro /dev/ubdc /tmp/a 2>/dev/null; then echo RO-DEVICE-MOUNTED; fi\n\
-         mount -t ext4 -o ro,noload /dev/ubdc /tmp/a && echo NOLOAD-OK && umount /tmp/a\n\
-         mount -t ext4 -o ro /dev/ubdb /tmp/b || echo REPLAY-MOUNT-FAILED\n\
+         mount -t tmpfs tmpfs /mnt\n\
+         mkdir -p /mnt/a /mnt/b\n\
+         if mount -t ext4 -o ro /dev/ubdc /mnt/a 2>/dev/null; then echo RO-DEVICE-MOUNTED; fi\n\
+         mount -t ext4 -o ro,noload /dev/ubdc /mnt/a && echo NOLOAD-OK && umount /mnt/a\n\
+         mount -t ext4 -o ro /dev/ubdb /mnt/b || echo REPLAY-MOUNT-FAILED\n\
          echo '== sums'\n\
-         sha256sum /tmp/b/data/* /tmp/b/data/sub/* 2>/dev/null\n\
+         sha256sum /mnt/b/data/* /mnt/b/data/sub/* 2>/dev/null\n\
          echo '== end'\n\
-         umount /tmp/b\n\
+         umount /mnt/b\n\
          echo UM-EXT4-OK\n";
     for_each_engine(|engine| {
         let img = w.join("copy.ext4");

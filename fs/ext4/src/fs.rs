@@ -110,8 +110,18 @@ impl Ext4 {
                     .into(),
             ));
         }
-        let r =
-            crate::jbd2::recover(&fs).map_err(|e| einval(format!("error loading journal: {e}")))?;
+        let r = crate::jbd2::recover(&fs).map_err(|e| {
+            if e.contains("EROFS") {
+                (
+                    Errno::EROFS,
+                    format!(
+                        "write access unavailable, cannot proceed (try mounting with noload): {e}"
+                    ),
+                )
+            } else {
+                einval(format!("error loading journal: {e}"))
+            }
+        })?;
         log::info!(
             "EXT4-fs ({}): recovery complete: transactions {}..{}, {} blocks replayed, {} revoked \
              ({} revoke records)",
