@@ -325,7 +325,7 @@ impl Log {
             .map_err(|e| format!("no journal found (inode {inum}: {e})"))?;
         let bs = fs.sb.block_size as u64;
         let nblocks = ino.size / bs;
-        if nblocks < 2 || nblocks > u32::MAX as u64 {
+        if nblocks < 2 || nblocks > fs.sb.blocks_count {
             return Err(format!("journal inode {inum} has a bad size {}", ino.size));
         }
         let mut map = Vec::with_capacity(nblocks as usize);
@@ -338,6 +338,9 @@ impl Log {
                     unwritten: false,
                 } => {
                     let n = (len as u64).min(nblocks - l as u64);
+                    if n == 0 {
+                        return Err(format!("journal inode: empty extent at block {l}"));
+                    }
                     map.extend((0..n).map(|k| pblk + k));
                 }
                 _ => return Err(format!("journal inode has a hole at block {l}")),

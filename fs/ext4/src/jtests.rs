@@ -11,6 +11,8 @@
 //!   since the last flush are each lost or kept at a crash); at many crash points the
 //!   image must be `e2fsck -fn` clean after `e2fsck -E journal_only`'s replay and after
 //!   ours, and every file fsynced before the crash must read back.
+//! - refusals and hostile input: async-commit, fast-commit and unknown journal features
+//!   refuse the mount; single-byte mutations of the journal give errors, never panics.
 
 use crate::fs::Ext4;
 use std::os::unix::fs::FileExt;
@@ -582,4 +584,130 @@ fn crashes_leave_clean_images_1k_32bit() {
         "crash-1k",
         &["-b", "1024", "-J", "size=1", "-O", "^64bit,^metadata_csum"],
     );
+}
+
+/// An image in memory, writable.
+struct MemRw(Mutex<Vec<u8>>);
+
+impl BlockDevice for MemRw {
+    fn size(&self) -> u64 {
+        self.0.lock().unwrap().len() as u64
+    }
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> SysResult<()> {
+        let m = self.0.lock().unwrap();
+        let end = off.checked_add(buf.len() as u64).ok_or(Errno::EIO)?;
+        if end > m.len() as u64 {
+            return Err(Errno::EIO);
+        }
+        buf.copy_from_slice(&m[off as usize..end as usize]);
+        Ok(())
+    }
+    fn write_at(&self, off: u64, data: &[u8]) -> SysResult<()> {
+        let mut m = self.0.lock().unwrap();
+        let end = off.checked_add(data.len() as u64).ok_or(Errno::EIO)?;
+        if end > m.len() as u64 {
+            return Err(Errno::EIO);
+        }
+        m[off as usize..end as usize].copy_from_slice(data);
+        Ok(())
+    }
+    fn read_only(&self) -> bool {
+        false
+    }
+    fn name(&self) -> String {
+        "memrw".into()
+    }
+    fn rdev(&self) -> u64 {
+        0
+    }
+}
+
+/// An image whose journal needs recovery (two committed transactions, one with a revoke),
+/// and the file system blocks of its journal.
+fn needs_recovery_image(dir: &Path) -> (Vec<u8>, Vec<usize>) {
+    let img = dir.join("r.img");
+    run(Command::new("mke2fs")
+        .args(["-q", "-F", "-t", "ext4", "-b", "1024"])
+        .arg(&img)
+        .arg("8M"));
+    let data = dir.join("data");
+    std::fs::write(&data, bytes(9, 3 * 1024)).unwrap();
+    let cmds = dir.join("cmds");
+    std::fs::write(
+        &cmds,
+        format!(
+            "jo -c\njw -b 7000,7001,7002 {}\njw -r 7001 /dev/null\njc\n",
+            data.display()
+        ),
+    )
+    .unwrap();
+    run(Command::new("debugfs")
+        .arg("-w")
+        .arg("-f")
+        .arg(&cmds)
+        .arg(&img));
+    let jb = journal_blocks(&img);
+    (std::fs::read(&img).unwrap(), jb)
+}
+
+#[test]
+fn async_commit_and_unknown_journal_features_are_refused() {
+    let dir = scratch("features");
+    let (img, jb) = needs_recovery_image(&dir);
+    let jsb = jb[0] * 1024;
+    for (bit, what) in [
+        (crate::jbd2::feature::INCOMPAT_ASYNC_COMMIT, "async_commit"),
+        (crate::jbd2::feature::INCOMPAT_FAST_COMMIT, "fast commits"),
+        (0x100, "Unrecognised features"),
+    ] {
+        let mut x = img.clone();
+        let f = crate::jbd2::be32(&x, jsb + 0x28) | bit;
+        crate::jbd2::put_be32(&mut x, jsb + 0x28, f);
+        let mut c = x[jsb..jsb + 1024].to_vec();
+        c[0xFC..0x100].fill(0);
+        let sum = crate::crc::crc32c(!0, &c);
+        crate::jbd2::put_be32(&mut x, jsb + 0xFC, sum);
+        let e = Ext4::open(Arc::new(MemRw(Mutex::new(x))), false).unwrap_err();
+        assert!(e.contains(what), "{what}: {e}");
+    }
+    // Unpatched, it replays: the revoked block stays as it was.
+    let dev = Arc::new(MemRw(Mutex::new(img.clone())));
+    Ext4::open(dev.clone(), false).unwrap();
+    let m = dev.0.lock().unwrap();
+    assert_eq!(&m[7000 * 1024..7001 * 1024], &bytes(9, 3 * 1024)[..1024]);
+    assert_eq!(&m[7001 * 1024..7002 * 1024], &img[7001 * 1024..7002 * 1024]);
+    assert_eq!(&m[7002 * 1024..7003 * 1024], &bytes(9, 3 * 1024)[2048..]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn mutated_journals_give_errors_not_panics() {
+    let dir = scratch("mutate");
+    let (img, jb) = needs_recovery_image(&dir);
+    // The journal superblock and the live log: every byte of them, one at a time, over
+    // a pseudo-random walk (and the journal checksums off for half of the runs, so a
+    // mutation reaches the parsing instead of stopping at a checksum).
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    for round in 0..600 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let mut m = img.clone();
+        let blk = jb[(x % 8) as usize];
+        let off = blk * 1024 + ((x >> 8) % 1024) as usize;
+        m[off] ^= ((x >> 20) as u8) | 1;
+        if round % 2 == 1 {
+            let jsb = jb[0] * 1024;
+            let f = crate::jbd2::be32(&m, jsb + 0x28)
+                & !(crate::jbd2::feature::INCOMPAT_CSUM_V3
+                    | crate::jbd2::feature::INCOMPAT_CSUM_V2);
+            crate::jbd2::put_be32(&mut m, jsb + 0x28, f);
+        }
+        let dev = Arc::new(MemRw(Mutex::new(m)));
+        if let Ok(fs) = Ext4::open(dev, false) {
+            let root = fs.inode(crate::disk::ROOT_INO).unwrap();
+            let _ = fs.lookup(&root, b"lost+found");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
