@@ -34,6 +34,9 @@
 //!    points; each image needs recovery, `e2fsck -E journal_only` then `e2fsck -fn` is
 //!    clean and the synced file has its sha256; a copy replayed by our kernel (a `rw`
 //!    mount) is `e2fsck -fn` clean too and shows the same file.
+//! 6. `ext4_exit_without_umount_keeps_data`: init exits with a journaled mount still
+//!    mounted; the kernel's shutdown hook closes the journal: clean, no recovery needed,
+//!    the file there.
 //!
 //! Needs e2fsprogs and python3 on the host (and in the Debian tree, python3), and
 //! `/usr/bin/linux.uml` for gate 4.
@@ -849,6 +852,62 @@ fn ext4_sigkill_fsck_clean() {
             let dump = run_ok(Command::new("dumpe2fs").arg("-h").arg(&img), "dumpe2fs");
             assert!(!dump.contains("needs_recovery"), "after umount: {dump}");
         }
+    });
+    let _ = std::fs::remove_dir_all(&w);
+}
+
+/// A journaled mount still mounted when init exits (no sync, no umount): the kernel's
+/// shutdown commits and closes the journal, so the image is clean, needs no recovery and
+/// has the file.
+#[test]
+fn ext4_exit_without_umount_keeps_data() {
+    let tree_rootfs = um_tests::debian_rootfs(&["usr/bin/sha256sum"]);
+    let w = work_dir("exit");
+    let s = |p: &Path| p.display().to_string();
+    for_each_engine(|engine| {
+        let img = w.join("x.ext4");
+        run_ok(
+            Command::new("mke2fs")
+                .args(["-q", "-F", "-t", "ext4"])
+                .arg(&img)
+                .arg("32M"),
+            "mke2fs",
+        );
+        let out = Boot::new()
+            .engine(engine)
+            .rootflags(&s(&tree_rootfs))
+            .extra("ro")
+            .extra(&format!("ubd1={}", s(&img)))
+            .init("/bin/sh")
+            .args(&[
+                "-c",
+                "set -e; mount -t proc proc /proc; mount -t tmpfs tmpfs /mnt; mkdir /mnt/x; \
+                 mount -t ext4 /dev/ubdb /mnt/x; head -c 123456 /dev/urandom > /mnt/x/f; \
+                 mkdir /mnt/x/d; echo hi > /mnt/x/d/g; sha256sum /mnt/x/f; echo UM-EXT4-OK",
+            ])
+            .timeout(Duration::from_secs(60))
+            .run();
+        out.assert_ok(MARKER);
+        let console = out.stdout.replace('\r', "");
+        let want = console
+            .lines()
+            .find_map(|l| l.strip_suffix("  /mnt/x/f"))
+            .expect("sha256 of f")
+            .to_string();
+        let dump = run_ok(Command::new("dumpe2fs").arg("-h").arg(&img), "dumpe2fs");
+        assert!(!dump.contains("needs_recovery"), "{dump}");
+        run_ok(Command::new("e2fsck").arg("-fn").arg(&img), "e2fsck -fn");
+        let dumped = w.join("dumped");
+        let _ = std::fs::remove_file(&dumped);
+        run_ok(
+            Command::new("debugfs")
+                .arg("-R")
+                .arg(format!("dump /f {}", s(&dumped)))
+                .arg(&img),
+            "debugfs dump",
+        );
+        let host = run_ok(Command::new("sha256sum").arg(&dumped), "sha256sum");
+        assert_eq!(host.split_whitespace().next(), Some(want.as_str()));
     });
     let _ = std::fs::remove_dir_all(&w);
 }

@@ -230,6 +230,14 @@ fn fmt_uuid(u: &[u8; 16]) -> String {
     )
 }
 
+/// The kernel's shutdown hook: every journaled mount is committed, checkpointed and left
+/// clean (see [`fs::Ext4::shutdown_journal`]).
+pub fn shutdown() {
+    for m in live_journaled() {
+        m.fs.shutdown_journal();
+    }
+}
+
 /// Adds `ext4`, `ext3` and `ext2` (one driver for all three, as Linux with
 /// `CONFIG_EXT4_USE_FOR_EXT2`) to the mount table's block-device file systems.
 pub fn register() {

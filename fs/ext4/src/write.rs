@@ -434,6 +434,39 @@ impl Ext4 {
         })
     }
 
+    /// The kernel is ending (reboot(2), init's exit) with this file system still mounted:
+    /// everything is committed and checkpointed and the superblock loses `needs_recovery`,
+    /// as if it had been unmounted (Linux would leave it to the next mount's recovery, and
+    /// lose what was not committed; here nothing is lost). Nothing writes after this.
+    pub fn shutdown_journal(&self) {
+        let Some(j) = &self.j else { return };
+        let Ok(mut w) = self.wlock() else { return };
+        let mut j = um_kernel::task::lock(j);
+        let dev = &*self.dev;
+        if let Err(e) = j.commit(dev).and_then(|_| j.checkpoint(dev)) {
+            log::error!(
+                "JBD2: journal of {} not closed at shutdown: {e}",
+                dev.name()
+            );
+            return;
+        }
+        let v = le32(&w.sb_raw, 0x60) & !incompat::RECOVER;
+        put32(&mut w.sb_raw, 0x60, v);
+        if self.sb.metadata_csum() {
+            let c = crate::crc::crc32c(!0, &w.sb_raw[..0x3FC]);
+            put32(&mut w.sb_raw, 0x3FC, c);
+        }
+        if let Err(e) = dev
+            .write_at(disk::SB_OFFSET, &w.sb_raw)
+            .and_then(|_| dev.flush())
+        {
+            log::error!(
+                "EXT4-fs ({}): superblock not written at shutdown: {e}",
+                dev.name()
+            );
+        }
+    }
+
     /// A clean unmount of the journal (`jbd2_journal_destroy`, `ext4_put_super`): the
     /// running transaction commits, everything is checkpointed, the log is left empty and
     /// the superblock loses `needs_recovery`.
