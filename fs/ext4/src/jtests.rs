@@ -233,6 +233,17 @@ fn replay_case(name: &str, mkfs: &[&str], jo: &str) {
         .arg(&j));
     let logdump = run(Command::new("debugfs").arg("-R").arg("logdump").arg(&j));
     assert!(logdump.contains("revoke table"), "{logdump}");
+    // The journal has the checksum version the case is about.
+    let dump = run(Command::new("dumpe2fs").arg("-h").arg(&j));
+    let want = match jo {
+        "-c" => Some("journal_checksum_v3"),
+        "-c -v 2" => Some("journal_checksum_v2"),
+        _ => None,
+    };
+    match want {
+        Some(f) => assert!(dump.contains(f), "{name}: {dump}"),
+        None => assert!(!dump.contains("journal_checksum"), "{name}: {dump}"),
+    }
     // e2fsprogs' replay.
     let e = dir.join("e.img");
     std::fs::copy(&j, &e).unwrap();
