@@ -22,8 +22,26 @@
 //!    file, `rm -r` of a tree, sync, umount; then on the host `e2fsck -fn` exits 0 and the
 //!    files `debugfs -R dump` gives have the sha256 the guest printed.
 //!
-//! Needs e2fsprogs and python3 on the host (and in the Debian tree, python3).
+//! 4. `ext4_replays_linux_journal`: Debian's C UML (`linux.uml`, package user-mode-linux)
+//!    boots an ext4 image (busybox and init script inside, no network), writes files, syncs,
+//!    prints their sha256 and is SIGKILLed: the image needs recovery, with transactions
+//!    Linux's jbd2 wrote. In every engine our kernel (Debian tree) then: refuses a read-only
+//!    device (`ubdNr`) with `EROFS` as Linux does, mounts it with `-o ro,noload`, then
+//!    mounts a writable copy `-o ro` (which replays onto the device); the files must have
+//!    UML's sha256 and the image must be `e2fsck -fn` clean afterwards.
+//! 5. `ext4_sigkill_fsck_clean`: our kernel writes on a journaled image (files, a
+//!    directory churn, a file made durable with `sync FILE`), and is SIGKILLed at several
+//!    points; each image needs recovery, `e2fsck -E journal_only` then `e2fsck -fn` is
+//!    clean and the synced file has its sha256; a copy replayed by our kernel (a `rw`
+//!    mount) is `e2fsck -fn` clean too and shows the same file.
+//! 6. `ext4_exit_without_umount_keeps_data`: init exits with a journaled mount still
+//!    mounted; the kernel's shutdown hook closes the journal: clean, no recovery needed,
+//!    the file there.
+//!
+//! Needs e2fsprogs and python3 on the host (and in the Debian tree, python3), and
+//! `/usr/bin/linux.uml` for gate 4.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -452,8 +470,8 @@ fn ext4_write_fsck_clean() {
         out.assert_ok(MARKER);
         let console = out.stdout.replace('\r', "");
         assert!(
-            out.stderr
-                .contains("EXT4-fs (ubdc): journal not used: metadata not journaled"),
+            out.stderr.contains("EXT4-fs (ubdc): mounted filesystem")
+                && out.stderr.contains("r/w with ordered data mode"),
             "{}",
             out.report()
         );
@@ -497,6 +515,399 @@ fn ext4_write_fsck_clean() {
             }
             assert_eq!(hashes, 8, "{got}");
         }
+    });
+    let _ = std::fs::remove_dir_all(&w);
+}
+
+/// `sha256sum` lines as a sorted list of (hash, file name without directories).
+fn sums(text: &str) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = text
+        .lines()
+        .filter_map(|l| {
+            let (h, f) = l.trim().split_once("  ")?;
+            if h.len() != 64 || !h.bytes().all(|c| c.is_ascii_hexdigit()) {
+                return None;
+            }
+            Some((h.to_string(), f.rsplit('/').next()?.to_string()))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// An ext4 image written by Linux (Debian's UML) and left needing recovery: the console
+/// text of UML (its sha256 lines) and the image.
+fn uml_crashed_image(w: &Path) -> (String, PathBuf) {
+    let rootfs = um_tests::rootfs();
+    let stage = w.join("stage");
+    for d in ["bin", "lib", "dev", "proc", "sys", "tmp"] {
+        std::fs::create_dir_all(stage.join(d)).expect("stage");
+    }
+    std::fs::copy(rootfs.join("bin/busybox"), stage.join("bin/busybox")).expect("busybox");
+    let ld = std::fs::read_dir(rootfs.join("lib"))
+        .expect("lib")
+        .filter_map(|e| e.ok())
+        .find(|e| e.file_name().to_string_lossy().starts_with("ld-musl"))
+        .expect("the musl loader");
+    std::fs::copy(
+        std::fs::canonicalize(ld.path()).expect("loader"),
+        stage.join("lib").join(ld.file_name()),
+    )
+    .expect("loader");
+    // UML joins its argv into one command line: the work is a script in the image.
+    let init = "#!/bin/busybox sh\n\
+        B=/bin/busybox\n\
+        $B mount -t proc proc /proc\n\
+        $B mkdir -p /data/sub\n\
+        i=0; while [ $i -lt 60 ]; do echo \"uml file $i\" > /data/f$i; i=$((i+1)); done\n\
+        $B dd if=/dev/urandom of=/data/big bs=1k count=700 2>/dev/null\n\
+        $B dd if=/dev/urandom of=/data/sub/mid bs=1k count=50 2>/dev/null\n\
+        $B rm /data/f7 /data/f8\n\
+        $B mv /data/f9 /data/sub/moved\n\
+        $B sync\n\
+        $B sha256sum /data/* /data/sub/* 2>/dev/null\n\
+        echo UML-SYNCED\n\
+        $B sleep 1000\n";
+    std::fs::write(stage.join("init.sh"), init).expect("init");
+    run_ok(
+        Command::new("chmod").arg("755").arg(stage.join("init.sh")),
+        "chmod",
+    );
+    let img = w.join("uml.ext4");
+    run_ok(
+        Command::new("mke2fs")
+            .args(["-q", "-F", "-t", "ext4", "-d"])
+            .arg(&stage)
+            .arg(&img)
+            .arg("64M"),
+        "mke2fs -d",
+    );
+    let uml_dir = PathBuf::from(format!("/dev/shm/um-ext4-uml-{}", std::process::id()));
+    std::fs::create_dir_all(&uml_dir).expect("uml dir");
+    let mut child = Command::new("/usr/bin/linux.uml")
+        .arg("mem=128M")
+        .arg(format!("ubd0={}", img.display()))
+        .args([
+            "root=/dev/ubda",
+            "rw",
+            "init=/init.sh",
+            "con=null",
+            "con0=fd:0,fd:1",
+        ])
+        .arg(format!("uml_dir={}", uml_dir.display()))
+        .env("TMPDIR", &uml_dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("linux.uml (apt-get install user-mode-linux)");
+    let pgid = child.id() as i32;
+    let mut out = child.stdout.take().expect("stdout");
+    let text = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = std::io::Read::read(&mut out, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            all.extend_from_slice(&buf[..n]);
+            if String::from_utf8_lossy(&all).contains("UML-SYNCED") {
+                break;
+            }
+        }
+        String::from_utf8_lossy(&all).into_owned()
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !text.is_finished() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The crash: every UML process at once (they share the process group).
+    um_tests::kill_group(pgid, libc::SIGKILL);
+    let _ = child.wait();
+    let text = text.join().unwrap_or_default().replace('\r', "");
+    let _ = std::fs::remove_dir_all(&uml_dir);
+    assert!(
+        text.contains("UML-SYNCED"),
+        "linux.uml did not finish:\n{text}"
+    );
+    let dump = run_ok(Command::new("dumpe2fs").arg("-h").arg(&img), "dumpe2fs -h");
+    assert!(dump.contains("needs_recovery"), "{dump}");
+    let log = run_ok(
+        Command::new("debugfs").arg("-R").arg("logdump").arg(&img),
+        "debugfs logdump",
+    );
+    assert!(log.contains("commit block"), "nothing to replay:\n{log}");
+    (text, img)
+}
+
+#[test]
+fn ext4_replays_linux_journal() {
+    let tree_rootfs = um_tests::debian_rootfs(&["usr/bin/sha256sum"]);
+    let w = work_dir("replay");
+    let (uml_text, crashed) = uml_crashed_image(&w);
+    let want = sums(&uml_text);
+    assert!(want.len() >= 60, "{uml_text}");
+    let s = |p: &Path| p.display().to_string();
+    let script = "mount -t proc proc /proc\n\
+         mount -t tmpfs tmpfs /mnt\n\
+         mkdir -p /mnt/a /mnt/b\n\
+         if mount -t ext4 -o ro /dev/ubdc /mnt/a 2>/dev/null; then echo RO-DEVICE-MOUNTED; fi\n\
+         mount -t ext4 -o ro,noload /dev/ubdc /mnt/a && echo NOLOAD-OK && umount /mnt/a\n\
+         mount -t ext4 -o ro /dev/ubdb /mnt/b || echo REPLAY-MOUNT-FAILED\n\
+         echo '== sums'\n\
+         sha256sum /mnt/b/data/* /mnt/b/data/sub/* 2>/dev/null\n\
+         echo '== end'\n\
+         umount /mnt/b\n\
+         echo UM-EXT4-OK\n";
+    for_each_engine(|engine| {
+        let img = w.join("copy.ext4");
+        let ro = w.join("ro.ext4");
+        std::fs::copy(&crashed, &img).expect("copy");
+        std::fs::copy(&crashed, &ro).expect("copy");
+        let out = Boot::new()
+            .engine(engine)
+            .rootflags(&s(&tree_rootfs))
+            .extra("ro")
+            .extra(&format!("ubd1={}", s(&img)))
+            .extra(&format!("ubd2r={}", s(&ro)))
+            .init("/bin/sh")
+            .args(&["-c", script])
+            .timeout(Duration::from_secs(60))
+            .run();
+        out.assert_ok(MARKER);
+        let console = out.stdout.replace('\r', "");
+        assert!(!console.contains("RO-DEVICE-MOUNTED"), "{}", out.report());
+        assert!(!console.contains("REPLAY-MOUNT-FAILED"), "{}", out.report());
+        assert!(console.contains("NOLOAD-OK"), "{}", out.report());
+        assert!(
+            out.stderr
+                .contains("write access unavailable, cannot proceed"),
+            "{}",
+            out.report()
+        );
+        assert!(
+            out.stderr.contains("EXT4-fs (ubdb): recovery complete"),
+            "{}",
+            out.report()
+        );
+        let got = console
+            .split_once("== sums\n")
+            .and_then(|(_, r)| r.split_once("== end"))
+            .map(|(b, _)| sums(b))
+            .unwrap_or_default();
+        assert_eq!(
+            got,
+            want,
+            "replayed files differ from what UML wrote\n{}",
+            out.report()
+        );
+        run_ok(
+            Command::new("e2fsck").arg("-fn").arg(&img),
+            "e2fsck -fn after our replay",
+        );
+        // The read-only device was left as it was: still needing recovery.
+        let dump = run_ok(Command::new("dumpe2fs").arg("-h").arg(&ro), "dumpe2fs");
+        assert!(dump.contains("needs_recovery"), "{dump}");
+    });
+    let _ = std::fs::remove_dir_all(&w);
+}
+
+#[test]
+fn ext4_sigkill_fsck_clean() {
+    let tree_rootfs = um_tests::debian_rootfs(&["usr/bin/sha256sum", "usr/bin/sync"]);
+    let w = work_dir("kill");
+    let s = |p: &Path| p.display().to_string();
+    // commit=1: transactions commit while the churn runs, so kills land between and in
+    // the middle of commits and checkpoints.
+    let script = "set -e\n\
+         mount -t proc proc /proc\n\
+         mount -t tmpfs tmpfs /mnt\n\
+         mkdir /mnt/x\n\
+         mount -t ext4 -o commit=1 /dev/ubdb /mnt/x\n\
+         cd /mnt/x\n\
+         head -c 400000 /dev/urandom > keep\n\
+         mkdir -p sub; echo small > sub/s\n\
+         sync keep sub/s .\n\
+         sha256sum keep\n\
+         echo SYNCED\n\
+         i=0\n\
+         while :; do\n\
+         d=d$((i % 7)); mkdir -p $d\n\
+         echo \"$i $i $i\" > $d/f$i\n\
+         rm -f d$(((i + 3) % 7))/f$((i - 25))\n\
+         if [ $((i % 50)) -eq 0 ]; then head -c 200000 /dev/urandom > $d/big$i; rm -f d$(((i + 1) % 7))/big$((i - 100)); fi\n\
+         i=$((i + 1))\n\
+         done\n";
+    let delays = [300u64, 1200, 2500];
+    let mut n = 0;
+    for_each_engine(|engine| {
+        for &delay in &delays {
+            n += 1;
+            let img = w.join(format!("k{n}.ext4"));
+            run_ok(
+                Command::new("mke2fs")
+                    .args(["-q", "-F", "-t", "ext4", "-b", "1024", "-J", "size=1"])
+                    .arg(&img)
+                    .arg("32M"),
+                "mke2fs",
+            );
+            let run = Boot::new()
+                .engine(engine)
+                .rootflags(&s(&tree_rootfs))
+                .extra("ro")
+                .extra(&format!("ubd1={}", s(&img)))
+                .init("/bin/sh")
+                .args(&["-c", script])
+                .timeout(Duration::from_secs(60))
+                .spawn();
+            let start = std::time::Instant::now();
+            while !run.stdout_so_far().contains("SYNCED") {
+                assert!(
+                    start.elapsed() < Duration::from_secs(40),
+                    "no SYNCED: {}",
+                    run.stdout_so_far()
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            std::thread::sleep(Duration::from_millis(delay));
+            run.signal(libc::SIGKILL);
+            um_tests::kill_group(run.pid(), libc::SIGKILL);
+            let console = run.stdout_so_far().replace('\r', "");
+            drop(run);
+            let want = console
+                .lines()
+                .find_map(|l| l.strip_suffix("  keep"))
+                .expect("the sha256 of keep")
+                .to_string();
+            let dump = run_ok(Command::new("dumpe2fs").arg("-h").arg(&img), "dumpe2fs");
+            assert!(
+                dump.contains("needs_recovery"),
+                "kill after {delay} ms: {dump}"
+            );
+            // e2fsprogs' replay, then a full check.
+            let e = w.join("e.ext4");
+            std::fs::copy(&img, &e).expect("copy");
+            let st = Command::new("e2fsck")
+                .args(["-E", "journal_only", "-y"])
+                .arg(&e)
+                .output()
+                .expect("e2fsck");
+            assert!(
+                st.status.code().is_some_and(|c| c <= 1),
+                "e2fsck journal_only: {st:?}"
+            );
+            run_ok(
+                Command::new("e2fsck").arg("-fn").arg(&e),
+                "e2fsck -fn after e2fsck's replay",
+            );
+            let dumped = w.join("dumped");
+            let _ = std::fs::remove_file(&dumped);
+            run_ok(
+                Command::new("debugfs")
+                    .arg("-R")
+                    .arg(format!("dump /keep {}", s(&dumped)))
+                    .arg(&e),
+                "debugfs dump",
+            );
+            let host = run_ok(Command::new("sha256sum").arg(&dumped), "sha256sum");
+            assert_eq!(
+                host.split_whitespace().next(),
+                Some(want.as_str()),
+                "kill after {delay} ms"
+            );
+            // Our replay: a read-write mount, then umount.
+            let out = Boot::new()
+                .engine(engine)
+                .rootflags(&s(&tree_rootfs))
+                .extra("ro")
+                .extra(&format!("ubd1={}", s(&img)))
+                .init("/bin/sh")
+                .args(&[
+                    "-c",
+                    "set -e; mount -t proc proc /proc; mount -t tmpfs tmpfs /mnt; mkdir /mnt/x; \
+                     mount -t ext4 /dev/ubdb /mnt/x; sha256sum /mnt/x/keep; cat /mnt/x/sub/s; \
+                     ls /mnt/x | wc -l; umount /mnt/x; echo UM-EXT4-OK",
+                ])
+                .timeout(Duration::from_secs(60))
+                .run();
+            out.assert_ok(MARKER);
+            assert!(
+                out.stderr.contains("EXT4-fs (ubdb): recovery complete"),
+                "{}",
+                out.report()
+            );
+            let c = out.stdout.replace('\r', "");
+            assert!(
+                c.contains(&format!("{want}  /mnt/x/keep")),
+                "{}",
+                out.report()
+            );
+            assert!(c.contains("small\n"), "{}", out.report());
+            run_ok(
+                Command::new("e2fsck").arg("-fn").arg(&img),
+                "e2fsck -fn after our replay",
+            );
+            // The umount closed the journal: nothing left to recover.
+            let dump = run_ok(Command::new("dumpe2fs").arg("-h").arg(&img), "dumpe2fs");
+            assert!(!dump.contains("needs_recovery"), "after umount: {dump}");
+        }
+    });
+    let _ = std::fs::remove_dir_all(&w);
+}
+
+/// A journaled mount still mounted when init exits (no sync, no umount): the kernel's
+/// shutdown commits and closes the journal, so the image is clean, needs no recovery and
+/// has the file.
+#[test]
+fn ext4_exit_without_umount_keeps_data() {
+    let tree_rootfs = um_tests::debian_rootfs(&["usr/bin/sha256sum"]);
+    let w = work_dir("exit");
+    let s = |p: &Path| p.display().to_string();
+    for_each_engine(|engine| {
+        let img = w.join("x.ext4");
+        run_ok(
+            Command::new("mke2fs")
+                .args(["-q", "-F", "-t", "ext4"])
+                .arg(&img)
+                .arg("32M"),
+            "mke2fs",
+        );
+        let out = Boot::new()
+            .engine(engine)
+            .rootflags(&s(&tree_rootfs))
+            .extra("ro")
+            .extra(&format!("ubd1={}", s(&img)))
+            .init("/bin/sh")
+            .args(&[
+                "-c",
+                "set -e; mount -t proc proc /proc; mount -t tmpfs tmpfs /mnt; mkdir /mnt/x; \
+                 mount -t ext4 /dev/ubdb /mnt/x; head -c 123456 /dev/urandom > /mnt/x/f; \
+                 mkdir /mnt/x/d; echo hi > /mnt/x/d/g; sha256sum /mnt/x/f; echo UM-EXT4-OK",
+            ])
+            .timeout(Duration::from_secs(60))
+            .run();
+        out.assert_ok(MARKER);
+        let console = out.stdout.replace('\r', "");
+        let want = console
+            .lines()
+            .find_map(|l| l.strip_suffix("  /mnt/x/f"))
+            .expect("sha256 of f")
+            .to_string();
+        let dump = run_ok(Command::new("dumpe2fs").arg("-h").arg(&img), "dumpe2fs");
+        assert!(!dump.contains("needs_recovery"), "{dump}");
+        run_ok(Command::new("e2fsck").arg("-fn").arg(&img), "e2fsck -fn");
+        let dumped = w.join("dumped");
+        let _ = std::fs::remove_file(&dumped);
+        run_ok(
+            Command::new("debugfs")
+                .arg("-R")
+                .arg(format!("dump /f {}", s(&dumped)))
+                .arg(&img),
+            "debugfs dump",
+        );
+        let host = run_ok(Command::new("sha256sum").arg(&dumped), "sha256sum");
+        assert_eq!(host.split_whitespace().next(), Some(want.as_str()));
     });
     let _ = std::fs::remove_dir_all(&w);
 }

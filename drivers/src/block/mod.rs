@@ -501,8 +501,13 @@ impl vfs::BlockDevice for Claimed {
         self.file.ro()
     }
 
+    /// Writes from the file system itself. A device claimed for a read-only mount takes
+    /// them too unless the disk is read-only, as Linux's buffer cache writes to a bdev
+    /// opened without `FMODE_WRITE` and only `bdev_read_only` stops them: ext4 replays a
+    /// journal at a read-only mount this way (fs/ext4/super.c `ext4_load_journal`: "write
+    /// access will be enabled during recovery"); it writes nothing else on such a mount.
     fn write_at(&self, off: u64, data: &[u8]) -> SysResult<()> {
-        if self.file.ro() || !self.file.write {
+        if self.file.ro() {
             return Err(Errno::EROFS);
         }
         let (base, size) = self.file.range()?;

@@ -67,6 +67,12 @@ pub struct Ext4 {
     errors: AtomicU32,
     /// The allocator's state on a read-write mount ([`crate::write`]); `None` read-only.
     pub(crate) w: Option<Mutex<crate::write::WState>>,
+    /// The journal of a read-write mount with one ([`crate::jbd2`]); taken after `w`.
+    pub(crate) j: Option<Mutex<crate::jbd2::Journal>>,
+    /// `noload`: the journal is neither replayed nor used.
+    pub(crate) noload: bool,
+    /// `commit=`: how long a transaction may stay open (default 5 s, `JBD2_DEFAULT_MAX_COMMIT_AGE`).
+    pub commit_interval: std::time::Duration,
 }
 
 impl fmt::Debug for Ext4 {
@@ -79,6 +85,95 @@ impl Ext4 {
     /// Reads and checks the superblock and group descriptors (`ext4_fill_super`). `Err` is
     /// the one line that says why the mount is refused.
     pub fn open(dev: Arc<dyn BlockDevice>, noload: bool) -> Result<Ext4, String> {
+        Self::open_errno(dev, noload).map_err(|(_, m)| m)
+    }
+
+    /// [`Ext4::open`] with the errno of a refusal: `EROFS` for a journal that needs
+    /// recovery on a read-only device (fs/ext4/super.c `ext4_load_journal`: "write access
+    /// unavailable, cannot proceed (try mounting with noload)"), `EINVAL` otherwise. A
+    /// journal that needs recovery is replayed onto the device first, whether the mount is
+    /// read-only or not, as Linux does ("write access will be enabled during recovery").
+    pub fn open_errno(dev: Arc<dyn BlockDevice>, noload: bool) -> Result<Ext4, (Errno, String)> {
+        let einval = |m: String| (Errno::EINVAL, m);
+        let fs = Self::open_raw(dev.clone(), noload).map_err(einval)?;
+        if !fs.sb.has(incompat::RECOVER) || noload {
+            return fs.check_root().map_err(einval);
+        }
+        if fs.sb.compat & disk::compat::HAS_JOURNAL == 0 {
+            return Err(einval("needs recovery but has no journal".into()));
+        }
+        if dev.read_only() {
+            return Err((
+                Errno::EROFS,
+                "INFO: recovery required on readonly filesystem; write access unavailable, \
+                 cannot proceed (try mounting with noload)"
+                    .into(),
+            ));
+        }
+        let r = crate::jbd2::recover(&fs).map_err(|e| {
+            if e.contains("EROFS") {
+                (
+                    Errno::EROFS,
+                    format!(
+                        "write access unavailable, cannot proceed (try mounting with noload): {e}"
+                    ),
+                )
+            } else {
+                einval(format!("error loading journal: {e}"))
+            }
+        })?;
+        log::info!(
+            "EXT4-fs ({}): recovery complete: transactions {}..{}, {} blocks replayed, {} revoked \
+             ({} revoke records)",
+            dev.name(),
+            r.start_transaction,
+            r.end_transaction,
+            r.replayed,
+            r.revoke_hits,
+            r.revokes
+        );
+        drop(fs);
+        // ext4_mark_recovery_complete: the superblock (as the replay left it) without
+        // RECOVER, and with the free counts of the replayed group descriptors, which
+        // Linux does not journal but recounts at every mount (`__ext4_fill_super`:
+        // `ext4_count_free_clusters`, `ext4_count_free_inodes`).
+        let fs = Self::open_raw(dev.clone(), noload).map_err(einval)?;
+        let free_blocks: u64 = fs.groups.iter().map(|g| g.free_blocks as u64).sum();
+        let free_inodes: u64 = fs.groups.iter().map(|g| g.free_inodes as u64).sum();
+        let bit64 = fs.sb.has(incompat::BIT64);
+        drop(fs);
+        let mut sb = vec![0u8; 1024];
+        dev.read_at(disk::SB_OFFSET, &mut sb)
+            .map_err(|e| einval(format!("unable to read superblock: {e}")))?;
+        let v = disk::le32(&sb, 0x60) & !incompat::RECOVER;
+        disk::put32(&mut sb, 0x60, v);
+        disk::put32(&mut sb, 0x0C, free_blocks as u32);
+        if bit64 {
+            disk::put32(&mut sb, 0x158, (free_blocks >> 32) as u32);
+        }
+        disk::put32(&mut sb, 0x10, free_inodes.min(u32::MAX as u64) as u32);
+        if disk::le32(&sb, 0x64) & disk::ro_compat::METADATA_CSUM != 0 {
+            let c = crate::crc::crc32c(!0, &sb[..0x3FC]);
+            disk::put32(&mut sb, 0x3FC, c);
+        }
+        dev.write_at(disk::SB_OFFSET, &sb)
+            .and_then(|_| dev.flush())
+            .map_err(|e| einval(format!("unable to write superblock: {e}")))?;
+        let fs = Self::open_raw(dev, noload).map_err(einval)?;
+        fs.check_root().map_err(einval)
+    }
+
+    fn check_root(self) -> Result<Ext4, String> {
+        let root = self
+            .inode(disk::ROOT_INO)
+            .map_err(|e| format!("get root inode failed: {e}"))?;
+        if root.fmt() != 0o040000 || root.links == 0 {
+            return Err("root inode is not a directory".into());
+        }
+        Ok(self)
+    }
+
+    fn open_raw(dev: Arc<dyn BlockDevice>, noload: bool) -> Result<Ext4, String> {
         let mut b = vec![0u8; 1024];
         dev.read_at(disk::SB_OFFSET, &mut b)
             .map_err(|e| format!("unable to read superblock: {e}"))?;
@@ -88,13 +183,6 @@ impl Ext4 {
             return Err(format!(
                 "Couldn't mount because of unsupported optional features ({unknown:x})"
             ));
-        }
-        if sb.has(incompat::RECOVER) && !noload {
-            return Err(
-                "needs journal recovery, which this driver cannot do yet; mount with -o noload \
-                 to read it as it is"
-                    .into(),
-            );
         }
         let bs = sb.block_size as usize;
         let dpb = sb.descs_per_block();
@@ -123,21 +211,17 @@ impl Ext4 {
                 )?);
             }
         }
-        let fs = Ext4 {
+        Ok(Ext4 {
             dev,
             sb,
             groups,
             cache: Mutex::new(HashMap::new()),
             errors: AtomicU32::new(0),
             w: None,
-        };
-        let root = fs
-            .inode(disk::ROOT_INO)
-            .map_err(|e| format!("get root inode failed: {e}"))?;
-        if root.fmt() != 0o040000 || root.links == 0 {
-            return Err("root inode is not a directory".into());
-        }
-        Ok(fs)
+            j: None,
+            noload,
+            commit_interval: std::time::Duration::from_secs(5),
+        })
     }
 
     /// The device's name.
@@ -189,6 +273,12 @@ impl Ext4 {
         self.check_range(ino, pblk, 1)?;
         if let Some(b) = um_kernel::task::lock(&self.cache).get(&pblk) {
             return Ok(b.clone());
+        }
+        // A block the journal holds is newer than its home copy.
+        if let Some(j) = &self.j
+            && let Some(b) = um_kernel::task::lock(j).get(pblk)
+        {
+            return Ok(b);
         }
         let mut b = vec![0u8; self.sb.block_size as usize];
         self.dev.read_at(pblk * self.bs(), &mut b).map_err(|e| {

@@ -489,7 +489,7 @@ fn feature_gate_as_linux() {
     let mut x = img.clone();
     patch_sb(&mut x, |sb| sb[0x62] |= 0x01);
     assert!(open_bytes(x, false).is_err());
-    // A journal to replay: refused, unless noload.
+    // A journal to replay on a read-only device: refused (EROFS, as Linux), unless noload.
     let mut x = img.clone();
     patch_sb(&mut x, |sb| sb[0x60] |= 0x04);
     assert!(

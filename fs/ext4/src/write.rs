@@ -1,4 +1,4 @@
-//! The write side of a mounted ext4 without journaling (Linux `fs/ext4/balloc.c`,
+//! The write side of a mounted ext4 (Linux `fs/ext4/balloc.c`,
 //! `ialloc.c`, `extents.c`, `namei.c`, `inode.c`, `xattr.c`, `orphan.c`, `super.c`): block
 //! and inode allocation from the bitmaps (flex_bg aware: any group's bitmap is searched),
 //! with the bitmap checksums, group descriptor checksums and free counts and the
@@ -9,12 +9,15 @@
 //! is turned into a valid linear one); inodes with checksums and extended timestamps; extended attributes
 //! in the inode or in one block; the orphan list for files unlinked while open.
 //!
-//! Every change is written through to the device at once, metadata through the block cache
-//! (so reads see it); `fsync`/`sync` flush the device. Blocks an operation frees go back to
-//! the bitmaps only when it ends, after the inodes that pointed at them are written, so a
-//! crash can leak blocks but never leave one both free and in use. There is no journal: a
-//! crash in the middle of an operation can leave work for `e2fsck`, as on ext2. The mount allows writing only on
-//! images whose features this module keeps right ([`write_refusal`]).
+//! Metadata goes through the block cache (so reads see it) and, with a journal, into the
+//! running JBD2 transaction ([`crate::jbd2`]: committed on fsync/sync/timer/unmount, so a
+//! crash at any point replays to a consistent image); without one (or with `noload`) it is
+//! written through at once and `fsync`/`sync` flush the device. File data goes straight to
+//! its blocks (before the commit that points at it: `data=ordered`). Blocks an operation
+//! frees go back to the bitmaps only when it ends, after the inodes that pointed at them
+//! are written, so even without a journal a crash can leak blocks but never leave one both
+//! free and in use. The mount allows writing only on images whose features this module
+//! keeps right ([`write_refusal`]).
 //!
 //! Key types: [`WState`] (the allocator's counters, behind one lock that serializes every
 //! change), [`Ext`] (one extent). Neighbours: [`crate::fs`] (reading), [`crate::vfs`] (the
@@ -87,6 +90,9 @@ pub struct WState {
     free_blocks: u64,
     free_inodes: u32,
     generation: u32,
+    /// The whole block that holds the superblock (block 0 with the boot sector and padding
+    /// on 2K+ blocks, block 1 on 1K blocks), journaled as Linux journals `s_sbh`.
+    sb_block: Vec<u8>,
 }
 
 /// One extent of a file: `len` blocks from file block `lblk` at disk block `pblk`.
@@ -286,6 +292,14 @@ impl Drop for WGuard<'_> {
                 );
             }
         }
+        // Between operations: commit a transaction that has grown to a quarter of the log
+        // or stayed open for the commit interval (kjournald2's two reasons).
+        if let Some(j) = &self.fs.j {
+            let mut j = um_kernel::task::lock(j);
+            if j.full() || j.age().is_some_and(|a| a >= self.fs.commit_interval) {
+                self.fs.commit_locked(&mut j);
+            }
+        }
     }
 }
 
@@ -301,11 +315,34 @@ impl Ext4 {
         self.dev
             .write_at(disk::SB_OFFSET, &sb_raw)
             .map_err(|e| format!("write access unavailable ({e:?}), mount it read-only"))?;
+        let bs = self.bs() as usize;
+        let mut sb_block = vec![0u8; bs];
+        self.dev
+            .read_at(disk::SB_OFFSET / bs as u64 * bs as u64, &mut sb_block)
+            .map_err(|e| format!("unable to read superblock: {e}"))?;
+        if self.sb.compat & disk::compat::HAS_JOURNAL != 0 && !self.noload {
+            let j = crate::jbd2::Journal::open(self)
+                .map_err(|e| format!("error loading journal: {e}"))?;
+            self.j = Some(std::sync::Mutex::new(j));
+            // A live journal: needs_recovery is on until a clean unmount (ext4_setup_super
+            // and jbd2 leave it set while the file system is mounted read-write).
+            let v = le32(&sb_raw, 0x60) | incompat::RECOVER;
+            put32(&mut sb_raw, 0x60, v);
+            if self.sb.metadata_csum() {
+                let c = crate::crc::crc32c(!0, &sb_raw[..0x3FC]);
+                put32(&mut sb_raw, 0x3FC, c);
+            }
+            self.dev
+                .write_at(disk::SB_OFFSET, &sb_raw)
+                .and_then(|_| self.dev.flush())
+                .map_err(|e| format!("unable to write superblock: {e}"))?;
+        }
         let total_free: u64 = self.groups.iter().map(|g| g.free_blocks as u64).sum();
         let total_ifree: u64 = self.groups.iter().map(|g| g.free_inodes as u64).sum();
         self.w = Some(std::sync::Mutex::new(WState {
             pending: Vec::new(),
             sb_raw,
+            sb_block,
             gds: self.groups.clone(),
             free_blocks: total_free,
             free_inodes: total_ifree.min(u32::MAX as u64) as u32,
@@ -352,9 +389,108 @@ impl Ext4 {
         }
     }
 
-    /// Flushes the device (`ext4_sync_fs` without a journal: `blkdev_issue_flush`).
+    /// Flushes the device (`ext4_sync_fs`): with a journal, commits the running
+    /// transaction (`jbd2_journal_start_commit` and wait; the commit flushes the data
+    /// before it), else `blkdev_issue_flush`. fsync does the same (`ext4_sync_file` waits
+    /// for the commit of the transaction that holds the inode: here, the running one).
     pub fn sync(&self) -> SysResult<()> {
+        if let Some(j) = &self.j {
+            let _g = self.wlock()?;
+            let mut j = um_kernel::task::lock(j);
+            // Nothing to commit: data written in place still has to reach the disk.
+            if !j.commit(&*self.dev).map_err(|e| self.dev_err(e))? {
+                self.dev.flush()?;
+            }
+            return Ok(());
+        }
         self.dev.flush()
+    }
+
+    /// Commits the running transaction (the caller holds the change lock); a failure is
+    /// logged (Linux aborts the journal; here the next commit tries again).
+    pub(crate) fn commit_locked(&self, j: &mut crate::jbd2::Journal) {
+        if let Err(e) = j.commit(&*self.dev) {
+            log::error!("JBD2: commit on {} failed: {e}", self.dev.name());
+        }
+    }
+
+    /// The commit timer (kjournald2): commits a transaction open for `commit=` seconds.
+    pub fn journal_tick(&self) {
+        let Some(j) = &self.j else { return };
+        let due = um_kernel::task::lock(j)
+            .age()
+            .is_some_and(|a| a >= self.commit_interval);
+        if due && let Ok(_g) = self.wlock() {
+            self.commit_locked(&mut um_kernel::task::lock(j));
+        }
+    }
+
+    /// Transactions committed, log wraps and checkpoints of this mount (zeros without a
+    /// journal).
+    pub fn journal_stats(&self) -> (u64, u64, u64) {
+        self.j.as_ref().map_or((0, 0, 0), |j| {
+            let j = um_kernel::task::lock(j);
+            (j.commits, j.wraps, j.checkpoints)
+        })
+    }
+
+    /// The kernel is ending (reboot(2), init's exit) with this file system still mounted:
+    /// everything is committed and checkpointed and the superblock loses `needs_recovery`,
+    /// as if it had been unmounted (Linux would leave it to the next mount's recovery, and
+    /// lose what was not committed; here nothing is lost). Nothing writes after this.
+    pub fn shutdown_journal(&self) {
+        let Some(j) = &self.j else { return };
+        let Ok(mut w) = self.wlock() else { return };
+        let mut j = um_kernel::task::lock(j);
+        let dev = &*self.dev;
+        if let Err(e) = j.commit(dev).and_then(|_| j.checkpoint(dev)) {
+            log::error!(
+                "JBD2: journal of {} not closed at shutdown: {e}",
+                dev.name()
+            );
+            return;
+        }
+        let v = le32(&w.sb_raw, 0x60) & !incompat::RECOVER;
+        put32(&mut w.sb_raw, 0x60, v);
+        if self.sb.metadata_csum() {
+            let c = crate::crc::crc32c(!0, &w.sb_raw[..0x3FC]);
+            put32(&mut w.sb_raw, 0x3FC, c);
+        }
+        if let Err(e) = dev
+            .write_at(disk::SB_OFFSET, &w.sb_raw)
+            .and_then(|_| dev.flush())
+        {
+            log::error!(
+                "EXT4-fs ({}): superblock not written at shutdown: {e}",
+                dev.name()
+            );
+        }
+    }
+
+    /// A clean unmount of the journal (`jbd2_journal_destroy`, `ext4_put_super`): the
+    /// running transaction commits, everything is checkpointed, the log is left empty and
+    /// the superblock loses `needs_recovery`.
+    fn close_journal(&mut self) {
+        let Some(j) = self.j.take() else { return };
+        let mut j = j.into_inner().unwrap_or_else(|e| e.into_inner());
+        let Some(w) = self.w.take() else { return };
+        let mut w = w.into_inner().unwrap_or_else(|e| e.into_inner());
+        let w = &mut w;
+        let dev = &*self.dev;
+        let r = j.commit(dev).and_then(|_| j.checkpoint(dev));
+        if let Err(e) = r {
+            log::error!("JBD2: journal of {} not closed cleanly: {e}", dev.name());
+            return;
+        }
+        let v = le32(&w.sb_raw, 0x60) & !incompat::RECOVER;
+        put32(&mut w.sb_raw, 0x60, v);
+        let r = self.write_super(w).and_then(|_| dev.flush());
+        if let Err(e) = r {
+            log::error!(
+                "EXT4-fs ({}): superblock not written at unmount: {e}",
+                dev.name()
+            );
+        }
     }
 
     fn dev_err(&self, e: Errno) -> Errno {
@@ -365,13 +501,19 @@ impl Ext4 {
         Errno::EIO
     }
 
-    /// Writes a metadata block through the cache.
+    /// Writes a metadata block through the cache: into the running transaction with a
+    /// journal, else to the device at once.
     fn write_meta(&self, pblk: u64, data: Vec<u8>) -> SysResult<()> {
         self.check_range(0, pblk, 1)?;
-        self.dev
-            .write_at(pblk * self.bs(), &data)
-            .map_err(|e| self.dev_err(e))?;
-        um_kernel::task::lock(&self.cache).insert(pblk, Arc::new(data));
+        let data = Arc::new(data);
+        if let Some(j) = &self.j {
+            um_kernel::task::lock(j).add(pblk, data.clone());
+        } else {
+            self.dev
+                .write_at(pblk * self.bs(), &data)
+                .map_err(|e| self.dev_err(e))?;
+        }
+        um_kernel::task::lock(&self.cache).insert(pblk, data);
         Ok(())
     }
 
@@ -402,6 +544,13 @@ impl Ext4 {
         if self.sb.metadata_csum() {
             let c = crate::crc::crc32c(!0, &b[..0x3FC]);
             put32(b, 0x3FC, c);
+        }
+        if let Some(j) = &self.j {
+            let bs = self.bs();
+            let o = (disk::SB_OFFSET % bs) as usize;
+            w.sb_block[o..o + 1024].copy_from_slice(&w.sb_raw);
+            um_kernel::task::lock(j).add(disk::SB_OFFSET / bs, Arc::new(w.sb_block.clone()));
+            return Ok(());
         }
         self.dev
             .write_at(disk::SB_OFFSET, &w.sb_raw)
@@ -550,12 +699,23 @@ impl Ext4 {
             } else {
                 0
             };
+            // Blocks the running transaction freed are not reused before it commits: the
+            // search runs on a copy of the bitmap with them marked.
+            let mut search = bm.clone();
+            if let Some(j) = &self.j {
+                let gf = self.group_first(g);
+                for (a, b) in um_kernel::task::lock(j).busy(gf, gf + n as u64) {
+                    for i in (a - gf) as usize..(b - gf) as usize {
+                        search[i / 8] |= 1 << (i % 8);
+                    }
+                }
+            }
             let used = |bm: &[u8], i: usize| bm[i / 8] & (1 << (i % 8)) != 0;
-            let Some(i0) = (start..n).find(|&i| !used(&bm, i)) else {
+            let Some(i0) = (start..n).find(|&i| !used(&search, i)) else {
                 continue;
             };
             let mut len = 0usize;
-            while i0 + len < n && len < want as usize && !used(&bm, i0 + len) {
+            while i0 + len < n && len < want as usize && !used(&search, i0 + len) {
                 let i = i0 + len;
                 bm[i / 8] |= 1 << (i % 8);
                 len += 1;
@@ -584,6 +744,9 @@ impl Ext4 {
     fn free_blocks_now(&self, w: &mut WState, pblk: u64, n: u64) -> SysResult<()> {
         self.check_range(0, pblk, n)?;
         self.forget(pblk, n);
+        if let Some(j) = &self.j {
+            um_kernel::task::lock(j).freed(pblk, n);
+        }
         let bpg = self.sb.blocks_per_group as u64;
         let mut b = pblk;
         let end = pblk + n;
@@ -1797,7 +1960,7 @@ impl Ext4 {
         if name == b"." || name == b".." {
             return Err(if rmdir { Errno::EINVAL } else { Errno::EISDIR });
         }
-        let _w = self.wlock()?;
+        let mut w = self.wlock()?;
         let mut d = self.inode_buf(dir)?;
         let (_, _, _, ino) = self.find_entry(&d, name)?.ok_or(Errno::ENOENT)?;
         let mut ib = self.inode_buf(ino)?;
@@ -1821,6 +1984,12 @@ impl Ext4 {
         self.store_inode(&mut d)?;
         ib.set_time(Time::C, now());
         self.store_inode(&mut ib)?;
+        if ib.links() == 0 {
+            // The inode goes on the orphan list in the same transaction that drops its
+            // last link (`__ext4_unlink`, `ext4_rmdir`: `ext4_orphan_add`), so a crash
+            // before it is freed leaves it for orphan cleanup, not for e2fsck.
+            self.orphan_add_locked(&mut w, ino)?;
+        }
         Ok((ino, ib.links() == 0))
     }
 
@@ -1852,14 +2021,18 @@ impl Ext4 {
     /// crash before the last close leaves it for the next mount to free.
     pub fn orphan_add(&self, ino: u32) -> SysResult<()> {
         let mut w = self.wlock()?;
-        if self.orphan_chain(&w)?.contains(&ino) {
+        self.orphan_add_locked(&mut w, ino)
+    }
+
+    fn orphan_add_locked(&self, w: &mut WState, ino: u32) -> SysResult<()> {
+        if self.orphan_chain(w)?.contains(&ino) {
             return Ok(());
         }
         let mut ib = self.inode_buf(ino)?;
-        put32(&mut ib.b, off::DTIME, Self::last_orphan(&w));
+        put32(&mut ib.b, off::DTIME, Self::last_orphan(w));
         self.store_inode(&mut ib)?;
         put32(&mut w.sb_raw, 0xE8, ino);
-        self.write_super(&mut w)
+        self.write_super(w)
     }
 
     /// The orphan list, head first; a number out of range or a loop ends it with a line.
@@ -2037,6 +2210,8 @@ impl Ext4 {
             self.store_inode(&mut ti)?;
             if ti.links() == 0 {
                 gone = Some(t);
+                // In the same transaction as the last link (ext4_rename: ext4_orphan_add).
+                self.orphan_add_locked(&mut w, t)?;
             }
         } else {
             self.add_entry(&mut w, &mut nd, new, src, file_type(s.mode()))?;
@@ -2323,4 +2498,11 @@ fn pack_xattrs(region: &mut [u8], xs: &[Xattr], base: usize, _inbody: bool) -> u
         eo += entry_size(x);
     }
     bh
+}
+
+impl Drop for Ext4 {
+    /// Unmount (`ext4_put_super`): a journaled mount closes its journal cleanly.
+    fn drop(&mut self) {
+        self.close_journal();
+    }
 }
