@@ -398,6 +398,11 @@ pub fn register_fs(name: &str, factory: FsFactory) {
     lock(factories()).insert(name.to_string(), factory);
 }
 
+/// The names [`register_fs`] added, in name order (`/proc/filesystems`).
+pub fn fs_names() -> Vec<String> {
+    lock(factories()).keys().cloned().collect()
+}
+
 /// The key of an inode for things that meet at one file (FIFOs, bound sockets): unique per
 /// (file system instance, inode).
 pub fn inode_key(inode: &dyn Inode) -> u64 {

@@ -443,6 +443,8 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
         Arc::new(|_flags, _data| Ok(um_drivers::devpts_root())),
     );
     um_ext4::register();
+    // overlayfs: the `overlay` type and /sys/module/overlay/parameters.
+    um_overlayfs::init();
     // The block layer's procfs/sysfs entries register before anything can mount them, and
     // the disks come before the root (which may be on one of them).
     um_drivers::block::register();

@@ -1,0 +1,222 @@
+//! Gate: overlayfs (issue 23 item 3; Documentation/filesystems/overlayfs.rst,
+//! fs/overlayfs/*.c), in every engine of [`um_tests::ENGINES`].
+//!
+//! The guest is busybox in a private tree (copied from the Alpine rootfs: busybox, musl's
+//! loader and the `ovlprobe` guest program) under `$TMPDIR/um-overlay-gate-PID`; the script
+//! `tests/scripts/overlay-gate.sh` makes a lower layer on the tree's hostfs and one on a
+//! tmpfs, an upper layer on the tmpfs, and checks: reads through the layers (the top one
+//! wins), a write that copies up while the lower file stays as it was, unlink and rmdir of
+//! lower entries leaving whiteouts (0:0 character devices in the upper layer), an opaque
+//! directory after rmdir + mkdir (`trusted.overlay.opaque` = `y`, hidden through the overlay,
+//! where the name is the guest's own, escaped), the merged listing, rename(2) of a lower directory `EXDEV` and busybox `mv`'s
+//! copy instead, a file and a pure upper directory renamed, chmod/chown copy-up with the
+//! mtime kept, a shared writable mapping (copy-up on open for writing; the lower file
+//! unchanged), st_dev/st_ino as Linux reports them with xino off, statfs's magic,
+//! mountinfo, `/sys/module/overlay/parameters`, `/proc/filesystems`, a second (read-only)
+//! overlay over the first one's upper layer (whiteouts and opaque directory obeyed, `EROFS`),
+//! a hostfs upper layer, the refusals (read-only upper, one lower without upper, no workdir)
+//! and umount.
+//!
+//! [`guest_lines_are_linuxs`] asserts every line's value; [`same_as_the_host`] runs the same
+//! script natively (`unshare -m` + `chroot` into the same tree, as root) and compares line
+//! by line. That second test needs root and a host that allows overlay mounts; where it does
+//! not it says so and checks the guest alone, so it never passes by skipping.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use um_tests::{Boot, for_each_engine};
+
+const SCRIPT: &str = include_str!("../scripts/overlay-gate.sh");
+const MARKER: &str = "OVERLAY-GATE-DONE";
+
+/// Every line the script prints, and its value under Linux (a host run gives the same).
+const EXPECTED: &[(&str, &str)] = &[
+    ("MOUNT", "ok"),
+    ("READ-A", "hl-a"),
+    ("READ-T", "tl"),
+    ("LS-ROOT", "a dir gone mapme mvdir op owned rmd tfile"),
+    ("LS-DIR", "b sub x"),
+    ("LS-UPPER0", "[]"),
+    ("WORK", "work 0 directory"),
+    ("WRITE-A", "hl-a more"),
+    ("LOWER-A", "hl-a"),
+    ("UPPER-A", "hl-a more"),
+    ("UNLINK", "gone character special file 0:0 0 0"),
+    ("RMDIR", "gone character special file 0:0"),
+    ("OPAQUE", "[] y ENODATA"),
+    ("SET-PRIVATE", "ok"),
+    ("LS-MERGED", "a dir mapme mvdir op owned tfile"),
+    ("LS-UPPER", "a gone op rmd"),
+    ("RENAME-LOWERDIR", "EXDEV"),
+    ("MV-DIR", "m moved character special file 0:0"),
+    ("RENAME-FILE", "ok tl moved character special file 0:0"),
+    ("RENAME-UPPERDIR", "ok /t/m/newdir2"),
+    (
+        "CHOWN",
+        "600 12 34 978307200 lower 644 0 0 978307200 upper own",
+    ),
+    ("MMAP-RO", "mapped-text"),
+    ("MMAP-RW", "MAPPED-text"),
+    ("MAP-LOWER", "mapped-text MAP-MERGED MAPPED-text"),
+    (
+        "DEV",
+        "dir-is-overlay=y upper-file= lower-own=y layers-differ=y",
+    ),
+    ("INO", "upper= stable=y"),
+    ("STATFS", "794c7630"),
+    (
+        "MOUNTINFO",
+        "overlay overlay rw,lowerdir=/ovl/hl:/t/l2,upperdir=/t/u,workdir=/t/w",
+    ),
+    ("PARAMS", "N N N N N 256"),
+    ("FILESYSTEMS", "1"),
+    ("MOUNT2", "ok"),
+    ("OVL2-LS", "a dir mapme mvdir3 newdir2 op owned tfile2"),
+    ("OVL2-OPAQUE", "[] hl-a more 600 12 34"),
+    ("OVL2-RO", "EROFS"),
+    ("UMOUNT2", "ok"),
+    ("MOUNT-HOSTFS-UPPER", "ok"),
+    (
+        "HOSTFS-UPPER",
+        "dir n tfile [] character special file 0:0 new y",
+    ),
+    ("RO-UPPER", "Invalid argument"),
+    ("ONE-LOWER", "Invalid argument"),
+    ("NO-WORKDIR", "Invalid argument"),
+    ("UMOUNT", "ok"),
+    (
+        "AFTER",
+        "[] a gone mapme mvdir mvdir3 newdir2 op owned rmd tfile tfile2",
+    ),
+];
+
+/// The private tree: busybox, musl's loader, `ovlprobe`.
+fn make_tree(name: &str) -> PathBuf {
+    let root = um_tests::rootfs();
+    let tree = std::env::temp_dir().join(format!("um-overlay-gate-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tree);
+    for d in ["bin", "lib", "opt/um", "proc", "sys", "dev", "t", "tmp"] {
+        std::fs::create_dir_all(tree.join(d)).unwrap();
+    }
+    std::fs::copy(root.join("bin/busybox"), tree.join("bin/busybox")).unwrap();
+    for lib in std::fs::read_dir(root.join("lib")).unwrap() {
+        let lib = lib.unwrap();
+        let n = lib.file_name().to_string_lossy().into_owned();
+        if n.starts_with("ld-musl") {
+            std::fs::copy(lib.path(), tree.join("lib").join(&n)).unwrap();
+            let arch = n.trim_start_matches("ld-musl-").trim_end_matches(".so.1");
+            std::os::unix::fs::symlink(&n, tree.join(format!("lib/libc.musl-{arch}.so.1")))
+                .unwrap();
+        }
+    }
+    let probe = [
+        root.join("opt/um/ovlprobe"),
+        um_tests::workspace_root().join(format!("build/guest/{}/ovlprobe", std::env::consts::ARCH)),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+    .expect("ovlprobe is not built: tools/build-guest, then install it in the rootfs's /opt/um");
+    std::fs::copy(probe, tree.join("opt/um/ovlprobe")).unwrap();
+    // The applet links are made by the script itself (`busybox --install`, inside the tree).
+    tree
+}
+
+fn values(out: &str) -> Vec<(String, String)> {
+    out.lines()
+        .map(str::trim_end)
+        .filter_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            EXPECTED
+                .iter()
+                .any(|(e, _)| *e == k)
+                .then(|| (k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+fn check_expected(got: &[(String, String)], ctx: &dyn Fn() -> String) {
+    for (key, want) in EXPECTED {
+        let v: Vec<&String> = got
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(v.len(), 1, "line `{key} ...` {v:?}: {}", ctx());
+        assert_eq!(v[0], want, "`{key}`: {}", ctx());
+    }
+}
+
+fn run_guest(tree: &Path, engine: &[&str]) -> (um_tests::Outcome, Vec<(String, String)>) {
+    let out = Boot::new()
+        .engine(engine)
+        .rootflags(&tree.display().to_string())
+        .init("/bin/busybox")
+        .args(&["sh", "-c", SCRIPT])
+        .timeout(Duration::from_secs(60))
+        .run();
+    out.assert_ok(MARKER);
+    let v = values(&out.stdout);
+    (out, v)
+}
+
+#[test]
+fn guest_lines_are_linuxs() {
+    let tree = make_tree("guest");
+    for_each_engine(|engine| {
+        let (out, got) = run_guest(&tree, engine);
+        check_expected(&got, &|| {
+            format!("engine {}\n{}", engine.join(" "), out.report())
+        });
+    });
+    let _ = std::fs::remove_dir_all(&tree);
+}
+
+/// The same script natively: `None` where the host cannot (not root, no mount namespaces,
+/// no overlayfs).
+fn run_host(tree: &Path) -> Option<String> {
+    let probe = Command::new("unshare").args(["-m", "true"]).status();
+    if !probe.is_ok_and(|s| s.success()) {
+        return None;
+    }
+    let filesystems = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
+    if !filesystems.lines().any(|l| l.ends_with("\toverlay")) {
+        return None;
+    }
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "chroot"])
+        .arg(tree)
+        .args(["/bin/busybox", "sh", "-c", SCRIPT])
+        .env_clear()
+        .env("PATH", "/bin")
+        .output()
+        .ok()?;
+    let s = String::from_utf8_lossy(&out.stdout).into_owned();
+    s.contains(MARKER).then_some(s)
+}
+
+#[test]
+fn same_as_the_host() {
+    let tree = make_tree("diff");
+    let host = run_host(&tree);
+    if host.is_none() {
+        eprintln!(
+            "overlay gate: the host cannot run the script (needs root, unshare -m, overlayfs); guest lines checked alone"
+        );
+    }
+    for_each_engine(|engine| {
+        let (out, got) = run_guest(&tree, engine);
+        let ctx = || format!("engine {}\n{}", engine.join(" "), out.report());
+        check_expected(&got, &ctx);
+        if let Some(h) = &host {
+            let want = values(h);
+            assert_eq!(
+                got,
+                want,
+                "guest vs host lines: {}\nhost output:\n{h}",
+                ctx()
+            );
+        }
+    });
+    let _ = std::fs::remove_dir_all(&tree);
+}
