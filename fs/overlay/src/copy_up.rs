@@ -66,6 +66,7 @@ pub fn copy_up(o: &Arc<OvlInode>, data: bool) -> SysResult<Arc<dyn Inode>> {
             );
         }
     }
+    o.fs().set_origin(&*new, &*lower, st.ino);
     o.set_upper(new.clone());
     o.fs().changed();
     Ok(new)

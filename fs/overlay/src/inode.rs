@@ -65,10 +65,13 @@ impl OvlInode {
         upper: Option<Arc<dyn Inode>>,
         lowers: Vec<Arc<dyn Inode>>,
     ) -> Arc<OvlInode> {
-        let origin = lowers
-            .first()
-            .or(upper.as_ref())
-            .map_or((0, 0), |r| (r.fs_id(), r.id()));
+        let origin = match (lowers.first(), &upper) {
+            (Some(l), _) => (l.fs_id(), l.id()),
+            (None, Some(u)) => fs
+                .origin_of(&**u)
+                .map_or((u.fs_id(), u.id()), |(f, i, _)| (f, i)),
+            (None, None) => (0, 0),
+        };
         let ino = fs.ino_of(origin);
         Arc::new_cyclic(|me| OvlInode {
             fs: fs.clone(),
@@ -359,14 +362,18 @@ impl Inode for OvlInode {
             // A copied-up file keeps its lower inode number and device (the origin), so
             // st_ino does not change across copy-up; every layer's file system has a pseudo
             // device, the upper one's included (`ofs->fs[fsid].pseudo_dev`).
-            let origin = lock(&self.layers).lowers.first().cloned();
+            let lower = lock(&self.layers).lowers.first().cloned();
+            let origin = match (self.upper(), lower) {
+                (Some(_), Some(l)) => Some((l.fs_id(), l.stat()?.ino)),
+                (Some(u), None) => self.fs.origin_of(&*u).map(|(f, _, ino)| (f, ino)),
+                (None, _) => None,
+            };
             match origin {
-                Some(o) if self.upper().is_some() => {
-                    let ost = o.stat()?;
-                    st.ino = ost.ino;
-                    st.dev = self.fs.pseudo_dev(o.fs_id());
+                Some((fs_id, ino)) => {
+                    st.ino = ino;
+                    st.dev = self.fs.pseudo_dev(fs_id);
                 }
-                _ => st.dev = self.fs.pseudo_dev(real.fs_id()),
+                None => st.dev = self.fs.pseudo_dev(real.fs_id()),
             }
         } else {
             st.dev = self.fs.dev;

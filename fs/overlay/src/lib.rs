@@ -108,11 +108,18 @@ pub struct OvlFs {
     /// lower inode, else its upper one): `(fs_id, id)`.
     inos: Mutex<HashMap<(u64, u64), u64>>,
     next_ino: AtomicU64,
+    /// The origin of every object copied up by this mount, by its upper inode's `(fs_id,
+    /// id)`: the lower inode's `(fs_id, id, st_ino)` (Linux keeps it on the layer in
+    /// `trusted.overlay.origin`; here it lasts as long as the mount).
+    origins: Mutex<HashMap<(u64, u64), Origin>>,
     /// The pseudo devices of lower file systems other than the upper one, by `fs_id`.
     pseudo_devs: Mutex<HashMap<u64, u64>>,
     /// Bumped by every change of the tree: open directories re-read their merged listing.
     version: AtomicU64,
 }
+
+/// A lower inode a copy-up started from: its `(fs_id, id, st_ino)`.
+type Origin = (u64, u64, u64);
 
 /// An anonymous device number `0:N` (Linux `get_anon_bdev`), from a range of overlay's own.
 fn anon_dev() -> u64 {
@@ -123,7 +130,7 @@ fn anon_dev() -> u64 {
 impl OvlFs {
     /// An overlay of resolved layers (the roots of its directories), its root inode.
     /// [`mount`] checks the layers first.
-    pub fn new(
+    pub fn new_root(
         upper: Option<Arc<dyn Inode>>,
         work: Option<Arc<dyn Inode>>,
         lowers: Vec<Arc<dyn Inode>>,
@@ -162,6 +169,7 @@ impl OvlFs {
             ns: Mutex::new(()),
             inos: Mutex::new(HashMap::new()),
             next_ino: AtomicU64::new(1),
+            origins: Mutex::new(HashMap::new()),
             pseudo_devs: Mutex::new(HashMap::new()),
             version: AtomicU64::new(0),
         });
@@ -239,6 +247,21 @@ impl OvlFs {
             .or_insert_with(|| self.next_ino.fetch_add(1, Ordering::Relaxed))
     }
 
+    /// Records that upper inode `upper` is the copy of lower inode `lower` (st_ino `ino`).
+    fn set_origin(&self, upper: &dyn Inode, lower: &dyn Inode, ino: u64) {
+        lock(&self.origins).insert(
+            (upper.fs_id(), upper.id()),
+            (lower.fs_id(), lower.id(), ino),
+        );
+    }
+
+    /// The origin of upper inode `upper`, if this mount copied it up.
+    fn origin_of(&self, upper: &dyn Inode) -> Option<Origin> {
+        lock(&self.origins)
+            .get(&(upper.fs_id(), upper.id()))
+            .copied()
+    }
+
     /// The pseudo device of the layers on file system `fs_id` (`ofs->fs[fsid].pseudo_dev`,
     /// an anonymous device per file system, upper included): the `st_dev` of non-directories
     /// when the layers are on more than one file system and xino is off.
@@ -295,13 +318,12 @@ pub fn mount(flags: u64, data: &[u8]) -> SysResult<Arc<dyn Inode>> {
         } else {
             fsctx.cwd.clone()
         };
-        let d = namei::walk_with(&fsctx, &creds, &start, p, Last::Follow).map_err(|e| {
+        let d = namei::walk_with(&fsctx, &creds, &start, p, Last::Follow).inspect_err(|e| {
             log::error!(
                 "overlayfs: failed to resolve '{}': {}",
                 String::from_utf8_lossy(p),
                 e.name()
             );
-            e
         })?;
         if d.inode.stat()?.mode & mode::S_IFMT != mode::S_IFDIR {
             return Err(Errno::ENOTDIR);
@@ -354,7 +376,7 @@ pub fn mount(flags: u64, data: &[u8]) -> SysResult<Arc<dyn Inode>> {
         return Err(Errno::EINVAL);
     }
     let _ = flags;
-    let root = OvlFs::new(upper, work, lowers, config, mounter, noxattr);
+    let root = OvlFs::new_root(upper, work, lowers, config, mounter, noxattr);
     if root.fs().depth > FILESYSTEM_MAX_STACK_DEPTH {
         log::error!("overlayfs: maximum fs stacking depth exceeded");
         return Err(Errno::EINVAL);

@@ -35,7 +35,9 @@ fn split_escaped(s: &[u8], sep: u8) -> Vec<Vec<u8>> {
     while i < s.len() {
         let b = s[i];
         if b == b'\\' && i + 1 < s.len() {
-            out.last_mut().map(|v| v.push(s[i + 1]));
+            if let Some(v) = out.last_mut() {
+                v.push(s[i + 1]);
+            }
             i += 2;
             continue;
         }

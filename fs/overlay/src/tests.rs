@@ -91,12 +91,6 @@ fn own() -> Owner {
 }
 
 fn write(dir: &Arc<dyn Inode>, name: &[u8], data: &[u8]) -> Arc<dyn Inode> {
-    let t = task();
-    let io = IoCtx {
-        task: &t,
-        nonblock: false,
-        flags: 0,
-    };
     let f = match dir.lookup(name) {
         Ok(f) => f,
         Err(_) => dir.create(name, 0o644, own()).unwrap(),
@@ -173,7 +167,7 @@ fn setup() -> Layers {
     let d = l2.mkdir(b"dir", 0o755, own()).unwrap();
     write(&d, b"b", b"b");
     let w = work.mkdir(b"work", 0, own()).unwrap();
-    let ovl = OvlFs::new(
+    let ovl = OvlFs::new_root(
         Some(upper.clone()),
         Some(w),
         vec![l1.clone(), l2.clone()],
@@ -215,8 +209,13 @@ fn write_copies_up_and_keeps_the_lower_file() {
     assert_eq!(read(&l.ovl.lookup(b"a").unwrap()), b"NEW!");
     assert_eq!(read(&l.l1.lookup(b"a").unwrap()), b"l1-a");
     assert_eq!(read(&l.upper.lookup(b"a").unwrap()), b"NEW!");
-    // st_ino stays across copy-up.
-    assert_eq!(l.ovl.lookup(b"a").unwrap().stat().unwrap().ino, ino);
+    // st_ino and the identity stay across copy-up, for later lookups too.
+    let again = l.ovl.lookup(b"a").unwrap();
+    assert_eq!(again.stat().unwrap().ino, ino);
+    assert_eq!(again.id(), a.id());
+    // ... and its device is the lower layer's pseudo device, not the upper file system's.
+    let upper_dev = l.upper.lookup(b"a").unwrap().stat().unwrap().dev;
+    assert_ne!(again.stat().unwrap().dev, upper_dev);
     // Deep copy-up makes the parents.
     let x = l.ovl.lookup(b"dir").unwrap().lookup(b"x").unwrap();
     x.setattr(&SetAttr {
@@ -334,7 +333,7 @@ fn a_lower_only_overlay_is_read_only_and_obeys_whiteouts() {
     let l = setup();
     l.ovl.unlink(b"gone").unwrap();
     l.ovl.lookup(b"dir").unwrap().unlink(b"x").unwrap();
-    let ro = OvlFs::new(
+    let ro = OvlFs::new_root(
         None,
         None,
         vec![l.upper.clone(), l.l1.clone(), l.l2.clone()],
