@@ -188,7 +188,8 @@ fn run_host(tree: &Path) -> Option<String> {
         .arg(tree)
         .args(["/bin/busybox", "sh", "-c", SCRIPT])
         .env_clear()
-        .env("PATH", "/bin")
+        // unshare and chroot are looked up in this PATH on the host; the tree has /bin only.
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
         .output()
         .ok()?;
     let s = String::from_utf8_lossy(&out.stdout).into_owned();
