@@ -17,6 +17,13 @@
 //! a hostfs upper layer, the refusals (read-only upper, one lower without upper, no workdir)
 //! and umount.
 //!
+//! [`ext4_upper`] (`tests/scripts/overlay-ext4.sh`) puts the upper layer on a fresh ext4
+//! image (`ubd1=`, `mke2fs -O ^has_journal`) under a tmpfs and an ext4 lower layer: whiteouts,
+//! an opaque directory and a copy-up there, the same view after unmounting both and mounting
+//! again, a read-only ext4 refused as upper (`EINVAL`); then the host checks the image with
+//! `e2fsck -fn` and `debugfs` (the whiteout is a 0:0 character device, the opaque attribute
+//! `trusted.overlay.opaque` = `y`).
+//!
 //! [`guest_lines_are_linuxs`] asserts every line's value; [`same_as_the_host`] runs the same
 //! script natively (`unshare -m` + `chroot` into the same tree, as root) and compares line
 //! by line. That second test needs root and a host that allows overlay mounts; where it does
@@ -219,5 +226,77 @@ fn same_as_the_host() {
             );
         }
     });
+    let _ = std::fs::remove_dir_all(&tree);
+}
+
+const EXT4_SCRIPT: &str = include_str!("../scripts/overlay-ext4.sh");
+
+fn host_tool(cmd: &mut Command, what: &str) -> String {
+    let r = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e} (install e2fsprogs)"));
+    let out = String::from_utf8_lossy(&r.stdout).into_owned();
+    assert!(
+        r.status.success(),
+        "{what} failed ({}):\n{out}{}",
+        r.status,
+        String::from_utf8_lossy(&r.stderr)
+    );
+    out
+}
+
+#[test]
+fn ext4_upper() {
+    let tree = make_tree("ext4");
+    let img = tree.with_extension("ext4");
+    for_each_engine(|engine| {
+        let _ = std::fs::remove_file(&img);
+        std::fs::File::create(&img)
+            .and_then(|f| f.set_len(64 << 20))
+            .unwrap();
+        host_tool(
+            Command::new("mke2fs")
+                .args(["-q", "-F", "-t", "ext4", "-O", "^has_journal", "-b", "4096"])
+                .arg(&img),
+            "mke2fs",
+        );
+        let out = Boot::new()
+            .engine(engine)
+            .rootflags(&tree.display().to_string())
+            .extra(&format!("ubd1={}", img.display()))
+            .init("/bin/busybox")
+            .args(&["sh", "-c", EXT4_SCRIPT])
+            .timeout(Duration::from_secs(60))
+            .run();
+        out.assert_ok("OVERLAY-EXT4-DONE");
+        let ctx = || format!("engine {}\n{}", engine.join(" "), out.report());
+        let lines: Vec<&str> = out.stdout.lines().map(str::trim_end).collect();
+        for want in [
+            "EXT4 mounted",
+            "OVL mounted",
+            "EXT4-UPPER d f n [] character special file 0:0 y lower more lower",
+            "EXT4-AGAIN d f n []",
+            "EXT4-RO Invalid argument",
+        ] {
+            assert!(lines.contains(&want), "`{want}`: {}", ctx());
+        }
+        host_tool(Command::new("e2fsck").arg("-fn").arg(&img), "e2fsck -fn");
+        let st = host_tool(
+            Command::new("debugfs").args(["-R", "stat /u/a"]).arg(&img),
+            "debugfs stat",
+        );
+        assert!(st.contains("Type: character special"), "whiteout: {st}");
+        let ea = host_tool(
+            Command::new("debugfs")
+                .args(["-R", "ea_list /u/d"])
+                .arg(&img),
+            "debugfs ea_list",
+        );
+        assert!(
+            ea.contains("trusted.overlay.opaque (1) = \"y\""),
+            "opaque: {ea}"
+        );
+    });
+    let _ = std::fs::remove_file(&img);
     let _ = std::fs::remove_dir_all(&tree);
 }
