@@ -24,6 +24,12 @@
 //! `e2fsck -fn` and `debugfs` (the whiteout is a 0:0 character device, the opaque attribute
 //! `trusted.overlay.opaque` = `y`).
 //!
+//! [`debian_coreutils`] (`tests/scripts/overlay-debian.sh`) runs on the Debian 12 tree
+//! (booted `ro`; the layers are on a tmpfs): coreutils `mv` of a lower directory (the copy
+//! after `EXDEV`, which python3's `os.rename` shows raw), `userxattr` (`user.overlay.opaque`),
+//! `cp -a`, chmod copy-up and the mountinfo line (`redirect_dir=nofollow` implied by
+//! `userxattr`, as Linux shows it); natively too where the host allows, compared.
+//!
 //! [`guest_lines_are_linuxs`] asserts every line's value; [`same_as_the_host`] runs the same
 //! script natively (`unshare -m` + `chroot` into the same tree, as root) and compares line
 //! by line. That second test needs root and a host that allows overlay mounts; where it does
@@ -182,6 +188,10 @@ fn guest_lines_are_linuxs() {
 /// The same script natively: `None` where the host cannot (not root, no mount namespaces,
 /// no overlayfs).
 fn run_host(tree: &Path) -> Option<String> {
+    run_host_with(tree, &["/bin/busybox", "sh", "-c", SCRIPT], MARKER)
+}
+
+fn run_host_with(tree: &Path, argv: &[&str], marker: &str) -> Option<String> {
     let probe = Command::new("unshare").args(["-m", "true"]).status();
     if !probe.is_ok_and(|s| s.success()) {
         return None;
@@ -193,14 +203,14 @@ fn run_host(tree: &Path) -> Option<String> {
     let out = Command::new("unshare")
         .args(["-m", "--propagation", "private", "chroot"])
         .arg(tree)
-        .args(["/bin/busybox", "sh", "-c", SCRIPT])
+        .args(argv)
         .env_clear()
         // unshare and chroot are looked up in this PATH on the host; the tree has /bin only.
         .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
         .output()
         .ok()?;
     let s = String::from_utf8_lossy(&out.stdout).into_owned();
-    s.contains(MARKER).then_some(s)
+    s.contains(marker).then_some(s)
 }
 
 #[test]
@@ -299,4 +309,47 @@ fn ext4_upper() {
     });
     let _ = std::fs::remove_file(&img);
     let _ = std::fs::remove_dir_all(&tree);
+}
+
+const DEBIAN_SCRIPT: &str = include_str!("../scripts/overlay-debian.sh");
+
+#[test]
+fn debian_coreutils() {
+    let tree = um_tests::debian_rootfs(&["usr/bin/python3", "usr/bin/mv", "usr/bin/cp"]);
+    let want = [
+        "DEB-MOUNT ok",
+        "DEB-RENAME Invalid cross-device link",
+        "DEB-MV d2 f ld x character special file 0:0",
+        "DEB-OPAQUE y []",
+        "DEB-CHMOD 700 644",
+        "DEB-MOUNTINFO overlay overlay rw,lowerdir=/mnt/l,upperdir=/mnt/u,workdir=/mnt/w,redirect_dir=nofollow,userxattr",
+        "DEB-UMOUNT ok",
+    ];
+    const DONE: &str = "OVERLAY-DEBIAN-DONE";
+    let host = run_host_with(&tree, &["/bin/bash", "-c", DEBIAN_SCRIPT], DONE);
+    let deb_lines = |s: &str| -> Vec<String> {
+        s.lines()
+            .map(str::trim_end)
+            .filter(|l| l.starts_with("DEB-"))
+            .map(str::to_string)
+            .collect()
+    };
+    for_each_engine(|engine| {
+        let out = Boot::new()
+            .engine(engine)
+            .mem("512M")
+            .rootflags(&tree.display().to_string())
+            .extra("ro")
+            .init("/bin/bash")
+            .args(&["-c", DEBIAN_SCRIPT])
+            .timeout(Duration::from_secs(60))
+            .run();
+        out.assert_ok(DONE);
+        let got = deb_lines(&out.stdout);
+        let ctx = || format!("engine {}\n{}", engine.join(" "), out.report());
+        assert_eq!(got, want, "{}", ctx());
+        if let Some(h) = &host {
+            assert_eq!(got, deb_lines(h), "guest vs host: {}", ctx());
+        }
+    });
 }

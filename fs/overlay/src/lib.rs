@@ -462,6 +462,13 @@ pub const MODULE_PARAMETERS: &[(&str, &str)] = &[
 /// Registers the `overlay` file system type and `/sys/module/overlay` (at boot, before init).
 pub fn init() {
     um_fs::mount::register_fs("overlay", Arc::new(mount));
+    um_fs::mount::register_show_options(
+        "overlay",
+        Arc::new(|root| {
+            let o = root.as_any().downcast_ref::<OvlInode>()?;
+            Some(o.fs().show_options())
+        }),
+    );
     um_fs::procfs::registry::proc_create("sysfs/module", "overlay", |fs| {
         use um_fs::procfs::ProcInode;
         let params: Vec<(&str, Arc<ProcInode>)> = MODULE_PARAMETERS

@@ -169,10 +169,15 @@ impl Config {
         if self.default_permissions {
             s.push_str(",default_permissions");
         }
-        if let Some(r) = &self.redirect_dir
-            && r != "off"
-        {
-            s.push_str(&format!(",redirect_dir={r}"));
+        // Shown when not the default mode, `follow` (redirect_dir=N, redirect_always_follow=Y);
+        // `userxattr` implies `nofollow` (params.c `ovl_fs_params_verify`).
+        let redirect = self.redirect_dir.as_deref().unwrap_or(if self.userxattr {
+            "nofollow"
+        } else {
+            "follow"
+        });
+        if redirect != "follow" {
+            s.push_str(&format!(",redirect_dir={redirect}"));
         }
         if let Some(u) = &self.uuid {
             s.push_str(&format!(",uuid={u}"));
@@ -206,8 +211,12 @@ mod tests {
         assert!(c.userxattr);
         assert_eq!(
             c.show(),
-            "lowerdir=/a:/b\\:c:/d,upperdir=/u,workdir=/w,userxattr"
+            "lowerdir=/a:/b\\:c:/d,upperdir=/u,workdir=/w,redirect_dir=nofollow,userxattr"
         );
+        let c = parse(b"lowerdir=/a,redirect_dir=off,xino=auto").unwrap();
+        assert_eq!(c.show(), "lowerdir=/a,redirect_dir=off,xino=auto");
+        let c = parse(b"lowerdir=/a,redirect_dir=follow,xino=off").unwrap();
+        assert_eq!(c.show(), "lowerdir=/a");
         let c = parse(b"lowerdir=/x\\,y").unwrap();
         assert_eq!(c.lowerdirs, vec![b"/x,y".to_vec()]);
     }
