@@ -559,13 +559,15 @@ impl Inode for OvlInode {
         Ok(())
     }
 
-    /// `ovl_setattr`: copies up (with the data, which a truncate keeps part of), then
-    /// changes the upper inode.
+    /// `ovl_setattr`: copies up (with the data, unless truncating to 0), then changes the
+    /// upper inode.
     fn setattr(&self, attr: &SetAttr) -> SysResult<()> {
         self.check_writable()?;
+        // Truncating to nothing needs none of the data (open's O_TRUNC comes here first).
+        let data = attr.size != Some(0);
         let u = {
             let _g = lock(&self.fs.ns);
-            crate::copy_up::copy_up(&self.arc()?, true)?
+            crate::copy_up::copy_up(&self.arc()?, data)?
         };
         u.setattr(attr)
     }

@@ -6,7 +6,7 @@ use crate::params::Config;
 use std::sync::{Arc, Mutex, OnceLock};
 use um_fs::tmpfs::TmpFs;
 use um_kernel::kernel::{EngineKind, HostPhys, Kernel, StubEnv, Uts};
-use um_kernel::task::{FsContext, Process, Task};
+use um_kernel::task::{FsContext, Process, Task, lock};
 use um_kernel::vfs::{Dentry, FdTable, Inode, Owner, SetAttr, mode};
 use um_kernel::wait::IoCtx;
 use um_mm::{FrameAllocator, Granule, Layout, Mm, PageCache};
@@ -23,8 +23,11 @@ fn layout() -> Layout {
     }
 }
 
-/// A kernel and one task, current on this thread.
+/// A kernel and one task, current on this thread (made on first use per thread).
 fn task() -> Arc<Task> {
+    if let Some(t) = um_kernel::current::current() {
+        return t;
+    }
     static K: OnceLock<Arc<Kernel>> = OnceLock::new();
     let k = K
         .get_or_init(|| {
@@ -378,4 +381,48 @@ fn special_files_copy_up_with_their_type() {
     })
     .unwrap();
     assert_eq!(l.upper.lookup(b"ln").unwrap().readlink().unwrap(), b"a");
+}
+
+#[test]
+fn mount_walks_the_layers_and_refuses_what_linux_refuses() {
+    let t = task();
+    let root = lock(&t.process.fs).root.inode.clone();
+    for d in [&b"l1"[..], b"l2", b"u", b"w"] {
+        root.mkdir(d, 0o755, own()).unwrap();
+    }
+    write(&root.lookup(b"l1").unwrap(), b"f", b"one");
+    write(&root.lookup(b"l2").unwrap(), b"g", b"two");
+    let err = |opts: &[u8]| crate::mount(0, opts).err();
+    assert_eq!(err(b"lowerdir=/nope"), Some(Errno::ENOENT));
+    assert_eq!(err(b"lowerdir=/l1/f:/l2"), Some(Errno::ENOTDIR));
+    assert_eq!(err(b"lowerdir=/l1"), Some(Errno::EINVAL));
+    assert_eq!(err(b"lowerdir=/l1,upperdir=/u"), Some(Errno::EINVAL));
+    assert_eq!(err(b"lowerdir=/l1,bogus"), Some(Errno::EINVAL));
+    // Lower layers only, one relative to the cwd: read-only, merged.
+    let ro = crate::mount(0, b"lowerdir=l1:/l2").unwrap();
+    assert_eq!(names(&ro), [".", "..", "f", "g"]);
+    assert_eq!(read(&ro.lookup(b"g").unwrap()), b"two");
+    assert_eq!(ro.mkdir(b"x", 0o755, own()).err(), Some(Errno::EROFS));
+}
+
+#[test]
+fn truncate_copies_up_without_the_data() {
+    let l = setup();
+    let a = l.ovl.lookup(b"a").unwrap();
+    a.setattr(&SetAttr {
+        size: Some(0),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(l.upper.lookup(b"a").unwrap().stat().unwrap().size, 0);
+    assert_eq!(read(&l.l1.lookup(b"a").unwrap()), b"l1-a");
+    // A partial truncate keeps the head of the data.
+    let t = l.ovl.lookup(b"t").unwrap();
+    write(&l.l2, b"t", b"12345");
+    t.setattr(&SetAttr {
+        size: Some(2),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(read(&l.upper.lookup(b"t").unwrap()), b"12");
 }
