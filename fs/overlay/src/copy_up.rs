@@ -11,6 +11,7 @@
 use crate::inode::OvlInode;
 use std::sync::Arc;
 use um_kernel::vfs::{Inode, Owner, SetAttr, TimeSet, mode};
+use um_uapi::abi::fcntl::{O_RDONLY, O_WRONLY};
 use um_uapi::{Errno, SysResult};
 
 /// The chunk the data is copied in (`OVL_COPY_UP_CHUNK_SIZE`, 1 MiB in Linux).
@@ -78,8 +79,8 @@ fn copy_data(from: &dyn Inode, to: &dyn Inode, size: u64) -> SysResult<()> {
         return Ok(());
     }
     crate::with_io(|io| {
-        let r = from.open(io, 0)?;
-        let w = to.open(io, 1)?;
+        let r = from.open(io, O_RDONLY)?;
+        let w = to.open(io, O_WRONLY)?;
         let mut buf = vec![0u8; CHUNK];
         let mut off = 0u64;
         while off < size {

@@ -23,12 +23,8 @@ use um_kernel::task::lock;
 use um_kernel::vfs::{DirEntry, FileOps, GuestMem, Inode, Kstat};
 use um_kernel::wait::{IoCtx, PollTable};
 use um_mm::VmFile;
+use um_uapi::abi::fcntl::{DT_CHR, DT_DIR, DT_REG, DT_UNKNOWN, O_CREAT, O_EXCL, O_TRUNC};
 use um_uapi::{Errno, SysResult};
-
-const DT_UNKNOWN: u8 = 0;
-const DT_CHR: u8 = 2;
-const DT_DIR: u8 = 4;
-const DT_REG: u8 = 8;
 
 /// The names in real directory `dir`, without `.` and `..`.
 pub fn real_names(dir: &dyn Inode, io: &IoCtx<'_>) -> SysResult<Vec<Vec<u8>>> {
@@ -36,7 +32,7 @@ pub fn real_names(dir: &dyn Inode, io: &IoCtx<'_>) -> SysResult<Vec<Vec<u8>>> {
 }
 
 fn real_entries(dir: &dyn Inode, io: &IoCtx<'_>) -> SysResult<Vec<DirEntry>> {
-    let f = dir.open(io, 0)?;
+    let f = dir.open(io, um_uapi::abi::fcntl::O_RDONLY)?;
     let mut v = f.readdir()?;
     v.retain(|e| e.name != b"." && e.name != b"..");
     Ok(v)
@@ -161,7 +157,7 @@ impl OvlFile {
         if !r.upper
             && let Some(io) = io
             && let Some(u) = self.inode.upper()
-            && let Ok(ops) = u.open(io, self.flags)
+            && let Ok(ops) = u.open(io, self.flags & !(O_CREAT | O_EXCL | O_TRUNC))
         {
             r.ops = Arc::from(ops);
             r.upper = true;

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, Weak};
 use um_kernel::task::lock;
 use um_kernel::vfs::{FileOps, Inode, Kstat, Owner, SetAttr, Statfs, mode};
 use um_kernel::wait::IoCtx;
-use um_uapi::abi::fcntl::{RENAME_EXCHANGE, RENAME_NOREPLACE};
+use um_uapi::abi::fcntl::{O_ACCMODE, O_TRUNC, RENAME_EXCHANGE, RENAME_NOREPLACE};
 use um_uapi::abi::overlay::{OVERLAYFS_SUPER_MAGIC, WHITEOUT_DEV, WHITEOUT_MODE};
 use um_uapi::{Errno, SysResult};
 
@@ -394,13 +394,13 @@ impl Inode for OvlInode {
     fn open(&self, io: &IoCtx<'_>, flags: u32) -> SysResult<Box<dyn FileOps>> {
         let me = self.arc()?;
         if is_dir(self.fmt) {
-            if flags & 3 != 0 {
+            if flags & O_ACCMODE != 0 {
                 return Err(Errno::EISDIR);
             }
             return Ok(Box::new(crate::file::OvlDir::new(me)));
         }
-        let trunc = flags & um_uapi::abi::fcntl::O_TRUNC != 0;
-        if self.fmt == mode::S_IFREG && (flags & 3 != 0 || trunc) {
+        let trunc = flags & O_TRUNC != 0;
+        if self.fmt == mode::S_IFREG && (flags & O_ACCMODE != 0 || trunc) {
             self.check_writable()?;
             let _g = lock(&self.fs.ns);
             crate::copy_up::copy_up(&me, true)?;

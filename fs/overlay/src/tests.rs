@@ -426,3 +426,22 @@ fn truncate_copies_up_without_the_data() {
     .unwrap();
     assert_eq!(read(&l.upper.lookup(b"t").unwrap()), b"12");
 }
+
+#[test]
+fn a_reader_opened_before_copy_up_reads_the_copy() {
+    let l = setup();
+    let t = task();
+    let io = IoCtx {
+        task: &t,
+        nonblock: false,
+        flags: 0,
+    };
+    let a = l.ovl.lookup(b"a").unwrap();
+    let reader = a.open(&io, 0).unwrap();
+    overwrite(&l.ovl.lookup(b"a").unwrap(), b"L1-A");
+    let mut buf = [0u8; 8];
+    let n = reader.read(&io, &mut buf, 0).unwrap();
+    assert_eq!(&buf[..n], b"L1-A");
+    // fstat of the open file is the overlay's view (the origin's inode number).
+    assert_eq!(reader.stat().unwrap().ino, a.stat().unwrap().ino);
+}
