@@ -5,11 +5,13 @@
 //! socket or device node with its type and number; then the lower object's extended
 //! attributes (not overlayfs's own; skipped where either layer keeps none, as
 //! `ovl_copy_xattr`), all 12 mode bits, owner and group, and atime and mtime
-//! (`ovl_set_attr`). The caller holds the overlay's namespace lock.
+//! (`ovl_set_attr`). The copy is made in the work directory and renamed into the upper
+//! directory when complete, as Linux does. The caller holds the overlay's namespace lock.
 //! Neighbours: [`crate::inode`] (which calls it before every change).
 
 use crate::inode::OvlInode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use um_kernel::vfs::{Inode, Owner, SetAttr, TimeSet, mode};
 use um_uapi::abi::fcntl::{O_RDONLY, O_WRONLY};
 use um_uapi::{Errno, SysResult};
@@ -30,26 +32,61 @@ pub fn copy_up(o: &Arc<OvlInode>, data: bool) -> SysResult<Arc<dyn Inode>> {
     let pu = copy_up(&parent, false)?;
     let lower = o.lowers().first().cloned().ok_or(Errno::ESTALE)?;
     let st = lower.stat()?;
+    let name = o.name().to_vec();
+    // Made in the work directory under a temporary name, then renamed into place, so the
+    // upper layer never shows a half-made copy (`ovl_copy_up_workdir`); straight in the upper
+    // directory when there is no work directory.
+    let (dir, tmp) = match o.fs().work_dir() {
+        Some(w) => {
+            static NEXT: AtomicU64 = AtomicU64::new(1);
+            (
+                w.clone(),
+                format!("#{:x}", NEXT.fetch_add(1, Ordering::Relaxed)).into_bytes(),
+            )
+        }
+        None => (pu.clone(), name.clone()),
+    };
+    let new = make_copy(o, &*lower, &st, &dir, &tmp, data)?;
+    if !Arc::ptr_eq(&dir, &pu)
+        && let Err(e) = dir.rename(&tmp, &pu, &name, 0)
+    {
+        remove(&dir, &tmp, o.fmt());
+        return Err(e);
+    }
+    o.fs().set_origin(&*new, &*lower, st.ino);
+    o.set_upper(new.clone());
+    o.fs().changed();
+    Ok(new)
+}
+
+/// Makes the copy of `lower` (attributes `st`) as `name` in `dir`; removed again on failure.
+fn make_copy(
+    o: &OvlInode,
+    lower: &dyn Inode,
+    st: &um_kernel::vfs::Kstat,
+    dir: &Arc<dyn Inode>,
+    name: &[u8],
+    data: bool,
+) -> SysResult<Arc<dyn Inode>> {
     let owner = Owner {
         uid: st.uid,
         gid: st.gid,
     };
-    let name = o.name().to_vec();
     let perm = st.mode & 0o7777;
     let new = match o.fmt() {
-        mode::S_IFDIR => pu.mkdir(&name, perm, owner)?,
+        mode::S_IFDIR => dir.mkdir(name, perm, owner)?,
         mode::S_IFREG => {
-            let f = pu.create(&name, perm, owner)?;
-            if data && let Err(e) = copy_data(&*lower, &*f, st.size.max(0) as u64) {
-                let _ = pu.unlink(&name);
+            let f = dir.create(name, perm, owner)?;
+            if data && let Err(e) = copy_data(lower, &*f, st.size.max(0) as u64) {
+                remove(dir, name, o.fmt());
                 return Err(e);
             }
             f
         }
-        mode::S_IFLNK => pu.symlink(&name, &lower.readlink()?, owner)?,
-        _ => pu.mknod(&name, st.mode, st.rdev, owner)?,
+        mode::S_IFLNK => dir.symlink(name, &lower.readlink()?, owner)?,
+        _ => dir.mknod(name, st.mode, st.rdev, owner)?,
     };
-    copy_xattrs(o, &*lower, &*new);
+    copy_xattrs(o, lower, &*new);
     let attr = SetAttr {
         mode: (o.fmt() != mode::S_IFLNK).then_some(perm),
         uid: Some(st.uid),
@@ -63,14 +100,20 @@ pub fn copy_up(o: &Arc<OvlInode>, data: bool) -> SysResult<Arc<dyn Inode>> {
         if o.fmt() != mode::S_IFLNK {
             log::warn!(
                 "overlayfs: copy-up of {}: attributes not kept ({e:?})",
-                String::from_utf8_lossy(&name)
+                String::from_utf8_lossy(o.name())
             );
         }
     }
-    o.fs().set_origin(&*new, &*lower, st.ino);
-    o.set_upper(new.clone());
-    o.fs().changed();
     Ok(new)
+}
+
+/// Removes a half-made copy.
+fn remove(dir: &Arc<dyn Inode>, name: &[u8], fmt: u32) {
+    let _ = if fmt == mode::S_IFDIR {
+        dir.rmdir(name)
+    } else {
+        dir.unlink(name)
+    };
 }
 
 /// Copies `size` bytes of `from` into `to` through their open files.

@@ -40,9 +40,10 @@
 //!   caveat overlayfs.rst documents ("If a file ... is memory mapped ... then the ... changes
 //!   are not visible").
 //!
-//! Differences from Linux, on purpose or not yet: objects are made directly in the upper
-//! layer, not in the work directory then renamed (the work directory `W/work` is made and
-//! probed, as Linux does, but not used for atomicity); `redirect_dir`, `index`, `metacopy`,
+//! Differences from Linux, on purpose or not yet: copy-up makes its copy in the work
+//! directory `W/work` and renames it into place, as Linux, but new objects and whiteouts are
+//! made directly in the upper directory (Linux makes those in the work directory too, and
+//! replaces a whiteout with `RENAME_EXCHANGE`); `redirect_dir`, `index`, `metacopy`,
 //! `nfs_export` and `xino=on` are off and refused if asked for (`EINVAL` and a log line);
 //! permission is checked against the overlay's inode only (not again with the mounter's
 //! credentials on the real one); an upper layer that cannot hold whiteouts (mknod of 0:0
@@ -83,11 +84,7 @@ pub struct OvlFs {
     dev: u64,
     /// The upper layer's root directory; `None` for a read-only overlay.
     upper: Option<Arc<dyn Inode>>,
-    /// The work directory (`W/work`).
-    #[expect(
-        dead_code,
-        reason = "made and probed as Linux does; copy-up does not use it yet"
-    )]
+    /// The work directory (`W/work`), where copy-up makes its copies.
     work: Option<Arc<dyn Inode>>,
     /// The lower layers' roots, top first.
     lowers: Vec<Arc<dyn Inode>>,
@@ -274,6 +271,11 @@ impl OvlFs {
     /// A change of the tree: open directories list anew.
     fn changed(&self) {
         self.version.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The work directory.
+    pub fn work_dir(&self) -> Option<&Arc<dyn Inode>> {
+        self.work.as_ref()
     }
 
     /// The upper layer's root.

@@ -159,7 +159,11 @@ struct Layers {
 fn setup() -> Layers {
     task();
     let root = |m| -> Arc<dyn Inode> { TmpFs::new_root_inode(m, 0, 0) };
-    let (upper, work, l1, l2) = (root(0o755), root(0o755), root(0o755), root(0o755));
+    // Upper and work directories on one file system (copy-up renames from one to the other).
+    let base = root(0o755);
+    let upper = base.mkdir(b"u", 0o755, own()).unwrap();
+    let work = base.mkdir(b"w", 0o755, own()).unwrap();
+    let (l1, l2) = (root(0o755), root(0o755));
     write(&l1, b"a", b"l1-a");
     let d = l1.mkdir(b"dir", 0o755, own()).unwrap();
     write(&d, b"x", b"x");
@@ -170,6 +174,7 @@ fn setup() -> Layers {
     let d = l2.mkdir(b"dir", 0o755, own()).unwrap();
     write(&d, b"b", b"b");
     let w = work.mkdir(b"work", 0, own()).unwrap();
+    WORK.with(|c| *c.borrow_mut() = Some(w.clone()));
     let ovl = OvlFs::new_root(
         Some(upper.clone()),
         Some(w),
@@ -179,6 +184,11 @@ fn setup() -> Layers {
         false,
     );
     Layers { upper, l1, l2, ovl }
+}
+
+thread_local! {
+    /// The work directory of the last [`setup`] on this thread.
+    static WORK: std::cell::RefCell<Option<Arc<dyn Inode>>> = const { std::cell::RefCell::new(None) };
 }
 
 fn is_whiteout(i: &Arc<dyn Inode>) -> bool {
@@ -242,6 +252,9 @@ fn write_copies_up_and_keeps_the_lower_file() {
     assert_eq!(st.mtime, lst.mtime);
     // The lower entries of the copied-up directory are still merged.
     assert_eq!(names(&l.ovl.lookup(b"dir").unwrap()), [".", "..", "b", "x"]);
+    // Nothing is left in the work directory.
+    let w = WORK.with(|c| c.borrow().clone()).unwrap();
+    assert_eq!(names(&w), [".", ".."]);
 }
 
 #[test]
