@@ -50,6 +50,10 @@
 //! fails) is refused with `EINVAL` and a log line, as Linux refuses upper layers it cannot
 //! use; one on a read-only mount is `EINVAL` ("filesystem on ... is read-only").
 //!
+//! The overlay's inode numbers and the origins of copied-up files are tables of the mount
+//! (an entry per object ever looked up, kept until the overlay is unmounted): Linux's
+//! directory inode numbers are not persistent either, and its origins are xattrs.
+//!
 //! Neighbours: `um_fs::mount` (the type is registered with [`um_fs::mount::register_fs`], the
 //! mount table tells which mount a layer is on), `um_fs::namei` (the layers' walk),
 //! `um_fs::procfs::registry` (`/sys/module/overlay/parameters`), `um-bin` (calls [`init`]).
@@ -181,11 +185,6 @@ impl OvlFs {
         } else {
             OVL_XATTR_TRUSTED_PREFIX
         }
-    }
-
-    /// Whether `name` is one of overlayfs's own attributes (`ovl_is_private_xattr`).
-    pub fn is_private_xattr(&self, name: &[u8]) -> bool {
-        name.starts_with(self.xattr_prefix())
     }
 
     /// The layer's name of guest attribute `name`: one in overlayfs's namespace is escaped
