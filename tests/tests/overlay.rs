@@ -28,7 +28,9 @@
 //! (booted `ro`; the layers are on a tmpfs): coreutils `mv` of a lower directory (the copy
 //! after `EXDEV`, which python3's `os.rename` shows raw), `userxattr` (`user.overlay.opaque`),
 //! `cp -a`, chmod copy-up and the mountinfo line (`redirect_dir=nofollow` implied by
-//! `userxattr`, as Linux shows it); natively too where the host allows, compared.
+//! `userxattr`, as Linux shows it), and through python3 `O_TMPFILE`, link, utime, truncate,
+//! flock, fallocate, xattrs, rename over a file, symlink and mkfifo; natively too where the
+//! host allows, compared.
 //!
 //! [`guest_lines_are_linuxs`] asserts every line's value; [`same_as_the_host`] runs the same
 //! script natively (`unshare -m` + `chroot` into the same tree, as root) and compares line
@@ -324,6 +326,22 @@ fn debian_coreutils() {
         "DEB-CHMOD 700 644",
         "DEB-MOUNTINFO overlay overlay rw,lowerdir=/mnt/l,upperdir=/mnt/u,workdir=/mnt/w,redirect_dir=nofollow,userxattr",
         "DEB-UMOUNT ok",
+        // Linux gives EXDEV for linking an O_TMPFILE file of an overlay back in through
+        // /proc/self/fd (the link's target is the upper file's own mount).
+        "DEB-PY-TMPFILE-LINK EXDEV",
+        "DEB-PY-HARDLINK (2, 'data')",
+        "DEB-PY-UTIME (1000000000.0, True)",
+        "DEB-PY-TRUNC (0, 2)",
+        "DEB-PY-FLOCK ok",
+        "DEB-PY-FALLOC 8192",
+        "DEB-PY-XATTR (b'v', ['user.k'], [])",
+        "DEB-PY-RMXATTR-LOWER ENODATA",
+        "DEB-PY-RENAME-OVER ['d', 'f', 'g']",
+        "DEB-PY-EXCHANGE-DIRS EXDEV",
+        "DEB-PY-SYMLINK f",
+        "DEB-PY-MKNOD 0o10644",
+        "DEB-PY-UPPER ['d', 'f', 'g', 'p', 's']",
+        "DEB-PY-STATFS True",
     ];
     const DONE: &str = "OVERLAY-DEBIAN-DONE";
     let host = run_host_with(&tree, &["/bin/bash", "-c", DEBIAN_SCRIPT], DONE);
