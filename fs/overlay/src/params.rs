@@ -235,4 +235,40 @@ mod tests {
         let opt = format!("lowerdir={}", many.join(":"));
         assert_eq!(parse(opt.as_bytes()), Err(Errno::EINVAL));
     }
+
+    #[test]
+    fn junk_is_an_errno_never_a_panic() {
+        // A simple generator (xorshift): every byte value, escapes and separators included.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for n in 0..2000 {
+            let len = n % 64;
+            let mut v = Vec::with_capacity(len);
+            for _ in 0..len {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let b = (x & 0xff) as u8;
+                v.push(match b % 8 {
+                    0 => b'\\',
+                    1 => b',',
+                    2 => b':',
+                    3 => b'=',
+                    _ => b,
+                });
+            }
+            if n % 3 == 0 {
+                v.splice(0..0, b"lowerdir=".iter().copied());
+            }
+            let _ = parse(&v);
+        }
+        assert_eq!(
+            parse(b"lowerdir=\\"),
+            Ok(Config {
+                lowerdirs: vec![b"\\".to_vec()],
+                ..Config::default()
+            })
+        );
+        assert_eq!(parse(b"lowerdir=::"), Err(Errno::EINVAL));
+        assert_eq!(parse(b"lowerdir="), Err(Errno::EINVAL));
+    }
 }
