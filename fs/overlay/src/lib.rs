@@ -306,8 +306,9 @@ pub fn with_io<R>(f: impl FnOnce(&IoCtx<'_>) -> SysResult<R>) -> SysResult<R> {
 }
 
 /// `mount -t overlay`: parses `data`, walks the layers as the current task, checks them
-/// (`ovl_fill_super`), makes the work directory and returns the overlay's root.
-pub fn mount(flags: u64, data: &[u8]) -> SysResult<Arc<dyn Inode>> {
+/// (`ovl_fill_super`), makes the work directory and returns the overlay's root. The mount
+/// flags are the VFS's (`MS_RDONLY` makes the mount read-only there).
+pub fn mount(_flags: u64, data: &[u8]) -> SysResult<Arc<dyn Inode>> {
     use um_fs::namei::{self, Last};
     let config = params::parse(data)?;
     let task = um_kernel::current::current().ok_or(Errno::EINVAL)?;
@@ -376,7 +377,6 @@ pub fn mount(flags: u64, data: &[u8]) -> SysResult<Arc<dyn Inode>> {
         log::error!("overlayfs: at least 2 lowerdir are needed while upperdir nonexistent");
         return Err(Errno::EINVAL);
     }
-    let _ = flags;
     let root = OvlFs::new_root(upper, work, lowers, config, mounter, noxattr);
     if root.fs().depth > FILESYSTEM_MAX_STACK_DEPTH {
         log::error!("overlayfs: maximum fs stacking depth exceeded");
