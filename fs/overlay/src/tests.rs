@@ -458,3 +458,43 @@ fn a_reader_opened_before_copy_up_reads_the_copy() {
     // fstat of the open file is the overlay's view (the origin's inode number).
     assert_eq!(reader.stat().unwrap().ino, a.stat().unwrap().ino);
 }
+
+#[test]
+fn userxattr_uses_the_user_namespace_of_attributes() {
+    task();
+    let base = TmpFs::new_root_inode(0o755, 0, 0);
+    let upper = base.mkdir(b"u", 0o755, own()).unwrap();
+    let w = base
+        .mkdir(b"w", 0o755, own())
+        .unwrap()
+        .mkdir(b"work", 0, own())
+        .unwrap();
+    let lower: Arc<dyn Inode> = TmpFs::new_root_inode(0o755, 0, 0);
+    lower.mkdir(b"d", 0o755, own()).unwrap();
+    // With userxattr the opaque mark is user.overlay.opaque.
+    let cfg = Config {
+        userxattr: true,
+        ..Config::default()
+    };
+    let ovl = OvlFs::new_root(Some(upper.clone()), Some(w), vec![lower], cfg, own(), false);
+    ovl.rmdir(b"d").unwrap();
+    ovl.mkdir(b"d", 0o755, own()).unwrap();
+    let ud = upper.lookup(b"d").unwrap();
+    assert_eq!(ud.getxattr(b"user.overlay.opaque").unwrap(), b"y");
+    assert_eq!(
+        ud.getxattr(b"trusted.overlay.opaque").err(),
+        Some(Errno::ENODATA)
+    );
+    // trusted.overlay.* is an ordinary attribute with userxattr; user.overlay.* is escaped.
+    let d = ovl.lookup(b"d").unwrap();
+    d.setxattr(b"trusted.overlay.t", b"1", 0).unwrap();
+    assert_eq!(ud.getxattr(b"trusted.overlay.t").unwrap(), b"1");
+    d.setxattr(b"user.overlay.u", b"2", 0).unwrap();
+    assert_eq!(ud.getxattr(b"user.overlay.overlay.u").unwrap(), b"2");
+    let mut names = d.listxattr().unwrap();
+    names.sort();
+    assert_eq!(
+        names,
+        vec![b"trusted.overlay.t".to_vec(), b"user.overlay.u".to_vec()]
+    );
+}
