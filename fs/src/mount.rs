@@ -17,7 +17,9 @@
 //! [`mounts_of`] lists one as a process sees it from its root.
 //!
 //! Key types: [`Mount`] (one entry), [`MountInfo`] (a `/proc/mounts` line), [`FsFactory`]
-//! (a file system type others can add with [`register_fs`]). File system types built in:
+//! (a file system type others can add with [`register_fs`]; [`register_show_options`] lets
+//! one show its instances' options canonically, [`fs_names`] lists them for
+//! `/proc/filesystems`). File system types built in:
 //! `tmpfs` ([`crate::tmpfs`]), `devtmpfs` ([`crate::devfs`]), `proc` ([`crate::procfs`]),
 //! `sysfs` ([`crate::sysfs`]), and bind mounts. [`boot_mounts`] records the hostfs root and mounts devtmpfs at
 //! `/dev`. Neighbours: `namei` (crossing), `sys::mount` (the syscalls), hostfs, tmpfs, devfs.
