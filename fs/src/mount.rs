@@ -17,7 +17,9 @@
 //! [`mounts_of`] lists one as a process sees it from its root.
 //!
 //! Key types: [`Mount`] (one entry), [`MountInfo`] (a `/proc/mounts` line), [`FsFactory`]
-//! (a file system type others can add with [`register_fs`]). File system types built in:
+//! (a file system type others can add with [`register_fs`]; [`register_show_options`] lets
+//! one show its instances' options canonically, [`fs_names`] lists them for
+//! `/proc/filesystems`). File system types built in:
 //! `tmpfs` ([`crate::tmpfs`]), `devtmpfs` ([`crate::devfs`]), `proc` ([`crate::procfs`]),
 //! `sysfs` ([`crate::sysfs`]), and bind mounts. [`boot_mounts`] records the hostfs root and mounts devtmpfs at
 //! `/dev`. Neighbours: `namei` (crossing), `sys::mount` (the syscalls), hostfs, tmpfs, devfs.
@@ -400,6 +402,31 @@ pub fn mount_bdev(fstype: &str, rdev: u64, flags: u64, data: &[u8]) -> SysResult
 /// Adds a file system type (`register_filesystem`); a later registration replaces an earlier.
 pub fn register_fs(name: &str, factory: FsFactory) {
     lock(factories()).insert(name.to_string(), factory);
+}
+
+/// How a file system type shows a mounted instance's options in `/proc/mounts` (Linux
+/// `super_operations.show_options`), from the instance's root inode; `None`: as given.
+pub type ShowOptions = Arc<dyn Fn(&dyn Inode) -> Option<String> + Send + Sync>;
+
+fn show_options_fns() -> &'static Mutex<BTreeMap<String, ShowOptions>> {
+    static F: OnceLock<Mutex<BTreeMap<String, ShowOptions>>> = OnceLock::new();
+    F.get_or_init(Default::default)
+}
+
+/// Registers how `/proc/mounts` shows the options of file system type `name` (overlayfs's
+/// canonical `lowerdir=...,upperdir=...` with the defaults it implies).
+pub fn register_show_options(name: &str, show: ShowOptions) {
+    lock(show_options_fns()).insert(name.to_string(), show);
+}
+
+fn show_options(fstype: &str, root: &dyn Inode) -> Option<String> {
+    let f = lock(show_options_fns()).get(fstype).cloned()?;
+    f(root)
+}
+
+/// The names [`register_fs`] added, in name order (`/proc/filesystems`).
+pub fn fs_names() -> Vec<String> {
+    lock(factories()).keys().cloned().collect()
 }
 
 /// The key of an inode for things that meet at one file (FIFOs, bound sockets): unique per
@@ -1180,7 +1207,9 @@ fn do_mount_in(
     } else {
         new_instance(k, fstype, flags, data)?
     };
-    let data = String::from_utf8_lossy(data).into_owned();
+    // The options as the file system shows them (`s_op->show_options`), else as given.
+    let data =
+        show_options(fstype, &*root).unwrap_or_else(|| String::from_utf8_lossy(data).into_owned());
     let mut t = lock(table);
     let parent = mount_of_in(&t, target).ok_or(Errno::EINVAL)?;
     let m = add_to(

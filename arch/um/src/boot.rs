@@ -445,6 +445,8 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     um_ext4::register();
     // A journaled ext4 still mounted when the kernel ends commits and closes its journal.
     um_kernel::task::lock(&kernel.shutdown_hooks).push(Box::new(um_ext4::shutdown));
+    // overlayfs: the `overlay` type and /sys/module/overlay/parameters.
+    um_overlayfs::init();
     // The block layer's procfs/sysfs entries register before anything can mount them, and
     // the disks come before the root (which may be on one of them).
     um_drivers::block::register();

@@ -257,6 +257,18 @@ fn filesystems() -> Vec<u8> {
         s.push_str(name);
         s.push('\n');
     }
+    // The types other crates registered (overlay, cgroup2, mqueue, devpts ...), those not
+    // listed above: docker and podman look for `overlay` here.
+    for name in crate::mount::fs_names() {
+        if !s
+            .lines()
+            .any(|l| l.split('\t').nth(1) == Some(name.as_str()))
+        {
+            s.push_str("nodev\t");
+            s.push_str(&name);
+            s.push('\n');
+        }
+    }
     // The block-device file systems (ext4 ...): what `mount` without `-t` tries in turn.
     for name in crate::mount::bdev_fs_names() {
         s.push('\t');

@@ -33,6 +33,7 @@ pub mod mount;
 pub mod netdevice;
 pub mod netlink;
 pub mod nsfs;
+pub mod overlay;
 pub mod packet;
 pub mod pod;
 pub mod poll;

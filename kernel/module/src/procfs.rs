@@ -308,11 +308,20 @@ fn module_dir(fs: &Arc<ProcFs>, m: &Module) -> Arc<ProcInode> {
 struct SysModule;
 
 impl DynDir for SysModule {
+    /// The loaded modules, then the built-in ones with parameters that other crates
+    /// register in the procfs registry's "sysfs/module" (Linux `param_sysfs_builtin`:
+    /// `/sys/module/overlay/parameters` of a built-in overlayfs).
     fn entries(&self, fs: &Arc<ProcFs>) -> Vec<(Vec<u8>, Arc<ProcInode>)> {
-        crate::modules()
+        let mut v: Vec<(Vec<u8>, Arc<ProcInode>)> = crate::modules()
             .iter()
             .map(|m| (m.name.clone().into_bytes(), module_dir(fs, m)))
-            .collect()
+            .collect();
+        for (name, inode) in um_fs::procfs::registry::entries(fs, "sysfs/module") {
+            if !v.iter().any(|(n, _)| n == name.as_bytes()) {
+                v.push((name.as_bytes().to_vec(), inode));
+            }
+        }
+        v
     }
 }
 
