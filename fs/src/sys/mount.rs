@@ -128,12 +128,27 @@ fn pivot_root(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// The per-mount `MOUNT_ATTR_*` bits of `w` (not the atime mode) as `MS_*` flags.
+fn attr_to_ms(w: u64) -> u64 {
+    [
+        (MOUNT_ATTR_RDONLY, mount::MS_RDONLY),
+        (MOUNT_ATTR_NOSUID, mount::MS_NOSUID),
+        (MOUNT_ATTR_NODEV, mount::MS_NODEV),
+        (MOUNT_ATTR_NOEXEC, mount::MS_NOEXEC),
+        (MOUNT_ATTR_NODIRATIME, mount::MS_NODIRATIME),
+        (MOUNT_ATTR_NOSYMFOLLOW, mount::MS_NOSYMFOLLOW),
+    ]
+    .iter()
+    .filter(|(bit, _)| w & bit != 0)
+    .fold(0, |acc, (_, f)| acc | f)
+}
+
 /// mount_setattr(2) (fs/namespace.c): flags `AT_EMPTY_PATH | AT_RECURSIVE |
 /// AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT` (else `EINVAL`); a `struct mount_attr` of at least
 /// version 0 (`EINVAL`), at most a page (`E2BIG`), zero past what is known (`E2BIG`);
 /// CAP_SYS_ADMIN (`EPERM`); known attribute bits, at most one propagation type and a whole
-/// atime mode (`build_mount_kattr`, `EINVAL`). Idmapped mounts need user namespaces, which do
-/// not exist here: `MOUNT_ATTR_IDMAP` is `EINVAL`, as for a descriptor that is not one.
+/// atime mode (`build_mount_kattr`, `EINVAL`). Idmapped mounts are not implemented:
+/// `MOUNT_ATTR_IDMAP` is `EINVAL`, as for a descriptor that is not a user namespace.
 fn mount_setattr(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     let (dirfd, path, flags, uattr, usize_) = (a[0], a[1], a[2], a[3], a[4] as usize);
     if flags & !(AT_EMPTY_PATH | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) != 0 {
@@ -166,20 +181,7 @@ fn mount_setattr(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     // The per-mount bits as MS_* flags.
-    let ms = |w: u64| {
-        [
-            (MOUNT_ATTR_RDONLY, mount::MS_RDONLY),
-            (MOUNT_ATTR_NOSUID, mount::MS_NOSUID),
-            (MOUNT_ATTR_NODEV, mount::MS_NODEV),
-            (MOUNT_ATTR_NOEXEC, mount::MS_NOEXEC),
-            (MOUNT_ATTR_NODIRATIME, mount::MS_NODIRATIME),
-            (MOUNT_ATTR_NOSYMFOLLOW, mount::MS_NOSYMFOLLOW),
-        ]
-        .iter()
-        .filter(|(bit, _)| w & bit != 0)
-        .fold(0, |acc, (_, f)| acc | f)
-    };
-    let (mut set, mut clr) = (ms(attr.attr_set), ms(attr.attr_clr));
+    let (mut set, mut clr) = (attr_to_ms(attr.attr_set), attr_to_ms(attr.attr_clr));
     // The atime mode: set only together with clearing the whole __ATIME field.
     if attr.attr_clr & MOUNT_ATTR__ATIME != 0 {
         if attr.attr_clr & MOUNT_ATTR__ATIME != MOUNT_ATTR__ATIME {
@@ -551,17 +553,7 @@ fn fsmount(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if st.mounted {
         return Err(Errno::EBUSY);
     }
-    let mut ms = [
-        (MOUNT_ATTR_RDONLY, mount::MS_RDONLY),
-        (MOUNT_ATTR_NOSUID, mount::MS_NOSUID),
-        (MOUNT_ATTR_NODEV, mount::MS_NODEV),
-        (MOUNT_ATTR_NOEXEC, mount::MS_NOEXEC),
-        (MOUNT_ATTR_NODIRATIME, mount::MS_NODIRATIME),
-        (MOUNT_ATTR_NOSYMFOLLOW, mount::MS_NOSYMFOLLOW),
-    ]
-    .iter()
-    .filter(|(bit, _)| attr & bit != 0)
-    .fold(0, |acc, (_, f)| acc | f);
+    let mut ms = attr_to_ms(attr);
     ms |= match attr & MOUNT_ATTR__ATIME {
         MOUNT_ATTR_NOATIME => mount::MS_NOATIME,
         MOUNT_ATTR_STRICTATIME => 0,
