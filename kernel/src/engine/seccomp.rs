@@ -286,6 +286,9 @@ impl SeccompProcess {
     /// Wakes the mapper if it is parked, ahead of work about to be queued (only if it spins:
     /// else it would park again at once and need a second wakeup).
     fn prewake(&self) {
+        // A load, not `wake_mapper`'s swap: the tail has not changed, so a mapper between
+        // setting MAP_SLEEP and its FUTEX_WAIT would still go to sleep, and a cleared word
+        // would keep the next publish from waking it.
         if self.tuning.spin_ticks != 0
             && self
                 .data
@@ -358,10 +361,18 @@ impl SeccompProcess {
     fn publish(&self, q: &MapQueue) {
         self.data.store(layout::MAPQ_TAIL, q.tail);
         std::sync::atomic::fence(Ordering::SeqCst);
+        self.wake_mapper();
+    }
+
+    /// Wakes the mapper if it is parked. Whoever clears MAP_SLEEP wakes it, so the second of
+    /// two publishes before it has run (a batch, then a handback) makes no second wake call;
+    /// a mapper not yet asleep sees the new tail when its FUTEX_WAIT compares it (so only after
+    /// a store of the tail).
+    fn wake_mapper(&self) {
         if self
             .data
             .atomic32(layout::MAP_SLEEP)
-            .load(Ordering::Relaxed)
+            .swap(0, Ordering::SeqCst)
             != 0
         {
             futex_wake(self.data.atomic32(layout::MAPQ_TAIL), 1);
@@ -1294,6 +1305,7 @@ impl SeccompThread {
                     return Ok(Event::Fault {
                         addr,
                         not_present: code == 1,
+                        write: uc::fault_was_write(&self.ucontext),
                     });
                 }
                 Ok(Event::Signal { signo, addr, code })
