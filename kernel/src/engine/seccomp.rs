@@ -173,6 +173,9 @@ impl Drop for SeccompProcess {
 struct MapQueue {
     /// Entries queued so far (the ring's tail, as published in `MAPQ_TAIL` by `publish`).
     tail: u64,
+    /// The tail last stored in `MAPQ_TAIL` (and checked for a parked mapper): a publish of
+    /// the same tail again must not touch `MAP_SLEEP` (`publish_tail`).
+    published: u64,
     /// Entries the mapper has provably run: up to the last acknowledged `ACK` op. Only entries
     /// before this are overwritten (the guest can forge `MAP_DONE`, not the eventfd).
     acked: u64,
@@ -234,7 +237,7 @@ impl SeccompProcess {
         if q.unmarked.len() >= GATHER_FLUSH {
             self.mark(&mut q)?;
         }
-        self.publish(&q);
+        self.publish(&mut q);
         if !q.gathers.is_empty() {
             self.poll_acks(&mut q)?;
         }
@@ -259,7 +262,7 @@ impl SeccompProcess {
             self.mark(&mut q)?;
         }
         let target = q.tail;
-        self.publish(&q);
+        self.publish(&mut q);
         while q.acked < target {
             self.collect_acks(&mut q)?;
         }
@@ -271,7 +274,7 @@ impl SeccompProcess {
     fn queue_handback(&self, word: u64) -> io::Result<()> {
         let mut q = self.lock_q();
         self.push(&mut q, &(layout::MAPQ_HANDBACK, [word, 0, 0, 0, 0, 0]))?;
-        self.publish(&q);
+        self.publish(&mut q);
         Ok(())
     }
 
@@ -286,7 +289,7 @@ impl SeccompProcess {
     /// Wakes the mapper if it is parked, ahead of work about to be queued (only if it spins:
     /// else it would park again at once and need a second wakeup).
     fn prewake(&self) {
-        // A load, not `wake_mapper`'s swap: the tail has not changed, so a mapper between
+        // A load, not `publish_tail`'s swap: the tail has not changed, so a mapper between
         // setting MAP_SLEEP and its FUTEX_WAIT would still go to sleep, and a cleared word
         // would keep the next publish from waking it.
         if self.tuning.spin_ticks != 0
@@ -358,25 +361,8 @@ impl SeccompProcess {
 
     /// Publishes the tail, then looks for a parked mapper (it sets MAP_SLEEP, then reads the
     /// tail: with both fences one of us sees the other).
-    fn publish(&self, q: &MapQueue) {
-        self.data.store(layout::MAPQ_TAIL, q.tail);
-        std::sync::atomic::fence(Ordering::SeqCst);
-        self.wake_mapper();
-    }
-
-    /// Wakes the mapper if it is parked. Whoever clears MAP_SLEEP wakes it, so the second of
-    /// two publishes before it has run (a batch, then a handback) makes no second wake call;
-    /// a mapper not yet asleep sees the new tail when its FUTEX_WAIT compares it (so only after
-    /// a store of the tail).
-    fn wake_mapper(&self) {
-        if self
-            .data
-            .atomic32(layout::MAP_SLEEP)
-            .swap(0, Ordering::SeqCst)
-            != 0
-        {
-            futex_wake(self.data.atomic32(layout::MAPQ_TAIL), 1);
-        }
+    fn publish(&self, q: &mut MapQueue) {
+        publish_tail(&self.data, q);
     }
 
     fn put_op(&self, seq: u64, (n, a): &(u64, [u64; 6])) {
@@ -536,6 +522,33 @@ impl SeccompProcess {
             self.used.lock().unwrap_or_else(|e| e.into_inner())[i] = false;
         }
     }
+}
+
+/// Stores `q.tail` in the ring's `MAPQ_TAIL` and wakes the mapper if it parked; returns
+/// whether it made the wake call. Whoever clears `MAP_SLEEP` wakes it, so the second of two
+/// publishes before the mapper has run (a batch, then a handback) makes no second wake call.
+///
+/// That is only sound for a tail the mapper has not seen yet: a mapper between setting
+/// `MAP_SLEEP` and its `FUTEX_WAIT` goes to sleep if the tail it compares is still the one it
+/// has drained. So a publish that stores no new tail (`sync` and `collect_acks` publish again
+/// whatever is queued, often nothing new) must leave `MAP_SLEEP` alone: clearing it there
+/// wasted the wake on a mapper not yet asleep, which then slept with `MAP_SLEEP` clear, and
+/// the next publish of new entries (a thread's handback) saw no sleeper and woke nobody: every
+/// thread of the process waited for its handback for good (guest/forkstress, about 1 run in
+/// 30 at 3 runs at once). The tail only grows, so a tail above the last one published is
+/// one no parked mapper has compared yet: its `FUTEX_WAIT` returns at once, or it is woken.
+fn publish_tail(data: &SharedPages, q: &mut MapQueue) -> bool {
+    if q.tail == q.published {
+        return false;
+    }
+    data.store(layout::MAPQ_TAIL, q.tail);
+    q.published = q.tail;
+    std::sync::atomic::fence(Ordering::SeqCst);
+    if data.atomic32(layout::MAP_SLEEP).swap(0, Ordering::SeqCst) != 0 {
+        futex_wake(data.atomic32(layout::MAPQ_TAIL), 1);
+        return true;
+    }
+    false
 }
 
 /// One guest thread in the seccomp engine: a host thread of a stub process and its slot.
@@ -1529,5 +1542,43 @@ mod tests {
             layout::OWNER_KERNEL | layout::HELD | layout::WAITER
         ));
         assert!(!kernel_owns(0));
+    }
+
+    /// The mapper's doorbell, step by step in the interleaving that hung guest/forkstress: the
+    /// mapper drains the ring and parks (MAP_SLEEP, then the tail once more, then its
+    /// FUTEX_WAIT on the tail it drained); between its look at the tail and its wait the kernel
+    /// publishes again with nothing new (`sync`, `collect_acks`). That must leave MAP_SLEEP
+    /// set, so the publish of the next entry (a thread's handback) wakes the sleeping mapper.
+    #[test]
+    fn a_publish_with_nothing_new_leaves_the_parked_mappers_doorbell() {
+        let data = SharedPages::new(layout::DATA_SIZE as usize).unwrap();
+        let sleep = || data.atomic32(layout::MAP_SLEEP).load(Ordering::SeqCst);
+        let mut q = MapQueue {
+            tail: 5,
+            ..MapQueue::default()
+        };
+        // A batch while the mapper runs: no wake call (it will see the tail).
+        assert!(!publish_tail(&data, &mut q));
+        assert_eq!(data.load(layout::MAPQ_TAIL), 5);
+        // The mapper has run all 5 and parks: MAP_SLEEP, then the tail is still what it ran.
+        data.atomic32(layout::MAP_SLEEP).store(1, Ordering::SeqCst);
+        let drained = 5;
+        assert_eq!(data.load(layout::MAPQ_TAIL), drained);
+        // The kernel publishes the same tail again (waiting for an acknowledgement).
+        assert!(!publish_tail(&data, &mut q));
+        assert_eq!(sleep(), 1, "a publish of no new entry cleared the doorbell");
+        // The mapper's FUTEX_WAIT compares the tail with what it drained: equal, it sleeps.
+        assert_eq!(data.load(layout::MAPQ_TAIL), drained);
+        // A handback is queued: its publish must see the sleeper and wake it.
+        q.tail += 1;
+        assert!(
+            publish_tail(&data, &mut q),
+            "the sleeping mapper was not woken"
+        );
+        assert_eq!(sleep(), 0);
+        // A second publish before the mapper ran makes no second wake call.
+        q.tail += 1;
+        assert!(!publish_tail(&data, &mut q));
+        assert_eq!(data.load(layout::MAPQ_TAIL), 7);
     }
 }

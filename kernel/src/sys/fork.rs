@@ -186,7 +186,6 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
             let parent_mm = c.mm();
             let mut pm = lock_mm(&parent_mm);
             let mut child_mm = pm.fork()?;
-            prefault_child(&mut child_mm, &regs);
             if c.thread.ordered_apply() {
                 let ops = pm.take_host_ops();
                 let gather = pm.take_gathered();
@@ -195,6 +194,11 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
                     return Err(Errno::EAGAIN);
                 }
             }
+            // Only now, with the parent's pages read-only in the host and its mm lock still
+            // held: the pages this copies must be the fork's snapshot, as the child's
+            // untouched pages are; copied before the write-protect, a parent thread's later
+            // write could reach those and not these.
+            prefault_child(&mut child_mm, &regs);
             drop(pm);
             child_mm.into_shared()
         };
