@@ -158,6 +158,9 @@ pub struct SeccompProcess {
     /// made by clone, so no CLEARTID word says when it is gone).
     used: Mutex<Vec<bool>>,
     tuning: Tuning,
+    /// A thread waited a whole liveness period for its handback with the mapper behind (see
+    /// `park`): logged once.
+    stalled: AtomicBool,
 }
 
 impl Drop for SeccompProcess {
@@ -877,6 +880,7 @@ impl SeccompThread {
                 v
             }),
             tuning,
+            stalled: AtomicBool::new(false),
         });
         proc.slots.store(layout::SLOT_SPIN, tuning.spin_ticks);
         let mut th = SeccompThread::on_slot(proc, 0, pid, Regs::default(), Regs::default());
@@ -1072,6 +1076,21 @@ impl SeccompThread {
                 // while the process lives on (the mapper): nobody would hand this thread back.
                 if self.tid > 0 && host_thread_gone(self.proc.pid, self.tid) {
                     return Err(io::Error::other("stub thread exited"));
+                }
+                // Waiting for the mapper to hand the thread back (HELD) while it is behind:
+                // the guest may have cleared MAP_SLEEP so that no publish woke the mapper;
+                // wake it regardless, as `wait_done` does, so that the thread (and a kill of
+                // its process, which waits for it) is delayed, not kept for good. Logged once
+                // per process: without such a guest it means a lost wakeup in the protocol.
+                if v & layout::HELD != 0 && self.proc.behind() {
+                    if !self.proc.stalled.swap(true, Ordering::Relaxed) {
+                        log::warn!(
+                            "seccomp: stub {}: mapper behind for {LIVENESS_PERIOD:?} with a \
+                             handback queued; woken",
+                            self.proc.pid
+                        );
+                    }
+                    futex_wake(self.proc.data.atomic32(layout::MAPQ_TAIL), 1);
                 }
             }
         }
