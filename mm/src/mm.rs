@@ -1973,7 +1973,10 @@ impl Mm {
 
     /// Maps in the host the pages of the `pages`-page aligned window around `addr` that have a
     /// PTE already, as read faults on them would (same rights: copy-on-write pages stay
-    /// read-only), within `addr`'s vma. Returns how many it mapped.
+    /// read-only), in every accessible vma the window holds, not only `addr`'s: a program's
+    /// data lies in several small vmas next to each other (a library's data and bss, its
+    /// thread block, the heap), and a fork child touches them one after another (measured on
+    /// busybox fork+exec: a fault each otherwise). Returns how many it mapped.
     ///
     /// For a not-present host fault on a page that has a PTE: that happens when the host lost
     /// or never had pages our table holds, which is the state of a fork child (its stub
@@ -1986,21 +1989,21 @@ impl Mm {
     /// shared mapping is the frame its PTE names, as a fault would map it).
     pub fn map_present_around(&mut self, addr: u64, pages: usize) -> usize {
         let page = self.granule.size();
-        let Some(vma) = self.vma_at(addr).cloned() else {
-            return 0;
-        };
-        if pages < 2 || !accessible(vma.prot) {
+        if pages < 2 || self.vma_at(addr).is_none() {
             return 0;
         }
         let span = page * pages as u64;
-        let start = (addr / span * span).max(vma.start);
-        let end = (addr / span * span + span).min(vma.end);
+        let start = addr / span * span;
+        let end = start.saturating_add(span);
         let here = self.granule.align_down(addr);
         let mut done = 0;
         let mut va = start;
         while va < end {
+            // A page with a PTE is in a vma; one whose vma the guest made inaccessible
+            // (PROT_NONE) stays unmapped, as a read fault would refuse it.
             if va != here
                 && self.pt.get(va).is_some()
+                && self.vma_at(va).is_some_and(|v| accessible(v.prot))
                 && self.fault_page(va, Access::Read, false).is_ok()
             {
                 done += 1;

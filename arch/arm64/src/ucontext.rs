@@ -51,6 +51,14 @@ pub fn store_regs(r: &Regs, uc: &mut [u8]) {
     put(uc, UC_SIGMASK, 0);
 }
 
+/// Whether the fault behind this frame's SIGSEGV was a write. Not read here yet (the ESR is an
+/// `esr_context` record in `__reserved`, after the FP record, outside the part of the frame the
+/// kernel copies): every not-present fault is served as a read, and a write then faults once
+/// more for the copy on write.
+pub fn fault_was_write(_uc: &[u8]) -> bool {
+    false
+}
+
 /// The FP state: the `fpsimd_context` record at the start of `__reserved`.
 pub fn fp_window(_uc: &[u8], uc_addr: u64) -> (u64, usize) {
     (uc_addr + SC_RESERVED as u64, FPSTATE_SIZE as usize)

@@ -14,6 +14,10 @@ use crate::signal::SC_ORDER;
 
 /// Offset of `uc_mcontext` (`struct sigcontext`) in `struct ucontext`.
 pub const UC_MCONTEXT: usize = 40;
+/// Offset of `sigcontext.err` (the hardware error code of the trap that raised the signal).
+pub const UC_ERR: usize = UC_MCONTEXT + 152;
+/// Offset of `sigcontext.trapno` (its vector).
+pub const UC_TRAPNO: usize = UC_MCONTEXT + 160;
 /// Offset of `sigcontext.fpstate` (the pointer to the FP state).
 pub const UC_FPSTATE_PTR: usize = UC_MCONTEXT + 184;
 /// Offset of `uc_sigmask`.
@@ -56,6 +60,15 @@ pub fn load_regs(uc: &[u8], r: &mut Regs) {
     let segs = get(uc, UC_CSGSFS);
     r.w[idx::CS] = segs & 0xffff;
     r.w[idx::SS] = segs >> 48;
+}
+
+/// Whether the page fault behind this frame's SIGSEGV was a write: the error code's write bit
+/// (`X86_PF_WRITE`) of a page-fault vector. So a first write to a page the host has not mapped
+/// is served as the write it is (a copy on write broken at once) instead of as a read that maps
+/// the page read-only and faults again for the write: one round trip, as on Linux.
+pub fn fault_was_write(uc: &[u8]) -> bool {
+    use um_uapi::abi::signal::{X86_PF_WRITE, X86_TRAP_PF};
+    get(uc, UC_TRAPNO) == X86_TRAP_PF && get(uc, UC_ERR) & X86_PF_WRITE != 0
 }
 
 /// Stores `r` into `uc`'s general registers, rip and eflags (rt_sigreturn filters eflags

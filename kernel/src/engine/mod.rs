@@ -19,8 +19,13 @@ pub enum Event {
     /// It made a syscall; number and arguments are in the registers.
     Syscall,
     /// It touched memory it may not: `addr`, and what the host said (`not_present`: the page
-    /// is not mapped in the host at all; otherwise a protection fault). `pc` for the log.
-    Fault { addr: u64, not_present: bool },
+    /// is not mapped in the host at all; otherwise a protection fault; `write`: the host's
+    /// fault record says the access was a write, false where the engine cannot tell).
+    Fault {
+        addr: u64,
+        not_present: bool,
+        write: bool,
+    },
     /// The host delivered a synchronous signal for guest code (SIGILL, SIGFPE, SIGBUS, SIGTRAP).
     Signal { signo: i32, addr: u64, code: i32 },
     /// The kernel interrupted it (a signal is pending for it).

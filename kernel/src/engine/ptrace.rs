@@ -376,9 +376,11 @@ impl PtraceThread {
                                 self.stopped = Some(s);
                                 // si_code > 0 means the kernel raised it for this instruction.
                                 if sig == libc::SIGSEGV && code > 0 && code != 0x80 {
+                                    // The siginfo does not say whether it was a write.
                                     return Ok(Event::Fault {
                                         addr,
                                         not_present: code == 1,
+                                        write: false,
                                     });
                                 }
                                 return Ok(Event::Signal {

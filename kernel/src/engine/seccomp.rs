@@ -173,6 +173,9 @@ impl Drop for SeccompProcess {
 struct MapQueue {
     /// Entries queued so far (the ring's tail, as published in `MAPQ_TAIL` by `publish`).
     tail: u64,
+    /// The tail last stored in `MAPQ_TAIL` (and checked for a parked mapper): a publish of
+    /// the same tail again must not touch `MAP_SLEEP` (`publish_tail`).
+    published: u64,
     /// Entries the mapper has provably run: up to the last acknowledged `ACK` op. Only entries
     /// before this are overwritten (the guest can forge `MAP_DONE`, not the eventfd).
     acked: u64,
@@ -234,7 +237,7 @@ impl SeccompProcess {
         if q.unmarked.len() >= GATHER_FLUSH {
             self.mark(&mut q)?;
         }
-        self.publish(&q);
+        self.publish(&mut q);
         if !q.gathers.is_empty() {
             self.poll_acks(&mut q)?;
         }
@@ -259,7 +262,7 @@ impl SeccompProcess {
             self.mark(&mut q)?;
         }
         let target = q.tail;
-        self.publish(&q);
+        self.publish(&mut q);
         while q.acked < target {
             self.collect_acks(&mut q)?;
         }
@@ -271,7 +274,7 @@ impl SeccompProcess {
     fn queue_handback(&self, word: u64) -> io::Result<()> {
         let mut q = self.lock_q();
         self.push(&mut q, &(layout::MAPQ_HANDBACK, [word, 0, 0, 0, 0, 0]))?;
-        self.publish(&q);
+        self.publish(&mut q);
         Ok(())
     }
 
@@ -286,14 +289,8 @@ impl SeccompProcess {
     /// Wakes the mapper if it is parked, ahead of work about to be queued (only if it spins:
     /// else it would park again at once and need a second wakeup).
     fn prewake(&self) {
-        if self.tuning.spin_ticks != 0
-            && self
-                .data
-                .atomic32(layout::MAP_SLEEP)
-                .load(Ordering::Relaxed)
-                != 0
-        {
-            futex_wake(self.data.atomic32(layout::MAPQ_TAIL), 1);
+        if self.tuning.spin_ticks != 0 {
+            wake_if_parked(&self.data);
         }
     }
 
@@ -355,17 +352,8 @@ impl SeccompProcess {
 
     /// Publishes the tail, then looks for a parked mapper (it sets MAP_SLEEP, then reads the
     /// tail: with both fences one of us sees the other).
-    fn publish(&self, q: &MapQueue) {
-        self.data.store(layout::MAPQ_TAIL, q.tail);
-        std::sync::atomic::fence(Ordering::SeqCst);
-        if self
-            .data
-            .atomic32(layout::MAP_SLEEP)
-            .load(Ordering::Relaxed)
-            != 0
-        {
-            futex_wake(self.data.atomic32(layout::MAPQ_TAIL), 1);
-        }
+    fn publish(&self, q: &mut MapQueue) {
+        publish_tail(&self.data, q);
     }
 
     fn put_op(&self, seq: u64, (n, a): &(u64, [u64; 6])) {
@@ -525,6 +513,42 @@ impl SeccompProcess {
             self.used.lock().unwrap_or_else(|e| e.into_inner())[i] = false;
         }
     }
+}
+
+/// Stores `q.tail` in the ring's `MAPQ_TAIL`, then wakes the mapper if it parked
+/// (`wake_if_parked`); returns whether it made the wake call. A publish that stores no new
+/// tail (`sync` and `collect_acks` publish again whatever is queued, often nothing new) makes
+/// no wake call: the publish that stored that tail made the check, and a mapper that parked
+/// since has run it (its FUTEX_WAIT would only wake it for nothing).
+fn publish_tail(data: &SharedPages, q: &mut MapQueue) -> bool {
+    if q.tail == q.published {
+        return false;
+    }
+    data.store(layout::MAPQ_TAIL, q.tail);
+    q.published = q.tail;
+    // The mapper stores MAP_SLEEP, then reads the tail: with both fences one of us sees the
+    // other (it does not sleep, or this wakes it).
+    std::sync::atomic::fence(Ordering::SeqCst);
+    wake_if_parked(data)
+}
+
+/// Wakes the mapper if `MAP_SLEEP` says it parks; returns whether it made the wake call.
+///
+/// Only the mapper clears `MAP_SLEEP` (once its FUTEX_WAIT returns). The kernel must not:
+/// a publish's look at the word can come late, after the mapper has run the entries it
+/// published and parked again (set the word, found the tail it ran, about to FUTEX_WAIT). A
+/// kernel that cleared the word there (an exchange to 0, so that two publishes before the
+/// mapper runs make one wake call) spent its wake on a mapper not asleep yet, which then
+/// slept with the word clear; the next publish, a thread's handback, saw no sleeper and woke
+/// nobody, and every thread of the process waited for its handback for good
+/// (guest/forkstress, about 1 run in 20-30 at 3 runs at once). Leaving the word set costs at
+/// most a wake call that finds the mapper awake.
+fn wake_if_parked(data: &SharedPages) -> bool {
+    if data.atomic32(layout::MAP_SLEEP).load(Ordering::SeqCst) != 0 {
+        futex_wake(data.atomic32(layout::MAPQ_TAIL), 1);
+        return true;
+    }
+    false
 }
 
 /// One guest thread in the seccomp engine: a host thread of a stub process and its slot.
@@ -1049,6 +1073,19 @@ impl SeccompThread {
                 if self.tid > 0 && host_thread_gone(self.proc.pid, self.tid) {
                     return Err(io::Error::other("stub thread exited"));
                 }
+                // Waiting for the mapper to hand the thread back (HELD) while it is behind:
+                // the guest may have cleared MAP_SLEEP so that no publish woke the mapper;
+                // wake it regardless, as `wait_done` does, so that the thread (and a kill of
+                // its process, which waits for it) is delayed, not kept for good. Not a sign
+                // of a lost wakeup by itself: on a loaded host a woken mapper can wait that
+                // long for a CPU (seen at load 20 on 2 CPUs: some fork children each run).
+                if v & layout::HELD != 0 && self.proc.behind() {
+                    log::debug!(
+                        "seccomp: stub {}: handback late, mapper woken",
+                        self.proc.pid
+                    );
+                    futex_wake(self.proc.data.atomic32(layout::MAPQ_TAIL), 1);
+                }
             }
         }
     }
@@ -1294,6 +1331,7 @@ impl SeccompThread {
                     return Ok(Event::Fault {
                         addr,
                         not_present: code == 1,
+                        write: uc::fault_was_write(&self.ucontext),
                     });
                 }
                 Ok(Event::Signal { signo, addr, code })
@@ -1517,5 +1555,47 @@ mod tests {
             layout::OWNER_KERNEL | layout::HELD | layout::WAITER
         ));
         assert!(!kernel_owns(0));
+    }
+
+    /// The mapper's doorbell, step by step in the interleavings that hung guest/forkstress:
+    /// the mapper drains the ring and parks (MAP_SLEEP, then the tail once more, then its
+    /// FUTEX_WAIT on the tail it drained). A publish's look at MAP_SLEEP that comes after
+    /// that (late, for entries the mapper already ran), and a publish with nothing new, must
+    /// leave the word set, so that the publish of the next entry (a thread's handback) wakes
+    /// the sleeping mapper.
+    #[test]
+    fn the_kernel_never_clears_a_parked_mappers_doorbell() {
+        let data = SharedPages::new(layout::DATA_SIZE as usize).unwrap();
+        let sleep = || data.atomic32(layout::MAP_SLEEP).load(Ordering::SeqCst);
+        let park = || data.atomic32(layout::MAP_SLEEP).store(1, Ordering::SeqCst);
+        let mut q = MapQueue {
+            tail: 5,
+            ..MapQueue::default()
+        };
+        // A batch while the mapper runs: no wake call (it will see the tail).
+        assert!(!publish_tail(&data, &mut q));
+        assert_eq!(data.load(layout::MAPQ_TAIL), 5);
+        // The next batch's tail is stored; before the kernel looks at MAP_SLEEP the mapper
+        // runs it and parks on the tail it ran.
+        q.tail = 9;
+        data.store(layout::MAPQ_TAIL, q.tail);
+        q.published = q.tail;
+        park();
+        let drained = 9;
+        // The late look: a wake call for nothing (the mapper is not asleep yet), the word kept.
+        assert!(wake_if_parked(&data));
+        assert_eq!(sleep(), 1, "the kernel cleared the doorbell");
+        // The same tail published again (waiting for an acknowledgement): nothing at all.
+        assert!(!publish_tail(&data, &mut q));
+        assert_eq!(sleep(), 1, "a publish of no new entry cleared the doorbell");
+        // The mapper's FUTEX_WAIT compares the tail with what it ran: equal, it sleeps.
+        assert_eq!(data.load(layout::MAPQ_TAIL), drained);
+        // A handback is queued: its publish must see the sleeper and wake it.
+        q.tail += 1;
+        assert!(
+            publish_tail(&data, &mut q),
+            "the sleeping mapper was not woken"
+        );
+        assert_eq!(data.load(layout::MAPQ_TAIL), 10);
     }
 }

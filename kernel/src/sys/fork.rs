@@ -190,7 +190,7 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
             // a thread faulting on a page already protected would not wait for the rest.
             let parent_mm = c.mm();
             let mut pm = lock_mm(&parent_mm);
-            let child_mm = pm.fork()?;
+            let mut child_mm = pm.fork()?;
             if c.thread.ordered_apply() {
                 let ops = pm.take_host_ops();
                 let gather = pm.take_gathered();
@@ -199,6 +199,11 @@ pub fn do_clone_into(c: &mut SyscallCtx<'_>, a: CloneArgs, cgroup: Option<u64>) 
                     return Err(Errno::EAGAIN);
                 }
             }
+            // Only now, with the parent's pages read-only in the host and its mm lock still
+            // held: the pages this copies must be the fork's snapshot, as the child's
+            // untouched pages are; copied before the write-protect, a parent thread's later
+            // write could reach those and not these.
+            prefault_child(&mut child_mm, &regs);
             drop(pm);
             child_mm.into_shared()
         };
@@ -482,4 +487,35 @@ pub fn register(t: &mut SyscallTable) {
     t.register("clone3", clone3);
     t.register("fork", fork);
     t.register("vfork", vfork);
+}
+
+/// Maps a fork child's first touches with its first resume, one host-op batch instead of a
+/// fault (and, in the seccomp engine, a mapper hop) each: the text around the instruction it
+/// returns to; its stack page and its thread block (the TLS pointer's page: the C library's
+/// fork writes the child's tid there at once, musl `_Fork`, glibc `fork`), copied now as its
+/// first write would copy them, each with the present pages around it (the library's data
+/// next to the thread block, the caller frames above sp). Linux's child inherits the parent's
+/// present PTEs (kernel/fork.c `dup_mmap`, mm/memory.c `copy_page_range`) and takes none of
+/// those faults; the copies are the ones its first writes would make. Best effort: a page
+/// that cannot be resolved is left to fault as before (a bad sp or TLS pointer is only a
+/// guess not taken).
+fn prefault_child(mm: &mut um_mm::Mm, regs: &crate::arch::Regs) {
+    use um_mm::Access;
+    let pc = regs.pc();
+    if mm.pte(pc).is_some() && mm.handle_fault(pc, Access::Read).is_ok() {
+        mm.map_present_around(pc, run::PRESENT_AROUND_PAGES);
+    }
+    let sp = regs.sp();
+    let tls = regs.tls();
+    // The page below sp too when the red zone under it crosses into it (x86_64: 128 bytes).
+    // Only copy-on-write pages: a write to a shared page would dirty it, which the child may
+    // never do.
+    for a in [sp, sp.saturating_sub(128), tls] {
+        let cow = mm
+            .pte(a)
+            .is_some_and(|p| p.flags.contains(um_mm::PteFlags::COW));
+        if a != 0 && cow && mm.handle_fault(a, Access::Write).is_ok() {
+            mm.map_present_around(a, run::PRESENT_AROUND_PAGES);
+        }
+    }
 }

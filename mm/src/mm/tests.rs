@@ -1488,6 +1488,51 @@ fn memory_failure_poisons_the_page_and_soft_offline_keeps_it() {
 }
 
 #[test]
+fn present_around_crosses_into_neighbouring_vmas_but_not_inaccessible_ones() {
+    both(|g| {
+        let env = Env::new(g);
+        let mut parent = env.mm();
+        let ps = g.size();
+        let span = 16 * ps;
+        let a = parent
+            .mmap(0, 2 * span, RW, ANON_PRIV, Backing::Anon)
+            .unwrap();
+        let w = a.next_multiple_of(span);
+        for i in 0..16 {
+            parent.write_bytes(w + i * ps, b"x").unwrap();
+        }
+        // Three vmas in one window: pages 0-7 read-write, 8-11 read-only, 12-15 PROT_NONE.
+        parent.mprotect(w + 8 * ps, 4 * ps, Prot::READ).unwrap();
+        parent.mprotect(w + 12 * ps, 4 * ps, Prot::empty()).unwrap();
+        let mut child = parent.fork().unwrap();
+        child.take_host_ops();
+        child.handle_fault(w + 3 * ps, Access::Read).unwrap();
+        child.take_host_ops();
+        assert_eq!(child.map_present_around(w + 3 * ps, 16), 11);
+        let mut mapped: Vec<(u64, bool)> = child
+            .take_host_ops()
+            .iter()
+            .flat_map(|o| match o {
+                HostOp::Map {
+                    addr, len, prot, ..
+                } => {
+                    let write = prot.contains(Prot::WRITE);
+                    (0..len / ps).map(move |i| ((addr - w) / ps + i, write))
+                }
+                other => panic!("unexpected op {other:?}"),
+            })
+            .collect();
+        mapped.sort_unstable();
+        // Every page read-only (copy-on-write, or a read-only vma); none of the PROT_NONE vma.
+        let want: Vec<(u64, bool)> = (0..12).filter(|&i| i != 3).map(|i| (i, false)).collect();
+        assert_eq!(mapped, want);
+        drop(child);
+        drop(parent);
+        env.assert_no_leak();
+    });
+}
+
+#[test]
 fn present_around_maps_a_fork_childs_neighbours_read_only() {
     both(|g| {
         let env = Env::new(g);

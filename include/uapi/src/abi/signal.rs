@@ -201,6 +201,15 @@ pub const FPE_CONDTRAP: i32 = 15;
 pub const SEGV_MAPERR: i32 = 1;
 /// Invalid permissions for a mapped object.
 pub const SEGV_ACCERR: i32 = 2;
+
+/// x86 `sigcontext.trapno` of a page fault (`X86_TRAP_PF`, arch/x86/include/asm/trapnr.h). The
+/// host kernel records the vector and the page-fault error code of a user fault for the signal
+/// (arch/x86/mm/fault.c `set_signal_archinfo`) and copies both into the frame's `trapno` and
+/// `err` (arch/x86/kernel/signal_64.c `setup_sigcontext`).
+pub const X86_TRAP_PF: u64 = 14;
+/// The page-fault error code's bit for a write access (`X86_PF_WRITE`,
+/// arch/x86/include/asm/trap_pf.h).
+pub const X86_PF_WRITE: u64 = 1 << 1;
 /// Failed address bound checks.
 pub const SEGV_BNDERR: i32 = 3;
 /// Failed protection key checks.
@@ -558,6 +567,7 @@ mod tests {
         assert_eq!(sigmask(0), 0);
         assert_eq!(sigmask(65), 0);
         assert_eq!(UNBLOCKABLE, (1 << 8) | (1 << 18));
+        assert_eq!((X86_TRAP_PF, X86_PF_WRITE), (14, 2));
         assert_eq!(default_action(SIGCHLD), DefaultAction::Ignore);
         assert_eq!(default_action(SIGSEGV), DefaultAction::CoreDump);
         assert_eq!(default_action(SIGTSTP), DefaultAction::Stop);
