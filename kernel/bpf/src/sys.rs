@@ -156,10 +156,17 @@ fn prog_load(c: &mut SyscallCtx<'_>, attr: &[u8], uattr: u64) -> SysResult {
     if at.insn_cnt > BPF_COMPLEXITY_LIMIT_INSNS {
         return Err(Errno::E2BIG);
     }
-    if at.prog_type != BPF_PROG_TYPE_CGROUP_DEVICE {
-        log::debug!("bpf: program type {} not supported (EINVAL)", at.prog_type);
-        return Err(Errno::EINVAL);
-    }
+    // A cgroup socket-buffer program loads only so that cilium/ebpf's BPF_PROG_ATTACH probe
+    // (runc: load `r0 = 0; exit` as CGROUP_SKB) passes: it may not read its context and
+    // cannot be attached.
+    let ctx_size = match at.prog_type {
+        BPF_PROG_TYPE_CGROUP_DEVICE => verifier::DEV_CTX_SIZE,
+        BPF_PROG_TYPE_CGROUP_SKB => 0,
+        t => {
+            log::debug!("bpf: program type {t} not supported (EINVAL)");
+            return Err(Errno::EINVAL);
+        }
+    };
     // The fields a device program has no use for (BTF, func/line info, relocations, offload).
     if at.prog_btf_fd != 0
         || at.func_info_cnt != 0
@@ -203,7 +210,7 @@ fn prog_load(c: &mut SyscallCtx<'_>, attr: &[u8], uattr: u64) -> SysResult {
         .map(BpfInsn::read_le)
         .collect();
     log::debug!("bpf: PROG_LOAD {} insns: {:?}", insns.len(), insns);
-    if let Err(msg) = verifier::verify(&insns) {
+    if let Err(msg) = verifier::verify(&insns, ctx_size) {
         log::info!("bpf: verifier refused a program: {msg}");
         write_log(c, &at, &format!("{msg}\n"))?;
         return Err(Errno::EINVAL);

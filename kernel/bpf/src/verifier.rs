@@ -27,22 +27,22 @@ enum Reg {
     Ctx,
     /// `PTR_TO_STACK` (R10): only there to be refused with Linux's message.
     Frame,
-    /// A number, with its value when it is known.
-    Scalar(Option<u64>),
+    /// A number within `[lo, hi]` (unsigned; Linux tracks much more, `umin/umax_value`).
+    Scalar(u64, u64),
 }
 
 fn meet(a: Reg, b: Reg) -> Reg {
     match (a, b) {
         _ if a == b => a,
-        (Reg::Scalar(_), Reg::Scalar(_)) => Reg::Scalar(None),
+        (Reg::Scalar(a0, a1), Reg::Scalar(b0, b1)) => Reg::Scalar(a0.min(b0), a1.max(b1)),
         _ => Reg::Uninit,
     }
 }
 
 type State = [Reg; 11];
 
-/// The context's size (`sizeof(struct bpf_cgroup_dev_ctx)`).
-const CTX_SIZE: i32 = 12;
+/// The device context's size (`sizeof(struct bpf_cgroup_dev_ctx)`).
+pub const DEV_CTX_SIZE: i32 = 12;
 
 fn size_of(code: u8) -> i32 {
     match code & 0x18 {
@@ -53,8 +53,9 @@ fn size_of(code: u8) -> i32 {
     }
 }
 
-/// Checks `prog`; on refusal the message Linux's verifier log would end with.
-pub fn verify(prog: &[BpfInsn]) -> Result<(), String> {
+/// Checks `prog`, whose context is `ctx_size` bytes of `struct bpf_cgroup_dev_ctx` (0 for
+/// a program that may not read its context); on refusal the message Linux's verifier log would end with.
+pub fn verify(prog: &[BpfInsn], ctx_size: i32) -> Result<(), String> {
     let n = prog.len();
     let mut states: Vec<Option<State>> = vec![None; n + 1];
     let mut entry = [Reg::Uninit; 11];
@@ -111,13 +112,13 @@ pub fn verify(prog: &[BpfInsn]) -> Result<(), String> {
                         return Err(format!("BPF_END uses reserved fields at insn {pc}"));
                     }
                     scalar_of(read(&s, dst)?, dst)?;
-                    s[dst] = Reg::Scalar(None);
+                    s[dst] = UNKNOWN;
                 } else if op == BPF_NEG {
                     if x || src != 0 || i.imm != 0 {
                         return Err(format!("BPF_NEG uses reserved fields at insn {pc}"));
                     }
                     let v = scalar_of(read(&s, dst)?, dst)?;
-                    s[dst] = Reg::Scalar(v.map(|v| alu(op, is64, v, 0)));
+                    s[dst] = fold(op, is64, v, (0, 0));
                 } else if op > BPF_END {
                     return Err(format!("invalid BPF_ALU opcode {op:#x}"));
                 } else {
@@ -136,11 +137,12 @@ pub fn verify(prog: &[BpfInsn]) -> Result<(), String> {
                             r => scalar_of(r, src)?,
                         }
                     } else {
-                        Some(if is64 {
+                        let k = if is64 {
                             i.imm as i64 as u64
                         } else {
                             i.imm as u32 as u64
-                        })
+                        };
+                        (k, k)
                     };
                     if !x && matches!(op, BPF_DIV | BPF_MOD) && i.imm == 0 {
                         return Err("division by zero".into());
@@ -153,14 +155,11 @@ pub fn verify(prog: &[BpfInsn]) -> Result<(), String> {
                         return Err(format!("invalid shift {}", i.imm));
                     }
                     let lhs = if op == BPF_MOV {
-                        Some(0)
+                        (0, 0)
                     } else {
                         scalar_of(read(&s, dst)?, dst)?
                     };
-                    s[dst] = Reg::Scalar(match (lhs, rhs) {
-                        (Some(a), Some(b)) => Some(alu(op, is64, a, b)),
-                        _ => None,
-                    });
+                    s[dst] = fold(op, is64, lhs, rhs);
                 }
                 flow(&mut states, pc + 1, &s);
                 pc += 1;
@@ -181,7 +180,8 @@ pub fn verify(prog: &[BpfInsn]) -> Result<(), String> {
                 if dst == 10 {
                     return Err("frame pointer is read only".into());
                 }
-                s[dst] = Reg::Scalar(Some(i.imm as u32 as u64 | (next.imm as u32 as u64) << 32));
+                let k = i.imm as u32 as u64 | (next.imm as u32 as u64) << 32;
+                s[dst] = Reg::Scalar(k, k);
                 flow(&mut states, pc + 2, &s);
                 pc += 2;
             }
@@ -195,19 +195,20 @@ pub fn verify(prog: &[BpfInsn]) -> Result<(), String> {
                 match read(&s, src)? {
                     Reg::Ctx => {}
                     Reg::Frame => return Err(format!("invalid read from stack R{src}")),
-                    Reg::Scalar(_) => return Err(format!("R{src} invalid mem access 'scalar'")),
+                    Reg::Scalar(..) => return Err(format!("R{src} invalid mem access 'scalar'")),
                     Reg::Uninit => unreachable!(),
                 }
                 let (off, size) = (i.off as i32, size_of(i.code));
                 // cgroup_dev_is_valid_access.
                 let ok = off >= 0
-                    && off + size <= CTX_SIZE
+                    && off + size <= ctx_size
                     && off % size == 0
                     && (size == 4 || (off < 4 && size < 4));
                 if !ok {
                     return Err(format!("invalid bpf_context access off={off} size={size}"));
                 }
-                s[dst] = Reg::Scalar(None);
+                // A field of at most `size` bytes.
+                s[dst] = Reg::Scalar(0, u64::MAX >> (64 - 8 * size));
                 flow(&mut states, pc + 1, &s);
                 pc += 1;
             }
@@ -221,14 +222,11 @@ pub fn verify(prog: &[BpfInsn]) -> Result<(), String> {
                             return Err("BPF_EXIT uses reserved fields".into());
                         }
                         match read(&s, 0) {
-                            Ok(Reg::Scalar(Some(0 | 1))) => {}
-                            Ok(Reg::Scalar(Some(v))) => {
+                            Ok(Reg::Scalar(_, 0 | 1)) => {}
+                            Ok(Reg::Scalar(lo, hi)) => {
                                 return Err(format!(
-                                    "At program exit the register R0 has value {v:#x} should have been in [0, 1]"
+                                    "At program exit the register R0 has umin_value={lo} umax_value={hi} should have been in [0, 1]"
                                 ));
-                            }
-                            Ok(Reg::Scalar(None)) => {
-                                return Err("At program exit the register R0 has unknown scalar value should have been in [0, 1]".into());
                             }
                             Ok(_) => return Err("R0 leaks addr as return value".into()),
                             Err(_) => return Err("R0 !read_ok".into()),
@@ -271,11 +269,30 @@ pub fn verify(prog: &[BpfInsn]) -> Result<(), String> {
 }
 
 /// A register read as a number: pointers are refused (no pointer arithmetic or compares).
-fn scalar_of(r: Reg, n: usize) -> Result<Option<u64>, String> {
+fn scalar_of(r: Reg, n: usize) -> Result<(u64, u64), String> {
     match r {
-        Reg::Scalar(v) => Ok(v),
+        Reg::Scalar(lo, hi) => Ok((lo, hi)),
         Reg::Uninit => Err(format!("R{n} !read_ok")),
         _ => Err(format!("R{n} pointer arithmetic or comparison prohibited")),
+    }
+}
+
+/// Any number.
+const UNKNOWN: Reg = Reg::Scalar(0, u64::MAX);
+
+/// The range of `op` on two ranges: exact for constants, `[0, k]` for an AND with a known
+/// `k`, `[0, u32::MAX]` for another 32-bit result, unknown otherwise.
+fn fold(op: u8, is64: bool, a: (u64, u64), b: (u64, u64)) -> Reg {
+    if a.0 == a.1 && b.0 == b.1 {
+        let v = alu(op, is64, a.0, b.0);
+        return Reg::Scalar(v, v);
+    }
+    let top = if is64 { u64::MAX } else { u32::MAX as u64 };
+    match op {
+        BPF_MOV if b.1 <= top => Reg::Scalar(b.0, b.1),
+        BPF_AND if b.0 == b.1 => Reg::Scalar(0, b.0 & top),
+        BPF_AND if a.0 == a.1 => Reg::Scalar(0, a.0 & top),
+        _ => Reg::Scalar(0, top),
     }
 }
 
@@ -411,4 +428,329 @@ pub fn run(prog: &[BpfInsn], ctx: &[u8; 12]) -> u64 {
         }
     }
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use um_uapi::abi::bpf::{
+        BPF_DEVCG_ACC_MKNOD, BPF_DEVCG_ACC_READ, BPF_DEVCG_ACC_WRITE, BPF_DEVCG_DEV_BLOCK,
+        BPF_DEVCG_DEV_CHAR,
+    };
+
+    /// The device program crun 1.8.1 loads for `crun spec`'s default rules (logged by the
+    /// kernel during the containers gate): (code, regs, off, imm).
+    const CRUN: &[(u8, u8, i16, i32)] = &[
+        (97, 18, 0, 0),
+        (84, 2, 0, 65535),
+        (97, 19, 0, 0),
+        (116, 3, 0, 16),
+        (97, 20, 4, 0),
+        (97, 21, 8, 0),
+        (85, 2, 4, 2),
+        (85, 4, 3, 5),
+        (85, 5, 2, 2),
+        (183, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 3, 2),
+        (85, 4, 2, 136),
+        (183, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 4, 2),
+        (85, 4, 3, 5),
+        (85, 5, 2, 1),
+        (183, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 4, 2),
+        (85, 4, 3, 1),
+        (85, 5, 2, 9),
+        (183, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 4, 2),
+        (85, 4, 3, 1),
+        (85, 5, 2, 5),
+        (183, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 4, 2),
+        (85, 4, 3, 5),
+        (85, 5, 2, 0),
+        (183, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 4, 2),
+        (85, 4, 3, 1),
+        (85, 5, 2, 7),
+        (183, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 4, 2),
+        (85, 4, 3, 1),
+        (85, 5, 2, 8),
+        (183, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 4, 2),
+        (85, 4, 3, 1),
+        (85, 5, 2, 3),
+        (183, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 5, 1),
+        (188, 49, 0, 0),
+        (84, 1, 0, 1),
+        (93, 49, 2, 0),
+        (183, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 5, 2),
+        (188, 49, 0, 0),
+        (84, 1, 0, 1),
+        (93, 49, 2, 0),
+        (183, 0, 0, 1),
+        (149, 0, 0, 0),
+        (183, 0, 0, 0),
+        (149, 0, 0, 0),
+    ];
+    /// runc 1.1.5's program for the same bundle (cilium/ebpf's assembler).
+    const RUNC: &[(u8, u8, i16, i32)] = &[
+        (97, 18, 0, 0),
+        (84, 2, 0, 65535),
+        (97, 19, 0, 0),
+        (116, 3, 0, 16),
+        (97, 20, 4, 0),
+        (97, 21, 8, 0),
+        (85, 2, 5, 1),
+        (188, 49, 0, 0),
+        (84, 1, 0, 1),
+        (93, 49, 2, 0),
+        (180, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 5, 2),
+        (188, 49, 0, 0),
+        (84, 1, 0, 1),
+        (93, 49, 2, 0),
+        (180, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 4, 2),
+        (85, 4, 3, 1),
+        (85, 5, 2, 3),
+        (180, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 4, 2),
+        (85, 4, 3, 1),
+        (85, 5, 2, 5),
+        (180, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 4, 2),
+        (85, 4, 3, 1),
+        (85, 5, 2, 7),
+        (180, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 4, 2),
+        (85, 4, 3, 1),
+        (85, 5, 2, 8),
+        (180, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 4, 2),
+        (85, 4, 3, 1),
+        (85, 5, 2, 9),
+        (180, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 4, 2),
+        (85, 4, 3, 5),
+        (85, 5, 2, 0),
+        (180, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 4, 2),
+        (85, 4, 3, 5),
+        (85, 5, 2, 2),
+        (180, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 4, 2),
+        (85, 4, 3, 10),
+        (85, 5, 2, 200),
+        (180, 0, 0, 1),
+        (149, 0, 0, 0),
+        (85, 2, 3, 2),
+        (85, 4, 2, 136),
+        (180, 0, 0, 1),
+        (149, 0, 0, 0),
+        (180, 0, 0, 0),
+        (149, 0, 0, 0),
+    ];
+
+    fn prog(t: &[(u8, u8, i16, i32)]) -> Vec<BpfInsn> {
+        t.iter()
+            .map(|&(code, regs, off, imm)| BpfInsn {
+                code,
+                regs,
+                off,
+                imm,
+            })
+            .collect()
+    }
+
+    fn ctx(kind: u32, access: u32, major: u32, minor: u32) -> [u8; 12] {
+        let mut b = [0u8; 12];
+        b[..4].copy_from_slice(&(access << 16 | kind).to_le_bytes());
+        b[4..8].copy_from_slice(&major.to_le_bytes());
+        b[8..].copy_from_slice(&minor.to_le_bytes());
+        b
+    }
+
+    fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> BpfInsn {
+        BpfInsn {
+            code,
+            regs: src << 4 | dst,
+            off,
+            imm,
+        }
+    }
+    const MOV64_K: u8 = BPF_ALU64 | BPF_MOV | BPF_K;
+    const EXIT: u8 = BPF_JMP | BPF_EXIT;
+    const LDXW: u8 = BPF_LDX | BPF_MEM | BPF_W;
+
+    #[test]
+    fn runtimes_programs_verify_and_enforce_the_default_rules() {
+        for (name, t) in [("crun", CRUN), ("runc", RUNC)] {
+            let p = prog(t);
+            assert_eq!(verify(&p, DEV_CTX_SIZE), Ok(()), "{name}");
+            let rw = BPF_DEVCG_ACC_READ | BPF_DEVCG_ACC_WRITE;
+            // /dev/null, /dev/zero, /dev/tty, /dev/pts/N: allowed.
+            for (maj, min) in [(1, 3), (1, 5), (5, 0), (136, 0)] {
+                assert_eq!(
+                    run(&p, &ctx(BPF_DEVCG_DEV_CHAR, rw, maj, min)),
+                    1,
+                    "{name} {maj}:{min}"
+                );
+            }
+            // A disk: read and write denied, mknod allowed (`b *:* m`).
+            assert_eq!(
+                run(&p, &ctx(BPF_DEVCG_DEV_BLOCK, BPF_DEVCG_ACC_READ, 8, 0)),
+                0,
+                "{name}"
+            );
+            assert_eq!(
+                run(&p, &ctx(BPF_DEVCG_DEV_BLOCK, BPF_DEVCG_ACC_MKNOD, 8, 0)),
+                1,
+                "{name}"
+            );
+            // /dev/mem (1:1) is not in the list.
+            assert_eq!(
+                run(&p, &ctx(BPF_DEVCG_DEV_CHAR, BPF_DEVCG_ACC_READ, 1, 1)),
+                0,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_what_is_not_safe() {
+        let exit0 = [i(MOV64_K, 0, 0, 0, 0), i(EXIT, 0, 0, 0, 0)];
+        assert_eq!(verify(&exit0, DEV_CTX_SIZE), Ok(()));
+        let bad: &[(&str, Vec<BpfInsn>)] = &[
+            (
+                "out of range",
+                vec![i(BPF_JMP | BPF_JA, 0, 0, 5, 0), exit0[0], exit0[1]],
+            ),
+            (
+                "back-edge",
+                vec![exit0[0], i(BPF_JMP | BPF_JA, 0, 0, -2, 0), exit0[1]],
+            ),
+            (
+                "uninit",
+                vec![i(BPF_ALU64 | BPF_MOV | BPF_X, 0, 3, 0, 0), exit0[1]],
+            ),
+            ("uninit r0", vec![exit0[1]]),
+            ("ctx off", vec![i(LDXW, 0, 1, 12, 0), exit0[0], exit0[1]]),
+            (
+                "ctx misaligned",
+                vec![i(LDXW, 0, 1, 2, 0), exit0[0], exit0[1]],
+            ),
+            (
+                "narrow major",
+                vec![i(BPF_LDX | BPF_MEM | BPF_H, 0, 1, 4, 0), exit0[0], exit0[1]],
+            ),
+            (
+                "wide ctx",
+                vec![
+                    i(BPF_LDX | BPF_MEM | BPF_DW, 0, 1, 0, 0),
+                    exit0[0],
+                    exit0[1],
+                ],
+            ),
+            (
+                "scalar deref",
+                vec![exit0[0], i(LDXW, 2, 0, 0, 0), exit0[1]],
+            ),
+            ("ret 2", vec![i(MOV64_K, 0, 0, 0, 2), exit0[1]]),
+            ("ret unknown", vec![i(LDXW, 0, 1, 4, 0), exit0[1]]),
+            (
+                "call",
+                vec![i(BPF_JMP | BPF_CALL, 0, 0, 0, 15), exit0[0], exit0[1]],
+            ),
+            (
+                "store",
+                vec![
+                    i(BPF_STX | BPF_MEM | BPF_W, 10, 1, -4, 0),
+                    exit0[0],
+                    exit0[1],
+                ],
+            ),
+            ("fall off", vec![exit0[0]]),
+            ("unreachable", vec![exit0[0], exit0[1], exit0[1]]),
+            (
+                "ptr arith",
+                vec![
+                    i(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, 4),
+                    exit0[0],
+                    exit0[1],
+                ],
+            ),
+            (
+                "div by 0",
+                vec![
+                    exit0[0],
+                    i(BPF_ALU64 | BPF_DIV | BPF_K, 0, 0, 0, 0),
+                    exit0[1],
+                ],
+            ),
+            ("bad reg", vec![i(MOV64_K, 11, 0, 0, 0), exit0[0], exit0[1]]),
+            (
+                "write r10",
+                vec![i(MOV64_K, 10, 0, 0, 0), exit0[0], exit0[1]],
+            ),
+        ];
+        for (what, p) in bad {
+            assert!(verify(p, DEV_CTX_SIZE).is_err(), "{what} accepted");
+        }
+        // Without a context (CGROUP_SKB probe programs) even a valid device read is refused.
+        assert!(verify(&[i(LDXW, 0, 1, 4, 0), exit0[0], exit0[1]], 0).is_err());
+    }
+
+    #[test]
+    fn narrow_access_type_reads_and_alu_semantics() {
+        // r0 = *(u16 *)(ctx + 2) (the access bits); r0 &= 1; ... exit with a known value.
+        let p = [
+            i(BPF_LDX | BPF_MEM | BPF_H, 2, 1, 2, 0),
+            i(MOV64_K, 0, 0, 0, 0),
+            i(
+                BPF_JMP | BPF_JSET | BPF_K,
+                2,
+                0,
+                1,
+                BPF_DEVCG_ACC_WRITE as i32,
+            ),
+            i(MOV64_K, 0, 0, 0, 1),
+            i(EXIT, 0, 0, 0, 0),
+        ];
+        assert_eq!(verify(&p, DEV_CTX_SIZE), Ok(()));
+        assert_eq!(
+            run(&p, &ctx(BPF_DEVCG_DEV_CHAR, BPF_DEVCG_ACC_WRITE, 1, 3)),
+            0
+        );
+        assert_eq!(
+            run(&p, &ctx(BPF_DEVCG_DEV_CHAR, BPF_DEVCG_ACC_READ, 1, 3)),
+            1
+        );
+        assert_eq!(alu(BPF_DIV, true, 7, 0), 0);
+        assert_eq!(alu(BPF_MOD, false, 7, 0), 7);
+        assert_eq!(alu(BPF_ARSH, false, 0x8000_0000, 4), 0xf800_0000);
+        assert_eq!(alu(BPF_SUB, false, 0, 1), 0xffff_ffff);
+    }
 }

@@ -26,6 +26,8 @@ pub const BPF_PROG_QUERY: u32 = 16;
 /// `BPF_LINK_CREATE`.
 pub const BPF_LINK_CREATE: u32 = 28;
 
+/// `BPF_PROG_TYPE_CGROUP_SKB`.
+pub const BPF_PROG_TYPE_CGROUP_SKB: u32 = 8;
 /// `BPF_PROG_TYPE_CGROUP_DEVICE`: the device controller of cgroup v2.
 pub const BPF_PROG_TYPE_CGROUP_DEVICE: u32 = 15;
 /// `BPF_CGROUP_DEVICE` (`enum bpf_attach_type`).
