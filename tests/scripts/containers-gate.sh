@@ -41,4 +41,27 @@ PY
 crun --cgroup-manager=disabled run box1
 echo "CRUN-RC $?"
 echo "CRUN-LEFT $(crun list 2>/dev/null | tail -n +2 | wc -l)"
+
+# The same bundle with cgroups on (crun's default): its device rules are a BPF program on the
+# container's cgroup. $1 prefixes the lines. The container's /tmp here allows device nodes
+# (no nodev), so opening the disk node is refused by the program, not by the mount.
+cat > /tmp/dev.sh <<'IN'
+echo "$1-CGROUP $(cat /proc/self/cgroup)"
+echo "$1-ZERO $(head -c1 /dev/zero | wc -c)"
+echo "$1-MKNOD $(mknod /tmp/sda b 8 0 2>&1 && echo made)"
+echo "$1-OPEN $(head -c1 /tmp/sda 2>&1 | sed 's/.*: //')"
+IN
+mkdir -p /tmp/c && cp /tmp/b/config.json /tmp/c/ && cd /tmp/c
+python3 - <<'PY'
+import json
+c = json.load(open("config.json"))
+c["process"]["args"] = ["/bin/sh", "/tmp/dev.sh", "CRUN-CG"]
+c["mounts"] = [m for m in c["mounts"] if m["destination"] not in ("/tmp", "/tmp/inside.sh")]
+c["mounts"].append({"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"]})
+c["mounts"].append({"destination": "/tmp/dev.sh", "type": "bind", "source": "/tmp/dev.sh", "options": ["bind", "ro"]})
+json.dump(c, open("config.json", "w"), indent=1)
+PY
+crun run box2
+echo "CRUN-CG-RC $?"
+echo "CRUN-CG-LEFT $(ls -d /sys/fs/cgroup/box2 2>/dev/null | wc -l)"
 echo UM-CONTAINERS-DONE

@@ -1,8 +1,9 @@
 //! Gate: an OCI container runtime inside the guest (issue 23): Debian's crun runs a container
 //! whose root is the Alpine tree, with every namespace `crun spec` asks for (pid, network,
 //! ipc, uts, cgroup, mount), in every engine of [`um_tests::ENGINES`]. The guest script is
-//! `tests/scripts/containers-gate.sh`; crun runs as root with `--cgroup-manager=disabled`
-//! (its cgroup v2 device controller is a BPF program, and `bpf(2)` is not implemented).
+//! `tests/scripts/containers-gate.sh`; crun runs as root, first with
+//! `--cgroup-manager=disabled`, then a second container with cgroups on (the default), whose
+//! device rules are a BPF program attached to its cgroup (`um-bpf`).
 //!
 //! What is checked, from inside the container: it is pid 1; its hostname is the spec's; each
 //! of the six namespaces is a new one (its `/proc/self/ns` link differs from the host's, and
@@ -11,6 +12,9 @@
 //! the network namespace has only `lo`; `/dev/null` and `/dev/pts/ptmx` are there; the
 //! capability set is the spec's three (AUDIT_WRITE, KILL, NET_BIND_SERVICE); its own tmpfs
 //! is writable. Outside: crun's exit status is the container's, and no container is left.
+//! With cgroups on: `/proc/self/cgroup` is still `0::/`, `/dev/zero` reads, a disk node
+//! (block 8:0) can be made (`b *:* m`) but opening it is `EPERM`, and the cgroup is gone
+//! after the run.
 //!
 //! Before the kernel carried a file's mount with it (`Dentry::mnt`), crun re-executed itself
 //! forever here: its self-clone check binds /proc/self/exe read-only, opens it, detaches the
@@ -61,6 +65,14 @@ fn crun_runs_a_container_with_every_namespace() {
             ("CT-TMP", "writable"),
             ("CRUN-RC", "0"),
             ("CRUN-LEFT", "0"),
+            // Cgroups on: crun's device program lets /dev/zero be read and a disk node be
+            // made (`b *:* m`) but not opened.
+            ("CRUN-CG-CGROUP", "0::/"),
+            ("CRUN-CG-ZERO", "1"),
+            ("CRUN-CG-MKNOD", "made"),
+            ("CRUN-CG-OPEN", "Operation not permitted"),
+            ("CRUN-CG-RC", "0"),
+            ("CRUN-CG-LEFT", "0"),
         ] {
             assert_eq!(value(key), want, "`{key}`: {}", ctx());
         }
