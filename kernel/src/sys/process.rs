@@ -166,8 +166,8 @@ fn prlimit64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
             .tasks
             .find_task_vpid(c.task, pid as u32)
             .ok_or(Errno::ESRCH)?;
-        let me = lock(&c.task.process.creds).clone();
-        let tc = lock(&t.process.creds).clone();
+        let me = *lock(&c.task.process.creds);
+        let tc = *lock(&t.process.creds);
         let same = [tc.uid, tc.euid, tc.suid].iter().all(|&u| u == me.uid)
             && [tc.gid, tc.egid, tc.sgid].iter().all(|&g| g == me.gid);
         if !same
