@@ -128,3 +128,158 @@ fn check(pid: u32, access: DevAccess) -> bool {
 pub fn init() {
     um_kernel::devcgroup::set_check(check);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::{attach, detach};
+    use um_cgroup::tree::{Hierarchy, ROOT};
+    use um_uapi::Errno;
+    use um_uapi::abi::bpf::{
+        BPF_DEVCG_ACC_READ, BPF_DEVCG_DEV_CHAR, BPF_F_ALLOW_OVERRIDE, BPF_F_REPLACE,
+        BPF_PROG_TYPE_CGROUP_DEVICE,
+    };
+
+    /// A program returning `ret` (`r0 = ret; exit`).
+    fn prog(st: &mut State, ret: i32) -> Arc<Prog> {
+        let id = st.alloc_id();
+        let p = Arc::new(Prog {
+            id,
+            prog_type: BPF_PROG_TYPE_CGROUP_DEVICE,
+            insns: vec![
+                BpfInsn {
+                    code: 0xb7,
+                    regs: 0,
+                    off: 0,
+                    imm: ret,
+                },
+                BpfInsn {
+                    code: 0x95,
+                    regs: 0,
+                    off: 0,
+                    imm: 0,
+                },
+            ],
+            name: [0; 16],
+            gpl: false,
+            load_time: 0,
+            uid: 0,
+            tag: [0; 8],
+        });
+        st.ids.insert(id, Arc::downgrade(&p));
+        p
+    }
+
+    fn tree() -> (Hierarchy, CgId, CgId) {
+        let mut h = Hierarchy::default();
+        let a = h.mkdir(ROOT, b"a", 0, 0, 0o755, |_| false).unwrap();
+        let b = h.mkdir(a, b"b", 0, 0, 0o755, |_| false).unwrap();
+        (h, a, b)
+    }
+
+    const NULL: DevAccess = DevAccess {
+        kind: BPF_DEVCG_DEV_CHAR,
+        major: 1,
+        minor: 3,
+        access: BPF_DEVCG_ACC_READ,
+    };
+
+    #[test]
+    fn attach_rules_follow_cgroup_bpf_attach() {
+        let (h, a, b) = tree();
+        let mut st = State::default();
+        let (allow, deny) = (prog(&mut st, 1), prog(&mut st, 0));
+        // Invalid combinations.
+        let both = BPF_F_ALLOW_OVERRIDE | BPF_F_ALLOW_MULTI;
+        assert_eq!(
+            attach(&mut st, &h, a, allow.clone(), None, both),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            attach(
+                &mut st,
+                &h,
+                a,
+                allow.clone(),
+                Some(deny.clone()),
+                BPF_F_REPLACE
+            ),
+            Err(Errno::EINVAL)
+        );
+        // A non-overridable program in `a` forbids any in `b`.
+        attach(&mut st, &h, a, deny.clone(), None, 0).unwrap();
+        assert_eq!(
+            attach(&mut st, &h, b, allow.clone(), None, 0),
+            Err(Errno::EPERM)
+        );
+        // Single mode replaces; changing the mode of a non-empty list is EPERM.
+        attach(&mut st, &h, a, allow.clone(), None, 0).unwrap();
+        assert_eq!(st.cgroups[&a].progs.len(), 1);
+        assert_eq!(
+            attach(&mut st, &h, a, deny.clone(), None, BPF_F_ALLOW_MULTI),
+            Err(Errno::EPERM)
+        );
+        // Legacy detach needs no program; then `a` is empty, and multi mode may start.
+        detach(&mut st, a, None).unwrap();
+        assert_eq!(detach(&mut st, a, None), Err(Errno::ENOENT));
+        attach(&mut st, &h, a, allow.clone(), None, BPF_F_ALLOW_MULTI).unwrap();
+        assert_eq!(
+            attach(&mut st, &h, a, allow.clone(), None, BPF_F_ALLOW_MULTI),
+            Err(Errno::EINVAL),
+            "the same program twice"
+        );
+        // Under a multi parent the child may attach; both run for the child.
+        attach(&mut st, &h, b, allow.clone(), None, BPF_F_ALLOW_MULTI).unwrap();
+        assert_eq!(st.effective(&h, b).len(), 2);
+        assert!(st.effective(&h, b).iter().all(|p| p.allows(NULL)));
+        // Replace the parent's program with the denying one: the child is denied too.
+        let multi_replace = BPF_F_ALLOW_MULTI | BPF_F_REPLACE;
+        attach(
+            &mut st,
+            &h,
+            a,
+            deny.clone(),
+            Some(allow.clone()),
+            multi_replace,
+        )
+        .unwrap();
+        assert!(!st.effective(&h, b).iter().all(|p| p.allows(NULL)));
+        assert_eq!(
+            attach(
+                &mut st,
+                &h,
+                a,
+                allow.clone(),
+                Some(allow.clone()),
+                multi_replace
+            ),
+            Err(Errno::ENOENT),
+            "replacing a program that is not attached"
+        );
+        // Multi detach needs the program.
+        assert_eq!(detach(&mut st, a, None), Err(Errno::EINVAL));
+        detach(&mut st, a, Some(&deny)).unwrap();
+        assert_eq!(st.effective(&h, b).len(), 1);
+        // The root's group is unaffected.
+        assert!(st.effective(&h, ROOT).is_empty());
+    }
+
+    #[test]
+    fn a_non_multi_ancestor_is_overridden_by_the_nearest_group() {
+        let (h, a, b) = tree();
+        let mut st = State::default();
+        let (allow, deny) = (prog(&mut st, 1), prog(&mut st, 0));
+        attach(&mut st, &h, a, deny.clone(), None, BPF_F_ALLOW_OVERRIDE).unwrap();
+        attach(&mut st, &h, b, allow.clone(), None, 0).unwrap();
+        let eff = st.effective(&h, b);
+        assert_eq!(eff.len(), 1);
+        assert!(Arc::ptr_eq(&eff[0], &allow));
+        assert!(Arc::ptr_eq(&st.effective(&h, a)[0], &deny));
+        // Ids: live programs are found, dropped ones are not.
+        let id = deny.id;
+        assert!(st.by_id(id).is_some());
+        detach(&mut st, a, None).unwrap();
+        drop(deny);
+        assert!(st.by_id(id).is_none());
+    }
+}
