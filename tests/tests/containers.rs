@@ -14,7 +14,11 @@
 //! is writable. Outside: crun's exit status is the container's, and no container is left.
 //! With cgroups on: `/proc/self/cgroup` is still `0::/`, `/dev/zero` reads, a disk node
 //! (block 8:0) can be made (`b *:* m`) but opening it is `EPERM`, and the cgroup is gone
-//! after the run.
+//! after the run. Before the containers, a Python script calls bpf(2) itself (ctypes): load
+//! errors (bad type, non-zero tail, the verifier's log), attach rules (the same program twice
+//! in a multi list, a mode change), query (`ENOSPC` for a short array), a program found by id,
+//! closing a descriptor does not detach, and a denying program attached to a group makes
+//! `/dev/zero` unopenable for a process in it until it is detached.
 //!
 //! Before the kernel carried a file's mount with it (`Dentry::mnt`), crun re-executed itself
 //! forever here: its self-clone check binds /proc/self/exe read-only, opens it, detaches the
@@ -73,6 +77,22 @@ fn crun_runs_a_container_with_every_namespace() {
             ("CRUN-CG-OPEN", "Operation not permitted"),
             ("CRUN-CG-RC", "0"),
             ("CRUN-CG-LEFT", "0"),
+            // bpf(2) by hand: errnos are Linux's (-22 EINVAL, -7 E2BIG, -1 EPERM, -28 ENOSPC,
+            // -2 ENOENT); query's attach_flags (2: ALLOW_MULTI) and prog_cnt follow them.
+            ("BPF-LOAD", "ok"),
+            ("BPF-FDNAME", "anon_inode:bpf-prog"),
+            ("BPF-BADTYPE", "-22"),
+            ("BPF-TAIL", "-7"),
+            ("BPF-VERIFIER", "-22 jump out of range"),
+            ("BPF-ATTACH", "0 0 -22 -1"),
+            ("BPF-QUERY-SMALL", "-28 2 2"),
+            ("BPF-QUERY", "0 2 2"),
+            ("BPF-BYID", "anon_inode:bpf-prog"),
+            ("BPF-ALLOWED", "1"),
+            ("BPF-ATTACH-DENY", "0"),
+            ("BPF-DENIED", "0 Operation not permitted"),
+            ("BPF-DETACH", "0 -2"),
+            ("BPF-UNDENIED", "1"),
         ] {
             assert_eq!(value(key), want, "`{key}`: {}", ctx());
         }
