@@ -9,6 +9,14 @@ mount -t cgroup2 none /sys/fs/cgroup
 mount -t tmpfs tmpfs /run
 for ns in pid net ipc uts cgroup mnt; do echo "HOST-NS $ns $(readlink /proc/self/ns/$ns)"; done
 
+# prlimit(2) on another process (runc sets the container init's limits so): root may, an
+# unprivileged user may not touch root's process.
+sleep 30 & P=$!
+prlimit --pid $P --nofile=100:200
+echo "PRLIMIT-OTHER $(prlimit --pid $P -n -o SOFT,HARD --noheadings | xargs)"
+echo "PRLIMIT-UNPRIV $(setpriv --reuid 1000 --regid 1000 --clear-groups prlimit --pid $P --nofile=50:60 2>&1 | sed 's/.*: //')"
+kill $P
+
 python3 - <<'PY'
 # bpf(2) by hand (ctypes): the load, attach, query and id rules the runtimes rely on, and a
 # program's effect on a process in the group. Each check prints a BPF-* line.

@@ -34,7 +34,13 @@ const KINDS: [&str; 6] = ["pid", "net", "ipc", "uts", "cgroup", "mnt"];
 
 #[test]
 fn crun_runs_a_container_with_every_namespace() {
-    let tree = um_tests::debian_rootfs(&["usr/bin/crun", "usr/bin/python3", "usr/bin/readlink"]);
+    let tree = um_tests::debian_rootfs(&[
+        "usr/bin/crun",
+        "usr/bin/python3",
+        "usr/bin/readlink",
+        "usr/bin/prlimit",
+        "usr/bin/setpriv",
+    ]);
     let alpine = um_tests::rootfs();
     for_each_engine(|engine| {
         let out = Boot::new()
@@ -93,6 +99,8 @@ fn crun_runs_a_container_with_every_namespace() {
             ("BPF-DENIED", "0 Operation not permitted"),
             ("BPF-DETACH", "0 -2"),
             ("BPF-UNDENIED", "1"),
+            ("PRLIMIT-OTHER", "100 200"),
+            ("PRLIMIT-UNPRIV", "Operation not permitted"),
         ] {
             assert_eq!(value(key), want, "`{key}`: {}", ctx());
         }
