@@ -95,7 +95,7 @@ fn read_attr(c: &SyscallCtx<'_>, addr: u64, size: u64) -> SysResult<Vec<u8>> {
     }
     let size = size as usize;
     if size > BPF_ATTR_SIZE {
-        let tail = c.read_bytes(addr + BPF_ATTR_SIZE as u64, size - BPF_ATTR_SIZE)?;
+        let tail = c.read_bytes(off(addr, BPF_ATTR_SIZE as u64)?, size - BPF_ATTR_SIZE)?;
         if tail.iter().any(|&b| b != 0) {
             return Err(Errno::E2BIG);
         }
@@ -103,6 +103,11 @@ fn read_attr(c: &SyscallCtx<'_>, addr: u64, size: u64) -> SysResult<Vec<u8>> {
     let mut attr = c.read_bytes(addr, size.min(BPF_ATTR_SIZE))?;
     attr.resize(BPF_ATTR_SIZE, 0);
     Ok(attr)
+}
+
+/// `base + off` in guest memory; `EFAULT` past the end of the address space.
+fn off(base: u64, off: u64) -> SysResult<u64> {
+    base.checked_add(off).ok_or(Errno::EFAULT)
 }
 
 /// bpf(cmd, attr, size).
@@ -222,7 +227,7 @@ fn prog_load(c: &mut SyscallCtx<'_>, attr: &[u8], uattr: u64) -> SysResult {
     write_log(c, &at, &msg)?;
     if at.log_level != 0 {
         // log_true_size (Linux 6.4): the log's full length, NUL included.
-        c.write_bytes(uattr + 140, &(msg.len() as u32 + 1).to_le_bytes())?;
+        c.write_bytes(off(uattr, 140)?, &(msg.len() as u32 + 1).to_le_bytes())?;
     }
     let gpl = matches!(
         &license[..],
@@ -495,8 +500,8 @@ fn prog_query(c: &mut SyscallCtx<'_>, attr: &[u8], uattr: u64) -> SysResult {
         }
     };
     let total = progs.len() as u32;
-    c.write_bytes(uattr + 12, &flags.to_le_bytes())?;
-    c.write_bytes(uattr + 24, &total.to_le_bytes())?;
+    c.write_bytes(off(uattr, 12)?, &flags.to_le_bytes())?;
+    c.write_bytes(off(uattr, 24)?, &total.to_le_bytes())?;
     if q.prog_cnt == 0 || q.prog_ids == 0 || total == 0 {
         return Ok(0);
     }
@@ -528,7 +533,7 @@ fn get_next_id(c: &mut SyscallCtx<'_>, attr: &[u8], uattr: u64) -> SysResult {
             .map(|(&id, _)| id)
     };
     let next = next.ok_or(Errno::ENOENT)?;
-    c.write_bytes(uattr + 4, &next.to_le_bytes())?;
+    c.write_bytes(off(uattr, 4)?, &next.to_le_bytes())?;
     Ok(0)
 }
 
@@ -566,7 +571,7 @@ fn get_info(c: &mut SyscallCtx<'_>, attr: &[u8], uattr: u64) -> SysResult {
         if ulen > 4096 {
             return Err(Errno::E2BIG);
         }
-        let tail = c.read_bytes(ia.info + size as u64, ulen - size)?;
+        let tail = c.read_bytes(off(ia.info, size as u64)?, ulen - size)?;
         if tail.iter().any(|&b| b != 0) {
             return Err(Errno::E2BIG);
         }
@@ -600,7 +605,7 @@ fn get_info(c: &mut SyscallCtx<'_>, attr: &[u8], uattr: u64) -> SysResult {
     info.map_ids = user.map_ids;
     let bytes = info.as_bytes();
     c.write_bytes(ia.info, &bytes[..len])?;
-    c.write_bytes(uattr + 4, &(len as u32).to_le_bytes())?;
+    c.write_bytes(off(uattr, 4)?, &(len as u32).to_le_bytes())?;
     Ok(0)
 }
 

@@ -196,7 +196,7 @@ pub fn verify(prog: &[BpfInsn], ctx_size: i32) -> Result<(), String> {
                     Reg::Ctx => {}
                     Reg::Frame => return Err(format!("invalid read from stack R{src}")),
                     Reg::Scalar(..) => return Err(format!("R{src} invalid mem access 'scalar'")),
-                    Reg::Uninit => unreachable!(),
+                    Reg::Uninit => return Err(format!("R{src} !read_ok")),
                 }
                 let (off, size) = (i.off as i32, size_of(i.code));
                 // cgroup_dev_is_valid_access.
