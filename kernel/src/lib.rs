@@ -15,6 +15,7 @@ pub mod cgroupns;
 pub mod cpus;
 pub mod cputime;
 pub mod current;
+pub mod devcgroup;
 pub mod engine;
 pub mod ipcns;
 pub mod kernel;

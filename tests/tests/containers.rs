@@ -1,8 +1,9 @@
 //! Gate: an OCI container runtime inside the guest (issue 23): Debian's crun runs a container
 //! whose root is the Alpine tree, with every namespace `crun spec` asks for (pid, network,
 //! ipc, uts, cgroup, mount), in every engine of [`um_tests::ENGINES`]. The guest script is
-//! `tests/scripts/containers-gate.sh`; crun runs as root with `--cgroup-manager=disabled`
-//! (its cgroup v2 device controller is a BPF program, and `bpf(2)` is not implemented).
+//! `tests/scripts/containers-gate.sh`; crun runs as root, first with
+//! `--cgroup-manager=disabled`, then a second container with cgroups on (the default), whose
+//! device rules are a BPF program attached to its cgroup (`um-bpf`).
 //!
 //! What is checked, from inside the container: it is pid 1; its hostname is the spec's; each
 //! of the six namespaces is a new one (its `/proc/self/ns` link differs from the host's, and
@@ -14,6 +15,13 @@
 //! Then rootless: uid 1000 runs `crun spec --rootless`'s container (a user namespace besides
 //! the six), which is pid 1 and root inside, with its uid map `0 1000 1` (crun falls back from
 //! the missing setuid `newuidmap` to writing the map itself) and its own hostname.
+//! With cgroups on: `/proc/self/cgroup` is still `0::/`, `/dev/zero` reads, a disk node
+//! (block 8:0) can be made (`b *:* m`) but opening it is `EPERM`, and the cgroup is gone
+//! after the run. Before the containers, a Python script calls bpf(2) itself (ctypes): load
+//! errors (bad type, non-zero tail, the verifier's log), attach rules (the same program twice
+//! in a multi list, a mode change), query (`ENOSPC` for a short array), a program found by id,
+//! closing a descriptor does not detach, and a denying program attached to a group makes
+//! `/dev/zero` unopenable for a process in it until it is detached.
 //!
 //! Before the kernel carried a file's mount with it (`Dentry::mnt`), crun re-executed itself
 //! forever here: its self-clone check binds /proc/self/exe read-only, opens it, detaches the
@@ -29,7 +37,13 @@ const KINDS: [&str; 6] = ["pid", "net", "ipc", "uts", "cgroup", "mnt"];
 
 #[test]
 fn crun_runs_a_container_with_every_namespace() {
-    let tree = um_tests::debian_rootfs(&["usr/bin/crun", "usr/bin/python3", "usr/bin/readlink"]);
+    let tree = um_tests::debian_rootfs(&[
+        "usr/bin/crun",
+        "usr/bin/python3",
+        "usr/bin/readlink",
+        "usr/bin/prlimit",
+        "usr/bin/setpriv",
+    ]);
     let alpine = um_tests::rootfs();
     for_each_engine(|engine| {
         let out = Boot::new()
@@ -70,6 +84,32 @@ fn crun_runs_a_container_with_every_namespace() {
             ("RL-MAP", "0 1000 1"),
             ("RL-HOST", "rbox"),
             ("ROOTLESS-RC", "0"),
+            // Cgroups on: crun's device program lets /dev/zero be read and a disk node be
+            // made (`b *:* m`) but not opened.
+            ("CRUN-CG-CGROUP", "0::/"),
+            ("CRUN-CG-ZERO", "1"),
+            ("CRUN-CG-MKNOD", "made"),
+            ("CRUN-CG-OPEN", "Operation not permitted"),
+            ("CRUN-CG-RC", "0"),
+            ("CRUN-CG-LEFT", "0"),
+            // bpf(2) by hand: errnos are Linux's (-22 EINVAL, -7 E2BIG, -1 EPERM, -28 ENOSPC,
+            // -2 ENOENT); query's attach_flags (2: ALLOW_MULTI) and prog_cnt follow them.
+            ("BPF-LOAD", "ok"),
+            ("BPF-FDNAME", "anon_inode:bpf-prog"),
+            ("BPF-BADTYPE", "-22"),
+            ("BPF-TAIL", "-7"),
+            ("BPF-VERIFIER", "-22 jump out of range"),
+            ("BPF-ATTACH", "0 0 -22 -1"),
+            ("BPF-QUERY-SMALL", "-28 2 2"),
+            ("BPF-QUERY", "0 2 2"),
+            ("BPF-BYID", "anon_inode:bpf-prog"),
+            ("BPF-ALLOWED", "1"),
+            ("BPF-ATTACH-DENY", "0"),
+            ("BPF-DENIED", "0 Operation not permitted"),
+            ("BPF-DETACH", "0 -2"),
+            ("BPF-UNDENIED", "1"),
+            ("PRLIMIT-OTHER", "100 200"),
+            ("PRLIMIT-UNPRIV", "Operation not permitted"),
         ] {
             assert_eq!(value(key), want, "`{key}`: {}", ctx());
         }

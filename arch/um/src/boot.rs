@@ -434,6 +434,8 @@ pub fn boot(c: Cmdline) -> Result<i32, String> {
     um_net::init();
     // cgroup v2: the cgroup2 file system type and the fork/exit hooks of membership.
     um_cgroup::init(&kernel);
+    // BPF device programs of cgroups: the device check of opens and mknod.
+    um_bpf::init();
     // Loadable modules: /proc/modules, /sys/module, modules_disabled.
     um_modules::init();
 

@@ -17,6 +17,7 @@ pub fn table() -> SyscallTable {
     um_modules::sys::register(&mut t);
     um_ipc::register(&mut t);
     um_net::register(&mut t);
+    um_bpf::sys::register(&mut t);
     t
 }
 

@@ -130,6 +130,10 @@ fn do_mknodat(c: &mut SyscallCtx<'_>, dirfd: u64, addr: u64, m: u64, dev: u64) -
         return Err(Errno::EPERM);
     }
     let (major, minor) = vfs::decode_dev(dev & 0xffff_ffff);
+    // vfs_mknod's devcgroup_inode_mknod: the cgroup's device programs.
+    if matches!(fmt, mode::S_IFCHR | mode::S_IFBLK) {
+        um_kernel::devcgroup::check_mknod(c.task.process.pid, fmt == mode::S_IFBLK, major, minor)?;
+    }
     let rdev = vfs::encode_dev(major, minor);
     let perm = crate::namei::mode_strip_sgid(&dir.inode.stat()?, owner(&cr), fmt | (m & 0o7777));
     let perm = perm & 0o7777 & !umask(c);

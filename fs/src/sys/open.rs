@@ -259,6 +259,18 @@ pub(crate) fn do_open(
         if matches!(fmt, mode::S_IFCHR | mode::S_IFBLK) && mount::is_nodev(&d) {
             return Err(Errno::EACCES);
         }
+        // inode_permission's devcgroup_inode_permission: the cgroup's device programs.
+        if matches!(fmt, mode::S_IFCHR | mode::S_IFBLK) {
+            let (major, minor) = um_kernel::vfs::decode_dev(st.rdev);
+            um_kernel::devcgroup::check_open(
+                c.task.process.pid,
+                fmt == mode::S_IFBLK,
+                major,
+                minor,
+                mask & MAY_READ != 0,
+                mask & MAY_WRITE != 0,
+            )?;
+        }
         crate::locks::break_lease(c.task, &d, flags)?; // do_dentry_open: break_lease
         // do_dentry_open: a regular file opened for writing takes write access, refused
         // (ETXTBSY) while the file is being executed; before O_TRUNC may cut it.

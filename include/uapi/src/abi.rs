@@ -13,7 +13,7 @@
 //! `include/uapi/linux/loop.h` (loop devices), `include/uapi/linux/fs.h` (inode flags), `include/uapi/linux/{ipc,shm,sem,msg}.h` (SysV IPC), `include/uapi/linux/capability.h`
 //! (capability numbers), `include/uapi/linux/{seccomp,filter}.h` (seccomp, classic BPF),
 //! `include/uapi/linux/xattr.h` (extended attributes), `include/uapi/linux/{kcmp,ioprio,mqueue,aio_abi}.h`
-//! (the probed-for calls, [`probe`]). Each submodule
+//! (the probed-for calls, [`probe`]), `include/uapi/linux/bpf.h` ([`bpf`]). Each submodule
 //! names its own sources.
 //!
 //! Every structure implements [`Pod`] (safe little-endian byte conversion) and has its size and
@@ -21,6 +21,7 @@
 
 pub mod auxv;
 pub mod blkdev;
+pub mod bpf;
 pub mod capability;
 pub mod fcntl;
 pub mod fs;

@@ -5,7 +5,6 @@
 //! * io_uring_setup/enter/register (`CONFIG_IO_URING`): liburing users (systemd-journald,
 //!   QEMU, MariaDB, fio's io_uring engine) see `ENOSYS` and use the thread pool, AIO
 //!   ([`um_uapi::abi::probe::Iocb`], the file layer's `sys/aio.rs`) or plain reads instead.
-//! * bpf (`CONFIG_BPF_SYSCALL`): systemd and iproute2 probe it and go without BPF programs.
 //! * perf_event_open (`CONFIG_PERF_EVENTS`): `perf` reports "not supported", rr and profilers
 //!   refuse cleanly; `EACCES` would send them to `perf_event_paranoid` instead, which is no
 //!   fix here.
@@ -45,8 +44,6 @@ pub fn register(t: &mut SyscallTable) {
     t.register("io_uring_setup", absent).enosys(URING);
     t.register("io_uring_enter", absent).enosys(URING);
     t.register("io_uring_register", absent).enosys(URING);
-    t.register("bpf", absent)
-        .enosys("as a kernel without CONFIG_BPF_SYSCALL: no verifier or JIT here; systemd and iproute2 go without BPF programs");
     t.register("perf_event_open", absent)
         .enosys("as a kernel without CONFIG_PERF_EVENTS: no host counters are exposed to guests; perf reports it unsupported (EACCES would point at perf_event_paranoid instead)");
     const FAN: &str =

@@ -155,9 +155,31 @@ fn prlimit64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     if res >= RLIM_NLIMITS {
         return Err(Errno::EINVAL);
     }
-    if pid != 0 && pid as u32 != c.task.process.pids.own() {
-        return Err(Errno::ESRCH);
-    }
+    // Another process of the caller's pid namespace (kernel/sys.c prlimit64: runc sets the
+    // container init's limits this way), with check_prlimit_permission's rule: the caller's
+    // uid and gid are all of the target's ids, or CAP_SYS_RESOURCE.
+    let target = if pid == 0 || pid as u32 == c.task.process.pids.own() {
+        c.task.process.clone()
+    } else {
+        let t = c
+            .kernel
+            .tasks
+            .find_task_vpid(c.task, pid as u32)
+            .ok_or(Errno::ESRCH)?;
+        let me = *lock(&c.task.process.creds);
+        let tc = *lock(&t.process.creds);
+        let same = [tc.uid, tc.euid, tc.suid].iter().all(|&u| u == me.uid)
+            && [tc.gid, tc.egid, tc.sgid].iter().all(|&g| g == me.gid);
+        if !same
+            && !c
+                .task
+                .process
+                .capable_own(um_uapi::abi::capability::CAP_SYS_RESOURCE)
+        {
+            return Err(Errno::EPERM);
+        }
+        t.process.clone()
+    };
     let newval = if new != 0 {
         let b = c.read_bytes(new, 16)?;
         let cur = u64::from_le_bytes(b[0..8].try_into().map_err(|_| Errno::EFAULT)?);
@@ -173,7 +195,7 @@ fn prlimit64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
     } else {
         None
     };
-    let mut lim = lock(&c.task.process.rlimits);
+    let mut lim = lock(&target.rlimits);
     let prev = lim[res as usize];
     if old != 0 {
         let mut b = prev.0.to_le_bytes().to_vec();
@@ -188,12 +210,12 @@ fn prlimit64(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
         lim[res as usize] = v;
         if res == RLIMIT_NOFILE {
             // The descriptor table enforces the soft limit (fs/file.c alloc_fd, dup2).
-            lock(&c.task.process.files()).set_nofile(v.0);
+            lock(&target.files()).set_nofile(v.0);
         }
         drop(lim);
         if res as usize == crate::cputime::RLIMIT_CPU {
             // kernel/sys.c do_prlimit -> update_rlimit_cpu: a finite limit is watched.
-            crate::cputime::watch_rlimit_cpu(c.kernel, &c.task.process);
+            crate::cputime::watch_rlimit_cpu(c.kernel, &target);
         }
     }
     Ok(0)
