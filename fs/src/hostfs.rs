@@ -94,6 +94,12 @@ impl HostFs {
     fn forget_attrs(&self, id: HostId) {
         self.cache().forget_attrs(id);
     }
+
+    /// Host inode `id` may have lost its last name, or its permissions changed: its
+    /// attributes and its spare fd go ([`Cache::forget_inode`]).
+    fn forget_inode(&self, id: HostId) {
+        self.cache().forget_inode(id);
+    }
 }
 
 enum Kind {
@@ -452,15 +458,26 @@ impl Inode for HostInode {
                 if acc != libc::O_RDONLY && self.readonly() {
                     return Err(Errno::EROFS);
                 }
-                let fd = match lock(&self.created).take() {
+                let created = lock(&self.created).take();
+                let spare = created.is_none() && acc == libc::O_RDONLY;
+                let fd = match created {
                     Some(fd) => fd,
+                    None if spare => {
+                        let now = Instant::now();
+                        let kept = self.fs.cache().take_spare(self.hid(), now);
+                        match kept {
+                            Some(fd) => fd,
+                            None => self.open_host(libc::O_RDONLY)?,
+                        }
+                    }
                     None => self.open_host(if acc == 3 { libc::O_RDWR } else { acc })?,
                 };
                 let me = self.me.upgrade().ok_or(Errno::ENOENT)?;
                 Ok(Box::new(HostFile {
-                    fd,
+                    fd: Some(fd),
                     inode: me,
                     privs: AtomicBool::new(hostfs_meta::has_privs(st.mode)),
+                    spare,
                 }))
             }
             // The kernel's own pipe, never the host FIFO.
@@ -582,7 +599,7 @@ impl Inode for HostInode {
         }
         let r = hostdir::unlinkat(dir, name, false);
         self.forget_name(name);
-        self.fs.forget_attrs((hs.dev, hs.ino));
+        self.fs.forget_inode((hs.dev, hs.ino));
         r.map_err(host_errno)?;
         if hs.nlink <= 1 {
             self.fs.meta.forget(&hs);
@@ -638,9 +655,9 @@ impl Inode for HostInode {
             self.forget_name(old_name);
             nd.forget_name(new_name);
             let mut c = self.fs.cache();
-            c.forget_attrs((src.dev, src.ino));
+            c.forget_inode((src.dev, src.ino));
             if let Some(v) = dst {
-                c.forget_attrs((v.dev, v.ino));
+                c.forget_inode((v.dev, v.ino));
             }
         }
         r.map_err(host_errno)?;
@@ -655,7 +672,7 @@ impl Inode for HostInode {
     fn setattr(&self, attr: &SetAttr) -> SysResult<()> {
         let r = self.setattr_host(attr);
         // Whatever part of it was made.
-        self.fs.forget_attrs(self.hid());
+        self.fs.forget_inode(self.hid());
         r
     }
 
@@ -876,15 +893,38 @@ impl FileOps for HostDir {
 
 /// An open hostfs regular file.
 struct HostFile {
-    fd: OwnedFd,
+    /// Always there until the file is dropped, which keeps it as a spare if it may.
+    fd: Option<OwnedFd>,
     inode: Arc<HostInode>,
     /// The file was setuid (or setgid and group-executable) when opened: the first write by
     /// an unprivileged process clears that. (Bits set by a chmod after the open are not
     /// looked at again, to keep `stat` off the write path; Linux rechecks on every write.)
     privs: AtomicBool,
+    /// A read-only host fd, which may serve another open of the inode once this one closes
+    /// ([`crate::hostfs_cache`], "Spare descriptors").
+    spare: bool,
+}
+
+impl Drop for HostFile {
+    fn drop(&mut self) {
+        if let Some(fd) = self.fd.take()
+            && self.spare
+        {
+            let back = self
+                .inode
+                .fs
+                .cache()
+                .put_spare(self.inode.hid(), fd, Instant::now());
+            drop(back);
+        }
+    }
 }
 
 impl HostFile {
+    fn fd(&self) -> SysResult<std::os::fd::BorrowedFd<'_>> {
+        self.fd.as_ref().map(|f| f.as_fd()).ok_or(Errno::EBADF)
+    }
+
     /// `file_remove_privs` (fs/inode.c): a write by a process without `CAP_FSETID` (fsuid 0
     /// here) clears setuid, and setgid with group execute, before the data changes
     /// (`should_remove_suid`).
@@ -894,8 +934,8 @@ impl HostFile {
         }
         let fs = &self.inode.fs;
         let _guard = lock(&fs.meta.attr_lock);
-        let hs = host::fstatat(self.fd.as_fd(), b"").map_err(host_errno)?;
-        let loc = XattrLoc::Fd(self.fd.as_fd());
+        let hs = host::fstatat(self.fd()?, b"").map_err(host_errno)?;
+        let loc = XattrLoc::Fd(self.fd()?);
         let mut m = fs.meta.get(loc, &hs).unwrap_or_else(|| Meta::of_host(&hs));
         if hostfs_meta::has_privs(mode::S_IFREG | m.perm) {
             m.perm = hostfs_meta::strip_privs(m.perm);
@@ -914,7 +954,7 @@ impl FileOps for HostFile {
     }
 
     fn read(&self, _io: &IoCtx<'_>, buf: &mut [u8], off: u64) -> SysResult<usize> {
-        let r = host::pread(self.fd.as_fd(), buf, off).map_err(host_errno);
+        let r = host::pread(self.fd()?, buf, off).map_err(host_errno);
         // The host may have moved the atime.
         self.inode.fs.forget_attrs(self.inode.hid());
         r
@@ -922,7 +962,7 @@ impl FileOps for HostFile {
 
     fn write(&self, io: &IoCtx<'_>, data: &[u8], off: u64) -> SysResult<usize> {
         let r = self.remove_privs(io);
-        let r = r.and_then(|()| host::pwrite(self.fd.as_fd(), data, off).map_err(host_errno));
+        let r = r.and_then(|()| host::pwrite(self.fd()?, data, off).map_err(host_errno));
         // Size, times, and perhaps the mode (remove_privs) changed.
         self.inode.fs.forget_attrs(self.inode.hid());
         let n = r?;
@@ -933,7 +973,7 @@ impl FileOps for HostFile {
     }
 
     fn stat(&self) -> SysResult<Kstat> {
-        fd_stat(&self.inode.fs, self.fd.as_fd())
+        fd_stat(&self.inode.fs, self.fd()?)
     }
 
     fn vm_file(&self) -> Option<Arc<dyn VmFile>> {

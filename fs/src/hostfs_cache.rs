@@ -20,6 +20,14 @@
 //!   made at consistency"); UML's own hostfs (fs/hostfs/hostfs_kern.c) keeps a dentry and its
 //!   inode's attributes, unrevalidated, for as long as the dentry is in use.
 //!
+//! Spare descriptors: when a file opened read-only is closed, its host fd is kept (at most
+//! [`MAX_SPARES`], each for [`TTL`]) and the next read-only open of the same host inode takes it
+//! instead of asking the host for a new one, so an open and a close make no host call. An fd
+//! names the inode, not the name: the spare goes as soon as this kernel unlinks, renames over
+//! or changes the attributes of that inode ([`Cache::forget_inode`]), so it never keeps a
+//! removed file's space for long, and an outside rename is seen when the lookup is (both
+//! within [`TTL`]).
+//!
 //! Entries hold no inode: a hit builds a fresh `HostInode` from the entry, so the cache has no
 //! reference cycle with the file system and goes with it. It holds at most [`MAX_ENTRIES`]
 //! names and as many attribute records (each directory entry keeps one host `O_PATH` fd); when
@@ -36,6 +44,9 @@ pub const TTL: Duration = Duration::from_secs(1);
 
 /// Names (and, separately, attribute records) kept at most per file system.
 pub const MAX_ENTRIES: usize = 4096;
+
+/// Host fds of closed read-only files kept for reuse at most per file system.
+pub const MAX_SPARES: usize = 64;
 
 /// A host inode's identity: `(st_dev, st_ino)`.
 pub type HostId = (u64, u64);
@@ -64,6 +75,8 @@ pub struct Cache {
     dirs: HashMap<HostId, HashMap<Box<[u8]>, Timed<Dentry>>>,
     names: usize,
     attrs: HashMap<HostId, Timed<HostStat>>,
+    /// Read-only host fds of closed files, by inode.
+    spares: HashMap<HostId, Timed<OwnedFd>>,
     /// Bumped by every drop: a fill whose host call began before it does not store.
     generation: u64,
 }
@@ -129,12 +142,40 @@ impl Cache {
         self.attrs.remove(&id);
     }
 
+    /// The inode `id` may have lost its last name or changed its permissions: its attributes
+    /// and its spare fd go.
+    pub fn forget_inode(&mut self, id: HostId) {
+        self.forget_attrs(id);
+        self.spares.remove(&id);
+    }
+
+    /// A read-only host fd of `id` kept by [`Cache::put_spare`] within [`TTL`].
+    pub fn take_spare(&mut self, id: HostId, now: Instant) -> Option<OwnedFd> {
+        let e = self.spares.remove(&id)?;
+        (now.saturating_duration_since(e.at) < TTL).then_some(e.v)
+    }
+
+    /// Keeps `fd`, a read-only host fd of `id`, for the next [`Cache::take_spare`]; gives it
+    /// back (for the caller to close) when the pool is full of fresh ones.
+    pub fn put_spare(&mut self, id: HostId, fd: OwnedFd, now: Instant) -> Option<OwnedFd> {
+        if self.spares.len() >= MAX_SPARES && !self.spares.contains_key(&id) {
+            self.spares
+                .retain(|_, e| now.saturating_duration_since(e.at) < TTL);
+            if self.spares.len() >= MAX_SPARES {
+                return Some(fd);
+            }
+        }
+        self.spares.insert(id, Timed { at: now, v: fd });
+        None
+    }
+
     /// Drops everything (a directory went: its inode number may come back as another one).
     pub fn clear(&mut self) {
         self.generation += 1;
         self.dirs.clear();
         self.names = 0;
         self.attrs.clear();
+        self.spares.clear();
     }
 }
 
@@ -183,6 +224,36 @@ mod tests {
         c.fill_attrs(&st(3, 7), g, t0);
         assert!(c.lookup((1, 2), b"a", t0).is_none());
         assert!(c.attrs((1, 3), t0).is_none());
+    }
+
+    fn devnull() -> OwnedFd {
+        std::fs::File::open("/dev/null").unwrap().into()
+    }
+
+    #[test]
+    fn spares_are_reused_once_and_go_with_their_inode() {
+        let mut c = Cache::default();
+        let t0 = Instant::now();
+        assert!(c.put_spare((1, 3), devnull(), t0).is_none());
+        assert!(c.take_spare((1, 4), t0).is_none());
+        assert!(c.take_spare((1, 3), t0).is_some());
+        assert!(c.take_spare((1, 3), t0).is_none());
+        // Expired.
+        assert!(c.put_spare((1, 3), devnull(), t0).is_none());
+        assert!(c.take_spare((1, 3), t0 + TTL).is_none());
+        // Unlinked or changed through this kernel.
+        assert!(c.put_spare((1, 3), devnull(), t0).is_none());
+        c.forget_inode((1, 3));
+        assert!(c.take_spare((1, 3), t0).is_none());
+        // Bounded: a full pool of fresh fds refuses; expired ones make room.
+        for i in 0..MAX_SPARES as u64 {
+            assert!(c.put_spare((2, i), devnull(), t0).is_none());
+        }
+        assert!(c.put_spare((3, 0), devnull(), t0).is_some());
+        assert!(c.put_spare((3, 0), devnull(), t0 + TTL).is_none());
+        assert_eq!(c.spares.len(), 1);
+        c.clear();
+        assert!(c.spares.is_empty());
     }
 
     #[test]
