@@ -459,10 +459,13 @@ impl Inode for HostInode {
                     return Err(Errno::EROFS);
                 }
                 let created = lock(&self.created).take();
-                let spare = created.is_none() && acc == libc::O_RDONLY;
+                // A read-only host fd may become a spare when this file closes, unless an
+                // inode is forgotten (unlinked, renamed over, changed) while it is open.
+                let spare = (created.is_none() && acc == libc::O_RDONLY)
+                    .then(|| self.fs.cache().inode_generation());
                 let fd = match created {
                     Some(fd) => fd,
-                    None if spare => {
+                    None if spare.is_some() => {
                         let now = Instant::now();
                         let kept = self.fs.cache().take_spare(self.hid(), now);
                         match kept {
@@ -901,20 +904,21 @@ struct HostFile {
     /// looked at again, to keep `stat` off the write path; Linux rechecks on every write.)
     privs: AtomicBool,
     /// A read-only host fd, which may serve another open of the inode once this one closes
-    /// ([`crate::hostfs_cache`], "Spare descriptors").
-    spare: bool,
+    /// ([`crate::hostfs_cache`], "Spare descriptors"): the inode generation it opened at.
+    spare: Option<u64>,
 }
 
 impl Drop for HostFile {
     fn drop(&mut self) {
         if let Some(fd) = self.fd.take()
-            && self.spare
+            && let Some(opened) = self.spare
         {
-            let back = self
-                .inode
-                .fs
-                .cache()
-                .put_spare(self.inode.hid(), fd, Instant::now());
+            let back =
+                self.inode
+                    .fs
+                    .cache()
+                    .put_spare(self.inode.hid(), fd, opened, Instant::now());
+            // Closed outside the lock.
             drop(back);
         }
     }

@@ -79,6 +79,9 @@ pub struct Cache {
     spares: HashMap<HostId, Timed<OwnedFd>>,
     /// Bumped by every drop: a fill whose host call began before it does not store.
     generation: u64,
+    /// Bumped by every [`Cache::forget_inode`] and [`Cache::clear`]: a file open across one
+    /// does not leave its fd as a spare (the inode may have lost its last name meanwhile).
+    inode_generation: u64,
 }
 
 impl Cache {
@@ -146,7 +149,14 @@ impl Cache {
     /// and its spare fd go.
     pub fn forget_inode(&mut self, id: HostId) {
         self.forget_attrs(id);
+        self.inode_generation += 1;
         self.spares.remove(&id);
+    }
+
+    /// The current inode generation: a file records it when it opens, for
+    /// [`Cache::put_spare`].
+    pub fn inode_generation(&self) -> u64 {
+        self.inode_generation
     }
 
     /// A read-only host fd of `id` kept by [`Cache::put_spare`] within [`TTL`].
@@ -155,15 +165,24 @@ impl Cache {
         (now.saturating_duration_since(e.at) < TTL).then_some(e.v)
     }
 
-    /// Keeps `fd`, a read-only host fd of `id`, for the next [`Cache::take_spare`]; gives it
-    /// back (for the caller to close) when the pool is full of fresh ones.
-    pub fn put_spare(&mut self, id: HostId, fd: OwnedFd, now: Instant) -> Option<OwnedFd> {
+    /// Keeps `fd`, a read-only host fd of `id` opened at inode generation `opened`, for the
+    /// next [`Cache::take_spare`]; gives it back (for the caller to close) when an inode was
+    /// forgotten since it opened or the pool is full of fresh ones. Expired spares are closed
+    /// here, so one of a file removed on the host is not kept much past [`TTL`].
+    pub fn put_spare(
+        &mut self,
+        id: HostId,
+        fd: OwnedFd,
+        opened: u64,
+        now: Instant,
+    ) -> Option<OwnedFd> {
+        if opened != self.inode_generation {
+            return Some(fd);
+        }
+        self.spares
+            .retain(|_, e| now.saturating_duration_since(e.at) < TTL);
         if self.spares.len() >= MAX_SPARES && !self.spares.contains_key(&id) {
-            self.spares
-                .retain(|_, e| now.saturating_duration_since(e.at) < TTL);
-            if self.spares.len() >= MAX_SPARES {
-                return Some(fd);
-            }
+            return Some(fd);
         }
         self.spares.insert(id, Timed { at: now, v: fd });
         None
@@ -175,6 +194,7 @@ impl Cache {
         self.dirs.clear();
         self.names = 0;
         self.attrs.clear();
+        self.inode_generation += 1;
         self.spares.clear();
     }
 }
@@ -234,26 +254,50 @@ mod tests {
     fn spares_are_reused_once_and_go_with_their_inode() {
         let mut c = Cache::default();
         let t0 = Instant::now();
-        assert!(c.put_spare((1, 3), devnull(), t0).is_none());
+        assert!(
+            c.put_spare((1, 3), devnull(), c.inode_generation(), t0)
+                .is_none()
+        );
         assert!(c.take_spare((1, 4), t0).is_none());
         assert!(c.take_spare((1, 3), t0).is_some());
         assert!(c.take_spare((1, 3), t0).is_none());
         // Expired.
-        assert!(c.put_spare((1, 3), devnull(), t0).is_none());
+        assert!(
+            c.put_spare((1, 3), devnull(), c.inode_generation(), t0)
+                .is_none()
+        );
         assert!(c.take_spare((1, 3), t0 + TTL).is_none());
         // Unlinked or changed through this kernel.
-        assert!(c.put_spare((1, 3), devnull(), t0).is_none());
+        assert!(
+            c.put_spare((1, 3), devnull(), c.inode_generation(), t0)
+                .is_none()
+        );
         c.forget_inode((1, 3));
         assert!(c.take_spare((1, 3), t0).is_none());
         // Bounded: a full pool of fresh fds refuses; expired ones make room.
         for i in 0..MAX_SPARES as u64 {
-            assert!(c.put_spare((2, i), devnull(), t0).is_none());
+            assert!(
+                c.put_spare((2, i), devnull(), c.inode_generation(), t0)
+                    .is_none()
+            );
         }
-        assert!(c.put_spare((3, 0), devnull(), t0).is_some());
-        assert!(c.put_spare((3, 0), devnull(), t0 + TTL).is_none());
+        assert!(
+            c.put_spare((3, 0), devnull(), c.inode_generation(), t0)
+                .is_some()
+        );
+        assert!(
+            c.put_spare((3, 0), devnull(), c.inode_generation(), t0 + TTL)
+                .is_none()
+        );
         assert_eq!(c.spares.len(), 1);
         c.clear();
         assert!(c.spares.is_empty());
+        // A file open while some inode was forgotten (it may have been this one, unlinked
+        // while open) does not leave a spare.
+        let opened = c.inode_generation();
+        c.forget_inode((4, 4));
+        assert!(c.put_spare((1, 3), devnull(), opened, t0).is_some());
+        assert!(c.take_spare((1, 3), t0).is_none());
     }
 
     #[test]
