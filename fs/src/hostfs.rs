@@ -850,9 +850,24 @@ fn dt_of(kind: u8) -> u8 {
     kind
 }
 
-/// `fstat` of an open hostfs file or directory: the host's, as the guest sees it.
-fn fd_stat(fs: &HostFs, fd: std::os::fd::BorrowedFd<'_>) -> SysResult<Kstat> {
-    let hs = host::fstatat(fd, b"").map_err(host_errno)?;
+/// `fstat` of an open hostfs file or directory `id`: the host's, as the guest sees it, through
+/// the attribute cache (the fd names the inode itself).
+fn fd_stat(fs: &HostFs, id: HostId, fd: std::os::fd::BorrowedFd<'_>) -> SysResult<Kstat> {
+    let now = Instant::now();
+    let generation = {
+        let c = fs.cache();
+        c.attrs(id, now).ok_or(c.generation())
+    };
+    let hs = match generation {
+        Ok(hs) => hs,
+        Err(generation) => {
+            let hs = host::fstatat(fd, b"").map_err(host_errno)?;
+            if (hs.dev, hs.ino) == id {
+                fs.cache().fill_attrs(&hs, generation, now);
+            }
+            hs
+        }
+    };
     let mut st = kstat(&hs);
     if let Some(m) = fs.meta.get(XattrLoc::Fd(fd), &hs) {
         m.apply(&mut st);
@@ -862,7 +877,7 @@ fn fd_stat(fs: &HostFs, fd: std::os::fd::BorrowedFd<'_>) -> SysResult<Kstat> {
 
 impl FileOps for HostDir {
     fn stat(&self) -> SysResult<Kstat> {
-        fd_stat(&self.fs, self.fd.as_fd())
+        fd_stat(&self.fs, self.id, self.fd.as_fd())
     }
 
     fn readdir(&self) -> SysResult<Vec<DirEntry>> {
@@ -977,7 +992,7 @@ impl FileOps for HostFile {
     }
 
     fn stat(&self) -> SysResult<Kstat> {
-        fd_stat(&self.inode.fs, self.fd()?)
+        fd_stat(&self.inode.fs, self.inode.hid(), self.fd()?)
     }
 
     fn vm_file(&self) -> Option<Arc<dyn VmFile>> {
