@@ -18,13 +18,21 @@
 //! ([`hostfs_meta::init_owner`]), and mknod of a device, FIFO or socket makes an empty regular
 //! host file that says what it is. The guest's extended attributes are host xattrs of ours
 //! ([`crate::hostfs_xattr`]), or sidecar entries where the host takes none.
+//!
+//! Lookups and attributes are cached ([`crate::hostfs_cache`]): a walk through names this
+//! kernel has seen recently makes no host call, and an open of a file makes one (`openat`).
+//! Every operation here that changes a name or an attribute on the host drops what it affects
+//! from the cache before it returns; changes made on the host by others are seen at most
+//! [`crate::hostfs_cache::TTL`] late.
 
+use crate::hostfs_cache::{self, Cache, HostId};
 use crate::hostfs_meta::{self, Meta, MetaStore, host_mode, init_owner, reserved};
 use crate::hostfs_xattr;
 use std::any::Any;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::time::Instant;
 use um_kernel::task::lock;
 use um_kernel::vfs::{
     self, DirEntry, FileOps, Inode, Kstat, Owner, SetAttr, Statfs, TimeSet, mode,
@@ -73,11 +81,30 @@ pub struct HostFs {
     /// hidden).
     root_ino: u64,
     root_dev: u64,
+    /// Lookups and host attributes ([`crate::hostfs_cache`]).
+    names: Mutex<Cache>,
+}
+
+impl HostFs {
+    fn cache(&self) -> MutexGuard<'_, Cache> {
+        lock(&self.names)
+    }
+
+    /// The attributes of host inode `id` changed through this kernel.
+    fn forget_attrs(&self, id: HostId) {
+        self.cache().forget_attrs(id);
+    }
+
+    /// Host inode `id` may have lost its last name, or its permissions changed: its
+    /// attributes and its spare fd go ([`Cache::forget_inode`]).
+    fn forget_inode(&self, id: HostId) {
+        self.cache().forget_inode(id);
+    }
 }
 
 enum Kind {
-    /// A directory: its own O_PATH fd.
-    Dir(OwnedFd),
+    /// A directory: its own O_PATH fd (shared with the lookup cache).
+    Dir(Arc<OwnedFd>),
     /// Anything else: reached through its parent directory and name.
     Other {
         parent: Arc<HostInode>,
@@ -116,10 +143,11 @@ impl HostInode {
             meta,
             root_ino: st.ino,
             root_dev: st.dev,
+            names: Mutex::default(),
         });
         Ok(Arc::new_cyclic(|me| HostInode {
             fs,
-            kind: Kind::Dir(fd),
+            kind: Kind::Dir(Arc::new(fd)),
             ino: st.ino,
             dev: st.dev,
             me: me.clone(),
@@ -178,7 +206,7 @@ impl HostInode {
 
     /// The host's stat, the guest's view of it, and the stored metadata behind that view.
     fn guest_stat(&self) -> SysResult<(HostStat, Kstat, Option<Meta>)> {
-        let hs = self.host_stat()?;
+        let hs = self.cached_host_stat()?;
         let meta = self.fs.meta.get(self.loc()?, &hs);
         let mut st = kstat(&hs);
         if let Some(m) = &meta {
@@ -201,13 +229,14 @@ impl HostInode {
     /// Makes a new regular host file `name` for guest metadata `m` (a regular file, or an
     /// emulated node); returns its read-write fd.
     fn create_host_file(&self, name: &[u8], m: Meta) -> SysResult<OwnedFd> {
-        let fd = host::openat(
+        let r = host::openat(
             self.dir_fd()?,
             name,
             libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
             host_mode(m.perm, false),
-        )
-        .map_err(host_errno)?;
+        );
+        self.forget_name(name);
+        let fd = r.map_err(host_errno)?;
         let hs = host::fstatat(fd.as_fd(), b"").map_err(host_errno)?;
         self.record_new(name, XattrLoc::Fd(fd.as_fd()), &hs, m)?;
         Ok(fd)
@@ -238,26 +267,91 @@ impl HostInode {
         }
     }
 
-    /// A child inode after a host lookup of `name` in this directory.
+    /// This inode's host identity, the key of its attributes (and, for a directory, of its
+    /// names) in the cache.
+    fn hid(&self) -> HostId {
+        (self.dev, self.ino)
+    }
+
+    /// `name` in this directory was created, removed or renamed through this kernel: its
+    /// cached lookup goes, and so do this directory's attributes (times, link count).
+    fn forget_name(&self, name: &[u8]) {
+        let mut c = self.fs.cache();
+        c.forget_name(self.hid(), name);
+        c.forget_attrs(self.hid());
+    }
+
+    /// The host's stat of this inode through the cache (fresh for [`hostfs_cache::TTL`]).
+    fn cached_host_stat(&self) -> SysResult<HostStat> {
+        let now = Instant::now();
+        let generation = {
+            let c = self.fs.cache();
+            if let Some(st) = c.attrs(self.hid(), now) {
+                return Ok(st);
+            }
+            c.generation()
+        };
+        let st = self.host_stat()?;
+        if (st.dev, st.ino) == self.hid() {
+            self.fs.cache().fill_attrs(&st, generation, now);
+        }
+        Ok(st)
+    }
+
+    /// A child inode after a lookup of `name` in this directory: from the cache, else one
+    /// host `fstatat` (and an `O_PATH` open for a directory), whose answer is cached.
     fn child(&self, name: &[u8]) -> SysResult<Arc<HostInode>> {
         let dir = self.dir_fd()?;
-        let st = host::fstatat(dir, name).map_err(host_errno)?;
-        let kind = if st.mode & mode::S_IFMT == mode::S_IFDIR {
-            Kind::Dir(
-                host::openat(dir, name, libc::O_PATH | libc::O_DIRECTORY, 0).map_err(host_errno)?,
-            )
-        } else {
-            let parent = self.me.upgrade().ok_or(Errno::ENOENT)?;
-            Kind::Other {
-                parent,
-                name: name.to_vec(),
+        let now = Instant::now();
+        let cached = {
+            let c = self.fs.cache();
+            c.lookup(self.hid(), name, now).ok_or(c.generation())
+        };
+        let (id, dirfd) = match cached {
+            Ok(hostfs_cache::Dentry::Positive { id, dir }) => (id, dir),
+            Ok(hostfs_cache::Dentry::Negative) => return Err(Errno::ENOENT),
+            Err(generation) => {
+                let st = match host::fstatat(dir, name) {
+                    Ok(st) => st,
+                    Err(e) => {
+                        let e = host_errno(e);
+                        if e == Errno::ENOENT {
+                            let neg = hostfs_cache::Dentry::Negative;
+                            self.fs.cache().fill(self.hid(), name, neg, generation, now);
+                        }
+                        return Err(e);
+                    }
+                };
+                let dirfd = if st.mode & mode::S_IFMT == mode::S_IFDIR {
+                    let fd = host::openat(dir, name, libc::O_PATH | libc::O_DIRECTORY, 0)
+                        .map_err(host_errno)?;
+                    Some(Arc::new(fd))
+                } else {
+                    None
+                };
+                let id = (st.dev, st.ino);
+                let pos = hostfs_cache::Dentry::Positive {
+                    id,
+                    dir: dirfd.clone(),
+                };
+                let mut c = self.fs.cache();
+                c.fill(self.hid(), name, pos, generation, now);
+                c.fill_attrs(&st, generation, now);
+                (id, dirfd)
             }
+        };
+        let kind = match dirfd {
+            Some(fd) => Kind::Dir(fd),
+            None => Kind::Other {
+                parent: self.me.upgrade().ok_or(Errno::ENOENT)?,
+                name: name.to_vec(),
+            },
         };
         Ok(Arc::new_cyclic(|me| HostInode {
             fs: self.fs.clone(),
             kind,
-            ino: st.ino,
-            dev: st.dev,
+            ino: id.1,
+            dev: id.0,
             me: me.clone(),
             vm: OnceLock::new(),
             created: Mutex::new(None),
@@ -357,21 +451,36 @@ impl Inode for HostInode {
                     fd,
                     fs: self.fs.clone(),
                     root: self.is_root(),
+                    id: self.hid(),
                 }))
             }
             mode::S_IFREG => {
                 if acc != libc::O_RDONLY && self.readonly() {
                     return Err(Errno::EROFS);
                 }
-                let fd = match lock(&self.created).take() {
+                let created = lock(&self.created).take();
+                // A read-only host fd may become a spare when this file closes, unless an
+                // inode is forgotten (unlinked, renamed over, changed) while it is open.
+                let spare = (created.is_none() && acc == libc::O_RDONLY)
+                    .then(|| self.fs.cache().inode_generation());
+                let fd = match created {
                     Some(fd) => fd,
+                    None if spare.is_some() => {
+                        let now = Instant::now();
+                        let kept = self.fs.cache().take_spare(self.hid(), now);
+                        match kept {
+                            Some(fd) => fd,
+                            None => self.open_host(libc::O_RDONLY)?,
+                        }
+                    }
                     None => self.open_host(if acc == 3 { libc::O_RDWR } else { acc })?,
                 };
                 let me = self.me.upgrade().ok_or(Errno::ENOENT)?;
                 Ok(Box::new(HostFile {
-                    fd,
+                    fd: Some(fd),
                     inode: me,
                     privs: AtomicBool::new(hostfs_meta::has_privs(st.mode)),
+                    spare,
                 }))
             }
             // The kernel's own pipe, never the host FIFO.
@@ -406,10 +515,16 @@ impl Inode for HostInode {
         self.check_writable()?;
         self.check_new_name(name)?;
         let m = init_owner(&self.stat()?, owner, mode::S_IFDIR | (mode & 0o7777));
-        hostdir::mkdirat(self.dir_fd()?, name, host_mode(m.perm, true)).map_err(host_errno)?;
+        let r = hostdir::mkdirat(self.dir_fd()?, name, host_mode(m.perm, true));
+        self.forget_name(name);
+        r.map_err(host_errno)?;
         let child = self.child(name)?;
         let hs = child.host_stat()?;
-        self.record_new(name, child.loc()?, &hs, m)?;
+        let r = self.record_new(name, child.loc()?, &hs, m);
+        // The metadata changed the new inode's ctime (or the entry went again).
+        self.forget_name(name);
+        self.fs.forget_attrs(child.hid());
+        r?;
         Ok(child)
     }
 
@@ -444,10 +559,15 @@ impl Inode for HostInode {
         self.check_writable()?;
         self.check_new_name(name)?;
         let m = init_owner(&self.stat()?, owner, mode::S_IFLNK | 0o777);
-        hostdir::symlinkat(target, self.dir_fd()?, name).map_err(host_errno)?;
+        let r = hostdir::symlinkat(target, self.dir_fd()?, name);
+        self.forget_name(name);
+        r.map_err(host_errno)?;
         let child = self.child(name)?;
         let hs = child.host_stat()?;
-        self.record_new(name, child.loc()?, &hs, m)?;
+        let r = self.record_new(name, child.loc()?, &hs, m);
+        self.forget_name(name);
+        self.fs.forget_attrs(child.hid());
+        r?;
         Ok(child)
     }
 
@@ -457,14 +577,17 @@ impl Inode for HostInode {
         // The metadata is the inode's (its xattr, or a sidecar entry keyed by inode number):
         // the new name shares it, as in Linux.
         let t = self.same_fs(target)?;
-        match &t.kind {
-            Kind::Dir(_) => Err(Errno::EPERM),
+        let r = match &t.kind {
+            Kind::Dir(_) => return Err(Errno::EPERM),
             Kind::Other {
                 parent,
                 name: old_name,
-            } => hostdir::linkat(parent.dir_fd()?, old_name, self.dir_fd()?, name)
-                .map_err(host_errno),
-        }
+            } => hostdir::linkat(parent.dir_fd()?, old_name, self.dir_fd()?, name),
+        };
+        // The target's link count and ctime changed too.
+        self.forget_name(name);
+        self.fs.forget_attrs(t.hid());
+        r.map_err(host_errno)
     }
 
     fn unlink(&self, name: &[u8]) -> SysResult<()> {
@@ -477,7 +600,10 @@ impl Inode for HostInode {
         if hs.mode & mode::S_IFMT == mode::S_IFDIR {
             return Err(Errno::EISDIR);
         }
-        hostdir::unlinkat(dir, name, false).map_err(host_errno)?;
+        let r = hostdir::unlinkat(dir, name, false);
+        self.forget_name(name);
+        self.fs.forget_inode((hs.dev, hs.ino));
+        r.map_err(host_errno)?;
         if hs.nlink <= 1 {
             self.fs.meta.forget(&hs);
         }
@@ -491,7 +617,11 @@ impl Inode for HostInode {
         }
         let dir = self.dir_fd()?;
         let hs = host::fstatat(dir, name).map_err(host_errno)?;
-        hostdir::unlinkat(dir, name, true).map_err(host_errno)?;
+        let r = hostdir::unlinkat(dir, name, true);
+        // The directory's inode number may come back as another one: nothing cached under
+        // it may survive.
+        self.fs.cache().clear();
+        r.map_err(host_errno)?;
         self.fs.meta.forget(&hs);
         Ok(())
     }
@@ -512,16 +642,28 @@ impl Inode for HostInode {
         // The metadata moves with the inode; an inode this rename removes (the last link of
         // a replaced target) loses its sidecar entry.
         use um_uapi::abi::fcntl::RENAME_EXCHANGE;
+        let src = host::fstatat(self.dir_fd()?, old_name).map_err(host_errno)?;
+        let dst = host::fstatat(nd.dir_fd()?, new_name).ok();
         let replaced = if flags & RENAME_EXCHANGE == 0 {
-            let src = host::fstatat(self.dir_fd()?, old_name).map_err(host_errno)?;
-            host::fstatat(nd.dir_fd()?, new_name)
-                .ok()
-                .filter(|v| (v.ino, v.dev) != (src.ino, src.dev))
+            dst.filter(|v| (v.ino, v.dev) != (src.ino, src.dev))
         } else {
             None
         };
-        hostdir::renameat2(self.dir_fd()?, old_name, nd.dir_fd()?, new_name, flags)
-            .map_err(host_errno)?;
+        let r = hostdir::renameat2(self.dir_fd()?, old_name, nd.dir_fd()?, new_name, flags);
+        // Both names, both directories and the inodes moved (ctime) change. A directory
+        // replaced by the rename goes, and its inode number may come back: start over.
+        if replaced.is_some_and(|v| v.mode & mode::S_IFMT == mode::S_IFDIR) {
+            self.fs.cache().clear();
+        } else {
+            self.forget_name(old_name);
+            nd.forget_name(new_name);
+            let mut c = self.fs.cache();
+            c.forget_inode((src.dev, src.ino));
+            if let Some(v) = dst {
+                c.forget_inode((v.dev, v.ino));
+            }
+        }
+        r.map_err(host_errno)?;
         if let Some(v) = replaced
             && (v.nlink <= 1 || v.mode & mode::S_IFMT == mode::S_IFDIR)
         {
@@ -531,54 +673,10 @@ impl Inode for HostInode {
     }
 
     fn setattr(&self, attr: &SetAttr) -> SysResult<()> {
-        self.check_writable()?;
-        if attr.mode.is_some() || attr.uid.is_some() || attr.gid.is_some() {
-            // chown(2)/chmod(2) change the guest's metadata only, never the host owner.
-            let _guard = lock(&self.fs.meta.attr_lock);
-            let hs = self.host_stat()?;
-            if attr.mode.is_some() && hs.mode & mode::S_IFMT == mode::S_IFLNK {
-                // Linux: symlink permissions cannot be changed.
-                return Err(Errno::EOPNOTSUPP);
-            }
-            let loc = self.loc()?;
-            let mut m = self
-                .fs
-                .meta
-                .get(loc, &hs)
-                .unwrap_or_else(|| Meta::of_host(&hs));
-            if let Some(p) = attr.mode {
-                m.perm = p & 0o7777;
-                // First, so the host user can write the file's xattr.
-                self.chmod_host(&hs, m.perm)?;
-            }
-            m.uid = attr.uid.unwrap_or(m.uid);
-            m.gid = attr.gid.unwrap_or(m.gid);
-            self.fs.meta.set(loc, &hs, m)?;
-        }
-        if let Some(size) = attr.size {
-            match &self.kind {
-                Kind::Dir(_) => return Err(Errno::EISDIR),
-                Kind::Other { .. } => {
-                    let fd = self.open_host(libc::O_WRONLY)?;
-                    hostdir::ftruncate(fd.as_fd(), size).map_err(host_errno)?;
-                    self.truncated(size);
-                }
-            }
-        }
-        if attr.atime.is_some() || attr.mtime.is_some() {
-            let t = |t: Option<TimeSet>| match t {
-                None => None,
-                Some(TimeSet::Now) => Some(None),
-                Some(TimeSet::At(s, ns)) => Some(Some((s, ns))),
-            };
-            let (a, m) = (t(attr.atime), t(attr.mtime));
-            match &self.kind {
-                Kind::Dir(fd) => hostdir::utimensat(fd.as_fd(), b"", a, m),
-                Kind::Other { parent, name } => hostdir::utimensat(parent.dir_fd()?, name, a, m),
-            }
-            .map_err(host_errno)?;
-        }
-        Ok(())
+        let r = self.setattr_host(attr);
+        // Whatever part of it was made.
+        self.fs.forget_inode(self.hid());
+        r
     }
 
     fn fsync(&self, datasync: bool) -> SysResult<()> {
@@ -629,21 +727,26 @@ impl Inode for HostInode {
     fn setxattr(&self, name: &[u8], value: &[u8], flags: u32) -> SysResult<()> {
         self.check_writable()?;
         let _g = lock(&self.fs.meta.attr_lock);
-        match self.xattr_home()? {
+        let r = match self.xattr_home()? {
             XattrHome::Host(loc) => hostfs_xattr::set(loc, name, value, flags),
             XattrHome::Sidecar(hs) => self.fs.meta.sidecar_setxattr(&hs, name, Some(value), flags),
             XattrHome::None => Err(Errno::EOPNOTSUPP),
-        }
+        };
+        // The ctime changed.
+        self.fs.forget_attrs(self.hid());
+        r
     }
 
     fn removexattr(&self, name: &[u8]) -> SysResult<()> {
         self.check_writable()?;
         let _g = lock(&self.fs.meta.attr_lock);
-        match self.xattr_home()? {
+        let r = match self.xattr_home()? {
             XattrHome::Host(loc) => hostfs_xattr::remove(loc, name),
             XattrHome::Sidecar(hs) => self.fs.meta.sidecar_setxattr(&hs, name, None, 0),
             XattrHome::None => Err(Errno::ENODATA),
-        }
+        };
+        self.fs.forget_attrs(self.hid());
+        r
     }
 
     fn listxattr(&self) -> SysResult<Vec<Vec<u8>>> {
@@ -666,6 +769,58 @@ enum XattrHome<'a> {
 }
 
 impl HostInode {
+    /// The host side of [`Inode::setattr`].
+    fn setattr_host(&self, attr: &SetAttr) -> SysResult<()> {
+        self.check_writable()?;
+        if attr.mode.is_some() || attr.uid.is_some() || attr.gid.is_some() {
+            // chown(2)/chmod(2) change the guest's metadata only, never the host owner.
+            let _guard = lock(&self.fs.meta.attr_lock);
+            let hs = self.host_stat()?;
+            if attr.mode.is_some() && hs.mode & mode::S_IFMT == mode::S_IFLNK {
+                // Linux: symlink permissions cannot be changed.
+                return Err(Errno::EOPNOTSUPP);
+            }
+            let loc = self.loc()?;
+            let mut m = self
+                .fs
+                .meta
+                .get(loc, &hs)
+                .unwrap_or_else(|| Meta::of_host(&hs));
+            if let Some(p) = attr.mode {
+                m.perm = p & 0o7777;
+                // First, so the host user can write the file's xattr.
+                self.chmod_host(&hs, m.perm)?;
+            }
+            m.uid = attr.uid.unwrap_or(m.uid);
+            m.gid = attr.gid.unwrap_or(m.gid);
+            self.fs.meta.set(loc, &hs, m)?;
+        }
+        if let Some(size) = attr.size {
+            match &self.kind {
+                Kind::Dir(_) => return Err(Errno::EISDIR),
+                Kind::Other { .. } => {
+                    let fd = self.open_host(libc::O_WRONLY)?;
+                    hostdir::ftruncate(fd.as_fd(), size).map_err(host_errno)?;
+                    self.truncated(size);
+                }
+            }
+        }
+        if attr.atime.is_some() || attr.mtime.is_some() {
+            let t = |t: Option<TimeSet>| match t {
+                None => None,
+                Some(TimeSet::Now) => Some(None),
+                Some(TimeSet::At(s, ns)) => Some(Some((s, ns))),
+            };
+            let (a, m) = (t(attr.atime), t(attr.mtime));
+            match &self.kind {
+                Kind::Dir(fd) => hostdir::utimensat(fd.as_fd(), b"", a, m),
+                Kind::Other { parent, name } => hostdir::utimensat(parent.dir_fd()?, name, a, m),
+            }
+            .map_err(host_errno)?;
+        }
+        Ok(())
+    }
+
     /// Where the guest's attributes of this inode live: host regular files and directories
     /// only (the host refuses user xattrs on anything else, and the sidecar does the same).
     fn xattr_home(&self) -> SysResult<XattrHome<'_>> {
@@ -687,15 +842,32 @@ struct HostDir {
     fs: Arc<HostFs>,
     /// The root: the metadata store's names are left out of listings.
     root: bool,
+    /// Its host identity (reading it changes its atime).
+    id: HostId,
 }
 
 fn dt_of(kind: u8) -> u8 {
     kind
 }
 
-/// `fstat` of an open hostfs file or directory: the host's, as the guest sees it.
-fn fd_stat(fs: &HostFs, fd: std::os::fd::BorrowedFd<'_>) -> SysResult<Kstat> {
-    let hs = host::fstatat(fd, b"").map_err(host_errno)?;
+/// `fstat` of an open hostfs file or directory `id`: the host's, as the guest sees it, through
+/// the attribute cache (the fd names the inode itself).
+fn fd_stat(fs: &HostFs, id: HostId, fd: std::os::fd::BorrowedFd<'_>) -> SysResult<Kstat> {
+    let now = Instant::now();
+    let generation = {
+        let c = fs.cache();
+        c.attrs(id, now).ok_or(c.generation())
+    };
+    let hs = match generation {
+        Ok(hs) => hs,
+        Err(generation) => {
+            let hs = host::fstatat(fd, b"").map_err(host_errno)?;
+            if (hs.dev, hs.ino) == id {
+                fs.cache().fill_attrs(&hs, generation, now);
+            }
+            hs
+        }
+    };
     let mut st = kstat(&hs);
     if let Some(m) = fs.meta.get(XattrLoc::Fd(fd), &hs) {
         m.apply(&mut st);
@@ -705,10 +877,11 @@ fn fd_stat(fs: &HostFs, fd: std::os::fd::BorrowedFd<'_>) -> SysResult<Kstat> {
 
 impl FileOps for HostDir {
     fn stat(&self) -> SysResult<Kstat> {
-        fd_stat(&self.fs, self.fd.as_fd())
+        fd_stat(&self.fs, self.id, self.fd.as_fd())
     }
 
     fn readdir(&self) -> SysResult<Vec<DirEntry>> {
+        self.fs.forget_attrs(self.id);
         let st = self.stat()?;
         let mut out = vec![
             DirEntry {
@@ -738,15 +911,39 @@ impl FileOps for HostDir {
 
 /// An open hostfs regular file.
 struct HostFile {
-    fd: OwnedFd,
+    /// Always there until the file is dropped, which keeps it as a spare if it may.
+    fd: Option<OwnedFd>,
     inode: Arc<HostInode>,
     /// The file was setuid (or setgid and group-executable) when opened: the first write by
     /// an unprivileged process clears that. (Bits set by a chmod after the open are not
     /// looked at again, to keep `stat` off the write path; Linux rechecks on every write.)
     privs: AtomicBool,
+    /// A read-only host fd, which may serve another open of the inode once this one closes
+    /// ([`crate::hostfs_cache`], "Spare descriptors"): the inode generation it opened at.
+    spare: Option<u64>,
+}
+
+impl Drop for HostFile {
+    fn drop(&mut self) {
+        if let Some(fd) = self.fd.take()
+            && let Some(opened) = self.spare
+        {
+            let back =
+                self.inode
+                    .fs
+                    .cache()
+                    .put_spare(self.inode.hid(), fd, opened, Instant::now());
+            // Closed outside the lock.
+            drop(back);
+        }
+    }
 }
 
 impl HostFile {
+    fn fd(&self) -> SysResult<std::os::fd::BorrowedFd<'_>> {
+        self.fd.as_ref().map(|f| f.as_fd()).ok_or(Errno::EBADF)
+    }
+
     /// `file_remove_privs` (fs/inode.c): a write by a process without `CAP_FSETID` (fsuid 0
     /// here) clears setuid, and setgid with group execute, before the data changes
     /// (`should_remove_suid`).
@@ -756,8 +953,8 @@ impl HostFile {
         }
         let fs = &self.inode.fs;
         let _guard = lock(&fs.meta.attr_lock);
-        let hs = host::fstatat(self.fd.as_fd(), b"").map_err(host_errno)?;
-        let loc = XattrLoc::Fd(self.fd.as_fd());
+        let hs = host::fstatat(self.fd()?, b"").map_err(host_errno)?;
+        let loc = XattrLoc::Fd(self.fd()?);
         let mut m = fs.meta.get(loc, &hs).unwrap_or_else(|| Meta::of_host(&hs));
         if hostfs_meta::has_privs(mode::S_IFREG | m.perm) {
             m.perm = hostfs_meta::strip_privs(m.perm);
@@ -776,12 +973,18 @@ impl FileOps for HostFile {
     }
 
     fn read(&self, _io: &IoCtx<'_>, buf: &mut [u8], off: u64) -> SysResult<usize> {
-        host::pread(self.fd.as_fd(), buf, off).map_err(host_errno)
+        let r = host::pread(self.fd()?, buf, off).map_err(host_errno);
+        // The host may have moved the atime.
+        self.inode.fs.forget_attrs(self.inode.hid());
+        r
     }
 
     fn write(&self, io: &IoCtx<'_>, data: &[u8], off: u64) -> SysResult<usize> {
-        self.remove_privs(io)?;
-        let n = host::pwrite(self.fd.as_fd(), data, off).map_err(host_errno)?;
+        let r = self.remove_privs(io);
+        let r = r.and_then(|()| host::pwrite(self.fd()?, data, off).map_err(host_errno));
+        // Size, times, and perhaps the mode (remove_privs) changed.
+        self.inode.fs.forget_attrs(self.inode.hid());
+        let n = r?;
         // Through the page cache: mapped pages see the write (Linux generic_perform_write).
         let id = Inode::id(&*self.inode);
         self.inode.fs.cache.update(id, off, &data[..n]);
@@ -789,7 +992,7 @@ impl FileOps for HostFile {
     }
 
     fn stat(&self) -> SysResult<Kstat> {
-        fd_stat(&self.inode.fs, self.fd.as_fd())
+        fd_stat(&self.inode.fs, self.inode.hid(), self.fd()?)
     }
 
     fn vm_file(&self) -> Option<Arc<dyn VmFile>> {
@@ -868,8 +1071,11 @@ impl VmFile for HostVmFile {
             .ok_or(Errno::EROFS)?;
         let mut done = 0;
         while done < n {
-            done += host::pwrite(fd.as_fd(), &data[done..n], offset + done as u64)
-                .map_err(host_errno)?;
+            let r = host::pwrite(fd.as_fd(), &data[done..n], offset + done as u64);
+            if let Some(i) = self.inode.upgrade() {
+                i.fs.forget_attrs(i.hid());
+            }
+            done += r.map_err(host_errno)?;
         }
         Ok(())
     }
@@ -891,7 +1097,9 @@ impl VmFile for HostVmFile {
             .get_or_init(|| inode.open_host(libc::O_RDWR).ok())
             .as_ref()
             .ok_or(Errno::EROFS)?;
-        hostdir::fallocate(fd.as_fd(), PUNCH, offset, len).map_err(host_errno)?;
+        let r = hostdir::fallocate(fd.as_fd(), PUNCH, offset, len);
+        inode.fs.forget_attrs(inode.hid());
+        r.map_err(host_errno)?;
         let end = offset.saturating_add(len).min(self.size().max(offset));
         inode.fs.cache.zero_range(self.id, offset, end);
         Ok(())

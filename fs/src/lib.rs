@@ -21,6 +21,7 @@ pub mod exec;
 pub mod exec_stack;
 pub mod fasync;
 pub mod hostfs;
+pub mod hostfs_cache;
 pub mod hostfs_meta;
 pub mod hostfs_xattr;
 pub mod hugetlbfs;

@@ -160,6 +160,7 @@ fn publish(task: &Task, th: &GuestThread) {
 
 /// Ends the kernel: `linux` exits with `code`, taking every stub with it.
 pub fn shutdown(k: &Kernel, code: i32) -> ! {
+    k.syscalls.profile_report();
     for hook in lock(&k.shutdown_hooks).iter() {
         hook();
     }

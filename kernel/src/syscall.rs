@@ -10,13 +10,20 @@
 //! [`Registration`] (name, the registering file, a [`Status`]) whatever the native arch, so
 //! `um-bin`'s unit tests check the full registration against both arches' tables and render
 //! `docs/syscalls.md` from it.
+//!
+//! With `UM_SYSCALL_PROFILE` set in `linux`'s environment, [`dispatch`] also counts every
+//! served call and the wall time its handler took, per number ([`Profile`]), and
+//! [`SyscallTable::profile_report`] logs the totals when the kernel shuts down: a measurement
+//! aid (issue 22) that costs one relaxed load per call when off.
 
 use crate::arch::{Regs, syscalls};
 use crate::engine::GuestThread;
 use crate::kernel::Kernel;
 use crate::task::{ExitStatus, Task};
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 use um_mm::Mm;
 use um_uapi::{Errno, SysResult};
 
@@ -93,14 +100,43 @@ pub struct SyscallTable {
     entries: Vec<Option<(&'static str, Handler)>>,
     registrations: Vec<Registration>,
     reported: Mutex<HashSet<u32>>,
+    /// Per-number call counts and handler time, when `UM_SYSCALL_PROFILE` is set.
+    profile: Option<Profile>,
+}
+
+/// Calls served and nanoseconds spent in their handlers, per syscall number (the engine's
+/// handoff is not included: the difference to a guest-side timing is the trap's cost).
+pub struct Profile {
+    calls: Vec<AtomicU64>,
+    nanos: Vec<AtomicU64>,
+}
+
+impl Profile {
+    fn new(n: usize) -> Profile {
+        Profile {
+            calls: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            nanos: (0..n).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    fn add(&self, nr: usize, ns: u64) {
+        if let (Some(c), Some(t)) = (self.calls.get(nr), self.nanos.get(nr)) {
+            c.fetch_add(1, Ordering::Relaxed);
+            t.fetch_add(ns, Ordering::Relaxed);
+        }
+    }
 }
 
 impl Default for SyscallTable {
     fn default() -> Self {
+        let n = syscalls::MAX_NR as usize + 1;
         SyscallTable {
-            entries: vec![None; syscalls::MAX_NR as usize + 1],
+            entries: vec![None; n],
             registrations: Vec::new(),
             reported: Mutex::default(),
+            profile: std::env::var_os("UM_SYSCALL_PROFILE")
+                .filter(|v| !v.is_empty())
+                .map(|_| Profile::new(n)),
         }
     }
 }
@@ -159,6 +195,31 @@ impl SyscallTable {
     /// Whether nothing is installed.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Logs the [`Profile`] (if on): one line per syscall that was called, the most time
+    /// first, with calls, total and mean handler time.
+    pub fn profile_report(&self) {
+        let Some(p) = &self.profile else { return };
+        let mut rows: Vec<(u64, u64, usize)> = (0..p.calls.len())
+            .map(|i| {
+                (
+                    p.nanos[i].load(Ordering::Relaxed),
+                    p.calls[i].load(Ordering::Relaxed),
+                    i,
+                )
+            })
+            .filter(|r| r.1 > 0)
+            .collect();
+        rows.sort_unstable_by(|a, b| b.cmp(a));
+        for (ns, calls, nr) in rows {
+            let name = syscalls::name(nr as u32).unwrap_or("?");
+            log::info!(
+                "syscall profile: {name} calls={calls} total_us={} mean_ns={}",
+                ns / 1000,
+                ns / calls
+            );
+        }
     }
 
     /// Logs an unimplemented syscall, once per number.
@@ -251,7 +312,15 @@ pub fn dispatch(kernel: &Arc<Kernel>, task: &Arc<Task>, thread: &mut GuestThread
         thread,
         action: Action::Return,
     };
-    let r = handler(&mut ctx, args);
+    let r = match &kernel.syscalls.profile {
+        None => handler(&mut ctx, args),
+        Some(p) => {
+            let t0 = Instant::now();
+            let r = handler(&mut ctx, args);
+            p.add(nr as usize, t0.elapsed().as_nanos() as u64);
+            r
+        }
+    };
     let action = ctx.action;
     if log::log_enabled!(log::Level::Trace) {
         log::trace!(
