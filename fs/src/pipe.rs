@@ -299,11 +299,6 @@ impl PipeEnd {
             st.writers += 1;
             st.w_counter += 1;
         }
-        let w_seen = if read && pipe.key.is_some() {
-            st.w_counter
-        } else {
-            0
-        };
         let partner = if read {
             (st.writers, st.w_counter)
         } else {
@@ -315,7 +310,7 @@ impl PipeEnd {
             pipe: pipe.clone(),
             read,
             write,
-            w_seen,
+            w_seen: 0,
         };
         (end, partner.0, partner.1)
     }
@@ -729,8 +724,14 @@ pub fn open_fifo(key: u64, flags: u32, io: &IoCtx<'_>) -> SysResult<Box<dyn File
         .clone();
     match flags & 3 {
         0 => {
-            let (end, writers, seen) = PipeEnd::open_seeing_partner(&pipe, true, false);
+            let (mut end, writers, seen) = PipeEnd::open_seeing_partner(&pipe, true, false);
             drop(reg);
+            // fifo_open: only a non-blocking reader that finds no writer suppresses POLLHUP
+            // until a writer comes (`f_version = w_counter`); any other reader reports it once
+            // the last writer goes (runc waits in epoll for its exec FIFO's writer to close).
+            if nonblock && writers == 0 {
+                end.w_seen = seen;
+            }
             if writers == 0 && !nonblock {
                 // wait_for_partner: until some writer has opened since.
                 io.wait(&[&pipe.rd_wait], || {
@@ -841,6 +842,28 @@ mod tests {
         assert_eq!(r.poll(POLLIN, None), POLLHUP);
         drop(r);
         assert_eq!(lock(&p.st).readers, 0);
+    }
+
+    #[test]
+    fn fifo_reader_sees_hangup_unless_opened_nonblocking_alone() {
+        // A reader opened while a writer is there: POLLHUP once the writer closes.
+        let pipe = Pipe::new(Some(7), 0, 0, true);
+        let (w, _, _) = PipeEnd::open_seeing_partner(&pipe, false, true);
+        let (r, writers, _) = PipeEnd::open_seeing_partner(&pipe, true, false);
+        assert_eq!(writers, 1);
+        assert_eq!(r.poll(POLLIN, None), 0);
+        drop(w);
+        assert_eq!(r.poll(POLLIN, None), POLLHUP);
+        // A non-blocking reader alone (its open records w_counter): no POLLHUP until a writer
+        // has come and gone.
+        let pipe = Pipe::new(Some(8), 0, 0, true);
+        let (mut r, writers, seen) = PipeEnd::open_seeing_partner(&pipe, true, false);
+        assert_eq!(writers, 0);
+        r.w_seen = seen;
+        assert_eq!(r.poll(POLLIN, None), 0);
+        let (w, _, _) = PipeEnd::open_seeing_partner(&pipe, false, true);
+        drop(w);
+        assert_eq!(r.poll(POLLIN, None), POLLHUP);
     }
 
     #[test]

@@ -142,4 +142,12 @@ PY
 crun run box2
 echo "CRUN-CG-RC $?"
 echo "CRUN-CG-LEFT $(ls -d /sys/fs/cgroup/box2 2>/dev/null | wc -l)"
+
+# runc (Go, cilium/ebpf for the device program) with the same bundle and checks. It waits in
+# epoll for its exec FIFO's writer to go; a bound on the run makes a hang a failed line.
+mkdir -p /tmp/d && cd /tmp/d
+sed 's/"CRUN-CG"/"RUNC"/' /tmp/c/config.json > config.json
+timeout 60 runc run box3
+echo "RUNC-RC $?"
+echo "RUNC-LEFT $(runc list 2>/dev/null | tail -n +2 | wc -l) $(ls -d /sys/fs/cgroup/box3 2>/dev/null | wc -l)"
 echo UM-CONTAINERS-DONE

@@ -23,6 +23,10 @@
 //! closing a descriptor does not detach, and a denying program attached to a group makes
 //! `/dev/zero` unopenable for a process in it until it is detached.
 //!
+//! Then runc 1.1.5 (Go; its device program made by cilium/ebpf) runs the cgroups-on bundle with
+//! the same checks. It used to hang in the seccomp engine: it waits in epoll for the writer of
+//! its exec FIFO to go, and a FIFO reader opened while a writer was there never got POLLHUP.
+//!
 //! Before the kernel carried a file's mount with it (`Dentry::mnt`), crun re-executed itself
 //! forever here: its self-clone check binds /proc/self/exe read-only, opens it, detaches the
 //! mount and execs the descriptor, then wants `fstatfs` to report `ST_RDONLY`.
@@ -92,6 +96,13 @@ fn crun_runs_a_container_with_every_namespace() {
             ("CRUN-CG-OPEN", "Operation not permitted"),
             ("CRUN-CG-RC", "0"),
             ("CRUN-CG-LEFT", "0"),
+            // runc, the same bundle and checks; nothing left in `runc list` or the cgroup tree.
+            ("RUNC-CGROUP", "0::/"),
+            ("RUNC-ZERO", "1"),
+            ("RUNC-MKNOD", "made"),
+            ("RUNC-OPEN", "Operation not permitted"),
+            ("RUNC-RC", "0"),
+            ("RUNC-LEFT", "0 0"),
             // bpf(2) by hand: errnos are Linux's (-22 EINVAL, -7 E2BIG, -1 EPERM, -28 ENOSPC,
             // -2 ENOENT); query's attach_flags (2: ALLOW_MULTI) and prog_cnt follow them.
             ("BPF-LOAD", "ok"),
