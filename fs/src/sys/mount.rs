@@ -263,6 +263,10 @@ impl FileOps for FsContextFd {
     fn anon_name(&self) -> Option<&'static str> {
         Some("[fscontext]")
     }
+    /// fscontext_fops has no poll: epoll_ctl refuses it (`EPERM`).
+    fn can_poll(&self) -> bool {
+        false
+    }
     fn as_any(&self) -> Option<&dyn Any> {
         Some(self)
     }

@@ -53,10 +53,14 @@ fn can_write(f: &OpenFile) -> bool {
 }
 
 /// Whether the file has `f_op->splice_write` and `splice_read`: Linux's anonymous-inode files
-/// (epoll, eventfd, timerfd, signalfd, inotify, pidfd, userfaultfd) have neither, so splicing
+/// (epoll, eventfd, timerfd, signalfd, inotify, pidfd, userfaultfd, fscontext, bpf) have neither, so splicing
 /// into or out of one is `EINVAL` at once, before anything waits (`do_splice_from`,
 /// `do_splice_read`).
 fn can_splice(f: &OpenFile) -> bool {
+    // Every anonymous-inode file (also fscontext, bpf-prog ...) lacks both.
+    if f.ops.anon_name().is_some() {
+        return false;
+    }
     let Some(a) = f.ops.as_any() else {
         return true;
     };
