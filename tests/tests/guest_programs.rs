@@ -680,7 +680,7 @@ fn probecalls() {
     differential("probecalls", no_check);
 }
 
-/// The calls this kernel leaves out on purpose (io_uring, bpf, perf_event_open, fanotify,
+/// The calls this kernel leaves out on purpose (io_uring, perf_event_open, fanotify,
 /// keyctl) answer ENOSYS as a Linux built without them, and the log names each once, not as an
 /// unimplemented syscall (guest/probecalls `absent`). Not differential: the host has them.
 #[test]
@@ -696,7 +696,6 @@ fn probecalls_absent() {
         out.assert_ok("UM-PROBECALLS-OK");
         for name in [
             "io_uring_setup",
-            "bpf",
             "perf_event_open",
             "fanotify_init",
             "keyctl",
