@@ -9,6 +9,7 @@ use crate::mount::{self, MS_BIND, MS_REMOUNT, UMOUNT_NOFOLLOW};
 use crate::namei::Last;
 use std::any::Any;
 use std::sync::{Arc, Mutex};
+use um_kernel::sysarg::args;
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
 use um_kernel::vfs::{Dentry, FileOps, Inode, Kstat, OpenFile};
@@ -290,7 +291,7 @@ fn install(
 /// and with `AT_RECURSIVE` of the mounts below too ([`mount::clone_tree`]). Unknown flags, or
 /// `AT_RECURSIVE` without a clone, are `EINVAL`.
 fn open_tree(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (dirfd, path, flags): (u64, u64, u32) = (a[0], a[1], a[2] as u32);
+    let (dirfd, path, flags): (u64, u64, u32) = args(&a)?;
     let flags = u64::from(flags);
     let known = AT_EMPTY_PATH
         | AT_NO_AUTOMOUNT
@@ -350,8 +351,7 @@ fn open_tree(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// descriptor; `F_SYMLINKS`/`T_SYMLINKS` follow a final symlink. Other flags (`SET_GROUP`,
 /// newer ones) are `EINVAL`.
 fn move_mount(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (from_dfd, from_path, to_dfd, to_path, flags): (u64, u64, u64, u64, u32) =
-        (a[0], a[1], a[2], a[3], a[4] as u32);
+    let (from_dfd, from_path, to_dfd, to_path, flags): (u64, u64, u64, u64, u32) = args(&a)?;
     let flags = u64::from(flags);
     let known = MOVE_MOUNT_F_SYMLINKS
         | MOVE_MOUNT_F_AUTOMOUNTS
@@ -460,8 +460,7 @@ fn fs_context(c: &SyscallCtx<'_>, fd: u64) -> SysResult<Arc<OpenFile>> {
 /// Binary, path and descriptor values and `CMD_RECONFIGURE` are `EOPNOTSUPP` here; unknown
 /// commands `EOPNOTSUPP` as Linux 6.1.
 fn fsconfig(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (fd, cmd, key, value, aux): (u64, u32, u64, u64, i32) =
-        (a[0], a[1] as u32, a[2], a[3], a[4] as i32);
+    let (fd, cmd, key, value, aux): (u64, u32, u64, u64, i32) = args(&a)?;
     let f = fs_context(c, fd)?;
     let Some(ctx) = f.ops.as_any().and_then(|x| x.downcast_ref::<FsContextFd>()) else {
         return Err(Errno::EINVAL);
@@ -539,7 +538,7 @@ fn fsconfig(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
 /// with the per-mount `MOUNT_ATTR_*` bits of `attr_flags` (`MOUNT_ATTR_IDMAP` and unknown bits
 /// `EINVAL`); flags `FSMOUNT_CLOEXEC` only.
 fn fsmount(c: &mut SyscallCtx<'_>, a: [u64; 6]) -> SysResult {
-    let (fd, flags, attr): (u64, u32, u32) = (a[0], a[1] as u32, a[2] as u32);
+    let (fd, flags, attr): (u64, u32, u32) = args(&a)?;
     let (flags, attr) = (u64::from(flags), u64::from(attr));
     if flags & !FSMOUNT_CLOEXEC != 0
         || attr & !MOUNT_SETATTR_VALID_FLAGS != 0
