@@ -557,6 +557,20 @@ impl Outcome {
         self.status.code()
     }
 
+    /// The rest of the one console line that starts with `key` and a space, trimmed (gates
+    /// whose guest script prints `KEY value` lines). Fails unless exactly one line has it.
+    pub fn line_value(&self, key: &str) -> String {
+        let p = format!("{key} ");
+        let v: Vec<&str> = self
+            .stdout
+            .lines()
+            .map(str::trim_end)
+            .filter_map(|l| l.strip_prefix(&p))
+            .collect();
+        assert_eq!(v.len(), 1, "line `{key} ...` {v:?}: {}", self.report());
+        v[0].trim().to_string()
+    }
+
     /// A failure report: the command line, the status, and the tails of stdout and stderr.
     pub fn report(&self) -> String {
         let status = match (self.status.code(), self.status.signal()) {

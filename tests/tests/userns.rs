@@ -63,12 +63,7 @@ fn unprivileged_user_namespaces_and_bwrap() {
         out.assert_ok(MARKER);
         let lines: Vec<&str> = out.stdout.lines().map(str::trim_end).collect();
         let ctx = || format!("engine {}\n{}", engine.join(" "), out.report());
-        let value = |key: &str| -> String {
-            let p = format!("{key} ");
-            let v: Vec<&str> = lines.iter().filter_map(|l| l.strip_prefix(&p)).collect();
-            assert_eq!(v.len(), 1, "line `{key} ...` {v:?}: {}", ctx());
-            v[0].trim().to_string()
-        };
+        let value = |key: &str| out.line_value(key);
         for (key, want) in [
             ("INIT-MAP", "0 0 4294967295"),
             ("ROOT-ID", "uid=0(root) gid=0(root) groups=0(root)"),

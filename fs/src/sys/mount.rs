@@ -13,7 +13,6 @@ use um_kernel::sysarg::args;
 use um_kernel::syscall::{SyscallCtx, SyscallTable};
 use um_kernel::task::lock;
 use um_kernel::vfs::{Dentry, FileOps, Inode, Kstat, OpenFile};
-use um_kernel::wait::IoCtx;
 use um_uapi::abi::fcntl::{AT_EMPTY_PATH, AT_NO_AUTOMOUNT, AT_RECURSIVE, AT_SYMLINK_NOFOLLOW};
 use um_uapi::abi::mount::*;
 use um_uapi::{Errno, SysResult};
@@ -220,18 +219,11 @@ struct MountFd {
     attached: Mutex<Option<Arc<Dentry>>>,
 }
 
+/// Opened `O_PATH`: the descriptor table refuses it to every I/O call (`EBADF`, as `fdget`),
+/// so only metadata and the mount calls reach it.
 impl FileOps for MountFd {
-    fn read(&self, _: &IoCtx<'_>, _: &mut [u8], _: u64) -> SysResult<usize> {
-        Err(Errno::EBADF)
-    }
-    fn write(&self, _: &IoCtx<'_>, _: &[u8], _: u64) -> SysResult<usize> {
-        Err(Errno::EBADF)
-    }
     fn stat(&self) -> SysResult<Kstat> {
         self.dentry.inode.stat()
-    }
-    fn readdir(&self) -> SysResult<Vec<um_kernel::vfs::DirEntry>> {
-        Err(Errno::EBADF)
     }
     fn as_any(&self) -> Option<&dyn Any> {
         Some(self)
