@@ -148,6 +148,17 @@ echo "CRUN-CG-LEFT $(ls -d /sys/fs/cgroup/box2 2>/dev/null | wc -l)"
 mkdir -p /tmp/d && cd /tmp/d
 sed 's/"CRUN-CG"/"RUNC"/' /tmp/c/config.json > config.json
 timeout 60 runc run box3
-echo "RUNC-RC $?"
-echo "RUNC-LEFT $(runc list 2>/dev/null | tail -n +2 | wc -l) $(ls -d /sys/fs/cgroup/box3 2>/dev/null | wc -l)"
+rc=$?
+if [ "$rc" -ne 0 ]; then
+    # runc dies of SIGSEGV now and then in the seccomp engine (no Go traceback; open bug,
+    # see the gate's docs): one more run, with its own prefix and id, which the gate reports.
+    echo "RUNC-RETRY $rc"
+    runc delete -f box3 >/dev/null 2>&1
+    mkdir -p /tmp/e && cd /tmp/e
+    sed 's/"CRUN-CG"/"RUNC2"/' /tmp/c/config.json > config.json
+    timeout 60 runc run box4
+    rc=$?
+fi
+echo "RUNC-RC $rc"
+echo "RUNC-LEFT $(runc list 2>/dev/null | tail -n +2 | wc -l) $(ls -d /sys/fs/cgroup/box3 /sys/fs/cgroup/box4 2>/dev/null | wc -l)"
 echo UM-CONTAINERS-DONE
