@@ -1011,11 +1011,17 @@ fn do_mount_in(
         } else {
             (m.flags() & !MS_RDONLY) | (flags & MS_RDONLY)
         };
-        if flags & MS_BIND == 0 && new & MS_RDONLY == 0 && is_bdev_fs(m.fstype.as_bytes()) {
-            // The block-device file systems here are read-only so far (ext4's write side
-            // is not done): `remount,rw` is refused as their rw mount is.
+        // A block-device file system instance mounted read-only (SB_RDONLY, reported as
+        // ST_RDONLY by its statfs) does not become writable by a remount here: Linux's
+        // ext4_reconfigure would load the journal and check the features, which this kernel
+        // does only at mount time. A remount of a read-write instance (rw -> ro -> rw, or
+        // only other flags) changes the mount's flags, as for every other file system.
+        let sb_ro = m.root.statfs().is_ok_and(|s| s.flags & 1 != 0);
+        if flags & MS_BIND == 0 && new & MS_RDONLY == 0 && sb_ro && is_bdev_fs(m.fstype.as_bytes())
+        {
             log::error!(
-                "{} ({}): cannot remount read-write: no write support yet",
+                "{} ({}): cannot remount read-write: mounted read-only; umount and mount it \
+                 read-write",
                 m.fstype,
                 m.source
             );

@@ -292,7 +292,9 @@ pub struct Statfs {
     pub fsid: u64,
     pub namelen: i64,
     pub frsize: i64,
-    /// `ST_*` mount flags (filled in by the syscall from the mount).
+    /// `ST_*` flags of the file system instance itself: `ST_RDONLY` (1) when it was mounted
+    /// read-only (Linux's `sb->s_flags & SB_RDONLY`); the syscall adds the mount's flags
+    /// (fs/statfs.c calculate_f_flags).
     pub flags: i64,
 }
 

@@ -440,9 +440,17 @@ fn ext4_write_fsck_clean() {
          {WRITE_SCRIPT}\n\
          echo \"== end\"\n\
          cd /\n\
+         mount -o remount,ro /mnt/$d\n\
+         if touch /mnt/$d/ro-probe 2>/dev/null; then echo \"REMOUNT-RO-WRITABLE $d\"; else echo \"REMOUNT-RO-EROFS $d\"; fi\n\
+         mount -o remount,rw,noatime /mnt/$d\n\
+         echo again > /mnt/$d/after-remount\n\
+         echo \"REMOUNT-RW-OK $d\"\n\
          sync\n\
          umount /mnt/$d\n\
          done\n\
+         mount -t ext4 -o ro /dev/ubdb /mnt/b\n\
+         if mount -o remount,rw /mnt/b 2>/dev/null; then echo RO-INSTANCE-REMOUNTED; else echo RO-INSTANCE-REFUSED; fi\n\
+         umount /mnt/b\n\
          echo {MARKER}\n"
     );
     for_each_engine(|engine| {
@@ -475,7 +483,16 @@ fn ext4_write_fsck_clean() {
             "{}",
             out.report()
         );
+        // Remount: rw -> ro refuses writes, ro -> rw of a read-write instance writes again;
+        // an instance mounted read-only stays so (fs/src/mount.rs do_mount_in).
+        assert!(console.contains("RO-INSTANCE-REFUSED"), "{}", out.report());
         for (d, (name, _)) in ["b", "c"].iter().zip(&images) {
+            assert!(
+                console.contains(&format!("REMOUNT-RO-EROFS {d}\n"))
+                    && console.contains(&format!("REMOUNT-RW-OK {d}\n")),
+                "{}",
+                out.report()
+            );
             assert!(
                 console.contains(&format!("/dev/ubd{d} /mnt/{d} ext4 rw")),
                 "{}",

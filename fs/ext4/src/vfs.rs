@@ -380,7 +380,8 @@ impl Inode for Ext4Inode {
             fsid: (word(0) ^ word(8)) | (word(4) ^ word(12)) << 32,
             namelen: 255,
             frsize: sb.block_size as i64,
-            flags: 0,
+            // ST_RDONLY for an instance mounted read-only (SB_RDONLY).
+            flags: if self.m.fs.writable() { 0 } else { 1 },
         })
     }
 

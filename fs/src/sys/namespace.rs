@@ -903,7 +903,8 @@ fn statfs_bytes(inode: &dyn Inode, d: Option<&Dentry>, stream: bool) -> Vec<u8> 
     });
     // ST_VALID plus the mount's flags (MS_* and ST_* agree except RELATIME and NOSYMFOLLOW).
     let mf = d.and_then(mount::mount_of).map_or(0, |m| m.flags());
-    let mut flags = 0x20 | (mf & 0xcdf) as i64;
+    // fs/statfs.c calculate_f_flags: the mount's flags, and ST_RDONLY of the superblock.
+    let mut flags = 0x20 | (mf & 0xcdf) as i64 | (s.flags & 1);
     if mf & mount::MS_RELATIME != 0 {
         flags |= 0x1000;
     }
