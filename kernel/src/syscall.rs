@@ -306,6 +306,14 @@ pub fn dispatch(kernel: &Arc<Kernel>, task: &Arc<Task>, thread: &mut GuestThread
         thread.regs.set_return(Errno::ENOSYS.to_return());
         return Action::Return;
     };
+    let cur = &task.cur_syscall;
+    for (slot, v) in cur[1..]
+        .iter()
+        .zip(args.iter().chain(&[thread.regs.sp(), thread.regs.pc()]))
+    {
+        slot.store(*v, Ordering::Relaxed);
+    }
+    cur[0].store(nr.wrapping_add(1), Ordering::Release);
     let mut ctx = SyscallCtx {
         kernel,
         task,
@@ -321,6 +329,7 @@ pub fn dispatch(kernel: &Arc<Kernel>, task: &Arc<Task>, thread: &mut GuestThread
             r
         }
     };
+    cur[0].store(0, Ordering::Release);
     let action = ctx.action;
     if log::log_enabled!(log::Level::Trace) {
         log::trace!(

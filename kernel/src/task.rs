@@ -460,6 +460,12 @@ pub struct Task {
     pub host_mapper: Mutex<Option<crate::engine::HostMapper>>,
     /// Whether the thread is (about to be) running guest code, so a kick must interrupt it.
     pub in_guest: AtomicBool,
+    /// The syscall the thread is in, for `/proc/PID/syscall` (fs/proc/base.c
+    /// `proc_pid_syscall`): the number plus one (0: not in a syscall), the six argument
+    /// registers, then sp and pc as at entry. Relaxed stores on every call (no lock on the hot
+    /// path); a reader racing the thread may see parts of two calls, which is harmless for a
+    /// debugging file.
+    pub cur_syscall: [AtomicU64; 9],
     /// Set when the thread has exited.
     pub exited: AtomicBool,
     /// Set when another thread's exec ends this one (Linux `de_thread`).
@@ -522,6 +528,7 @@ impl Task {
             host_tid: AtomicI32::new(0),
             host_mapper: Mutex::new(None),
             in_guest: AtomicBool::new(false),
+            cur_syscall: Default::default(),
             exited: AtomicBool::new(false),
             zap: AtomicBool::new(false),
             pdeath_signal: AtomicU32::new(0),

@@ -113,3 +113,48 @@ fn strip_sgr(s: &str) -> String {
     }
     out
 }
+
+/// `/proc/PID/syscall` (fs/proc/base.c proc_pid_syscall): a child asleep in busybox `sleep`
+/// shows nanosleep's (or clock_nanosleep's) number, six arguments, sp and pc in hex; the file
+/// is 0400, so another user cannot open it.
+#[test]
+fn proc_pid_syscall() {
+    let script = "mount -t proc proc /proc; sleep 3 & sleep 0.3; \
+                  echo \"SYS $(cat /proc/$!/syscall)\"; \
+                  echo \"TSYS $(cat /proc/$!/task/$!/syscall)\"; \
+                  su nobody -s /bin/sh -c 'cat /proc/1/syscall' 2>/dev/null || echo NOBODY-DENIED; \
+                  kill $!; echo UM-PROCSYS-OK";
+    // (nanosleep, clock_nanosleep) of the native arch: arch/x86/entry/syscalls/syscall_64.tbl,
+    // include/uapi/asm-generic/unistd.h.
+    let sleeps: [u64; 2] = if cfg!(target_arch = "x86_64") {
+        [35, 230]
+    } else {
+        [101, 115]
+    };
+    for_each_engine(|engine| {
+        let out = busybox(engine, &["sh", "-c", script]);
+        out.assert_ok("UM-PROCSYS-OK");
+        let console = out.stdout.replace('\r', "");
+        assert!(console.contains("NOBODY-DENIED\n"), "{}", out.report());
+        let sys = console
+            .lines()
+            .find_map(|l| l.strip_prefix("SYS "))
+            .unwrap_or_else(|| panic!("no SYS line\n{}", out.report()));
+        let f: Vec<&str> = sys.split(' ').collect();
+        assert_eq!(f.len(), 9, "{sys}");
+        let nr: u64 = f[0].parse().unwrap_or(u64::MAX);
+        assert!(sleeps.contains(&nr), "not asleep in nanosleep: {sys}");
+        for w in &f[1..] {
+            assert!(
+                w.starts_with("0x") && u64::from_str_radix(&w[2..], 16).is_ok(),
+                "{sys}"
+            );
+        }
+        assert!(f[7] != "0x0" && f[8] != "0x0", "sp and pc: {sys}");
+        assert!(
+            console.contains(&format!("TSYS {sys}\n")),
+            "the thread's file differs\n{}",
+            out.report()
+        );
+    });
+}

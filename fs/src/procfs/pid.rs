@@ -23,7 +23,7 @@
 
 use super::{ProcFs, ProcInode, fmt};
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use um_kernel::kernel::Kernel;
 use um_kernel::pidns::{Pid, PidNs};
@@ -165,6 +165,8 @@ pub enum PidFile {
     Mounts,
     Mountinfo,
     Wchan,
+    /// The syscall a thread is in (`Task::cur_syscall`).
+    Syscall,
     Cgroup,
     OomScore,
     OomAdj,
@@ -196,6 +198,7 @@ const ENTRIES: &[(&str, PidNode)] = &[
     ("status", PidNode::File(PidFile::Status)),
     ("limits", PidNode::File(PidFile::Limits)),
     ("comm", PidNode::File(PidFile::Comm)),
+    ("syscall", PidNode::File(PidFile::Syscall)),
     ("cmdline", PidNode::File(PidFile::Cmdline)),
     ("stat", PidNode::File(PidFile::Stat)),
     ("statm", PidNode::File(PidFile::Statm)),
@@ -300,9 +303,10 @@ fn mode_of(n: PidNode, fd_flags: u32) -> u32 {
             m
         }
         PidNode::FdInfo(_) => mode::S_IFREG | 0o444,
-        PidNode::File(PidFile::Environ | PidFile::Io | PidFile::Pagemap | PidFile::Auxv) => {
-            mode::S_IFREG | 0o400
-        }
+        // fs/proc/base.c: `ONE("syscall", S_IRUSR, proc_pid_syscall)` and the like.
+        PidNode::File(
+            PidFile::Environ | PidFile::Io | PidFile::Pagemap | PidFile::Auxv | PidFile::Syscall,
+        ) => mode::S_IFREG | 0o400,
         // fs/proc/base.c: `REG("mem", S_IRUSR|S_IWUSR, proc_mem_operations)`.
         PidNode::File(PidFile::Mem) => mode::S_IFREG | 0o600,
         PidNode::File(
@@ -1612,6 +1616,20 @@ fn mountinfo_text(p: &Process) -> Vec<u8> {
     s.into_bytes()
 }
 
+/// `/proc/PID/syscall`'s line from a thread's [`Task::cur_syscall`] words.
+fn syscall_line(cur: &[AtomicU64; 9]) -> Vec<u8> {
+    let nr = cur[0].load(Ordering::Acquire);
+    if nr == 0 {
+        return b"running\n".to_vec();
+    }
+    let mut s = format!("{}", nr - 1);
+    for w in &cur[1..] {
+        s.push_str(&format!(" {:#x}", w.load(Ordering::Relaxed)));
+    }
+    s.push('\n');
+    s.into_bytes()
+}
+
 /// The content of a file under `/proc/PID`.
 pub fn generate(_fs: &Arc<ProcFs>, t: &Target, n: PidNode, _io: &IoCtx<'_>) -> SysResult<Vec<u8>> {
     let p = t.proc()?;
@@ -1664,6 +1682,15 @@ pub fn generate(_fs: &Arc<ProcFs>, t: &Target, n: PidNode, _io: &IoCtx<'_>) -> S
             PidFile::Mounts => mounts_text(&p),
             PidFile::Mountinfo => mountinfo_text(&p),
             PidFile::Wchan => b"0".to_vec(),
+            // fs/proc/base.c proc_pid_syscall (ptrace access checked): "running" for a thread
+            // in guest code, else the number, six arguments, sp and pc in hex.
+            PidFile::Syscall => {
+                may_access(&p)?;
+                match t.main_task(&p) {
+                    Some(task) => syscall_line(&task.cur_syscall),
+                    None => b"running\n".to_vec(),
+                }
+            }
             // The v2 hierarchy's line (kernel/cgroup/cgroup.c proc_cgroup_show), from um-cgroup.
             PidFile::Cgroup => super::registry::pid_cgroup(p.pid),
             PidFile::OomScore => b"0\n".to_vec(),
