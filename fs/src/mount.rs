@@ -1016,7 +1016,7 @@ fn do_mount_in(
         // ext4_reconfigure would load the journal and check the features, which this kernel
         // does only at mount time. A remount of a read-write instance (rw -> ro -> rw, or
         // only other flags) changes the mount's flags, as for every other file system.
-        let sb_ro = m.root.statfs().is_ok_and(|s| s.flags & 1 != 0);
+        let sb_ro = m.root.statfs().is_ok_and(|s| s.sb_readonly());
         if flags & MS_BIND == 0 && new & MS_RDONLY == 0 && sb_ro && is_bdev_fs(m.fstype.as_bytes())
         {
             log::error!(

@@ -298,6 +298,13 @@ pub struct Statfs {
     pub flags: i64,
 }
 
+impl Statfs {
+    /// Whether the file system instance is read-only (`ST_RDONLY` in [`Statfs::flags`]).
+    pub fn sb_readonly(&self) -> bool {
+        self.flags & um_uapi::abi::fcntl::ST_RDONLY != 0
+    }
+}
+
 /// A fresh file system instance id for [`Inode::fs_id`] (never 0).
 pub fn new_fs_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);

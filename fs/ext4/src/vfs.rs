@@ -381,7 +381,11 @@ impl Inode for Ext4Inode {
             namelen: 255,
             frsize: sb.block_size as i64,
             // ST_RDONLY for an instance mounted read-only (SB_RDONLY).
-            flags: if self.m.fs.writable() { 0 } else { 1 },
+            flags: if self.m.fs.writable() {
+                0
+            } else {
+                um_uapi::abi::fcntl::ST_RDONLY
+            },
         })
     }
 

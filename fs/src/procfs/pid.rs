@@ -23,6 +23,7 @@
 
 use super::{ProcFs, ProcInode, fmt};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use um_kernel::kernel::Kernel;
@@ -1622,9 +1623,9 @@ fn syscall_line(cur: &[AtomicU64; 9]) -> Vec<u8> {
     if nr == 0 {
         return b"running\n".to_vec();
     }
-    let mut s = format!("{}", nr - 1);
+    let mut s = (nr - 1).to_string();
     for w in &cur[1..] {
-        s.push_str(&format!(" {:#x}", w.load(Ordering::Relaxed)));
+        let _ = write!(s, " {:#x}", w.load(Ordering::Relaxed));
     }
     s.push('\n');
     s.into_bytes()

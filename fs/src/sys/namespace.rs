@@ -904,7 +904,7 @@ fn statfs_bytes(inode: &dyn Inode, d: Option<&Dentry>, stream: bool) -> Vec<u8> 
     // ST_VALID plus the mount's flags (MS_* and ST_* agree except RELATIME and NOSYMFOLLOW).
     let mf = d.and_then(mount::mount_of).map_or(0, |m| m.flags());
     // fs/statfs.c calculate_f_flags: the mount's flags, and ST_RDONLY of the superblock.
-    let mut flags = 0x20 | (mf & 0xcdf) as i64 | (s.flags & 1);
+    let mut flags = 0x20 | (mf & 0xcdf) as i64 | (s.flags & um_uapi::abi::fcntl::ST_RDONLY);
     if mf & mount::MS_RELATIME != 0 {
         flags |= 0x1000;
     }

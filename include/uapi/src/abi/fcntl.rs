@@ -663,6 +663,10 @@ crate::pod_struct! {
     }
 }
 
+/// `ST_RDONLY` of `statfs.f_flags` (include/linux/statfs.h; `statvfs(3)`): the mount or the
+/// file system instance is read-only. The same bit as `MS_RDONLY`.
+pub const ST_RDONLY: i64 = 1;
+
 const_assert_eq!(core::mem::size_of::<Statfs>(), 120);
 const_assert_eq!(core::mem::offset_of!(Statfs, f_fsid), 56);
 const_assert_eq!(core::mem::offset_of!(Statfs, f_namelen), 64);
